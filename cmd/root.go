@@ -1,0 +1,171 @@
+// Package cmd holds idemsync's cobra commands. main.go calls Main; tests
+// call Execute with buffers.
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// globalOpts are the flags every command takes.
+type globalOpts struct {
+	state     string
+	json      bool
+	quiet     bool
+	logFormat string
+	logLevel  string
+}
+
+// Main runs the command line and returns the process exit code. The first
+// SIGINT/SIGTERM cancels the run's context (the page in flight finishes or
+// is abandoned, the checkpoint is saved, exit 130); a second one exits at
+// once with 130.
+func Main() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		os.Exit(idsync.ExitInterrupted)
+	}()
+	return Execute(ctx, os.Args[1:], System())
+}
+
+// Execute runs the command line args with the given streams and returns the
+// exit code; every exit code of SPEC §2 is decided here, from the error.
+func Execute(ctx context.Context, args []string, ios *IOStreams) int {
+	g := &globalOpts{}
+	root := newRootCmd(g, ios)
+	root.SetArgs(args)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return idsync.ExitOK
+	}
+	var reported *reportedError
+	if errors.As(err, &reported) {
+		return reported.code
+	}
+	code := exitCode(err)
+	printError(ios, g, err, code)
+	return code
+}
+
+// exitCode maps an error to its exit code: cobra's own errors (unknown
+// command or flag, wrong argument count) are usage errors.
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return idsync.ExitUsage
+	}
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		return idsync.ExitUsage
+	}
+	return idsync.ExitCode(err)
+}
+
+// printError writes the error: one JSON object on stdout with --json,
+// a line (and hint) on stderr otherwise.
+func printError(ios *IOStreams, g *globalOpts, err error, code int) {
+	if g.json {
+		out := map[string]any{"status": "failed", "error": err.Error(), "exit_code": code}
+		if code == idsync.ExitLocked {
+			out["status"] = "locked"
+		}
+		writeJSON(ios, out)
+		return
+	}
+	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)
+	if h := idsync.Hint(err); h != "" {
+		fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
+	}
+}
+
+// reportedError is an error whose output was already printed by its command.
+type reportedError struct{ code int }
+
+func (e *reportedError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// usageError marks invalid command-line usage (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func writeJSON(ios *IOStreams, v any) {
+	enc := json.NewEncoder(ios.Out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func newRootCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idemsync",
+		Short: "Copy a paginated HTTP/JSON API into a SQL table, safely resumable",
+		Long: `idemsync copies a paginated HTTP/JSON API into a SQL table (SQLite or
+PostgreSQL) so that any run may be killed, retried, resumed, overlapped or
+replayed and the table still ends up equal to the source.
+
+Exit codes: 0 done, 1 permanent failure, 2 invalid usage or spec, 3 transient
+failure (retry later), 4 another run holds the lock, 5 nothing to resume,
+130 interrupted (checkpoint saved).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.state, "state", "", "state file (default: $IDEMSYNC_STATE, else the job's state:, else .idemsync/state.db beside the job file)")
+	pf.BoolVar(&g.json, "json", false, "print one JSON object on stdout and nothing else there")
+	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print only warnings and errors; no progress bar")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	root.AddCommand(
+		newRunCmd(g, ios, idsync.KindRun),
+		newRunCmd(g, ios, "resume"),
+		newRunCmd(g, ios, idsync.KindReplay),
+		newStatusCmd(g, ios),
+		newValidateCmd(g, ios),
+		newVersionCmd(g, ios),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs returning a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(c, args); err != nil {
+			return &usageError{err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
+		}
+		return nil
+	}
+}
+
+// statePath applies the precedence --state > $IDEMSYNC_STATE > the job's.
+func (g *globalOpts) statePath(job *idsync.Job) string {
+	switch {
+	case g.state != "":
+		return g.state
+	case os.Getenv("IDEMSYNC_STATE") != "":
+		return os.Getenv("IDEMSYNC_STATE")
+	case job != nil:
+		return job.StatePath
+	}
+	return idsync.DefaultStateFile
+}

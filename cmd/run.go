@@ -1,0 +1,140 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/sink"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+type runOpts struct {
+	restart   bool
+	maxPages  int
+	timeLimit time.Duration
+	from, to  string
+}
+
+// newRunCmd builds run, resume and replay: they share everything but how
+// they pick the run to do.
+func newRunCmd(g *globalOpts, ios *IOStreams, name string) *cobra.Command {
+	o := &runOpts{}
+	c := &cobra.Command{Args: exactArgs(1)}
+	switch name {
+	case idsync.KindRun:
+		c.Use = "run JOB.yaml"
+		c.Short = "Sync: continue the job's unfinished run, or start a new one"
+		c.Long = `Sync the job. If it has an unfinished run (crashed, interrupted, failed or
+partial) it continues from the last committed page; otherwise it starts a new
+run (incremental and hwm jobs from the saved mark minus overlap).`
+	case "resume":
+		c.Use = "resume JOB.yaml"
+		c.Short = "Continue the job's unfinished run; exit 5 when there is none"
+	case idsync.KindReplay:
+		c.Use = "replay JOB.yaml --from V [--to V]"
+		c.Short = "Re-sync a range of pages (backfill); never moves the saved mark back"
+		c.Long = `Re-sync a range: --from and --to are page numbers (page), offsets (offset),
+cursor tokens or next URLs (cursor, link), or marks (hwm). Upserts make it
+duplicate-free; it is itself resumable; it never moves the saved mark.`
+	}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if name == idsync.KindReplay && o.from == "" {
+			return &usageError{err: fmt.Errorf("replay needs --from")}
+		}
+		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart}
+		switch name {
+		case "resume":
+			opts.Resume = true
+		case idsync.KindReplay:
+			opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
+		}
+		return runJob(c.Context(), g, ios, args[0], opts)
+	}
+	f := c.Flags()
+	f.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
+	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
+	if name == idsync.KindRun {
+		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over")
+	}
+	if name == idsync.KindReplay {
+		f.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
+		f.StringVar(&o.to, "to", "", "last position to re-sync (default: to the end)")
+	}
+	return c
+}
+
+func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options) error {
+	if opts.MaxPages < 0 || opts.TimeLimit < 0 {
+		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
+	}
+	job, err := idsync.LoadFile(file)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	store, err := checkpoint.Open(ctx, g.statePath(job), log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fetcher := idsync.NewFetcher(job, log)
+	eng := &idsync.Engine{
+		Job: job, Store: store, Fetcher: fetcher, Logger: log,
+		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
+			return sink.Open(ctx, job.Target.URL, log)
+		},
+	}
+	bar := newProgress(ios, g, job)
+	if bar != nil {
+		eng.OnPage = bar.page
+		fetcher.OnRetry = bar.retry
+	}
+	installFailpoint(eng)
+	res, err := eng.Run(ctx, opts)
+	if bar != nil {
+		bar.finish()
+	}
+	code := idsync.ExitCode(err)
+	if res.RunID == 0 && err != nil {
+		return err // nothing ran: the usual error output
+	}
+	printResult(ios, g, res, err, log)
+	if code != 0 {
+		return &reportedError{code: code}
+	}
+	return nil
+}
+
+func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log *slog.Logger) {
+	if g.json {
+		writeJSON(ios, r)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "error: %s\n", r.Error)
+		if h := idsync.Hint(err); h != "" {
+			fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
+		}
+	}
+	if g.quiet && err == nil {
+		return
+	}
+	what := r.Kind
+	if r.Resumed {
+		what += " " + fmt.Sprint(r.RunID) + " (continued)"
+	} else {
+		what += " " + fmt.Sprint(r.RunID)
+	}
+	fmt.Fprintf(ios.Out, "%s: %s %s: %d pages, %d records (%d inserted, %d updated, %d unchanged, %d skipped) in %s; checkpoint %s\n",
+		r.Job, what, r.Status, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
+		(time.Duration(r.DurationMS) * time.Millisecond).String(), r.Checkpoint)
+	_ = log
+}

@@ -1,0 +1,60 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemsync/idemsync/sink"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+func newValidateCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+	var connect bool
+	c := &cobra.Command{
+		Use:   "validate JOB.yaml",
+		Short: "Check the job file (and every ${VAR} it needs) without fetching",
+		Long: `Check the job file and every ${VAR} it needs, without fetching anything.
+With --connect, also request the first page (nothing is written) and connect
+to the target database.`,
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			job, err := idsync.LoadFile(args[0])
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets)
+			if err != nil {
+				return &usageError{err: err}
+			}
+			if connect {
+				if err := checkConnect(c.Context(), job, log); err != nil {
+					return err
+				}
+			}
+			if g.json {
+				writeJSON(ios, map[string]any{"job": job.Name, "valid": true, "connected": connect, "state": g.statePath(job)})
+				return nil
+			}
+			if !g.quiet {
+				fmt.Fprintf(ios.Out, "%s: valid (%s pagination, target %s table %s)\n", job.Name, job.Pagination.Style,
+					job.Secrets.Redact(sink.RedactURL(job.Target.URL)), job.Table.String())
+				if connect {
+					fmt.Fprintln(ios.Out, "  API and database reachable")
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&connect, "connect", false, "also request the first page and connect to the database")
+	return c
+}
+
+// checkConnect fetches the first page (writing nothing) and opens the sink.
+func checkConnect(ctx context.Context, job *idsync.Job, log *slog.Logger) error {
+	return idsync.CheckConnect(ctx, job, log, func(ctx context.Context) (idsync.Sink, error) {
+		return sink.Open(ctx, job.Target.URL, log)
+	})
+}

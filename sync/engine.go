@@ -1,0 +1,541 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/tidwall/gjson"
+)
+
+// Options select what Engine.Run does.
+type Options struct {
+	Kind      string        // KindRun (default) or KindReplay
+	Resume    bool          // only continue an unfinished run; ErrNothingToResume otherwise
+	Restart   bool          // abandon an unfinished run and start over
+	From, To  string        // replay range, in the style's terms (To optional)
+	MaxPages  int           // stop cleanly after this many pages (0: no limit)
+	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed (0: none)
+}
+
+// Result is what a run did; it is the --json object of run/resume/replay.
+type Result struct {
+	Job        string `json:"job"`
+	RunID      int64  `json:"run_id"`
+	Kind       string `json:"kind"`
+	Status     string `json:"status"` // completed, partial, interrupted, failed
+	Pages      int64  `json:"pages"`
+	Records    int64  `json:"records"`
+	Inserted   int64  `json:"inserted"`
+	Updated    int64  `json:"updated"`
+	Unchanged  int64  `json:"unchanged"`
+	Skipped    int64  `json:"skipped"`
+	Checkpoint string `json:"checkpoint"`
+	HWM        string `json:"hwm"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error"`
+	ExitCode   int    `json:"exit_code"`
+	Resumed    bool   `json:"resumed"`
+}
+
+// PageEvent is reported after each committed page.
+type PageEvent struct {
+	RunID    int64
+	Position string // described for people
+	Records  int
+	Counts   Counts
+	Skipped  int
+	Elapsed  time.Duration
+	Total    Counts // run totals so far
+	Pages    int64  // run pages so far
+	TotalPgs int64  // total pages when the API tells, else 0
+}
+
+// Engine syncs one job: it owns the order spec → fetch → page → records →
+// sink transaction → checkpoint commit.
+type Engine struct {
+	Job      *Job
+	Store    Store
+	OpenSink func(ctx context.Context) (Sink, error)
+	Fetcher  *Fetcher
+	Logger   *slog.Logger
+	// OnPage, when set, is called after each committed page.
+	OnPage func(PageEvent)
+	// Failpoint, when set, is called at each durable step of a page with its
+	// name ("fetched", "target-committed", "checkpoint-committed"); tests
+	// use it to crash the process at that point.
+	Failpoint func(step string)
+}
+
+// runState is the state of the run in progress.
+type runState struct {
+	info    *RunInfo
+	pos     Position
+	to      *Position
+	seen    map[string]bool
+	prev    string // hash of the previous committed page
+	resumed bool   // an unfinished run is being continued
+	hwm     string // job's saved mark
+	total   Counts
+	skipped int64
+	pages   int64
+	records int64
+}
+
+// Run runs the job as o says. The returned Result is never nil once the lock
+// was taken; err carries the exit code (ExitCode).
+func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
+	started := time.Now()
+	job := e.Job
+	if o.Kind == "" {
+		o.Kind = KindRun
+	}
+	res := &Result{Job: job.Name, Kind: o.Kind, Status: RunFailed}
+	unlock, err := e.Store.Lock(ctx, job.Name)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	if qc, ok := e.Store.(interface{ QuickCheck(context.Context) error }); ok {
+		if err := qc.QuickCheck(ctx); err != nil {
+			return res, err
+		}
+	}
+	rs, sink, err := e.begin(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	defer sink.Close()
+	res.RunID, res.Kind = rs.info.ID, rs.info.Kind
+	res.Resumed = rs.resumed
+	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
+	status, runErr := e.loop(ctx, o, rs, sink, log, started)
+
+	// Record how the run ended, even when ctx was cancelled.
+	bg := context.WithoutCancel(ctx)
+	msg := ""
+	if runErr != nil && status == RunFailed {
+		msg = job.Secrets.Redact(runErr.Error())
+	}
+	if status != RunCompleted { // a completing page already marked the run
+		if err := e.Store.FinishRun(bg, rs.info.ID, status, msg, ""); err != nil && runErr == nil {
+			runErr, status = err, RunFailed
+		}
+	}
+	res.Status = status
+	res.Pages, res.Records, res.Skipped = rs.pages, rs.records, rs.skipped
+	res.Inserted, res.Updated, res.Unchanged = rs.total.Inserted, rs.total.Updated, rs.total.Unchanged
+	res.Checkpoint = rs.pos.Describe(job.Pagination.Style, job.Secrets)
+	res.HWM = rs.hwm
+	res.DurationMS = time.Since(started).Milliseconds()
+	if status == RunInterrupted {
+		runErr = ErrInterrupted
+	}
+	if runErr != nil {
+		res.Error = job.Secrets.Redact(runErr.Error())
+	}
+	res.ExitCode = ExitCode(runErr)
+	log.Info("run finished", "status", status, "pages", rs.pages, "records", rs.records,
+		"inserted", rs.total.Inserted, "updated", rs.total.Updated, "unchanged", rs.total.Unchanged,
+		"skipped", rs.skipped, "checkpoint", res.Checkpoint, "ms", res.DurationMS)
+	return res, runErr
+}
+
+// begin picks the run to continue or starts a new one, and opens the sink.
+func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) {
+	job := e.Job
+	pg := &pager{job: job, f: e.Fetcher}
+	js, err := e.Store.Job(ctx, job.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := e.Store.Unfinished(ctx, job.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var from, to *Position
+	if o.Kind == KindReplay {
+		p, err := ParsePosition(job.Pagination.Style, o.From)
+		if err != nil {
+			return nil, nil, Errorf(ExitUsage, "replay --from: %v", err)
+		}
+		from = &p
+		if o.To != "" {
+			p, err := ParsePosition(job.Pagination.Style, o.To)
+			if err != nil {
+				return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
+			}
+			to = &p
+		}
+	}
+	switch {
+	case o.Resume && run == nil:
+		return nil, nil, ErrNothingToResume
+	case o.Resume:
+	case o.Kind == KindReplay && run != nil && (run.Kind != KindReplay || run.From != o.From || run.To != o.To):
+		e.Logger.Warn("abandoning the unfinished run to start the replay", "job", job.Name, "run_id", run.ID)
+		run = nil
+	case o.Restart && run != nil:
+		e.Logger.Info("abandoning the unfinished run (--restart)", "job", job.Name, "run_id", run.ID)
+		run = nil
+	}
+	if prev, _ := e.Store.Unfinished(ctx, job.Name); prev != nil && run == nil {
+		if err := e.Store.FinishRun(ctx, prev.ID, RunAbandoned, "", ""); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	// The target is reached before the run is recorded, so an unreachable
+	// database leaves the checkpoint untouched.
+	sink, err := e.OpenSink(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if job.Infer && len(js.Columns) > 0 {
+		job.Table.Columns = append([]Column(nil), js.Columns...)
+	}
+	if !job.Infer || len(job.Table.Columns) > 0 {
+		if err := sink.Prepare(ctx, &job.Table); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+	}
+
+	rs := &runState{seen: map[string]bool{}, hwm: js.HWM, to: to}
+	if run != nil {
+		if err := e.Store.Reopen(ctx, run.ID); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+		rs.info, rs.resumed = run, true
+		if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+		if run.Kind == KindReplay && run.To != "" {
+			if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
+				rs.to = &p
+			}
+		}
+		pages, err := e.Store.Pages(ctx, run.ID)
+		if err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+		for _, p := range pages {
+			if pos, err := DecodePosition(p.Position); err == nil {
+				rs.seen[loopKey(pos)] = true
+			}
+			rs.prev = p.Hash
+		}
+		rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
+		rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged}
+		e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
+			"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
+		return rs, sink, nil
+	}
+
+	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC()}
+	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
+		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
+		if err != nil {
+			sink.Close()
+			return nil, nil, Errorf(ExitUsage, "incremental: %v", err)
+		}
+		info.Window = w
+	}
+	switch {
+	case from != nil:
+		rs.pos = *from
+		info.From, info.To = o.From, o.To
+	case job.Pagination.Continue && js.LastRun != nil && js.LastRun.Status == RunCompleted && js.LastRun.Last != "":
+		p, err := DecodePosition(js.LastRun.Last)
+		if err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+		p.End = false
+		rs.pos = p
+	default:
+		m := ""
+		if job.Pagination.Style == StyleHWM {
+			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
+				sink.Close()
+				return nil, nil, Errorf(ExitUsage, "pagination: %v", err)
+			}
+		}
+		rs.pos = pg.start(m)
+	}
+	info.Checkpoint = rs.pos.Encode()
+	id, err := e.Store.StartRun(ctx, info)
+	if err != nil {
+		sink.Close()
+		return nil, nil, err
+	}
+	info.ID = id
+	rs.info = info
+	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind,
+		"from", rs.pos.Describe(job.Pagination.Style, job.Secrets), "window", info.Window)
+	return rs, sink, nil
+}
+
+// startMark returns the mark a new run starts from: the saved mark (or the
+// initial one) minus overlap.
+func (e *Engine) startMark(saved, initial, overlap string) (string, error) {
+	m := saved
+	if m == "" {
+		if initial == "" {
+			return "", nil
+		}
+		n, err := NormalizeMark(initial)
+		if err != nil {
+			return "", fmt.Errorf("initial: %v", err)
+		}
+		return n, nil // the initial mark is not moved back
+	}
+	return SubtractOverlap(m, overlap)
+}
+
+// loopKey identifies a position for loop detection.
+func loopKey(p Position) string {
+	switch {
+	case p.URL != "":
+		return "u:" + p.URL
+	case p.Cursor != "":
+		return "c:" + p.Cursor
+	}
+	return ""
+}
+
+// loop fetches and commits pages until the end, a limit, an interrupt or an
+// error. It returns the run's status and the error that ended it.
+func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
+	pages := 0
+	for {
+		if ctx.Err() != nil {
+			return RunInterrupted, nil
+		}
+		if o.MaxPages > 0 && pages >= o.MaxPages || o.TimeLimit > 0 && time.Since(started) >= o.TimeLimit {
+			log.Info("stopping: limit reached; the next run continues", "pages", pages)
+			return RunPartial, nil
+		}
+		done, err := e.page(ctx, rs, sink, log)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return RunInterrupted, nil
+			}
+			return RunFailed, err
+		}
+		pages++
+		if done {
+			return RunCompleted, nil
+		}
+	}
+}
+
+// page moves one page from HTTP response to committed checkpoint:
+// fetch, validate and map all records, upsert them in one target
+// transaction, then commit checkpoint and page row in the state file.
+// It returns true when the page completed the run.
+func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Logger) (bool, error) {
+	job := e.Job
+	style := job.Pagination.Style
+	pg := &pager{job: job, f: e.Fetcher}
+	t0 := time.Now()
+	pos := rs.pos
+	where := pos.Describe(style, job.Secrets)
+
+	// 1. Fetch.
+	u, err := pg.url(pos, rs.info.Window)
+	if err != nil {
+		return false, Errorf(ExitPermanent, "%s: %w", where, err)
+	}
+	resp, err := e.Fetcher.Fetch(ctx, u)
+	if err != nil {
+		return false, fmt.Errorf("fetch %s: %w", where, err)
+	}
+	e.failpoint("fetched")
+
+	// 2. Validate and map every record.
+	rows := make([]Row, 0, len(resp.Records))
+	var dead []DeadLetter
+	markPath := ""
+	switch {
+	case style == StyleHWM:
+		markPath = job.Pagination.Field
+	case job.Incremental != nil:
+		markPath = job.Incremental.Field
+	}
+	mapper := Mapper{Table: &job.Table, Infer: job.Infer}
+	ncols := len(job.Table.Columns)
+	pageMax := ""
+	h := xxhash.New()
+	for i, rec := range resp.Records {
+		h.WriteString(rec.Raw)
+		row, _, err := mapper.Map(i, rec)
+		var m string
+		if err == nil && markPath != "" {
+			if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
+				if m, err = markFromJSON(v); err != nil {
+					err = &BadRecord{Index: i, Column: markPath, Reason: "mark " + err.Error()}
+				}
+			}
+		}
+		if err != nil {
+			var bad *BadRecord
+			if !errors.As(err, &bad) {
+				return false, err
+			}
+			if job.Target.OnBadRecord != "skip" {
+				return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
+			}
+			dead = append(dead, DeadLetter{Job: job.Name, RunID: rs.info.ID, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
+			continue
+		}
+		pageMax = MaxMark(pageMax, m)
+		rows = append(rows, row)
+	}
+	hash := fmt.Sprintf("%016x", h.Sum64())
+
+	// 3. Where does pagination go next? Refuse loops before writing.
+	next, err := pg.next(pos, resp, pageMax)
+	if err != nil {
+		return false, wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
+	}
+	if len(resp.Records) > 0 && hash == rs.prev {
+		return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
+			Hint: "the API ignored the pagination parameter; check pagination.param"}
+	}
+	if !next.End {
+		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
+			return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
+		}
+		if rs.to != nil && (reached(style, next, *rs.to) || loopKey(pos) != "" && loopKey(pos) == loopKey(*rs.to)) {
+			next = pos
+			next.End = true
+		}
+	}
+
+	// 4. Upsert the page in one target transaction. From here on the page
+	// is finished even if a signal arrives: its rows and checkpoint land.
+	wctx := context.WithoutCancel(ctx)
+	var cols []Column
+	if len(job.Table.Columns) != ncols {
+		PadRows(&job.Table, rows)
+		if err := sink.Prepare(wctx, &job.Table); err != nil {
+			return false, err
+		}
+		cols = append([]Column(nil), job.Table.Columns...)
+	}
+	var counts Counts
+	if len(rows) > 0 {
+		if counts, err = sink.Upsert(wctx, &job.Table, rows); err != nil {
+			return false, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
+		}
+	}
+	e.failpoint("target-committed")
+
+	// 5. Commit checkpoint and page row.
+	pc := &PageCommit{RunID: rs.info.ID, Position: pos.Encode(), Next: next.Encode(), Records: int64(len(resp.Records)),
+		Hash: hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(t0)}
+	kind := rs.info.Kind
+	switch {
+	case style == StyleHWM && kind == KindRun && CompareMarks(pageMax, rs.hwm) > 0:
+		pc.HWM = pageMax
+	case job.Incremental != nil && kind == KindRun:
+		if CompareMarks(pageMax, rs.info.MaxMark) > 0 {
+			pc.MaxMark = pageMax
+			rs.info.MaxMark = pageMax
+		}
+		if next.End && CompareMarks(rs.info.MaxMark, rs.hwm) > 0 {
+			pc.HWM = rs.info.MaxMark
+		}
+	}
+	if next.End {
+		pc.FinishedAt = time.Now().UTC()
+	}
+	if err := e.Store.CommitPage(wctx, job.Name, pc); err != nil {
+		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
+	}
+	e.failpoint("checkpoint-committed")
+	if pc.HWM != "" {
+		rs.hwm = pc.HWM
+	}
+	if k := loopKey(pos); k != "" {
+		rs.seen[k] = true
+	}
+	rs.prev, rs.pos = hash, next
+	rs.pages++
+	rs.records += int64(len(resp.Records))
+	rs.skipped += int64(len(dead))
+	rs.total.Add(counts)
+	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
+		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(t0).Milliseconds())
+	if e.OnPage != nil {
+		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
+			Skipped: len(dead), Elapsed: time.Since(t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
+	}
+	return next.End, nil
+}
+
+// reached reports whether next lies past a replay's --to position.
+func reached(style string, next, to Position) bool {
+	switch style {
+	case StylePage:
+		return next.Page > to.Page
+	case StyleOffset:
+		return next.Offset > to.Offset
+	case StyleHWM:
+		return CompareMarks(next.Mark, to.Mark) > 0
+	}
+	return false // cursor and link: --to is the last position fetched (below)
+}
+
+func totalPages(job *Job, resp *Response) int64 {
+	if p := job.Pagination.TotalPages; p != "" {
+		return gjson.GetBytes(resp.Body, p).Int()
+	}
+	return 0
+}
+
+func wrapPermanent(context string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return fmt.Errorf("%s: %w", context, err)
+	}
+	return &Error{Code: ExitPermanent, Msg: context, Err: err}
+}
+
+func (e *Engine) failpoint(step string) {
+	if e.Failpoint != nil {
+		e.Failpoint(step)
+	}
+}
+
+// CheckConnect requests the job's first page (writing nothing) and opens
+// and closes the target, for validate --connect.
+func CheckConnect(ctx context.Context, job *Job, log *slog.Logger, openSink func(context.Context) (Sink, error)) error {
+	f := NewFetcher(job, log)
+	pg := &pager{job: job, f: f}
+	start := pg.start(job.Pagination.Initial)
+	window := ""
+	if job.Incremental != nil {
+		window = job.Incremental.Initial
+	}
+	u, err := pg.url(start, window)
+	if err != nil {
+		return Errorf(ExitPermanent, "source: %w", err)
+	}
+	if _, err := f.Fetch(ctx, u); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	s, err := openSink(ctx)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	return s.Close()
+}

@@ -1,0 +1,329 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Job is a loaded, validated job: the spec with defaults filled in, paths
+// resolved against the job file's folder, and the derived target table.
+type Job struct {
+	Spec
+	File      string // absolute path of the job file; "" when loaded from bytes
+	StatePath string // absolute state file path (before --state / IDEMSYNC_STATE)
+	Table     Table  // target table; Columns empty when they are inferred
+	Infer     bool   // columns are inferred from the records (target.columns omitted)
+	Secrets   *Redactor
+}
+
+// Defaults of the job file, filled in one place (applyDefaults).
+const (
+	DefaultStateFile   = ".idemsync/state.db"
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxBody     = 64 << 20
+	DefaultAttempts    = 5
+	DefaultMinWait     = time.Second
+	DefaultMaxWait     = 30 * time.Second
+	DefaultOnBadRecord = "fail"
+)
+
+// DefaultRetryStatus is the default retry.on_status list.
+var DefaultRetryStatus = []int{408, 425, 429, 500, 502, 503, 504}
+
+// Pagination styles.
+const (
+	StylePage   = "page"
+	StyleOffset = "offset"
+	StyleCursor = "cursor"
+	StyleLink   = "link"
+	StyleHWM    = "hwm"
+	StyleNone   = "none"
+)
+
+var styles = []string{StylePage, StyleOffset, StyleCursor, StyleLink, StyleHWM, StyleNone}
+
+var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// SpecError is an invalid job spec: one or more problems, each naming the key
+// and, where known, the line. Its exit code is 2.
+type SpecError struct {
+	File     string
+	Problems []string
+}
+
+func (e *SpecError) Error() string {
+	prefix := "invalid job spec"
+	if e.File != "" {
+		prefix += " " + e.File
+	}
+	if len(e.Problems) == 1 {
+		return prefix + ": " + e.Problems[0]
+	}
+	return prefix + ":\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// ExitCode returns 2.
+func (e *SpecError) ExitCode() int { return ExitUsage }
+
+// LoadFile reads and validates the job file at path, expanding ${VAR} from
+// the environment. It returns a *SpecError (wrapped in an *Error with exit
+// code 2) for any problem.
+func LoadFile(path string) (*Job, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{Code: ExitUsage, Msg: "job file " + path, Err: err}
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, &Error{Code: ExitUsage, Msg: "read job file", Err: err}
+	}
+	return Load(data, abs, os.LookupEnv)
+}
+
+// Load parses and validates a job file's bytes. file is its absolute path
+// (relative paths in the spec resolve against its folder; "" means the
+// current directory). lookup supplies environment variables.
+func Load(data []byte, file string, lookup LookupFunc) (*Job, error) {
+	fail := func(problems ...string) error {
+		return &Error{Code: ExitUsage, Err: &SpecError{File: file, Problems: problems}}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fail(yamlProblem(err))
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, fail("the file is empty")
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return nil, fail(fmt.Sprintf("line %d: a job file is a mapping with name, source, pagination, target", doc.Line))
+	}
+	red := NewRedactor()
+	var problems []string
+	lines := map[string]int{"": doc.Line}
+	checkNode(doc, reflect.TypeOf(Spec{}), "", lines, &problems)
+	expandNode(doc, "", lookup, red, &problems)
+	if len(problems) > 0 {
+		return nil, fail(problems...)
+	}
+	var spec Spec
+	if err := doc.Decode(&spec); err != nil {
+		return nil, fail(yamlProblem(err))
+	}
+	job := &Job{Spec: spec, File: file, Secrets: red}
+	if p := job.finish(lines); len(p) > 0 {
+		return nil, fail(p...)
+	}
+	return job, nil
+}
+
+func yamlProblem(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	s := err.Error()
+	s = strings.TrimPrefix(s, "yaml: ")
+	return s
+}
+
+// checkNode rejects unknown keys and wrong shapes, naming the key and line,
+// and records the line of every known key in lines.
+func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int, problems *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
+		return // the type checks itself
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a mapping", n.Line, nameOr(path)))
+			return
+		}
+		fields := map[string]reflect.StructField{}
+		var known []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f
+			known = append(known, name)
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := join(path, k.Value)
+			f, ok := fields[k.Value]
+			if !ok {
+				msg := fmt.Sprintf("line %d: unknown key %s", k.Line, key)
+				if s := suggest(k.Value, known); s != "" {
+					msg += fmt.Sprintf(" (did you mean %s?)", s)
+				}
+				*problems = append(*problems, msg)
+				continue
+			}
+			if seen[k.Value] {
+				*problems = append(*problems, fmt.Sprintf("line %d: duplicate key %s", k.Line, key))
+			}
+			seen[k.Value] = true
+			lines[key] = k.Line
+			checkNode(v, f.Type, key, lines, problems)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a mapping", n.Line, nameOr(path)))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v := n.Content[i+1]
+			if v.Kind != yaml.ScalarNode {
+				*problems = append(*problems, fmt.Sprintf("line %d: %s must be a string", v.Line, join(path, n.Content[i].Value)))
+			}
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String && n.Tag != "!!null" {
+			n.Kind, n.Content = yaml.SequenceNode, []*yaml.Node{{Kind: yaml.ScalarNode, Value: n.Value, Line: n.Line, Column: n.Column}}
+			n.Tag, n.Value = "!!seq", ""
+			return // key: id is short for key: [id]
+		}
+		if n.Kind != yaml.SequenceNode {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a list", n.Line, nameOr(path)))
+		}
+	default:
+		if n.Kind != yaml.ScalarNode {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a single value", n.Line, nameOr(path)))
+		}
+	}
+}
+
+// expandNode expands ${VAR} in every scalar value, value by value, so that a
+// variable's content can never inject YAML structure.
+func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *Redactor, problems *[]string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			expandNode(n.Content[i+1], join(path, n.Content[i].Value), lookup, red, problems)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			expandNode(c, fmt.Sprintf("%s[%d]", path, i), lookup, red, problems)
+		}
+	case yaml.ScalarNode:
+		v, used, err := expandEnv(n.Value, lookup)
+		if err != nil {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s: %v", n.Line, nameOr(path), err))
+			return
+		}
+		if v != n.Value {
+			n.Value = v
+			if n.Style == 0 { // plain scalar: let YAML resolve its type again (size: ${N:-50})
+				n.Tag = ""
+			}
+		}
+		red.Add(used...)
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func nameOr(path string) string {
+	if path == "" {
+		return "the document"
+	}
+	return path
+}
+
+// suggest returns the known key closest to k when it is a likely typo.
+func suggest(k string, known []string) string {
+	best, bestD := "", 3
+	for _, c := range known {
+		if d := editDistance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// line returns "line N: " for a key path, or the nearest known parent's line.
+func lineOf(lines map[string]int, key string) string {
+	for k := key; ; {
+		if l, ok := lines[k]; ok {
+			return fmt.Sprintf("line %d: ", l)
+		}
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			if l, ok := lines[""]; ok && k != "" {
+				return fmt.Sprintf("line %d: ", l)
+			}
+			return ""
+		}
+		k = k[:i]
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// validURL checks an http(s) URL.
+func validURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme must be http or https")
+	}
+	if u.Host == "" {
+		return fmt.Errorf("missing host")
+	}
+	return nil
+}
+
+var _ = slices.Contains[[]string]

@@ -1,0 +1,134 @@
+package sync
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// A mark is a high-water-mark value: an RFC 3339 timestamp (any offset,
+// normalised to UTC) or a number. Marks are stored and sent as strings.
+
+// NormalizeMark returns the canonical form of a mark: timestamps in UTC
+// RFC 3339 with nanoseconds trimmed, numbers as written. It returns an error
+// for a value that is neither.
+func NormalizeMark(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if t, ok := parseTime(s); ok {
+		return t.UTC().Format(time.RFC3339Nano), nil
+	}
+	if _, ok := new(big.Rat).SetString(s); ok && s != "" {
+		return s, nil
+	}
+	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", elide(s, 40))
+}
+
+// markFromJSON reads a mark from a record's field value.
+func markFromJSON(v gjson.Result) (string, error) {
+	switch v.Type {
+	case gjson.String:
+		return NormalizeMark(v.Str)
+	case gjson.Number:
+		return NormalizeMark(v.Raw)
+	}
+	return "", fmt.Errorf("value %s is neither an RFC 3339 timestamp nor a number", elide(v.Raw, 40))
+}
+
+// CompareMarks compares two normalised marks: timestamps as instants,
+// numbers numerically, anything else as strings. "" sorts first.
+func CompareMarks(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == "":
+		return -1
+	case b == "":
+		return 1
+	}
+	if ta, ok := parseTime(a); ok {
+		if tb, ok := parseTime(b); ok {
+			return ta.Compare(tb)
+		}
+	}
+	ra, oka := new(big.Rat).SetString(a)
+	rb, okb := new(big.Rat).SetString(b)
+	if oka && okb {
+		return ra.Cmp(rb)
+	}
+	return strings.Compare(a, b)
+}
+
+// MaxMark returns the greater of two marks.
+func MaxMark(a, b string) string {
+	if CompareMarks(a, b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// SubtractOverlap moves a mark back by overlap: a duration for timestamps,
+// a number (or a duration's seconds) for numeric marks. An empty overlap or
+// mark returns the mark unchanged.
+func SubtractOverlap(mark, overlap string) (string, error) {
+	if mark == "" || overlap == "" {
+		return mark, nil
+	}
+	if t, ok := parseTime(mark); ok {
+		d, err := time.ParseDuration(overlap)
+		if err != nil {
+			return "", fmt.Errorf("overlap %q must be a duration for timestamp marks", overlap)
+		}
+		return t.Add(-d).UTC().Format(time.RFC3339Nano), nil
+	}
+	m, ok := new(big.Rat).SetString(mark)
+	if !ok {
+		return "", fmt.Errorf("mark %q is neither a timestamp nor a number", mark)
+	}
+	o, ok := new(big.Rat).SetString(overlap)
+	if !ok {
+		d, err := time.ParseDuration(overlap)
+		if err != nil {
+			return "", fmt.Errorf("overlap %q must be a number or a duration", overlap)
+		}
+		o = new(big.Rat).SetFloat64(d.Seconds())
+	}
+	r := new(big.Rat).Sub(m, o)
+	if r.IsInt() {
+		return r.Num().String(), nil
+	}
+	return r.FloatString(9), nil
+}
+
+func checkOverlap(s string) error {
+	if s == "" {
+		return nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return fmt.Errorf("must not be negative")
+		}
+		return nil
+	}
+	if r, ok := new(big.Rat).SetString(s); ok {
+		if r.Sign() < 0 {
+			return fmt.Errorf("must not be negative")
+		}
+		return nil
+	}
+	return fmt.Errorf("%q must be a duration (10m) or a number", s)
+}
+
+// parseTime parses RFC 3339 timestamps with any offset.
+func parseTime(s string) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}

@@ -1,0 +1,280 @@
+package sync
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/tidwall/gjson"
+)
+
+// BadRecord is a record that cannot be written: its key is missing or null,
+// or a value cannot be converted to its column's type.
+type BadRecord struct {
+	Index  int    // position of the record in its page, from 0
+	Column string // column concerned, "" when the record is not an object
+	Reason string
+}
+
+func (b *BadRecord) Error() string {
+	if b.Column == "" {
+		return fmt.Sprintf("record %d: %s", b.Index, b.Reason)
+	}
+	return fmt.Sprintf("record %d: column %s: %s", b.Index, b.Column, b.Reason)
+}
+
+// Mapper converts records to rows of a table. With Infer set it adds a
+// column for every top-level field it has not seen yet.
+type Mapper struct {
+	Table *Table
+	Infer bool
+	buf   []byte
+}
+
+// Map converts one record. It returns the row, or a *BadRecord. When columns
+// are inferred it may append new columns to m.Table (added reports whether
+// it did); rows mapped earlier then lack the new trailing columns, which
+// PadRows fixes.
+func (m *Mapper) Map(index int, rec gjson.Result) (row Row, added bool, err error) {
+	if m.Infer {
+		if !rec.IsObject() {
+			return Row{}, false, &BadRecord{Index: index, Reason: "record is not a JSON object"}
+		}
+		added = m.infer(rec)
+	}
+	t := m.Table
+	row.Values = make([]any, len(t.Columns))
+	for i, c := range t.Columns {
+		v := rec.Get(c.Path)
+		val, err := Convert(v, c.Type)
+		if err != nil {
+			return Row{}, added, &BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
+		}
+		row.Values[i] = val
+	}
+	for _, k := range t.Key {
+		for i, c := range t.Columns {
+			if c.Name == k && row.Values[i] == nil {
+				return Row{}, added, &BadRecord{Index: index, Column: k, Reason: fmt.Sprintf("key is missing or null (path %s)", c.Path)}
+			}
+		}
+	}
+	if m.Infer {
+		for _, k := range t.Key {
+			if t.Column(k) == nil {
+				return Row{}, added, &BadRecord{Index: index, Column: k, Reason: "key is missing or null"}
+			}
+		}
+	}
+	row.Hash = m.hash(row.Values)
+	return row, added, nil
+}
+
+// PadRows extends rows mapped before columns were added with NULLs.
+func PadRows(t *Table, rows []Row) {
+	for i := range rows {
+		for len(rows[i].Values) < len(t.Columns) {
+			rows[i].Values = append(rows[i].Values, nil)
+		}
+	}
+}
+
+// infer adds a column for each new non-null top-level field of rec.
+func (m *Mapper) infer(rec gjson.Result) bool {
+	added := false
+	rec.ForEach(func(k, v gjson.Result) bool {
+		name := k.String()
+		if v.Type == gjson.Null || m.Table.Column(name) != nil || strings.HasPrefix(name, "_idemsync_") || name == "" {
+			return true
+		}
+		m.Table.Columns = append(m.Table.Columns, Column{Name: name, Path: EscapePath(name), Type: InferType(v)})
+		added = true
+		return true
+	})
+	return added
+}
+
+// InferType picks a column type for a JSON value: integral numbers are
+// integer, other numbers numeric (exact), booleans boolean, objects and
+// arrays json, strings text.
+func InferType(v gjson.Result) ColumnType {
+	switch {
+	case v.Type == gjson.True || v.Type == gjson.False:
+		return TypeBoolean
+	case v.Type == gjson.Number:
+		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+			return TypeInteger
+		}
+		return TypeNumeric
+	case v.IsObject() || v.IsArray():
+		return TypeJSON
+	}
+	return TypeText
+}
+
+// EscapePath escapes a field name for use as a GJSON path.
+func EscapePath(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch r {
+		case '.', '*', '?', '|', '#', '@', '\\', '!', '=', '<', '>', '%', '"', ',', ':', '[', ']', '{', '}', '(', ')':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Convert turns a JSON value into the Go value of a column type (see
+// ColumnType). A missing or null value is nil. It returns an error saying why
+// a value cannot be converted.
+func Convert(v gjson.Result, t ColumnType) (any, error) {
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil, nil
+	}
+	switch t {
+	case TypeText:
+		if v.Type == gjson.String {
+			return v.Str, nil
+		}
+		return v.Raw, nil
+	case TypeInteger:
+		s := v.Raw
+		if v.Type == gjson.String {
+			s = strings.TrimSpace(v.Str)
+		} else if v.Type != gjson.Number {
+			return nil, fmt.Errorf("want an integer, got %s", describe(v))
+		}
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n, nil
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok || !r.IsInt() || !r.Num().IsInt64() {
+			return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
+		}
+		return r.Num().Int64(), nil
+	case TypeReal:
+		s := v.Raw
+		if v.Type == gjson.String {
+			s = strings.TrimSpace(v.Str)
+		} else if v.Type != gjson.Number {
+			return nil, fmt.Errorf("want a number, got %s", describe(v))
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("want a number, got %s", describe(v))
+		}
+		return f, nil
+	case TypeNumeric:
+		s := v.Raw
+		if v.Type == gjson.String {
+			s = strings.TrimSpace(v.Str)
+		} else if v.Type != gjson.Number {
+			return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
+		}
+		if !isDecimal(s) {
+			return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
+		}
+		return s, nil
+	case TypeBoolean:
+		switch {
+		case v.Type == gjson.True:
+			return true, nil
+		case v.Type == gjson.False:
+			return false, nil
+		case v.Type == gjson.String:
+			if b, err := strconv.ParseBool(strings.TrimSpace(v.Str)); err == nil {
+				return b, nil
+			}
+		case v.Raw == "0" || v.Raw == "1":
+			return v.Raw == "1", nil
+		}
+		return nil, fmt.Errorf("want a boolean, got %s", describe(v))
+	case TypeTimestamp:
+		if v.Type == gjson.String {
+			s := strings.TrimSpace(v.Str)
+			if ts, ok := parseTime(s); ok {
+				return ts.UTC(), nil
+			}
+			if d, err := time.Parse(time.DateOnly, s); err == nil {
+				return d.UTC(), nil
+			}
+		}
+		return nil, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
+	case TypeJSON:
+		return v.Raw, nil
+	}
+	return nil, fmt.Errorf("unknown column type %q", t)
+}
+
+// isDecimal reports whether s is a plain decimal: -12.50, 3, 1e10.
+func isDecimal(s string) bool {
+	if s == "" || len(s) > 1000 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == 'e' || r == 'E') {
+			return false
+		}
+	}
+	_, ok := new(big.Rat).SetString(s)
+	return ok
+}
+
+func describe(v gjson.Result) string {
+	kind := "a string"
+	switch {
+	case v.Type == gjson.Number:
+		kind = "a number"
+	case v.Type == gjson.True || v.Type == gjson.False:
+		kind = "a boolean"
+	case v.IsArray():
+		kind = "an array"
+	case v.IsObject():
+		kind = "an object"
+	}
+	return kind + " " + elide(v.Raw, 40)
+}
+
+// hash returns the content hash of a row: xxhash64 over the non-null values
+// with their column names, so that adding a column that a record lacks does
+// not change the hash of rows written before.
+func (m *Mapper) hash(values []any) string {
+	b := m.buf[:0]
+	for i, v := range values {
+		if v == nil {
+			continue
+		}
+		b = append(b, m.Table.Columns[i].Name...)
+		b = append(b, 0)
+		switch x := v.(type) {
+		case string:
+			b = append(b, 's')
+			b = binary.AppendUvarint(b, uint64(len(x)))
+			b = append(b, x...)
+		case int64:
+			b = append(b, 'i')
+			b = binary.AppendVarint(b, x)
+		case float64:
+			b = append(b, 'f')
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		case bool:
+			if x {
+				b = append(b, 'T')
+			} else {
+				b = append(b, 'F')
+			}
+		case time.Time:
+			b = append(b, 't')
+			b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		}
+		b = append(b, 0)
+	}
+	m.buf = b
+	return strconv.FormatUint(xxhash.Sum64(b), 16)
+}

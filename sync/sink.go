@@ -1,0 +1,148 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// ColumnType is the type of a target column (SPEC §3).
+type ColumnType string
+
+// Column types. Each backend maps them to its own SQL types.
+const (
+	TypeText      ColumnType = "text"      // Go string
+	TypeInteger   ColumnType = "integer"   // Go int64
+	TypeReal      ColumnType = "real"      // Go float64
+	TypeNumeric   ColumnType = "numeric"   // Go string holding an exact decimal, e.g. "12.50"
+	TypeBoolean   ColumnType = "boolean"   // Go bool
+	TypeTimestamp ColumnType = "timestamp" // Go time.Time (UTC)
+	TypeJSON      ColumnType = "json"      // Go string holding compact JSON
+)
+
+// ColumnTypes lists every valid ColumnType.
+var ColumnTypes = []ColumnType{TypeText, TypeInteger, TypeReal, TypeNumeric, TypeBoolean, TypeTimestamp, TypeJSON}
+
+// Valid reports whether t is one of ColumnTypes.
+func (t ColumnType) Valid() bool {
+	for _, c := range ColumnTypes {
+		if c == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Bookkeeping column names. Every target table carries them next to the
+// mapped columns.
+const (
+	ColHash     = "_idemsync_hash"      // text: content hash of the mapped values
+	ColSyncedAt = "_idemsync_synced_at" // timestamp: when the row was last written
+)
+
+// Column is one mapped column of the target table.
+type Column struct {
+	Name string     // column name in the table
+	Path string     // GJSON path of the value in each record
+	Type ColumnType // column type
+}
+
+// Table describes the target table a job writes to.
+type Table struct {
+	Schema  string   // optional schema (Postgres); "" means the default
+	Name    string   // table name
+	Key     []string // columns that identify a record; a unique key covers them
+	Columns []Column // mapped columns, key columns included
+	Version string   // optional column guarding against stale writes; "" when unset
+	Create  bool     // create the table and its unique key when missing
+}
+
+// String returns the table name as the user wrote it (schema.table or table).
+func (t *Table) String() string {
+	if t.Schema != "" {
+		return t.Schema + "." + t.Name
+	}
+	return t.Name
+}
+
+// Column returns the column named name, or nil.
+func (t *Table) Column(name string) *Column {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// Row is one record converted to the table's columns.
+type Row struct {
+	Values []any  // aligned with Table.Columns; nil is SQL NULL
+	Hash   string // content hash of Values, stored in ColHash
+}
+
+// Counts tallies what an upsert did. Inserted+Updated+Unchanged equals the
+// number of rows handed to Upsert: a row superseded by a later row with the
+// same key in the same page counts as unchanged.
+type Counts struct {
+	Inserted  int64
+	Updated   int64
+	Unchanged int64
+}
+
+// Add adds o to c.
+func (c *Counts) Add(o Counts) {
+	c.Inserted += o.Inserted
+	c.Updated += o.Updated
+	c.Unchanged += o.Unchanged
+}
+
+// Sink writes pages of rows into a target table. Implementations live in the
+// sink package.
+type Sink interface {
+	// Prepare makes sure the table exists (creating it with its unique key when
+	// t.Create is set), that a unique constraint covers t.Key, and that every
+	// column of t exists (adding missing ones). It returns an *Error naming the
+	// table and, when a unique key is missing, the SQL that would add it.
+	Prepare(ctx context.Context, t *Table) error
+	// Upsert writes rows in one transaction and commits it before returning:
+	// new keys are inserted, changed rows updated, identical rows left alone.
+	// Among rows sharing a key the last one wins. With t.Version set, a stored
+	// row is only overwritten by a row whose version is >= the stored one.
+	// On error nothing of the page is committed.
+	Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error)
+	// Close releases the connection.
+	Close() error
+}
+
+// KeyString returns a string identifying a row's key, for deduplication.
+func KeyString(t *Table, r Row) string {
+	var b strings.Builder
+	for _, k := range t.Key {
+		for i, c := range t.Columns {
+			if c.Name == k {
+				fmt.Fprintf(&b, "%T:%v\x00", r.Values[i], r.Values[i])
+			}
+		}
+	}
+	return b.String()
+}
+
+// Dedupe returns the rows of a page with only the last occurrence of each key
+// kept, in the order of those last occurrences, and how many were dropped.
+func Dedupe(t *Table, rows []Row) ([]Row, int) {
+	last := make(map[string]int, len(rows))
+	for i, r := range rows {
+		last[KeyString(t, r)] = i
+	}
+	if len(last) == len(rows) {
+		return rows, 0
+	}
+	out := make([]Row, 0, len(last))
+	for i, r := range rows {
+		if last[KeyString(t, r)] == i {
+			out = append(out, r)
+		}
+	}
+	return out, len(rows) - len(out)
+}

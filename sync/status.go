@@ -1,0 +1,62 @@
+package sync
+
+import "time"
+
+// JobStatus returns the status of a job as status reports it: never_run,
+// running (a process holds its lock), interrupted (its last run stopped
+// unfinished: killed, interrupted or partial), failed, or completed.
+func JobStatus(js *JobState) string {
+	switch {
+	case js.Holder != "":
+		return JobRunning
+	case js.LastRun == nil:
+		return JobNeverRun
+	}
+	switch js.LastRun.Status {
+	case RunCompleted:
+		return JobCompleted
+	case RunFailed:
+		return JobFailed
+	case RunAbandoned:
+		return JobInterrupted
+	}
+	return JobInterrupted // running without a lock holder = killed; partial; interrupted
+}
+
+// RunResult presents a stored run with the fields of a run's --json result.
+// style may be "" when the job file is not at hand.
+func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
+	pos, _ := DecodePosition(r.Checkpoint)
+	if style == "" {
+		style = guessStyle(pos)
+	}
+	status := r.Status
+	res := Result{
+		Job: r.Job, RunID: r.ID, Kind: r.Kind, Status: status,
+		Pages: r.Pages, Records: r.Records, Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, Skipped: r.Skipped,
+		Checkpoint: pos.Describe(style, red), HWM: hwm, Error: red.Redact(r.Error),
+	}
+	if !r.FinishedAt.IsZero() {
+		res.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	} else if status == RunRunning {
+		res.DurationMS = time.Since(r.StartedAt).Milliseconds()
+	}
+	return res
+}
+
+// guessStyle picks the style that explains a stored position best.
+func guessStyle(p Position) string {
+	switch {
+	case p.URL != "":
+		return StyleLink
+	case p.Cursor != "":
+		return StyleCursor
+	case p.Mark != "":
+		return StyleHWM
+	case p.Offset != 0:
+		return StyleOffset
+	case p.Page != 0:
+		return StylePage
+	}
+	return StyleNone
+}

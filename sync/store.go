@@ -1,0 +1,153 @@
+package sync
+
+import (
+	"context"
+	"time"
+)
+
+// Run kinds.
+const (
+	KindRun    = "run"
+	KindReplay = "replay"
+)
+
+// Run statuses as stored. A run is unfinished while its status is running
+// (or it crashed while running), interrupted, failed or partial.
+const (
+	RunRunning     = "running"
+	RunInterrupted = "interrupted"
+	RunFailed      = "failed"
+	RunPartial     = "partial"
+	RunCompleted   = "completed"
+	RunAbandoned   = "abandoned"
+)
+
+// Job statuses reported by status (SPEC §2).
+const (
+	JobNeverRun    = "never_run"
+	JobRunning     = "running"
+	JobInterrupted = "interrupted"
+	JobFailed      = "failed"
+	JobCompleted   = "completed"
+)
+
+// RunInfo is one run of a job as the state file keeps it.
+type RunInfo struct {
+	ID         int64     `json:"run_id"`
+	Job        string    `json:"job"`
+	Kind       string    `json:"kind"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Pages      int64     `json:"pages"`
+	Records    int64     `json:"records"`
+	Inserted   int64     `json:"inserted"`
+	Updated    int64     `json:"updated"`
+	Unchanged  int64     `json:"unchanged"`
+	Skipped    int64     `json:"skipped"`
+	// Checkpoint is the encoded Position of the next page to fetch.
+	Checkpoint string `json:"checkpoint"`
+	// Last is the encoded Position of the last committed page ("" if none).
+	Last string `json:"-"`
+	// Window is the incremental mark sent on every request of this run,
+	// fixed when the run started ("" when the job is not incremental).
+	Window string `json:"window,omitempty"`
+	// MaxMark is the highest incremental field value committed in this run.
+	MaxMark string `json:"-"`
+	// From and To bound a replay ("" otherwise).
+	From  string `json:"from,omitempty"`
+	To    string `json:"to,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Unfinished reports whether the run can be continued.
+func (r *RunInfo) Unfinished() bool {
+	switch r.Status {
+	case RunRunning, RunInterrupted, RunFailed, RunPartial:
+		return true
+	}
+	return false
+}
+
+// JobState is what the state file knows about one job.
+type JobState struct {
+	Name        string
+	HWM         string   // saved high-water mark ("" when none)
+	Columns     []Column // inferred columns saved so far
+	LastRun     *RunInfo // most recent run, nil when never run
+	DeadLetters int64
+	Holder      string // "pid N on HOST since T" while a run holds the lock
+}
+
+// PageCommit is everything recorded, in one state transaction, after a
+// page's rows were committed to the target.
+type PageCommit struct {
+	RunID      int64
+	Position   string // encoded Position of the committed page
+	Next       string // encoded Position of the next page (the new checkpoint)
+	Records    int64
+	Hash       string // content hash of the page
+	Counts     Counts
+	Skipped    int64
+	MaxMark    string        // run's MaxMark after this page ("" = unchanged)
+	HWM        string        // job's saved mark after this page ("" = unchanged)
+	Columns    []Column      // inferred columns after this page (nil = unchanged)
+	Dead       []DeadLetter  // bad records skipped on this page
+	Elapsed    time.Duration // fetch to commit
+	FinishedAt time.Time     // set when this page completes the run
+}
+
+// PageInfo is one committed page.
+type PageInfo struct {
+	RunID       int64
+	Seq         int64
+	Position    string
+	Next        string
+	Records     int64
+	Hash        string
+	CommittedAt time.Time
+}
+
+// DeadLetter is a record skipped under on_bad_record: skip.
+type DeadLetter struct {
+	ID       int64     `json:"id"`
+	Job      string    `json:"job"`
+	RunID    int64     `json:"run_id"`
+	Position string    `json:"position"`
+	Index    int       `json:"index"`
+	Reason   string    `json:"reason"`
+	Raw      string    `json:"raw"`
+	At       time.Time `json:"at"`
+}
+
+// Store is the durable state of jobs: checkpoints, runs, pages, dead
+// letters, and the per-job run lock. The checkpoint package implements it.
+type Store interface {
+	// Lock takes the job's run lock without waiting. It returns ErrLocked
+	// when another process holds it. The lock dies with the process.
+	Lock(ctx context.Context, job string) (unlock func(), err error)
+	// Job returns the job's state; a job never seen returns a JobState with
+	// only Name set.
+	Job(ctx context.Context, job string) (*JobState, error)
+	// Jobs returns the state of every job in the file, by name.
+	Jobs(ctx context.Context) ([]JobState, error)
+	// Unfinished returns the job's latest run when it is unfinished, or nil.
+	Unfinished(ctx context.Context, job string) (*RunInfo, error)
+	// StartRun records a new run (status running) and returns its ID.
+	StartRun(ctx context.Context, r *RunInfo) (int64, error)
+	// Reopen marks an unfinished run running again.
+	Reopen(ctx context.Context, runID int64) error
+	// CommitPage records a committed page in one transaction.
+	CommitPage(ctx context.Context, job string, p *PageCommit) error
+	// FinishRun sets a run's final status and error. With status completed
+	// and hwm != "", the job's saved mark becomes hwm.
+	FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error
+	// Pages returns the committed pages of a run in order.
+	Pages(ctx context.Context, runID int64) ([]PageInfo, error)
+	// Runs returns the job's latest n runs, newest first.
+	Runs(ctx context.Context, job string, n int) ([]RunInfo, error)
+	// DeadLetters returns the job's dead letters, newest first (n <= 0: all).
+	DeadLetters(ctx context.Context, job string, n int) ([]DeadLetter, error)
+	// Close closes the file.
+	Close() error
+}
