@@ -119,7 +119,7 @@ func Load(data []byte, file string, lookup LookupFunc) (*Job, error) {
 	}
 	var spec Spec
 	if err := doc.Decode(&spec); err != nil {
-		return nil, fail(yamlProblem(err))
+		return nil, fail(keyedProblems(err, lines)...)
 	}
 	job := &Job{Spec: spec, File: file, Secrets: red}
 	if p := job.finish(lines); len(p) > 0 {
@@ -136,6 +136,30 @@ func yamlProblem(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "yaml: ")
 	return s
+}
+
+// keyedProblems names the key of each "line N: ..." decoding error.
+func keyedProblems(err error, lines map[string]int) []string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return []string{yamlProblem(err)}
+	}
+	byLine := map[int]string{}
+	for k, l := range lines {
+		if cur, ok := byLine[l]; !ok || len(k) > len(cur) {
+			byLine[l] = k
+		}
+	}
+	out := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		var n int
+		if _, scanErr := fmt.Sscanf(e, "line %d:", &n); scanErr == nil && byLine[n] != "" {
+			prefix := fmt.Sprintf("line %d:", n)
+			e = prefix + " " + byLine[n] + ":" + strings.TrimPrefix(e, prefix)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // checkNode rejects unknown keys and wrong shapes, naming the key and line,

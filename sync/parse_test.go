@@ -1,0 +1,216 @@
+package sync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestNextLink(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{`<https://api.github.com/x?page=2>; rel="next", <https://api.github.com/x?page=5>; rel="last"`}, "https://api.github.com/x?page=2"},
+		{[]string{`<https://a/x?page=5>; rel="last", <https://a/x?page=2>; rel=next`}, "https://a/x?page=2"},
+		{[]string{`</items?after=abc>; rel="next"`}, "/items?after=abc"},
+		{[]string{`<https://a/1>; rel="prev"`, `<https://a/3>; rel="next last"`}, "https://a/3"},
+		{[]string{`<https://a/x?q=a,b>; title="a, b"; rel="next"`}, "https://a/x?q=a,b"},
+		{[]string{`<https://a/1>; rel="prev"`}, ""},
+		{nil, ""},
+		{[]string{`garbage`}, ""},
+		{[]string{`<https://a/2>; REL="NEXT"`}, "https://a/2"},
+	}
+	for _, tt := range tests {
+		if got := NextLink(tt.in); got != tt.want {
+			t.Errorf("NextLink(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzNextLink(f *testing.F) {
+	f.Add(`<https://a/x?page=2>; rel="next", <https://a/x?page=5>; rel="last"`)
+	f.Add(`<a>; rel=next,,<`)
+	f.Fuzz(func(t *testing.T, h string) {
+		got := NextLink([]string{h})
+		if got != "" && !containsStr(h, got) {
+			t.Fatalf("NextLink(%q) = %q, not a substring", h, got)
+		}
+	})
+}
+
+func containsStr(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"3", 3 * time.Second, true},
+		{" 0 ", 0, true},
+		{"Wed, 01 Jan 2025 12:00:05 GMT", 5 * time.Second, true},
+		{"Wed, 01 Jan 2025 11:00:00 GMT", 0, true},
+		{"soon", 0, false},
+		{"-1", 0, false},
+		{"", 0, false},
+		{"1.5", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseRetryAfter(tt.in, now)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	f.Add("120")
+	f.Add("Wed, 21 Oct 2015 07:28:00 GMT")
+	f.Add("99999999999999999999")
+	f.Fuzz(func(t *testing.T, v string) {
+		d, _ := ParseRetryAfter(v, time.Now())
+		if d < 0 {
+			t.Fatalf("negative wait %v for %q", d, v)
+		}
+	})
+}
+
+func TestBackoff(t *testing.T) {
+	min, max := 100*time.Millisecond, time.Second
+	for n := 0; n < 10; n++ {
+		for i := 0; i < 50; i++ {
+			d := Backoff(min, max, n, 0, false)
+			ceil := min << n
+			if ceil > max {
+				ceil = max
+			}
+			if d < min || d > ceil {
+				t.Fatalf("Backoff(n=%d) = %v, outside [%v, %v]", n, d, min, ceil)
+			}
+		}
+	}
+	if d := Backoff(min, max, 0, 5*time.Second, true); d != max {
+		t.Errorf("Retry-After not capped by max_wait: %v", d)
+	}
+	if d := Backoff(min, max, 0, 300*time.Millisecond, true); d != 300*time.Millisecond {
+		t.Errorf("Retry-After not honoured: %v", d)
+	}
+}
+
+func TestMarks(t *testing.T) {
+	if n, _ := NormalizeMark("2024-01-01T02:00:00+02:00"); n != "2024-01-01T00:00:00Z" {
+		t.Errorf("normalize = %q", n)
+	}
+	if CompareMarks("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+02:00") <= 0 {
+		t.Error("offsets not compared as instants")
+	}
+	if CompareMarks("9", "10") >= 0 {
+		t.Error("numbers compared as strings")
+	}
+	if m, _ := SubtractOverlap("2024-01-01T00:10:00Z", "10m"); m != "2024-01-01T00:00:00Z" {
+		t.Errorf("overlap = %q", m)
+	}
+	if m, _ := SubtractOverlap("100", "5"); m != "95" {
+		t.Errorf("numeric overlap = %q", m)
+	}
+	if _, err := NormalizeMark("yesterday"); err == nil {
+		t.Error("garbage mark accepted")
+	}
+}
+
+func TestConvert(t *testing.T) {
+	ts := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		json string
+		typ  ColumnType
+		want any
+		bad  bool
+	}{
+		{`"a"`, TypeText, "a", false},
+		{`5`, TypeText, "5", false},
+		{`42`, TypeInteger, int64(42), false},
+		{`"42"`, TypeInteger, int64(42), false},
+		{`42.0`, TypeInteger, int64(42), false},
+		{`42.5`, TypeInteger, nil, true},
+		{`9223372036854775808`, TypeInteger, nil, true},
+		{`1.5`, TypeReal, 1.5, false},
+		{`"x"`, TypeReal, nil, true},
+		{`12345678901234567890.123456789`, TypeNumeric, "12345678901234567890.123456789", false},
+		{`"12.50"`, TypeNumeric, "12.50", false},
+		{`"12,50"`, TypeNumeric, nil, true},
+		{`true`, TypeBoolean, true, false},
+		{`"false"`, TypeBoolean, false, false},
+		{`"maybe"`, TypeBoolean, nil, true},
+		{`"2024-01-01T02:00:00+02:00"`, TypeTimestamp, ts, false},
+		{`"2024-01-01"`, TypeTimestamp, ts, false},
+		{`"01/01/2024"`, TypeTimestamp, nil, true},
+		{`{"a":[1]}`, TypeJSON, `{"a":[1]}`, false},
+		{`null`, TypeInteger, nil, false},
+	}
+	for _, tt := range tests {
+		got, err := Convert(gjson.Parse(tt.json), tt.typ)
+		if (err != nil) != tt.bad {
+			t.Errorf("Convert(%s, %s) error = %v, want bad=%v", tt.json, tt.typ, err, tt.bad)
+			continue
+		}
+		if tg, ok := got.(time.Time); ok {
+			if !tg.Equal(tt.want.(time.Time)) {
+				t.Errorf("Convert(%s, %s) = %v, want %v", tt.json, tt.typ, got, tt.want)
+			}
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("Convert(%s, %s) = %#v, want %#v", tt.json, tt.typ, got, tt.want)
+		}
+	}
+}
+
+func TestMapperBadRecordsAndDedupe(t *testing.T) {
+	tbl := &Table{Key: []string{"id"}, Columns: []Column{{"id", "id", TypeInteger}, {"n", "n", TypeText}}}
+	m := Mapper{Table: tbl}
+	if _, _, err := m.Map(3, gjson.Parse(`{"n":"x"}`)); err == nil || err.Error() != "record 3: column id: key is missing or null (path id)" {
+		t.Errorf("missing key: %v", err)
+	}
+	a, _, _ := m.Map(0, gjson.Parse(`{"id":1,"n":"a"}`))
+	b, _, _ := m.Map(1, gjson.Parse(`{"id":2,"n":"b"}`))
+	c, _, _ := m.Map(2, gjson.Parse(`{"id":1,"n":"c"}`))
+	rows, dropped := Dedupe(tbl, []Row{a, b, c})
+	if dropped != 1 || len(rows) != 2 || rows[1].Values[1] != "c" {
+		t.Errorf("dedupe = %+v, %d", rows, dropped)
+	}
+	if a.Hash == c.Hash {
+		t.Error("different content, same hash")
+	}
+	inf := &Table{Key: []string{"id"}}
+	mi := Mapper{Table: inf, Infer: true}
+	r, added, err := mi.Map(0, gjson.Parse(`{"id":1,"price":1.50,"tags":["a"],"ok":true,"a.b":"dot","nil":null}`))
+	if err != nil || !added {
+		t.Fatal(err)
+	}
+	types := map[string]ColumnType{}
+	for _, c := range inf.Columns {
+		types[c.Name] = c.Type
+	}
+	want := map[string]ColumnType{"id": TypeInteger, "price": TypeNumeric, "tags": TypeJSON, "ok": TypeBoolean, "a.b": TypeText}
+	for k, v := range want {
+		if types[k] != v {
+			t.Errorf("inferred %s = %q, want %q (all: %v)", k, types[k], v, types)
+		}
+	}
+	if len(r.Values) != len(inf.Columns) || r.Values[len(r.Values)-1] != "dot" {
+		t.Errorf("values = %v", r.Values)
+	}
+	if _, _, err := mi.Map(1, gjson.Parse(`{"id":"abc"}`)); err == nil {
+		t.Error("type clash not a bad record")
+	}
+}
