@@ -1,0 +1,277 @@
+// Package e2e drives the built idemsync binary as users do: real job files,
+// a real HTTP API (internal/fakeapi on httptest), real SQLite and PostgreSQL
+// targets, real subprocesses killed with SIGKILL.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+var binary string // path of the idemsync binary built by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "idemsync-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "idemsync")
+	if runtime.GOOS == "windows" {
+		binary += ".exe"
+	}
+	build := exec.Command("go", "build", "-o", binary, "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build idemsync: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startAPI serves a fake API for the test's lifetime.
+func startAPI(t *testing.T, opts fakeapi.Options) (*fakeapi.API, string) {
+	t.Helper()
+	api := fakeapi.New(opts)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return api, srv.URL
+}
+
+// result is a finished invocation of the binary.
+type result struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// idemsync runs the binary to completion in dir with extra environment.
+func idemsync(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, binary, args...)
+	c.Dir = dir
+	c.Env = append(cleanEnv(), env...)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run idemsync %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// cleanEnv is the test process's environment without IDEMSYNC_ variables.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "IDEMSYNC_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// writeJob writes a job file into dir and returns its path.
+func writeJob(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// columnsYAML maps every fakeapi field, with every column type.
+const columnsYAML = `  columns:
+    id: {path: id, type: integer}
+    name: name
+    email: {path: customer.email, type: text}
+    total: {path: total, type: numeric}
+    active: {path: active, type: boolean}
+    updated_at: {path: updated_at, type: timestamp}
+    tags: {path: tags, type: json}
+`
+
+// styleJob returns a job file for a pagination style against the fake API.
+func styleJob(style, apiURL, target string) string {
+	var src, pag string
+	switch style {
+	case "page":
+		src, pag = apiURL+"/page", "  style: page\n  size_param: per_page\n  size: 25\n"
+	case "page-total":
+		src, pag = apiURL+"/page", "  style: page\n  size_param: per_page\n  size: 25\n  total_pages: meta.total_pages\n"
+	case "cursor":
+		src, pag = apiURL+"/cursor", "  style: cursor\n  next: next_cursor\n  size_param: limit\n  size: 25\n"
+	case "cursor-url":
+		src, pag = apiURL+"/cursor-url", "  style: cursor\n  next_url: links.next\n  size_param: limit\n  size: 25\n"
+	case "hwm":
+		src, pag = apiURL+"/hwm", "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n  size: 25\n"
+	case "none":
+		src, pag = apiURL+"/all", "  style: none\n"
+	default:
+		panic("unknown style " + style)
+	}
+	records := "  records: data\n"
+	if style == "none" {
+		records = ""
+	}
+	return fmt.Sprintf(`name: orders-%s
+source:
+  url: %s
+%s  timeout: 5s
+pagination:
+%sretry:
+  attempts: 6
+  min_wait: 10ms
+  max_wait: 200ms
+target:
+  url: %s
+  table: orders
+  key: [id]
+%s`, strings.ReplaceAll(style, "-", "_"), src, records, pag, target, columnsYAML)
+}
+
+// row is one target row as read back, in comparable text form.
+type row struct {
+	name, email, total, updated, tags string
+	active                            bool
+}
+
+// readSQLite reads the orders table of a SQLite target, failing on a
+// duplicate key.
+func readSQLite(t *testing.T, path string) map[int]row {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, name, email, total, active, updated_at, tags FROM orders`)
+	if err != nil {
+		t.Fatalf("read target: %v", err)
+	}
+	defer rows.Close()
+	out := map[int]row{}
+	for rows.Next() {
+		var id int
+		var r row
+		var total, tags sql.NullString
+		if err := rows.Scan(&id, &r.name, &r.email, &total, &r.active, &r.updated, &tags); err != nil {
+			t.Fatal(err)
+		}
+		r.total, r.tags = total.String, tags.String
+		if _, dup := out[id]; dup {
+			t.Fatalf("duplicate key %d in target", id)
+		}
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sourceRows is the fake API's data set as the target should hold it.
+func sourceRows(api *fakeapi.API) map[int]row {
+	out := map[int]row{}
+	for _, r := range api.Records() {
+		tags, _ := json.Marshal(r.Tags)
+		out[r.ID] = row{name: r.Name, email: r.Customer.Email, total: r.Total.String(), active: r.Active,
+			updated: r.UpdatedAt.UTC().Format(time.RFC3339Nano), tags: string(tags)}
+	}
+	return out
+}
+
+// assertEqualSource fails unless the target equals the source exactly: no
+// missing key, no extra key, no stale value.
+func assertEqualSource(t *testing.T, got, want map[int]row) {
+	t.Helper()
+	missing, extra, stale := 0, 0, 0
+	for id, w := range want {
+		g, ok := got[id]
+		switch {
+		case !ok:
+			missing++
+			if missing <= 3 {
+				t.Errorf("key %d missing from target", id)
+			}
+		case g != w:
+			stale++
+			if stale <= 3 {
+				t.Errorf("key %d: target %+v, source %+v", id, g, w)
+			}
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			extra++
+			if extra <= 3 {
+				t.Errorf("key %d in target but not in source", id)
+			}
+		}
+	}
+	if missing+extra+stale > 0 {
+		t.Fatalf("target differs from source: %d missing, %d extra, %d stale (of %d)", missing, extra, stale, len(want))
+	}
+}
+
+// runJSON is the --json object of run/resume/replay.
+type runJSON struct {
+	Job        string `json:"job"`
+	RunID      int64  `json:"run_id"`
+	Kind       string `json:"kind"`
+	Status     string `json:"status"`
+	Pages      int64  `json:"pages"`
+	Records    int64  `json:"records"`
+	Inserted   int64  `json:"inserted"`
+	Updated    int64  `json:"updated"`
+	Unchanged  int64  `json:"unchanged"`
+	Skipped    int64  `json:"skipped"`
+	Checkpoint string `json:"checkpoint"`
+	HWM        string `json:"hwm"`
+	DurationMS *int64 `json:"duration_ms"`
+	Error      string `json:"error"`
+}
+
+// parseRun parses the single JSON object printed on stdout.
+func parseRun(t *testing.T, r result) runJSON {
+	t.Helper()
+	var out runJSON
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	for _, k := range []string{"job", "run_id", "kind", "status", "pages", "records", "inserted", "updated", "unchanged", "skipped", "checkpoint", "hwm", "duration_ms", "error"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("--json output lacks %q: %s", k, r.stdout)
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
