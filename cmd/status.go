@@ -104,6 +104,9 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
 		if js.LastRun != nil {
 			r := idsync.RunResult(js.LastRun, style, js.HWM, red)
+			if r.Status == idsync.RunRunning && js.Holder == "" {
+				r.Status = idsync.RunInterrupted // its process is gone: killed
+			}
 			s.LastRun, s.Checkpoint = &r, r.Checkpoint
 		}
 		if o.runs > 0 {
@@ -112,7 +115,11 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 				return err
 			}
 			for j := range runs {
-				s.Runs = append(s.Runs, idsync.RunResult(&runs[j], style, js.HWM, red))
+				r := idsync.RunResult(&runs[j], style, js.HWM, red)
+				if r.Status == idsync.RunRunning && (js.Holder == "" || j > 0) {
+					r.Status = idsync.RunInterrupted // its process is gone: killed
+				}
+				s.Runs = append(s.Runs, r)
 			}
 		}
 		if o.dead {

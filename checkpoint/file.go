@@ -1,0 +1,155 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// sqliteHeader starts every SQLite 3 database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// errNotOurs marks a file that is not an idemsync state file; Open refuses
+// it without writing a byte.
+var errNotOurs = errors.New("not an idemsync state file")
+
+// prepareFile makes sure path can become the state file: it creates the
+// folder (0700) and an empty file (0600) when missing, and rejects an
+// existing file that is not a SQLite database. It reports whether it created
+// the file.
+func prepareFile(path string) (created bool, err error) {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return false, fmt.Errorf("create folder: %w", err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		if err := f.Close(); err != nil {
+			return false, fmt.Errorf("create: %w", err)
+		}
+		return true, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("create: %w", err)
+	}
+	return false, checkHeader(path)
+}
+
+// checkHeader accepts an empty file (SQLite treats it as a new database) or
+// one starting with the SQLite header, and rejects anything else.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%w: it is a folder", errNotOurs)
+	}
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, head)
+	switch {
+	case n == 0 && (err == io.EOF || err == nil):
+		return nil
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return fmt.Errorf("read header: %w", err)
+	case n < len(head) || !bytes.Equal(head, []byte(sqliteHeader)):
+		return fmt.Errorf("%w: it is not a SQLite database", errNotOurs)
+	}
+	return nil
+}
+
+// checkOwner refuses a SQLite database that belongs to another application:
+// one with another application_id, or with tables of its own and no
+// application_id. It only reads, so a refused file is left as it was.
+func checkOwner(ctx context.Context, db *sql.DB) error {
+	var appID int64
+	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return fmt.Errorf("read application id: %w", err)
+	}
+	if appID == ApplicationID {
+		return nil
+	}
+	if appID != 0 {
+		return fmt.Errorf("%w: it is another application's SQLite database (application_id %d)", errNotOurs, appID)
+	}
+	var tables int
+	err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`).Scan(&tables)
+	if err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	if tables > 0 {
+		return fmt.Errorf("%w: it is another application's SQLite database (%d tables, no idemsync application_id)", errNotOurs, tables)
+	}
+	return nil
+}
+
+// setWAL switches the file to WAL once; the mode is persistent, so an
+// existing state file (even a read-only one) is left alone.
+func setWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if strings.EqualFold(mode, "wal") {
+		return nil
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("set journal mode: got %q instead of wal", mode)
+	}
+	return nil
+}
+
+// dsn returns the modernc DSN of the state file at abs (an absolute path):
+// a file: URI, with the characters URIs reserve escaped, and the settings
+// every new connection applies: a busy timeout, synchronous=FULL, foreign
+// keys, and BEGIN IMMEDIATE for read-write transactions.
+func dsn(abs string) string {
+	p := filepath.ToSlash(abs)
+	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
+		p = "/" + p // file:///C:/...
+	}
+	var b strings.Builder
+	b.WriteString("file://")
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '%', '?', '#':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteString("?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	return b.String()
+}
+
+// warnMode logs when an existing state file is readable by other users; the
+// file is left as the user made it.
+func (s *Store) warnMode() {
+	if runtime.GOOS == "windows" {
+		return
+	}
+	st, err := os.Stat(s.path)
+	if err == nil && st.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("state file is accessible to other users; idemsync creates it with mode 0600",
+			"path", s.path, "mode", st.Mode().Perm().String())
+	}
+}

@@ -1,0 +1,97 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// Job returns what the file knows about job: its saved high-water mark and
+// columns, its latest run, its dead letter count, and Holder, the process
+// holding its run lock ("" when none). A job never seen returns a JobState
+// with only Name (and Holder) set. Errors are *idsync.Error (exit 1).
+func (s *Store) Job(ctx context.Context, job string) (*idsync.JobState, error) {
+	op := "job " + job
+	if err := checkJob(job); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	st, err := s.readJob(ctx, job)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	if st.Holder, err = s.holder(job); err != nil {
+		return nil, s.wrap(op+": lock", err)
+	}
+	return st, nil
+}
+
+// readJob reads the job's rows in one read transaction, so the mark, the
+// latest run and the count agree with each other.
+func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	st := &idsync.JobState{Name: job}
+	var cols sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json FROM jobs WHERE name = ?`, job).Scan(&st.HWM, &cols)
+	if errors.Is(err, sql.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read job: %w", err)
+	}
+	if st.Columns, err = decodeColumns(cols); err != nil {
+		return nil, err
+	}
+	if st.LastRun, err = latestRun(ctx, tx, job); err != nil {
+		return nil, err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM dead_letters WHERE job = ?`, job).Scan(&st.DeadLetters)
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	return st, nil
+}
+
+// Jobs returns the state of every job in the file, sorted by name (byte
+// order), as Job reports it; none for a new file. Errors are *idsync.Error
+// (exit 1).
+func (s *Store) Jobs(ctx context.Context) ([]idsync.JobState, error) {
+	names, err := s.jobNames(ctx)
+	if err != nil {
+		return nil, s.wrap("list jobs", err)
+	}
+	out := make([]idsync.JobState, 0, len(names))
+	for _, name := range names {
+		st, err := s.Job(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *st)
+	}
+	return out, nil
+}
+
+// jobNames lists the jobs table. The rows are closed before Jobs queries
+// again: the Store has a single connection.
+func (s *Store) jobNames(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM jobs ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}

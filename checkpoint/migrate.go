@@ -1,0 +1,148 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ApplicationID is the SQLite application_id of an idemsync state file
+// ("idsy" in ASCII). A SQLite file with another non-zero application_id is
+// someone else's database and is never touched.
+const ApplicationID = 0x69647379
+
+// errNewer marks a state file written by a newer idemsync.
+var errNewer = errors.New("state file written by a newer idemsync")
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one numbered schema step, migrations/NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations returns the embedded migrations in order. Their numbers
+// must run 1, 2, 3 … without gaps, so user_version names exactly the steps
+// applied.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		if !ok || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", name)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: bad number", name)
+		}
+		body, err := fs.ReadFile(migrationFS, path.Join("migrations", name))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", name, err)
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// schemaVersion returns the file's PRAGMA user_version.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// checkNotNewer refuses a file whose schema is newer than this build's.
+func checkNotNewer(ctx context.Context, db *sql.DB) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	v, err := schemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if v > len(ms) {
+		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, len(ms))
+	}
+	return nil
+}
+
+// migrate brings the schema up to date in one transaction. It does nothing
+// (and needs no write access) when the file is current, and refuses a file
+// written by a newer idemsync. BEGIN IMMEDIATE (the DSN's _txlock) makes two
+// processes opening a new file at once apply each step exactly once.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	latest := len(ms)
+	v, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	if v > latest {
+		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latest)
+	}
+	if v == latest {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if v, err = schemaVersion(ctx, tx); err != nil {
+		return err
+	}
+	if v > latest {
+		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latest)
+	}
+	from := v
+	for _, m := range ms[v:] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("apply migration %s: %w", m.name, err)
+		}
+	}
+	if from < latest {
+		// PRAGMA arguments cannot be bound; both values are our own integers.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+			return fmt.Errorf("set application id: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit migration: %w", err)
+	}
+	if from < latest {
+		s.log.Info("state file schema migrated", "path", s.path, "from", from, "to", latest)
+	}
+	return nil
+}

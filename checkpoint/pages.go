@@ -1,0 +1,228 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// CommitPage records a page whose rows the target has committed, all in one
+// transaction: the page row (numbered after the run's last), the run's
+// counters, checkpoint (p.Next) and last position (p.Position), the run's
+// max mark when p.MaxMark != "", the job's high-water mark when p.HWM != "",
+// its columns when p.Columns != nil, the dead letters (stamped with job, run
+// and time), and, when p.FinishedAt is set, the run's completion.
+//
+// The run must belong to job and be running. On any error (including a
+// cancelled ctx) nothing is recorded and the checkpoint stays where it
+// was; errors are *idsync.Error (exit 1) naming the state file, except a
+// context's error, which is returned wrapped as it is.
+func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit) error {
+	op := "job " + job + ": commit page"
+	if p == nil {
+		return s.wrap(op, errors.New("no page given"))
+	}
+	var cols []byte
+	if p.Columns != nil {
+		var err error
+		if cols, err = encodeColumns(p.Columns); err != nil {
+			return s.wrap(op, err)
+		}
+	}
+	now := s.stamp()
+	var seq int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+			UPDATE runs SET
+				pages = pages + 1, records = records + ?,
+				inserted = inserted + ?, updated = updated + ?,
+				unchanged = unchanged + ?, skipped = skipped + ?,
+				checkpoint = ?, last_pos = ?,
+				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
+			WHERE id = ? AND job = ? AND status = ?`,
+			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped,
+			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning)
+		if err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("update run: %w", err)
+		} else if n != 1 {
+			return notRunning(ctx, tx, p.RunID, job)
+		}
+		err = tx.QueryRowContext(ctx, `
+			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms)
+			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
+			RETURNING seq`,
+			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), p.RunID).Scan(&seq)
+		if err != nil {
+			return fmt.Errorf("insert page: %w", err)
+		}
+		if err := touchJob(ctx, tx, job, now); err != nil {
+			return err
+		}
+		if p.HWM != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET hwm = ? WHERE name = ?`, p.HWM, job); err != nil {
+				return fmt.Errorf("save high-water mark: %w", err)
+			}
+		}
+		if cols != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET columns_json = ? WHERE name = ?`, string(cols), job); err != nil {
+				return fmt.Errorf("save columns: %w", err)
+			}
+		}
+		if err := insertDead(ctx, tx, job, p, now); err != nil {
+			return err
+		}
+		if !p.FinishedAt.IsZero() {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ?`,
+				idsync.RunCompleted, formatTime(p.FinishedAt), p.RunID); err != nil {
+				return fmt.Errorf("complete run: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	s.log.Debug("page checkpointed", "job", job, "run_id", p.RunID, "seq", seq,
+		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
+	return nil
+}
+
+// notRunning explains why a page cannot be committed to runID.
+func notRunning(ctx context.Context, tx *sql.Tx, runID int64, job string) error {
+	runJob, status, err := runStatus(ctx, tx, runID)
+	switch {
+	case err != nil:
+		return err
+	case runJob != job:
+		return fmt.Errorf("run %d belongs to job %s", runID, runJob)
+	}
+	return fmt.Errorf("run %d is %s, not running", runID, status)
+}
+
+// insertDead stores the page's dead letters. Their raw records are kept
+// verbatim and never logged.
+func insertDead(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommit, now string) error {
+	if len(p.Dead) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `
+		INSERT INTO dead_letters (job, run_id, position, idx, reason, raw, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("insert dead letter: %w", err)
+	}
+	defer stmt.Close()
+	for i, d := range p.Dead {
+		pos := d.Position
+		if pos == "" {
+			pos = p.Position
+		}
+		if _, err := stmt.ExecContext(ctx, job, p.RunID, pos, d.Index, d.Reason, d.Raw, now); err != nil {
+			return fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
+		}
+	}
+	return nil
+}
+
+// Pages returns the committed pages of a run in commit order; none for an
+// unknown run. Errors are *idsync.Error (exit 1).
+func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, error) {
+	op := fmt.Sprintf("run %d: list pages", runID)
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT run_id, seq, position, next, records, hash, committed_at
+		FROM pages WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	defer rows.Close()
+	var out []idsync.PageInfo
+	for rows.Next() {
+		var pi idsync.PageInfo
+		var at sql.NullString
+		if err := rows.Scan(&pi.RunID, &pi.Seq, &pi.Position, &pi.Next, &pi.Records, &pi.Hash, &at); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		if pi.CommittedAt, err = parseTime(at); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		out = append(out, pi)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// DeadLetters returns the job's dead letters, newest first; n <= 0 returns
+// all of them. Errors are *idsync.Error (exit 1).
+func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.DeadLetter, error) {
+	op := "job " + job + ": list dead letters"
+	if n <= 0 {
+		n = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT id, job, run_id, position, idx, reason, raw, at
+		FROM dead_letters WHERE job = ? ORDER BY id DESC LIMIT ?`, job, n)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	defer rows.Close()
+	var out []idsync.DeadLetter
+	for rows.Next() {
+		var d idsync.DeadLetter
+		var at sql.NullString
+		if err := rows.Scan(&d.ID, &d.Job, &d.RunID, &d.Position, &d.Index, &d.Reason, &d.Raw, &at); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		if d.At, err = parseTime(at); err != nil {
+			return nil, s.wrap(op, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// storedColumn is a Column as the jobs table keeps it; the tags keep the
+// stored JSON stable if the engine's type changes.
+type storedColumn struct {
+	Name string            `json:"name"`
+	Path string            `json:"path"`
+	Type idsync.ColumnType `json:"type"`
+}
+
+func encodeColumns(cols []idsync.Column) ([]byte, error) {
+	out := make([]storedColumn, len(cols))
+	for i, c := range cols {
+		out[i] = storedColumn(c)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode columns: %w", err)
+	}
+	return b, nil
+}
+
+func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
+	if !v.Valid {
+		return nil, nil
+	}
+	var in []storedColumn
+	if err := json.Unmarshal([]byte(v.String), &in); err != nil {
+		return nil, fmt.Errorf("decode columns: %w", err)
+	}
+	out := make([]idsync.Column, len(in))
+	for i, c := range in {
+		out[i] = idsync.Column(c)
+	}
+	return out, nil
+}

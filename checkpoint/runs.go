@@ -1,0 +1,236 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// queryer is what *sql.DB and *sql.Tx share for reading.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
+	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
+	max_mark, from_pos, to_pos, error`
+
+// scanRun reads one row selected with runColumns.
+func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
+	var r idsync.RunInfo
+	var started, finished sql.NullString
+	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
+		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
+		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error)
+	if err != nil {
+		return nil, err
+	}
+	if r.StartedAt, err = parseTime(started); err != nil {
+		return nil, fmt.Errorf("run %d: %w", r.ID, err)
+	}
+	if r.FinishedAt, err = parseTime(finished); err != nil {
+		return nil, fmt.Errorf("run %d: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+// latestRun returns the job's run with the highest id, or nil.
+func latestRun(ctx context.Context, q queryer, job string) (*idsync.RunInfo, error) {
+	r, err := scanRun(q.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE job = ? ORDER BY id DESC LIMIT 1`, job))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read last run: %w", err)
+	}
+	return r, nil
+}
+
+// runStatus returns a run's job and status; sql.ErrNoRows when it does not
+// exist.
+func runStatus(ctx context.Context, q queryer, runID int64) (job, status string, err error) {
+	err = q.QueryRowContext(ctx, `SELECT job, status FROM runs WHERE id = ?`, runID).Scan(&job, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", fmt.Errorf("run %d not found", runID)
+	}
+	return job, status, err
+}
+
+// touchJob makes sure the job's row exists and stamps its update time.
+func touchJob(ctx context.Context, tx *sql.Tx, job, now string) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO jobs (name, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at`, job, now, now)
+	if err != nil {
+		return fmt.Errorf("save job %s: %w", job, err)
+	}
+	return nil
+}
+
+// Unfinished returns the job's latest run when its status is running (a
+// crashed run stays running), interrupted, failed or partial; otherwise,
+// and for a job never run, it returns nil. Errors are *idsync.Error (exit 1).
+func (s *Store) Unfinished(ctx context.Context, job string) (*idsync.RunInfo, error) {
+	r, err := latestRun(ctx, s.db, job)
+	if err != nil {
+		return nil, s.wrap("job "+job, err)
+	}
+	if r == nil || !r.Unfinished() {
+		return nil, nil
+	}
+	return r, nil
+}
+
+// StartRun records a new run of r.Job with status running and returns its
+// ID. It keeps r's Kind (default run), Checkpoint, Last, Window, MaxMark,
+// From and To, and StartedAt (default now); counters start at zero. The
+// job's row is created when missing. Errors are *idsync.Error (exit 1).
+func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) {
+	if r == nil {
+		return 0, s.wrap("start run", errors.New("no run given"))
+	}
+	if err := checkJob(r.Job); err != nil {
+		return 0, s.wrap("start run", err)
+	}
+	kind := r.Kind
+	switch kind {
+	case "":
+		kind = idsync.KindRun
+	case idsync.KindRun, idsync.KindReplay:
+	default:
+		return 0, s.wrap("start run", fmt.Errorf("unknown run kind %q", kind))
+	}
+	now := s.stamp()
+	started := now
+	if !r.StartedAt.IsZero() {
+		started = formatTime(r.StartedAt)
+	}
+	var id int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := touchJob(ctx, tx, r.Job, now); err != nil {
+			return err
+		}
+		err := tx.QueryRowContext(ctx, `
+			INSERT INTO runs (job, kind, status, started_at, checkpoint, last_pos,
+				window_mark, max_mark, from_pos, to_pos)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			r.Job, kind, idsync.RunRunning, started, r.Checkpoint, r.Last,
+			r.Window, r.MaxMark, r.From, r.To).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.wrap("job "+r.Job+": start run", err)
+	}
+	s.log.Debug("run started", "job", r.Job, "run_id", id, "kind", kind)
+	return id, nil
+}
+
+// Reopen sets an unfinished run (running, interrupted, failed or partial)
+// back to running and clears its error and finish time. It returns an
+// *idsync.Error (exit 1) when the run does not exist or has finished for
+// good (completed or abandoned).
+func (s *Store) Reopen(ctx context.Context, runID int64) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+			UPDATE runs SET status = ?, error = '', finished_at = NULL
+			WHERE id = ? AND status IN (?, ?, ?, ?)`,
+			idsync.RunRunning, runID,
+			idsync.RunRunning, idsync.RunInterrupted, idsync.RunFailed, idsync.RunPartial)
+		if err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		_, status, err := runStatus(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("run %d is %s, only an unfinished run can be reopened", runID, status)
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("reopen run %d", runID), err)
+	}
+	return nil
+}
+
+// finalStatuses are the statuses FinishRun accepts.
+var finalStatuses = map[string]bool{
+	idsync.RunInterrupted: true,
+	idsync.RunFailed:      true,
+	idsync.RunPartial:     true,
+	idsync.RunCompleted:   true,
+	idsync.RunAbandoned:   true,
+}
+
+// FinishRun sets a run's status (interrupted, failed, partial, completed or
+// abandoned), its error message (stored as given: the caller redacts it)
+// and its finish time. With status completed and hwm != "", the job's saved
+// high-water mark becomes hwm, in the same transaction; the store does not
+// compare marks, so the caller decides whether hwm may move backwards. It
+// returns an *idsync.Error (exit 1) for an unknown run or status.
+func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error {
+	if !finalStatuses[status] {
+		return s.wrap(fmt.Sprintf("finish run %d", runID), fmt.Errorf("invalid final status %q", status))
+	}
+	now := s.stamp()
+	var job string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `
+			UPDATE runs SET status = ?, error = ?, finished_at = ?
+			WHERE id = ? RETURNING job`, status, errMsg, now, runID).Scan(&job)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %d not found", runID)
+		}
+		if err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if status != idsync.RunCompleted || hwm == "" {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET hwm = ?, updated_at = ? WHERE name = ?`,
+			hwm, now, job); err != nil {
+			return fmt.Errorf("save high-water mark: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("finish run %d", runID), err)
+	}
+	s.log.Debug("run finished", "job", job, "run_id", runID, "status", status)
+	return nil
+}
+
+// Runs returns the job's latest n runs, newest first (n <= 0: all of
+// them); none for a job never run. Errors are *idsync.Error (exit 1).
+func (s *Store) Runs(ctx context.Context, job string, n int) ([]idsync.RunInfo, error) {
+	if n <= 0 {
+		n = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE job = ? ORDER BY id DESC LIMIT ?`, job, n)
+	if err != nil {
+		return nil, s.wrap("job "+job+": list runs", err)
+	}
+	defer rows.Close()
+	var out []idsync.RunInfo
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, s.wrap("job "+job+": list runs", err)
+		}
+		out = append(out, *r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("job "+job+": list runs", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,350 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SQLiteBusyTimeout is how long a write waits for another process's lock on
+// the SQLite file before failing with a transient error.
+const SQLiteBusyTimeout = 10 * time.Second
+
+// SQLite is the embedded SQLite sink (modernc.org/sqlite, no cgo). It keeps
+// one connection open, in WAL mode with synchronous=FULL, and writes each page
+// in one BEGIN IMMEDIATE transaction.
+//
+// Type mapping (SQLite has storage classes, not types; the declared type
+// only sets a column's affinity):
+//
+//	text      TEXT
+//	integer   INTEGER
+//	real      REAL
+//	numeric   TEXT, the exact decimal as given ("12.50"). NUMERIC affinity
+//	          would turn it into a REAL or INTEGER and lose digits
+//	          ("12345678901234567890.123456789" does not survive a float64).
+//	boolean   INTEGER 0 or 1
+//	timestamp TEXT, UTC RFC 3339 with nanoseconds as needed
+//	          (time.RFC3339Nano, e.g. 2024-05-01T12:00:00.5Z)
+//	json      TEXT, the compact JSON
+//
+// plus _idemsync_hash TEXT and _idemsync_synced_at TEXT (same format as
+// timestamp). A schema other than "" or "main" is rejected: SQLite's
+// schemas are attached files, which a target URL cannot name.
+type SQLite struct {
+	db     *sql.DB
+	path   string
+	logger *slog.Logger
+	stmts  map[string]*sqliteStmts // by table and column set; see statements
+}
+
+var _ idsync.Sink = (*SQLite)(nil)
+
+// sqliteStmts are the prepared statements of one table and column set.
+type sqliteStmts struct {
+	lookup, insert, update *sql.Stmt
+}
+
+// OpenSQLite opens (creating when missing) the SQLite database file at path,
+// relative to the working directory unless absolute, and creates its parent
+// directory with mode 0700 when missing. ":memory:" opens a private
+// in-memory database. A nil logger discards logs. It fails with an
+// *idsync.Error (ExitPermanent) when the file cannot be created or opened.
+func OpenSQLite(ctx context.Context, path string, logger *slog.Logger) (*SQLite, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, idsync.Errorf(idsync.ExitPermanent, "create directory for %s: %w", path, err)
+			}
+		}
+	}
+	// A file: URI so that any character in the path is taken literally; the
+	// _pragma and _txlock parameters are read by the driver, the rest by
+	// SQLite, which ignores parameters it does not know.
+	dsn := "file:" + escapeSQLitePath(path) +
+		fmt.Sprintf("?_pragma=busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds()) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "open sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &SQLite{db: db, path: path, logger: logger, stmts: map[string]*sqliteStmts{}}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, s.wrap("open sqlite "+path, err)
+	}
+	logger.Debug("opened sqlite target", "path", path)
+	return s, nil
+}
+
+// escapeSQLitePath escapes the characters that end or escape the path part
+// of an SQLite URI.
+func escapeSQLitePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// DB returns the underlying database handle, for tests and tools that read
+// the table back. The sink still owns it: do not close it.
+func (s *SQLite) DB() *sql.DB { return s.db }
+
+// Close closes the prepared statements and the database. It returns the
+// first error met.
+func (s *SQLite) Close() error {
+	s.dropStatements()
+	return s.db.Close()
+}
+
+func (s *SQLite) dropStatements() {
+	for k, st := range s.stmts {
+		st.lookup.Close()
+		st.insert.Close()
+		st.update.Close()
+		delete(s.stmts, k)
+	}
+}
+
+// statements returns the prepared statements for t's current column set,
+// preparing them on first use. They are reused across pages until the next
+// Prepare (which may add columns) drops them.
+func (s *SQLite) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "%q %q %q", t.Name, t.Key, t.Version)
+	for _, c := range t.Columns {
+		fmt.Fprintf(&sig, " %q", c.Name)
+	}
+	if st, ok := s.stmts[sig.String()]; ok {
+		return st, nil
+	}
+	table := quoteTable(&idsync.Table{Name: t.Name})
+	var cols, marks, sets, where []string
+	for _, c := range t.Columns {
+		cols = append(cols, QuoteIdent(c.Name))
+		marks = append(marks, "?")
+		if !isKey(t, c.Name) {
+			sets = append(sets, QuoteIdent(c.Name)+" = ?")
+		}
+	}
+	for _, k := range t.Key {
+		where = append(where, QuoteIdent(k)+" = ?")
+	}
+	sets = append(sets, QuoteIdent(idsync.ColHash)+" = ?", QuoteIdent(idsync.ColSyncedAt)+" = ?")
+	version := "NULL"
+	if t.Version != "" {
+		version = QuoteIdent(t.Version)
+	}
+	lookupSQL := fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s",
+		QuoteIdent(idsync.ColHash), version, table, strings.Join(where, " AND "))
+	insertSQL := fmt.Sprintf("INSERT INTO %s (%s, %s, %s) VALUES (%s, ?, ?)",
+		table, strings.Join(cols, ", "), QuoteIdent(idsync.ColHash), QuoteIdent(idsync.ColSyncedAt), strings.Join(marks, ", "))
+	updateSQL := fmt.Sprintf("UPDATE %s SET %s WHERE %s",
+		table, strings.Join(sets, ", "), strings.Join(where, " AND "))
+	st := &sqliteStmts{}
+	var err error
+	if st.lookup, err = s.db.PrepareContext(ctx, lookupSQL); err != nil {
+		return nil, err
+	}
+	if st.insert, err = s.db.PrepareContext(ctx, insertSQL); err != nil {
+		st.lookup.Close()
+		return nil, err
+	}
+	if st.update, err = s.db.PrepareContext(ctx, updateSQL); err != nil {
+		st.lookup.Close()
+		st.insert.Close()
+		return nil, err
+	}
+	s.stmts[sig.String()] = st
+	return st, nil
+}
+
+func isKey(t *idsync.Table, name string) bool {
+	for _, k := range t.Key {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Upsert writes rows in one transaction (see idsync.Sink): per row it looks
+// up the stored hash (and version) by key, then inserts, updates or leaves
+// the row alone. A row superseded by a later one with the same key, an
+// identical row and a row older than the stored version count as Unchanged.
+// On error nothing is committed; the error is an *idsync.Error
+// (ExitTransient when the file is locked by another process past
+// SQLiteBusyTimeout, ExitPermanent otherwise), or wraps ctx's error.
+func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (idsync.Counts, error) {
+	var n idsync.Counts
+	if len(rows) == 0 {
+		return n, nil
+	}
+	op := "upsert into " + t.String()
+	kept, dropped := idsync.Dedupe(t, rows)
+	n.Unchanged = int64(dropped)
+	st, err := s.statements(ctx, t)
+	if err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	var version *idsync.Column
+	verIdx := -1
+	keyIdx := make([]int, 0, len(t.Key))
+	for _, k := range t.Key {
+		for i, c := range t.Columns {
+			if c.Name == k {
+				keyIdx = append(keyIdx, i)
+			}
+		}
+	}
+	for i := range t.Columns {
+		if t.Columns[i].Name == t.Version {
+			version, verIdx = &t.Columns[i], i
+		}
+	}
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	defer tx.Rollback()
+	lookup := tx.StmtContext(ctx, st.lookup)
+	insert := tx.StmtContext(ctx, st.insert)
+	update := tx.StmtContext(ctx, st.update)
+	now := formatTime(time.Now())
+
+	vals := make([]any, len(t.Columns))
+	keys := make([]any, len(keyIdx))
+	args := make([]any, 0, len(t.Columns)+2+len(keyIdx))
+	for _, r := range kept {
+		if len(r.Values) != len(t.Columns) {
+			return idsync.Counts{}, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+		}
+		for i := range t.Columns {
+			if vals[i], err = sqliteValue(&t.Columns[i], r.Values[i]); err != nil {
+				return idsync.Counts{}, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		for i, j := range keyIdx {
+			keys[i] = vals[j]
+		}
+		var storedHash sql.NullString
+		var storedVersion any
+		err := lookup.QueryRowContext(ctx, keys...).Scan(&storedHash, &storedVersion)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			args = append(append(args[:0], vals...), r.Hash, now)
+			if _, err := insert.ExecContext(ctx, args...); err != nil {
+				return idsync.Counts{}, s.wrap(op, err)
+			}
+			n.Inserted++
+			continue
+		case err != nil:
+			return idsync.Counts{}, s.wrap(op, err)
+		}
+		if storedHash.Valid && storedHash.String == r.Hash {
+			n.Unchanged++
+			continue
+		}
+		if version != nil {
+			ok, err := versionNewer(version, r.Values[verIdx], storedVersion)
+			if err != nil {
+				return idsync.Counts{}, idsync.Errorf(idsync.ExitPermanent, "%s: %w", op, err)
+			}
+			if !ok {
+				n.Unchanged++
+				continue
+			}
+		}
+		args = args[:0]
+		for i, c := range t.Columns {
+			if !isKey(t, c.Name) {
+				args = append(args, vals[i])
+			}
+		}
+		args = append(append(args, r.Hash, now), keys...)
+		if _, err := update.ExecContext(ctx, args...); err != nil {
+			return idsync.Counts{}, s.wrap(op, err)
+		}
+		n.Updated++
+	}
+	if err := tx.Commit(); err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	return n, nil
+}
+
+// sqliteValue converts an engine value to what the SQLite column stores.
+func sqliteValue(c *idsync.Column, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch c.Type {
+	case idsync.TypeText:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case idsync.TypeInteger:
+		if i, ok := asInt64(v); ok {
+			return i, nil
+		}
+	case idsync.TypeReal:
+		if f, ok := asFloat64(v); ok {
+			return f, nil
+		}
+	case idsync.TypeNumeric:
+		if s, ok := v.(string); ok {
+			if _, ok := parseDecimal(s); ok {
+				return s, nil
+			}
+		}
+	case idsync.TypeBoolean:
+		if b, ok := v.(bool); ok {
+			if b {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		}
+	case idsync.TypeTimestamp:
+		if tm, ok := v.(time.Time); ok {
+			return formatTime(tm), nil
+		}
+	case idsync.TypeJSON:
+		if s, ok := asJSON(v); ok {
+			return s, nil
+		}
+	}
+	return nil, valueError(c, v)
+}
+
+// wrap translates an SQLite error into an *idsync.Error: busy or locked is
+// transient (another process holds the file past the busy timeout),
+// anything else permanent. Context errors are returned wrapped as they are,
+// so the engine can tell an interruption from a failure.
+func (s *SQLite) wrap(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	code := idsync.ExitPermanent
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			code = idsync.ExitTransient
+		}
+	}
+	return &idsync.Error{Code: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
+}
