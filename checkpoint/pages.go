@@ -15,7 +15,8 @@ import (
 // counters, checkpoint (p.Next) and last position (p.Position), the run's
 // max mark when p.MaxMark != "", the job's high-water mark when p.HWM != "",
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
-// and time), and, when p.FinishedAt is set, the run's completion.
+// and time; one without a Position gets the page's), and, when p.FinishedAt
+// is set, the run's completion.
 //
 // The run must belong to job and be running. On any error (including a
 // cancelled ctx) nothing is recorded and the checkpoint stays where it

@@ -267,6 +267,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		s.beforeCommit()
 	}
 	if err := tx.Commit(); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// database/sql rolls back a transaction whose context ends; Commit
+			// may then only say sql.ErrTxDone. Report the cause.
+			return fmt.Errorf("commit: %w", cerr)
+		}
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
