@@ -20,6 +20,10 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	// The binary under test is built from these packages: importing them
+	// makes go test's cache notice when they change.
+	_ "github.com/idemsync/idemsync/cmd"
+
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 )
 
@@ -310,79 +309,65 @@ func loopKey(p Position) string {
 	return ""
 }
 
-// loop fetches and commits pages until the end, a limit, an interrupt or an
-// error. It returns the run's status and the error that ended it.
+// loop commits the pages the pipeline fetches, in order, until the end, a
+// limit, an interrupt or an error. It returns the run's status and the error
+// that ended it.
 func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
-	pages := 0
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := e.pipeline(pctx, rs.pos, rs.info.Window, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	committed := 0
 	for {
 		if ctx.Err() != nil {
 			return RunInterrupted, nil
 		}
-		if o.MaxPages > 0 && pages >= o.MaxPages || o.TimeLimit > 0 && time.Since(started) >= o.TimeLimit {
-			log.Info("stopping: limit reached; the next run continues", "pages", pages)
+		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && time.Since(started) >= o.TimeLimit {
+			log.Info("stopping: limit reached; the next run continues", "pages", committed)
 			return RunPartial, nil
 		}
-		done, err := e.page(ctx, rs, sink, log)
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		var fp fetched
+		select {
+		case fp = <-pages:
+		case <-ctx.Done():
+			return RunInterrupted, nil
+		}
+		if fp.err != nil {
+			if ctx.Err() != nil {
 				return RunInterrupted, nil
 			}
+			return RunFailed, fp.err
+		}
+		done, err := e.commit(ctx, rs, sink, log, fp)
+		if err != nil {
 			return RunFailed, err
 		}
-		pages++
+		committed++
 		if done {
 			return RunCompleted, nil
 		}
 	}
 }
 
-// page moves one page from HTTP response to committed checkpoint:
-// fetch, validate and map all records, upsert them in one target
-// transaction, then commit checkpoint and page row in the state file.
-// It returns true when the page completed the run.
-func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Logger) (bool, error) {
+// commit moves one fetched page to its committed checkpoint: validate and
+// map all records, upsert them in one target transaction, then commit the
+// checkpoint and page row in the state file. It returns true when the page
+// completed the run. Once the upsert starts the page is finished even if a
+// signal arrives.
+func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
 	job := e.Job
 	style := job.Pagination.Style
-	pg := &pager{job: job, f: e.Fetcher}
-	t0 := time.Now()
-	pos := rs.pos
+	pos, next, resp := fp.pos, fp.next, fp.resp
 	where := pos.Describe(style, job.Secrets)
 
-	// 1. Fetch.
-	u, err := pg.url(pos, rs.info.Window)
-	if err != nil {
-		return false, Errorf(ExitPermanent, "%s: %w", where, err)
-	}
-	resp, err := e.Fetcher.Fetch(ctx, u)
-	if err != nil {
-		return false, fmt.Errorf("fetch %s: %w", where, err)
-	}
-	e.failpoint("fetched")
-
-	// 2. Validate and map every record.
+	// 1. Validate and map every record.
 	rows := make([]Row, 0, len(resp.Records))
 	var dead []DeadLetter
-	markPath := ""
-	switch {
-	case style == StyleHWM:
-		markPath = job.Pagination.Field
-	case job.Incremental != nil:
-		markPath = job.Incremental.Field
-	}
 	mapper := Mapper{Table: &job.Table, Infer: job.Infer}
 	ncols := len(job.Table.Columns)
-	pageMax := ""
-	h := xxhash.New()
 	for i, rec := range resp.Records {
-		h.WriteString(rec.Raw)
 		row, _, err := mapper.Map(i, rec)
-		var m string
-		if err == nil && markPath != "" {
-			if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
-				if m, err = markFromJSON(v); err != nil {
-					err = &BadRecord{Index: i, Column: markPath, Reason: "mark " + err.Error()}
-				}
-			}
+		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
+			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
 		}
 		if err != nil {
 			var bad *BadRecord
@@ -396,17 +381,11 @@ func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Lo
 			dead = append(dead, DeadLetter{Job: job.Name, RunID: rs.info.ID, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
 			continue
 		}
-		pageMax = MaxMark(pageMax, m)
 		rows = append(rows, row)
 	}
-	hash := fmt.Sprintf("%016x", h.Sum64())
 
-	// 3. Where does pagination go next? Refuse loops before writing.
-	next, err := pg.next(pos, resp, pageMax)
-	if err != nil {
-		return false, wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
-	}
-	if len(resp.Records) > 0 && hash == rs.prev {
+	// 2. Refuse loops before writing.
+	if len(resp.Records) > 0 && fp.hash == rs.prev {
 		return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
 			Hint: "the API ignored the pagination parameter; check pagination.param"}
 	}
@@ -420,8 +399,7 @@ func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Lo
 		}
 	}
 
-	// 4. Upsert the page in one target transaction. From here on the page
-	// is finished even if a signal arrives: its rows and checkpoint land.
+	// 3. Upsert the page in one target transaction.
 	wctx := context.WithoutCancel(ctx)
 	var cols []Column
 	if len(job.Table.Columns) != ncols {
@@ -433,23 +411,24 @@ func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Lo
 	}
 	var counts Counts
 	if len(rows) > 0 {
+		var err error
 		if counts, err = sink.Upsert(wctx, &job.Table, rows); err != nil {
 			return false, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
 		}
 	}
 	e.failpoint("target-committed")
 
-	// 5. Commit checkpoint and page row.
+	// 4. Commit checkpoint and page row.
 	pc := &PageCommit{RunID: rs.info.ID, Position: pos.Encode(), Next: next.Encode(), Records: int64(len(resp.Records)),
-		Hash: hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(t0)}
+		Hash: fp.hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
 	kind := rs.info.Kind
 	switch {
-	case style == StyleHWM && kind == KindRun && CompareMarks(pageMax, rs.hwm) > 0:
-		pc.HWM = pageMax
+	case style == StyleHWM && kind == KindRun && CompareMarks(fp.pageMax, rs.hwm) > 0:
+		pc.HWM = fp.pageMax
 	case job.Incremental != nil && kind == KindRun:
-		if CompareMarks(pageMax, rs.info.MaxMark) > 0 {
-			pc.MaxMark = pageMax
-			rs.info.MaxMark = pageMax
+		if CompareMarks(fp.pageMax, rs.info.MaxMark) > 0 {
+			pc.MaxMark = fp.pageMax
+			rs.info.MaxMark = fp.pageMax
 		}
 		if next.End && CompareMarks(rs.info.MaxMark, rs.hwm) > 0 {
 			pc.HWM = rs.info.MaxMark
@@ -468,18 +447,37 @@ func (e *Engine) page(ctx context.Context, rs *runState, sink Sink, log *slog.Lo
 	if k := loopKey(pos); k != "" {
 		rs.seen[k] = true
 	}
-	rs.prev, rs.pos = hash, next
+	rs.prev, rs.pos = fp.hash, next
 	rs.pages++
 	rs.records += int64(len(resp.Records))
 	rs.skipped += int64(len(dead))
 	rs.total.Add(counts)
 	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
-		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(t0).Milliseconds())
+		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
-			Skipped: len(dead), Elapsed: time.Since(t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
+			Skipped: len(dead), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
 	}
 	return next.End, nil
+}
+
+// fetchLimit is how many pages the pipeline may fetch: --max-pages, or for
+// page and offset styles the pages up to a replay's --to (0: no limit).
+func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
+	limit := int64(maxPages)
+	if to != nil {
+		n := int64(-1)
+		switch job.Pagination.Style {
+		case StylePage:
+			n = to.Page - pos.Page + 1
+		case StyleOffset:
+			n = (to.Offset-pos.Offset)/int64(job.Pagination.Size) + 1
+		}
+		if n >= 0 && (limit == 0 || n < limit) {
+			limit = max(n, 1)
+		}
+	}
+	return int(limit)
 }
 
 // reached reports whether next lies past a replay's --to position.
