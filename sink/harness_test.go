@@ -20,8 +20,26 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pgEnv names the environment variable holding the test server's URL.
-const pgEnv = "IDEMSYNC_TEST_POSTGRES_URL"
+// pgEnv names the environment variable holding the test server's URL;
+// pgRequireEnv, when set (CI), turns a missing URL into a failure.
+const (
+	pgEnv        = "IDEMSYNC_TEST_POSTGRES_URL"
+	pgRequireEnv = "IDEMSYNC_TEST_REQUIRE_POSTGRES"
+)
+
+// postgresURL returns the test server's URL, skipping the test with a
+// one-line message when it is unset (failing it instead under CI).
+func postgresURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv(pgEnv)
+	if url == "" {
+		if os.Getenv(pgRequireEnv) != "" {
+			t.Fatal(pgEnv + " is not set but " + pgRequireEnv + " is: the PostgreSQL tests must run")
+		}
+		t.Skip(pgEnv + " is not set; skipping PostgreSQL (source .ci/postgres to start a server)")
+	}
+	return url
+}
 
 // backend is one database under test, with a fresh namespace per test: an
 // SQLite file in t.TempDir(), or a PostgreSQL schema dropped on cleanup.
@@ -100,10 +118,7 @@ func newSQLiteBackend(t *testing.T) *backend {
 
 func newPostgresBackend(t *testing.T) *backend {
 	t.Helper()
-	url := os.Getenv(pgEnv)
-	if url == "" {
-		t.Skip(pgEnv + " is not set; skipping PostgreSQL (source .ci/postgres to start a server)")
-	}
+	url := postgresURL(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {

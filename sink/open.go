@@ -1,6 +1,24 @@
 // Package sink holds the backends that write pages of rows into the target
 // table: SQLite (embedded, the default) and PostgreSQL. Both implement
-// idsync.Sink with the same semantics, checked by one conformance suite.
+// idsync.Sink with the same semantics, checked by one conformance suite
+// (conformance_test.go) that runs against each:
+//
+//   - a page is written in one transaction; on error nothing of it is
+//     committed;
+//   - new key: insert; different content hash: update; same hash: no write
+//     (the synced-at column keeps its value); among rows sharing a key in
+//     one page the last wins and the others count as unchanged;
+//   - with Table.Version set, a stored row is overwritten only by a row whose
+//     version is >= the stored one; a stored NULL version is always
+//     overwritten, a NULL incoming version never overwrites a stored one;
+//   - every identifier is quoted (QuoteIdent);
+//   - errors are *idsync.Error with an exit code, and never contain a
+//     password.
+//
+// The backends differ where their databases do: SQLite has no schemas (a
+// schema other than "main" is rejected), stores numerics as exact text (so
+// "1.0" and "1" are two keys there, one key in PostgreSQL) and keeps
+// timestamps to the nanosecond (PostgreSQL to the microsecond).
 package sink
 
 import (

@@ -56,9 +56,10 @@ type Postgres struct {
 var _ idsync.Sink = (*Postgres)(nil)
 
 // OpenPostgres connects to the PostgreSQL server named by dsn (a
-// postgres:// URL or a key=value DSN, anything pgx accepts).
-// connect_timeout defaults to PostgresConnectTimeout. It
-// checks the connection before returning. A nil logger discards logs.
+// postgres:// URL or a key=value DSN, anything pgx accepts; libpq's PG*
+// environment variables and ~/.pgpass fill in what it omits).
+// connect_timeout defaults to PostgresConnectTimeout. It connects before
+// returning. A nil logger discards logs.
 //
 // Errors are *idsync.Error naming host:port but never the password:
 // ExitUsage for a malformed dsn, ExitTransient when the server cannot be
@@ -77,24 +78,23 @@ func OpenPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*Postgr
 			Hint: "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
 		}
 	}
-	cc := cfg
-	if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = PostgresConnectTimeout
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = PostgresConnectTimeout
 	}
 	p := &Postgres{
 		cfg:      cfg,
-		addr:     net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))),
-		user:     cc.User,
-		password: cc.Password,
+		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
+		user:     cfg.User,
+		password: cfg.Password,
 		logger:   logger,
 	}
-	if strings.HasPrefix(cc.Host, "/") {
-		p.addr = cc.Host // unix socket directory
+	if strings.HasPrefix(cfg.Host, "/") {
+		p.addr = cfg.Host // unix socket directory
 	}
 	if _, err := p.connect(ctx); err != nil {
 		return nil, err
 	}
-	logger.Debug("opened postgres target", "addr", p.addr, "user", p.user, "database", cc.Database)
+	logger.Debug("opened postgres target", "addr", p.addr, "user", p.user, "database", cfg.Database)
 	return p, nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -96,10 +95,7 @@ func TestPostgresBadURL(t *testing.T) {
 }
 
 func TestPostgresWrongPassword(t *testing.T) {
-	raw := os.Getenv(pgEnv)
-	if raw == "" {
-		t.Skip(pgEnv + " is not set; skipping PostgreSQL")
-	}
+	raw := postgresURL(t)
 	cfg, err := pgx.ParseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +120,7 @@ func TestPostgresWrongPassword(t *testing.T) {
 // an empty table (the floor the sink's COPY + INSERT … ON CONFLICT is
 // measured against).
 func BenchmarkPostgresUpsert(b *testing.B) {
-	raw := os.Getenv(pgEnv)
-	if raw == "" {
-		b.Skip(pgEnv + " is not set; skipping PostgreSQL")
-	}
+	raw := postgresURL(b)
 	const total, pageSize = 100_000, 1_000
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, raw)
@@ -148,22 +141,8 @@ func BenchmarkPostgresUpsert(b *testing.B) {
 	}
 	defer s.Close()
 
-	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	pages := make([][]idsync.Row, 0, total/pageSize)
-	for p := 0; p < total/pageSize; p++ {
-		page := make([]idsync.Row, pageSize)
-		for i := range page {
-			n := int64(p*pageSize + i)
-			page[i] = row(n, fmt.Sprintf("customer %d", n), fmt.Sprintf("%d.%02d", n, n%100),
-				n%2 == 0, base.Add(time.Duration(n)*time.Second), fmt.Sprintf(`{"n":%d,"tags":["a","b"]}`, n))
-		}
-		pages = append(pages, page)
-	}
-	newTable := func(name string) *idsync.Table {
-		return &idsync.Table{Schema: schema, Name: name, Key: []string{"id"}, Create: true, Columns: []idsync.Column{
-			col("id", idsync.TypeInteger), col("name", idsync.TypeText), col("amount", idsync.TypeNumeric),
-			col("active", idsync.TypeBoolean), col("updated_at", idsync.TypeTimestamp), col("payload", idsync.TypeJSON)}}
-	}
+	pages := benchPages(total, pageSize)
+	newTable := func(name string) *idsync.Table { return benchTable(schema, name) }
 	load := func(b *testing.B, tbl *idsync.Table) idsync.Counts {
 		var sum idsync.Counts
 		for _, page := range pages {

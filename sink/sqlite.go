@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	idsync "github.com/idemsync/idemsync/sync"
@@ -41,7 +42,10 @@ const SQLiteBusyTimeout = 10 * time.Second
 // plus _idemsync_hash TEXT and _idemsync_synced_at TEXT (same format as
 // timestamp). A schema other than "" or "main" is rejected: SQLite's
 // schemas are attached files, which a target URL cannot name.
+//
+// Calls are serialized: one Prepare or Upsert runs at a time.
 type SQLite struct {
+	mu     sync.Mutex // serializes calls; guards stmts
 	db     *sql.DB
 	path   string
 	logger *slog.Logger
@@ -103,9 +107,11 @@ func escapeSQLitePath(p string) string {
 // the table back. The sink still owns it: do not close it.
 func (s *SQLite) DB() *sql.DB { return s.db }
 
-// Close closes the prepared statements and the database. It returns the
-// first error met.
+// Close closes the prepared statements and the database, and returns the
+// database's close error.
 func (s *SQLite) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.dropStatements()
 	return s.db.Close()
 }
@@ -193,6 +199,8 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 	if len(rows) == 0 {
 		return n, nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	op := "upsert into " + t.String()
 	kept, dropped := idsync.Dedupe(t, rows)
 	n.Unchanged = int64(dropped)

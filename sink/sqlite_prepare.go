@@ -42,6 +42,8 @@ func (s *SQLite) Prepare(ctx context.Context, t *idsync.Table) error {
 			Hint: "name the table without a schema (table: " + t.Name + ")",
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.dropStatements() // the column set may change; statements are re-prepared lazily
 	op := "prepare table " + t.String()
 	tx, err := s.db.BeginTx(ctx, nil)

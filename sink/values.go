@@ -68,9 +68,17 @@ type decimal struct {
 	Exp int32
 }
 
+// Limits of an exact decimal, PostgreSQL's numeric ones: digits before and
+// after the decimal point.
+const (
+	maxIntDigits  = 131072
+	maxFracDigits = 16383
+)
+
 // parseDecimal parses an exact decimal such as "-12.50", "1e-3" or
 // "12345678901234567890.123456789" without going through float64. The
-// scale is kept: "12.50" is 1250×10^-2. It returns false on anything else.
+// scale is kept: "12.50" is 1250×10^-2. It returns false on anything else,
+// and on numbers beyond maxIntDigits or maxFracDigits.
 func parseDecimal(s string) (decimal, bool) {
 	mant, exp := s, int64(0)
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
@@ -99,7 +107,9 @@ func parseDecimal(s string) (decimal, bool) {
 		return decimal{}, false
 	}
 	exp -= int64(len(frac))
-	if exp < -1<<31 || exp > 1<<31-1 {
+	// PostgreSQL's numeric limits; they also keep rat() from building
+	// astronomically large integers for inputs such as "1e2000000000".
+	if exp < -maxFracDigits || int64(len(digits))+exp > maxIntDigits {
 		return decimal{}, false
 	}
 	return decimal{Int: n, Exp: int32(exp)}, true

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"math/big"
+	"strconv"
 	"testing"
 	"time"
 
@@ -51,9 +53,14 @@ func FuzzParseDecimal(f *testing.F) {
 		if !ok {
 			return
 		}
-		// Equal values compare equal however they are written.
-		if d.rat().Cmp(d.rat()) != 0 {
-			t.Fatal("not reflexive")
+		// The same value written as digits and exponent parses back equal.
+		again, ok := parseDecimal(d.Int.String() + "e" + strconv.Itoa(int(d.Exp)))
+		if !ok || again.rat().Cmp(d.rat()) != 0 {
+			t.Fatalf("%q: %s e%d does not parse back (%v)", s, d.Int, d.Exp, ok)
+		}
+		// Where math/big also reads s, it reads the same value.
+		if r, ok := new(big.Rat).SetString(s); ok && r.Cmp(d.rat()) != 0 {
+			t.Fatalf("%q: parsed %s, math/big says %s", s, d.rat().RatString(), r.RatString())
 		}
 	})
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// record is the example API's record as a simple program decodes it.
+type record struct {
+	ID       int64                  `json:"id"`
+	Name     string                 `json:"name"`
+	Customer struct{ Email string } `json:"customer"`
+	Total    json.Number            `json:"total"`
+	Active   bool                   `json:"active"`
+	Updated  time.Time              `json:"updated_at"`
+	Tags     json.RawMessage        `json:"tags"`
+}
+
+// getPage fetches one page of the example API and decodes its records.
+func getPage(url string) ([]record, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var page struct {
+		Data       []record `json:"data"`
+		NextCursor *string  `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		return nil, err
+	}
+	return page.Data, nil
+}
+
+// baselineSQLite is the practical ceiling: fetch pages one after another,
+// insert each page with a prepared INSERT in one transaction. No checkpoint,
+// no hashing, no retries.
+func baselineSQLite(api *fakeapi.Server, pages, size int, path string) (time.Duration, error) {
+	db, err := sql.Open("sqlite", path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, name TEXT, email TEXT, total TEXT, active INTEGER, updated_at TEXT, tags TEXT)`); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for p := 1; p <= pages; p++ {
+		recs, err := getPage(fmt.Sprintf("%s/page?page=%d&per_page=%d", api.URL, p, size))
+		if err != nil {
+			return 0, err
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return 0, err
+		}
+		stmt, err := tx.Prepare(`INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range recs {
+			if _, err := stmt.Exec(r.ID, r.Name, r.Customer.Email, r.Total.String(), r.Active, r.Updated.UTC().Format(time.RFC3339Nano), string(r.Tags)); err != nil {
+				return 0, err
+			}
+		}
+		stmt.Close()
+		if err := tx.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0), nil
+}
+
+// baselinePostgres fetches the same pages and loads each with a plain COPY
+// into an empty table.
+func baselinePostgres(api *fakeapi.Server, pgURL, table string, pages, size int) (time.Duration, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS `+table+`; CREATE TABLE `+table+` (id bigint PRIMARY KEY, name text, email text, total numeric, active boolean, updated_at timestamptz, tags jsonb)`); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for p := 1; p <= pages; p++ {
+		recs, err := getPage(fmt.Sprintf("%s/page?page=%d&per_page=%d", api.URL, p, size))
+		if err != nil {
+			return 0, err
+		}
+		rows := make([][]any, len(recs))
+		for i, r := range recs {
+			rows[i] = []any{r.ID, r.Name, r.Customer.Email, r.Total.String(), r.Active, r.Updated, string(r.Tags)}
+		}
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, []string{"id", "name", "email", "total", "active", "updated_at", "tags"}, pgx.CopyFromRows(rows)); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0), nil
+}
+
+// fetchOnly fetches pages one after another without writing them.
+func fetchOnly(api *fakeapi.Server, path string, pages, size int) (time.Duration, error) {
+	t0 := time.Now()
+	for p := 1; p <= pages; p++ {
+		if _, err := getPage(fmt.Sprintf("%s/page?page=%d&per_page=%d", api.URL, p, size)); err != nil {
+			return 0, err
+		}
+	}
+	_ = path
+	return time.Since(t0), nil
+}
+
+// postgres measures the PostgreSQL figures.
+func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size int) error {
+	fmt.Printf("\n## PostgreSQL: %d records in pages of %d, no latency\n", records, size)
+	base, err := baselinePostgres(api, pgURL, "bench_copy", pages, size)
+	if err != nil {
+		return fmt.Errorf("postgres baseline: %w", err)
+	}
+	ctx := context.Background()
+	if conn, err := pgx.Connect(ctx, pgURL); err == nil {
+		_, _ = conn.Exec(ctx, `DROP TABLE IF EXISTS bench_orders`)
+		conn.Close(ctx)
+	}
+	job := func() string {
+		j := pageJob(api, size, 1, pgURL)
+		return replaceTable(j, "bench_orders")
+	}
+	first, err := b.idemsync("pg-first", job())
+	if err != nil {
+		return err
+	}
+	again, err := b.idemsync("pg-again", job())
+	if err != nil {
+		return err
+	}
+	b.table(records, []row{
+		{"PostgreSQL baseline (plain COPY per page)", base, 0, 0},
+		{"PostgreSQL idemsync first load", first.wall, first.rss, first.written},
+		{"PostgreSQL idemsync unchanged re-sync", again.wall, again.rss, again.written},
+	})
+	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 80%%); re-sync wrote %d rows (goal 0)\n",
+		100*base.Seconds()/first.wall.Seconds(), again.written)
+	return nil
+}
+
+func replaceTable(job, table string) string {
+	out := []byte(job)
+	return string(bytesReplace(out, []byte("table: orders"), []byte("table: "+table)))
+}
+
+func bytesReplace(s, old, new []byte) []byte {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if string(s[i:i+len(old)]) == string(old) {
+			return append(append(append([]byte{}, s[:i]...), new...), s[i+len(old):]...)
+		}
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+// Command bench measures idemsync against a no-frills baseline, side by
+// side in one run, and prints the figures and ratios (docs/performance.md).
+//
+//	go run ./bench                      # SQLite, latency and memory figures
+//	go run ./bench -pg "$IDEMSYNC_TEST_POSTGRES_URL"   # PostgreSQL too
+//	go run ./bench -quick               # smaller sizes, for a smoke test
+//
+// It starts the example API in-process on 127.0.0.1, builds the idemsync
+// binary, and runs every idemsync measurement as a subprocess so that its
+// peak RSS can be read.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+func main() {
+	var (
+		records = flag.Int("records", 200_000, "records for the throughput figures")
+		size    = flag.Int("size", 1000, "records per page for the throughput figures")
+		pg      = flag.String("pg", os.Getenv("IDEMSYNC_BENCH_POSTGRES_URL"), "PostgreSQL URL for the PostgreSQL figures (empty: skip)")
+		quick   = flag.Bool("quick", false, "small sizes: a smoke test of the harness, not figures to report")
+		skipRSS = flag.Bool("skip-rss", false, "skip the peak-memory figures (the 1,000,000-record run)")
+	)
+	flag.Parse()
+	if *quick {
+		*records = 20_000
+	}
+	if err := run(*records, *size, *pg, *quick, *skipRSS); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(records, size int, pgURL string, quick, skipRSS bool) error {
+	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "idemsync")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	b := &bench{bin: bin, dir: dir}
+
+	// 1. Throughput with no latency: baseline vs first load vs unchanged re-sync.
+	fmt.Printf("\n## throughput: %d records in pages of %d, no latency\n", records, size)
+	api, stop, err := serve(records, 0)
+	if err != nil {
+		return err
+	}
+	pages := (records + size - 1) / size
+	base, err := baselineSQLite(api, pages, size, filepath.Join(dir, "baseline.db"))
+	if err != nil {
+		return err
+	}
+	first, err := b.idemsync("sqlite-first", pageJob(api, size, 1, "sqlite:"+filepath.Join(dir, "sqlite.db")))
+	if err != nil {
+		return err
+	}
+	again, err := b.idemsync("sqlite-again", pageJob(api, size, 1, "sqlite:"+filepath.Join(dir, "sqlite.db")))
+	if err != nil {
+		return err
+	}
+	b.table(records, []row{
+		{"SQLite baseline (prepared INSERT, tx per page)", base, 0, 0},
+		{"SQLite idemsync first load", first.wall, first.rss, first.written},
+		{"SQLite idemsync unchanged re-sync", again.wall, again.rss, again.written},
+	})
+	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 85%%); re-sync wrote %d rows (goal 0)\n",
+		100*base.Seconds()/first.wall.Seconds(), again.written)
+	if pgURL != "" {
+		if err := b.postgres(api, pgURL, records, pages, size); err != nil {
+			return err
+		}
+	}
+	stop()
+
+	// 2. Latency-bound: 200 pages, 50 ms a request.
+	const latPages, latSize, latency = 200, 100, 50 * time.Millisecond
+	if err := b.latency(latPages, latSize, latency, quick); err != nil {
+		return err
+	}
+
+	// 3. Peak memory at 10,000 and 1,000,000 records.
+	if !skipRSS {
+		big := 1_000_000
+		if quick {
+			big = 100_000
+		}
+		if err := b.memory(10_000, big, size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serve starts the example API with n records and a per-request latency.
+func serve(n int, latency time.Duration) (*fakeapi.Server, func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := fakeapi.Start(ctx, "127.0.0.1:0", fakeapi.Options{Records: n, Latency: latency, Seed: 1})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return srv, func() { srv.Close(); cancel() }, nil
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+type bench struct {
+	bin string
+	dir string
+	n   int
+}
+
+// measured is one idemsync run.
+type measured struct {
+	wall    time.Duration
+	rss     int64 // peak resident set, bytes (0 when the OS does not say)
+	written int64 // rows inserted or updated
+	pages   int64
+}
+
+type row struct {
+	name    string
+	wall    time.Duration
+	rss     int64
+	written int64
+}
+
+const columns = `  columns:
+    id: {path: id, type: integer}
+    name: name
+    email: customer.email
+    total: {path: total, type: numeric}
+    active: {path: active, type: boolean}
+    updated_at: {path: updated_at, type: timestamp}
+    tags: {path: tags, type: json}
+`
+
+func pageJob(api *fakeapi.Server, size, concurrency int, target string) string {
+	return fmt.Sprintf(`name: bench
+source:
+  url: %s/page
+  records: data
+  concurrency: %d
+pagination:
+  style: page
+  size_param: per_page
+  size: %d
+target:
+  url: %s
+  table: orders
+  key: [id]
+%s`, api.URL, concurrency, size, target, columns)
+}
+
+func cursorJob(api *fakeapi.Server, size int, target string) string {
+	return fmt.Sprintf(`name: bench
+source:
+  url: %s/cursor
+  records: data
+pagination:
+  style: cursor
+  next: next_cursor
+  size_param: limit
+  size: %d
+target:
+  url: %s
+  table: orders
+  key: [id]
+%s`, api.URL, size, target, columns)
+}
+
+// idemsync runs the binary on a job file with a fresh state file and
+// returns its wall time, peak RSS and counts.
+func (b *bench) idemsync(name, job string) (measured, error) {
+	b.n++
+	dir := filepath.Join(b.dir, fmt.Sprintf("%02d-%s", b.n, name))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return measured{}, err
+	}
+	jobFile := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(jobFile, []byte(job), 0o600); err != nil {
+		return measured{}, err
+	}
+	c := exec.Command(b.bin, "run", jobFile, "--json", "--quiet", "--state", filepath.Join(b.dir, name+".state.db"))
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	t0 := time.Now()
+	err := c.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		return measured{}, fmt.Errorf("%s: %v: %s%s", name, err, out.String(), errOut.String())
+	}
+	var res struct {
+		Pages    int64 `json:"pages"`
+		Inserted int64 `json:"inserted"`
+		Updated  int64 `json:"updated"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return measured{}, fmt.Errorf("%s: %v: %s", name, err, out.String())
+	}
+	m := measured{wall: wall, written: res.Inserted + res.Updated, pages: res.Pages}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+	}
+	return m, nil
+}
+
+func (b *bench) table(records int, rows []row) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "what\tseconds\trecords/s\trows written\tpeak RSS MiB\t")
+	for _, r := range rows {
+		rss := "-"
+		if r.rss > 0 {
+			rss = fmt.Sprintf("%.1f", float64(r.rss)/(1<<20))
+		}
+		written := "-"
+		if r.name != "" && r.rss > 0 {
+			written = fmt.Sprint(r.written)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%s\t\n", r.name, r.wall.Seconds(), float64(records)/r.wall.Seconds(), written, rss)
+	}
+	tw.Flush()
+}
+
+// latency measures a latency-bound API: page style at concurrency 1, 4 and
+// 8, and the cursor style pipelined against max(fetch, write) per page.
+func (b *bench) latency(pages, size int, latency time.Duration, quick bool) error {
+	records := pages * size
+	fmt.Printf("\n## latency: %d pages of %d records, %s per request\n", pages, size, latency)
+	api, stop, err := serve(records, latency)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	var rows []row
+	walls := map[int]time.Duration{}
+	for _, c := range []int{1, 4, 8} {
+		m, err := b.idemsync(fmt.Sprintf("lat-c%d", c), pageJob(api, size, c, "sqlite:"+filepath.Join(b.dir, fmt.Sprintf("lat-c%d.db", c))))
+		if err != nil {
+			return err
+		}
+		walls[c] = m.wall
+		rows = append(rows, row{fmt.Sprintf("page style, concurrency %d", c), m.wall, m.rss, m.written})
+	}
+	cur, err := b.idemsync("lat-cursor", cursorJob(api, size, "sqlite:"+filepath.Join(b.dir, "lat-cursor.db")))
+	if err != nil {
+		return err
+	}
+	rows = append(rows, row{"cursor style, pipelined", cur.wall, cur.rss, cur.written})
+	b.table(records, rows)
+	fmt.Printf("ratio: concurrency 8 is %.1fx faster than concurrency 1 (goal >= 6x); concurrency 4: %.1fx\n",
+		walls[1].Seconds()/walls[8].Seconds(), walls[1].Seconds()/walls[4].Seconds())
+
+	// max(fetch, write) per page: fetch alone with the same latency, and
+	// write alone (the same pages with no latency, written by idemsync).
+	fetch, err := fetchOnly(api, "/cursor", pages, size)
+	if err != nil {
+		return err
+	}
+	api.API.SetLatency(0)
+	w, err := b.idemsync("lat-write", cursorJob(api, size, "sqlite:"+filepath.Join(b.dir, "lat-write.db")))
+	if err != nil {
+		return err
+	}
+	perFetch, perWrite := fetch/time.Duration(pages), w.wall/time.Duration(pages+1)
+	perPage := cur.wall / time.Duration(pages+1)
+	ceil := max(perFetch, perWrite)
+	fmt.Printf("cursor pipelined: %.1f ms a page; fetch alone %.1f ms, fetch+write with no latency %.1f ms; %.0f%% above max(fetch, write) (goal <= 15%%)\n",
+		ms(perPage), ms(perFetch), ms(perWrite), 100*(perPage.Seconds()/ceil.Seconds()-1))
+	return nil
+}
+
+// memory runs idemsync at two data sizes and compares peak RSS.
+func (b *bench) memory(small, big, size int) error {
+	fmt.Printf("\n## peak memory, pages of %d\n", size)
+	var rss [2]int64
+	var rows []row
+	for i, n := range []int{small, big} {
+		api, stop, err := serve(n, 0)
+		if err != nil {
+			return err
+		}
+		m, err := b.idemsync(fmt.Sprintf("mem-%d", n), pageJob(api, size, 1, "sqlite:"+filepath.Join(b.dir, fmt.Sprintf("mem-%d.db", n))))
+		stop()
+		if err != nil {
+			return err
+		}
+		rss[i] = m.rss
+		rows = append(rows, row{fmt.Sprintf("%d records", n), m.wall, m.rss, m.written})
+		fmt.Printf("%d records: %.2f s, peak RSS %.1f MiB\n", n, m.wall.Seconds(), float64(m.rss)/(1<<20))
+	}
+	if rss[0] > 0 {
+		fmt.Printf("ratio: peak RSS at %d records is %.2fx that at %d (goal <= 1.25x, and < 100 MiB)\n",
+			big, float64(rss[1])/float64(rss[0]), small)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
