@@ -150,12 +150,7 @@ func (s *SQLite) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts,
 		where = append(where, QuoteIdent(k)+" = ?")
 	}
 	sets = append(sets, QuoteIdent(idsync.ColHash)+" = ?", QuoteIdent(idsync.ColSyncedAt)+" = ?")
-	version := "NULL"
-	if t.Version != "" {
-		version = QuoteIdent(t.Version)
-	}
-	lookupSQL := fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s",
-		QuoteIdent(idsync.ColHash), version, table, strings.Join(where, " AND "))
+	lookupSQL := lookupQuery(t, lookupBatch)
 	insertSQL := fmt.Sprintf("INSERT INTO %s (%s, %s, %s) VALUES (%s, ?, ?)",
 		table, strings.Join(cols, ", "), QuoteIdent(idsync.ColHash), QuoteIdent(idsync.ColSyncedAt), strings.Join(marks, ", "))
 	updateSQL := fmt.Sprintf("UPDATE %s SET %s WHERE %s",
@@ -229,46 +224,51 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		return idsync.Counts{}, s.wrap(op, err)
 	}
 	defer tx.Rollback()
-	lookup := tx.StmtContext(ctx, st.lookup)
 	insert := tx.StmtContext(ctx, st.insert)
 	update := tx.StmtContext(ctx, st.update)
 	now := formatTime(time.Now())
 
-	vals := make([]any, len(t.Columns))
-	keys := make([]any, len(keyIdx))
-	args := make([]any, 0, len(t.Columns)+2+len(keyIdx))
-	for _, r := range kept {
+	// Convert every row, then learn the stored hash and version of all the
+	// page's keys in a few batched lookups rather than one query per row.
+	all := make([][]any, len(kept))
+	for ri, r := range kept {
 		if len(r.Values) != len(t.Columns) {
 			return idsync.Counts{}, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
 		}
+		vals := make([]any, len(t.Columns))
 		for i := range t.Columns {
 			if vals[i], err = sqliteValue(&t.Columns[i], r.Values[i]); err != nil {
 				return idsync.Counts{}, fmt.Errorf("%s: %w", op, err)
 			}
 		}
+		all[ri] = vals
+	}
+	stored, err := s.lookupAll(ctx, tx, st, t, keyIdx, all)
+	if err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	keys := make([]any, len(keyIdx))
+	args := make([]any, 0, len(t.Columns)+2+len(keyIdx))
+	for ri, r := range kept {
+		vals := all[ri]
 		for i, j := range keyIdx {
 			keys[i] = vals[j]
 		}
-		var storedHash sql.NullString
-		var storedVersion any
-		err := lookup.QueryRowContext(ctx, keys...).Scan(&storedHash, &storedVersion)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
+		prev, found := stored[sqliteKey(keys)]
+		if !found {
 			args = append(append(args[:0], vals...), r.Hash, now)
 			if _, err := insert.ExecContext(ctx, args...); err != nil {
 				return idsync.Counts{}, s.wrap(op, err)
 			}
 			n.Inserted++
 			continue
-		case err != nil:
-			return idsync.Counts{}, s.wrap(op, err)
 		}
-		if storedHash.Valid && storedHash.String == r.Hash {
+		if prev.hash.Valid && prev.hash.String == r.Hash {
 			n.Unchanged++
 			continue
 		}
 		if version != nil {
-			ok, err := versionNewer(version, r.Values[verIdx], storedVersion)
+			ok, err := versionNewer(version, r.Values[verIdx], prev.version)
 			if err != nil {
 				return idsync.Counts{}, idsync.Errorf(idsync.ExitPermanent, "%s: %w", op, err)
 			}
@@ -293,6 +293,89 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		return idsync.Counts{}, s.wrap(op, err)
 	}
 	return n, nil
+}
+
+// storedRow is what the table holds for a key.
+type storedRow struct {
+	hash    sql.NullString
+	version any
+}
+
+// lookupBatch is how many keys one lookup query asks for.
+const lookupBatch = 400
+
+// lookupQuery selects the key, hash and version of n keys.
+func lookupQuery(t *idsync.Table, n int) string {
+	keyCols := quoteList(t.Key)
+	version := "NULL"
+	if t.Version != "" {
+		version = QuoteIdent(t.Version)
+	}
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Key)), ", ") + ")"
+	return fmt.Sprintf("SELECT %s, %s, %s FROM %s WHERE (%s) IN (VALUES %s)",
+		keyCols, QuoteIdent(idsync.ColHash), version, QuoteIdent(t.Name),
+		keyCols, strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "))
+}
+
+// lookupAll returns the stored hash and version of every key among rows
+// (rows hold SQLite values; keyIdx says which are the key), keyed by
+// sqliteKey. It asks in batches of lookupBatch keys, with the prepared
+// statement for full batches.
+func (s *SQLite) lookupAll(ctx context.Context, tx *sql.Tx, st *sqliteStmts, t *idsync.Table, keyIdx []int, rows [][]any) (map[string]storedRow, error) {
+	out := make(map[string]storedRow, len(rows))
+	key := make([]any, len(keyIdx))
+	dest := make([]any, len(keyIdx)+2)
+	for i := range key {
+		dest[i] = &key[i]
+	}
+	args := make([]any, 0, lookupBatch*len(keyIdx))
+	for start := 0; start < len(rows); start += lookupBatch {
+		batch := rows[start:min(start+lookupBatch, len(rows))]
+		args = args[:0]
+		for _, vals := range batch {
+			for _, j := range keyIdx {
+				args = append(args, vals[j])
+			}
+		}
+		var res *sql.Rows
+		var err error
+		if len(batch) == lookupBatch {
+			res, err = tx.StmtContext(ctx, st.lookup).QueryContext(ctx, args...)
+		} else {
+			res, err = tx.QueryContext(ctx, lookupQuery(t, len(batch)), args...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for res.Next() {
+			var sr storedRow
+			dest[len(keyIdx)], dest[len(keyIdx)+1] = &sr.hash, &sr.version
+			if err := res.Scan(dest...); err != nil {
+				res.Close()
+				return nil, err
+			}
+			out[sqliteKey(key)] = sr
+		}
+		if err := res.Close(); err != nil {
+			return nil, err
+		}
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sqliteKey identifies a key by its SQLite values, as bound or as read back.
+func sqliteKey(vals []any) string {
+	var b strings.Builder
+	for _, v := range vals {
+		if bs, ok := v.([]byte); ok {
+			v = string(bs)
+		}
+		fmt.Fprintf(&b, "%T:%v\x00", v, v)
+	}
+	return b.String()
 }
 
 // sqliteValue converts an engine value to what the SQLite column stores.

@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -63,7 +64,12 @@ func (a *API) numberedPage(r *http.Request) (numbered, *response) {
 	}
 	a.mu.RLock()
 	sel := a.byID(since)
-	n := numbered{data: sel.window((page-1)*per, per), page: page, per: per, total: sel.len()}
+	n := numbered{page: page, per: per, total: sel.len()}
+	from := n.total // past the end, also when (page-1)*per would overflow
+	if page-1 <= n.total/per {
+		from = (page - 1) * per
+	}
+	n.data = sel.window(from, per)
 	a.mu.RUnlock()
 	n.lastPage = (n.total + per - 1) / per
 	return n, nil
@@ -108,7 +114,7 @@ func (a *API) serveLink(r *http.Request) *response {
 
 func (a *API) serveOffset(r *http.Request) *response {
 	q := r.URL.Query()
-	offset, bad := intParam(q, "offset", 0, 0, 1<<40)
+	offset, bad := intParam(q, "offset", 0, 0, math.MaxInt32)
 	if bad != nil {
 		return bad
 	}

@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -95,13 +96,17 @@ func (resp *response) write(w http.ResponseWriter) {
 	_, _ = w.Write(resp.body)
 }
 
+// jsonResponse encodes v without HTML escaping, so next URLs keep a
+// literal '&' rather than \u0026.
 func jsonResponse(status int, v any) *response {
-	body, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return errorResponse(http.StatusInternalServerError, "encode: "+err.Error())
 	}
 	h := http.Header{"Content-Type": {"application/json"}}
-	return &response{status: status, header: h, body: body}
+	return &response{status: status, header: h, body: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
 }
 
 // apiError is the body of every error the API returns.

@@ -73,6 +73,11 @@ func TestResponseShapes(t *testing.T) {
 		t.Fatalf("/page past the end: data %s", d)
 	}
 
+	_, body = get(t, u+"/page?page=1073741824&per_page=10000")
+	if d, m := field(t, body, "data"), field(t, body, "meta"); d != "[]" || !strings.Contains(m, `"has_more":false`) {
+		t.Fatalf("/page far past the end: %s", body)
+	}
+
 	_, body = get(t, u+"/offset?offset=30&limit=10")
 	if k := keysOf(t, body); !slices.Equal(k, []string{"data", "total"}) || field(t, body, "total") != "25" || field(t, body, "data") != "[]" {
 		t.Fatalf("/offset past the end: %s", body)
@@ -97,6 +102,9 @@ func TestResponseShapes(t *testing.T) {
 	if cu.Links.Next == nil || !strings.HasPrefix(*cu.Links.Next, u+"/cursor-url?cursor=") ||
 		!strings.Contains(*cu.Links.Next, "&limit=20&updated_since=2024-01-01T00%3A00%3A00Z") {
 		t.Fatalf("/cursor-url next: %s", body)
+	}
+	if strings.Contains(string(body), `\u0026`) {
+		t.Fatalf("/cursor-url escapes '&': %s", body)
 	}
 	_, body = get(t, *cu.Links.Next)
 	if l := field(t, body, "links"); l != `{"next":null}` {
