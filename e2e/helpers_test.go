@@ -9,12 +9,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -136,11 +139,26 @@ func styleJob(style, apiURL, target string) string {
 		src, pag = apiURL+"/hwm", "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n  size: 25\n"
 	case "none":
 		src, pag = apiURL+"/all", "  style: none\n"
+	case "offset":
+		src, pag = apiURL+"/offset", "  style: offset\n  size: 25\n"
+	case "link":
+		src, pag = apiURL+"/link", "  style: link\n  size_param: per_page\n  size: 25\n"
+	case "link-relative":
+		src, pag = apiURL+"/link?relative=1", "  style: link\n  size_param: per_page\n  size: 25\n"
+	case "cursor-header":
+		src, pag = apiURL+"/cursor-header", "  style: cursor\n  next_header: X-Next-Cursor\n  size_param: limit\n  size: 25\n"
+	case "continue": // an append-only feed read by cursor
+		src, pag = apiURL+"/cursor", "  style: cursor\n  next: next_cursor\n  size_param: limit\n  size: 25\n  continue: true\n"
+	case "page-has-more":
+		src, pag = apiURL+"/page", "  style: page\n  size_param: per_page\n  size: 25\n  has_more: meta.has_more\n"
+	case "page-continue":
+		src, pag = apiURL+"/page", "  style: page\n  size_param: per_page\n  size: 25\n  continue: true\n"
 	default:
 		panic("unknown style " + style)
 	}
 	records := "  records: data\n"
-	if style == "none" {
+	switch style {
+	case "none", "link", "link-relative", "cursor-header": // bare arrays
 		records = ""
 	}
 	return fmt.Sprintf(`name: orders-%s
@@ -278,4 +296,133 @@ func parseRun(t *testing.T, r result) runJSON {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// runCode runs the binary with --json, fails the test unless it exits with
+// code, and returns the parsed result object.
+func runCode(t *testing.T, dir string, env []string, code int, args ...string) runJSON {
+	t.Helper()
+	r := idemsync(t, dir, env, append(args, "--json")...)
+	if r.code != code {
+		t.Fatalf("idemsync %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, r.code, code, r.stdout, r.stderr)
+	}
+	return parseRun(t, r)
+}
+
+// deadLetterJSON is one record of status --dead-letters --json.
+type deadLetterJSON struct {
+	ID       int64  `json:"id"`
+	Job      string `json:"job"`
+	RunID    int64  `json:"run_id"`
+	Position string `json:"position"`
+	Index    int    `json:"index"`
+	Reason   string `json:"reason"`
+	Raw      string `json:"raw"`
+}
+
+// jobStatusJSON is one job of status --json.
+type jobStatusJSON struct {
+	Name        string           `json:"name"`
+	Status      string           `json:"status"`
+	Checkpoint  string           `json:"checkpoint"`
+	HWM         string           `json:"hwm"`
+	LastRun     *runJSON         `json:"last_run"`
+	DeadLetters int64            `json:"dead_letters"`
+	Dead        []deadLetterJSON `json:"dead_letter_records"`
+}
+
+// statusOf returns the job's entry of `status JOB --json` (plus args).
+func statusOf(t *testing.T, dir, job string, args ...string) jobStatusJSON {
+	t.Helper()
+	r := idemsync(t, dir, nil, append([]string{"status", job, "--json"}, args...)...)
+	var out struct {
+		Jobs []jobStatusJSON `json:"jobs"`
+	}
+	if r.code != 0 {
+		t.Fatalf("status: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Jobs) != 1 {
+		t.Fatalf("status --json: %v: %s", err, r.stdout)
+	}
+	return out.Jobs[0]
+}
+
+// deleteIDs deletes rows of the orders table of a SQLite target directly,
+// as an operator repairing a table would.
+func deleteIDs(t *testing.T, path string, ids ...int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, id := range ids {
+		res, err := db.Exec(`DELETE FROM orders WHERE id = ?`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("delete id %d: %d rows", id, n)
+		}
+	}
+}
+
+// idRange returns the integers from..to inclusive.
+func idRange(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// serve serves h on a test server for the test's lifetime and returns its URL.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// queryLog is an http.Handler that records the query of every request
+// before passing it on.
+type queryLog struct {
+	h  http.Handler
+	mu gosync.Mutex
+	qs []url.Values
+}
+
+func (l *queryLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	l.qs = append(l.qs, r.URL.Query())
+	l.mu.Unlock()
+	l.h.ServeHTTP(w, r)
+}
+
+// values returns the distinct values of query parameter name seen since the
+// last reset ("" for requests without it), and forgets them.
+func (l *queryLog) values(name string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, q := range l.qs {
+		if v := q.Get(name); !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	l.qs = nil
+	return out
+}
+
+// openSQLite opens a SQLite file for the test's lifetime.
+func openSQLite(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

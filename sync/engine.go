@@ -17,7 +17,7 @@ type Options struct {
 	Restart   bool          // abandon an unfinished run and start over
 	From, To  string        // replay range, in the style's terms (To optional)
 	MaxPages  int           // stop cleanly after this many pages (0: no limit)
-	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed (0: none)
+	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed, having committed at least one (0: none)
 }
 
 // Result is what a run did; it is the --json object of run/resume/replay.
@@ -168,6 +168,9 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 				return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
 			}
 			to = &p
+			if st := job.Pagination.Style; st != StyleCursor && st != StyleLink && lastBefore(st, *from, *from, p) {
+				return nil, nil, Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+			}
 		}
 	}
 	switch {
@@ -246,12 +249,19 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		}
 		info.Window = w
 	}
+	feed := ""
+	if job.Pagination.Continue && from == nil {
+		if feed, err = e.feedPosition(ctx, js); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+	}
 	switch {
 	case from != nil:
 		rs.pos = *from
 		info.From, info.To = o.From, o.To
-	case job.Pagination.Continue && js.LastRun != nil && js.LastRun.Status == RunCompleted && js.LastRun.Last != "":
-		p, err := DecodePosition(js.LastRun.Last)
+	case feed != "":
+		p, err := DecodePosition(feed)
 		if err != nil {
 			sink.Close()
 			return nil, nil, err
@@ -279,6 +289,31 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind,
 		"from", rs.pos.Describe(job.Pagination.Style, job.Secrets), "window", info.Window)
 	return rs, sink, nil
+}
+
+// feedPosition returns where a continue: true job's new run starts: the last
+// committed position of its latest run of kind run when that run completed,
+// else "" (from the beginning). Replays are passed over: where one stopped
+// says nothing about how far the feed itself was read.
+func (e *Engine) feedPosition(ctx context.Context, js *JobState) (string, error) {
+	last := js.LastRun
+	if last != nil && last.Kind != KindRun {
+		runs, err := e.Store.Runs(ctx, js.Name, 0)
+		if err != nil {
+			return "", err
+		}
+		last = nil
+		for i := range runs {
+			if runs[i].Kind == KindRun {
+				last = &runs[i]
+				break
+			}
+		}
+	}
+	if last == nil || last.Status != RunCompleted {
+		return "", nil
+	}
+	return last.Last, nil
 }
 
 // startMark returns the mark a new run starts from: the saved mark (or the
@@ -315,13 +350,14 @@ func loopKey(p Position) string {
 func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := e.pipeline(pctx, rs.pos, rs.info.Window, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	pages := e.pipeline(pctx, rs.pos, rs.info.Window, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
 	committed := 0
 	for {
 		if ctx.Err() != nil {
 			return RunInterrupted, nil
 		}
-		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && time.Since(started) >= o.TimeLimit {
+		// A time limit stops after at least one page, so every run progresses.
+		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
 			log.Info("stopping: limit reached; the next run continues", "pages", committed)
 			return RunPartial, nil
 		}
@@ -392,10 +428,6 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	if !next.End {
 		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
 			return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
-		}
-		if rs.to != nil && (reached(style, next, *rs.to) || loopKey(pos) != "" && loopKey(pos) == loopKey(*rs.to)) {
-			next = pos
-			next.End = true
 		}
 	}
 
@@ -478,19 +510,6 @@ func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
 		}
 	}
 	return int(limit)
-}
-
-// reached reports whether next lies past a replay's --to position.
-func reached(style string, next, to Position) bool {
-	switch style {
-	case StylePage:
-		return next.Page > to.Page
-	case StyleOffset:
-		return next.Offset > to.Offset
-	case StyleHWM:
-		return CompareMarks(next.Mark, to.Mark) > 0
-	}
-	return false // cursor and link: --to is the last position fetched (below)
 }
 
 func totalPages(job *Job, resp *Response) int64 {

@@ -18,6 +18,9 @@ import (
 func NormalizeMark(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if t, ok := parseTime(s); ok {
+		if t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
+			return "", fmt.Errorf("%q is out of range once in UTC", elide(s, 40))
+		}
 		return t.UTC().Format(time.RFC3339Nano), nil
 	}
 	if _, ok := new(big.Rat).SetString(s); ok && s != "" {
@@ -81,7 +84,11 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("overlap %q must be a duration for timestamp marks", overlap)
 		}
-		return t.Add(-d).UTC().Format(time.RFC3339Nano), nil
+		m := t.Add(-d).UTC()
+		if m.Year() < 0 { // RFC 3339 has no earlier instants
+			m = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		return m.Format(time.RFC3339Nano), nil
 	}
 	m, ok := new(big.Rat).SetString(mark)
 	if !ok {

@@ -32,8 +32,10 @@ type markOf struct {
 }
 
 // fetchPage requests the page at pos and computes everything the commit
-// needs that depends only on the page itself. It never writes.
-func (e *Engine) fetchPage(ctx context.Context, pos Position, window string) fetched {
+// needs that depends only on the page itself. A page at or past a replay's
+// --to position (to, nil when none) ends pagination, so that nothing past
+// it is requested. It never writes.
+func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to *Position) fetched {
 	job := e.Job
 	pg := &pager{job: job, f: e.Fetcher}
 	fp := fetched{pos: pos, t0: time.Now()}
@@ -71,6 +73,9 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string) fet
 	fp.hash = fmt.Sprintf("%016x", h.Sum64())
 	if fp.next, err = pg.next(pos, resp, fp.pageMax); err != nil {
 		fp.err = wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
+	} else if to != nil && !fp.next.End && lastBefore(job.Pagination.Style, pos, fp.next, *to) {
+		fp.next = pos
+		fp.next.End = true
 	}
 	return fp
 }
@@ -91,25 +96,26 @@ func (e *Engine) markPath() string {
 // pagination order. Sequential styles (cursor, link, hwm, none) fetch page
 // N+1 while page N is written; page and offset styles keep up to
 // source.concurrency requests in flight. At most limit pages are fetched
-// (0: no limit). Only the pages in flight and one finished page per worker
-// are held in memory. Cancel ctx to stop it; the channel is closed after
-// the last page (one that ended pagination or failed).
-func (e *Engine) pipeline(ctx context.Context, start Position, window string, limit int) <-chan fetched {
+// (0: no limit), none past a replay's --to position (to, nil when none).
+// Only the pages in flight and one finished page per worker are held in
+// memory. Cancel ctx to stop it; the channel is closed after the last page
+// (one that ended pagination or failed).
+func (e *Engine) pipeline(ctx context.Context, start Position, window string, to *Position, limit int) <-chan fetched {
 	style := e.Job.Pagination.Style
 	workers := e.Job.Source.Concurrency
 	if workers < 1 || (style != StylePage && style != StyleOffset) {
-		return e.sequential(ctx, start, window, limit)
+		return e.sequential(ctx, start, window, to, limit)
 	}
-	return e.concurrent(ctx, start, window, limit, workers)
+	return e.concurrent(ctx, start, window, to, limit, workers)
 }
 
 // sequential follows pagination one page at a time, one page ahead.
-func (e *Engine) sequential(ctx context.Context, pos Position, window string, limit int) <-chan fetched {
+func (e *Engine) sequential(ctx context.Context, pos Position, window string, to *Position, limit int) <-chan fetched {
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
 	go func() {
 		defer close(out)
 		for n := 0; limit == 0 || n < limit; n++ {
-			fp := e.fetchPage(ctx, pos, window)
+			fp := e.fetchPage(ctx, pos, window, to)
 			select {
 			case out <- fp:
 			case <-ctx.Done():
@@ -127,7 +133,7 @@ func (e *Engine) sequential(ctx context.Context, pos Position, window string, li
 // concurrent fetches pages start, start+1, … with up to workers requests in
 // flight and emits them in order. It stops issuing requests past a page
 // that ended pagination as soon as one is seen.
-func (e *Engine) concurrent(ctx context.Context, start Position, window string, limit, workers int) <-chan fetched {
+func (e *Engine) concurrent(ctx context.Context, start Position, window string, to *Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
 	step := func(pos Position, k int64) Position {
 		if e.Job.Pagination.Style == StylePage {
@@ -161,7 +167,7 @@ func (e *Engine) concurrent(ctx context.Context, start Position, window string, 
 			wg.Add(1)
 			go func(idx int64) {
 				defer wg.Done()
-				fp := e.fetchPage(ctx, step(start, idx), window)
+				fp := e.fetchPage(ctx, step(start, idx), window, to)
 				if fp.err == nil && fp.next.End {
 					for {
 						cur := endAt.Load()

@@ -3,6 +3,7 @@ package sync
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -108,4 +109,45 @@ func ParsePosition(style, v string) (Position, error) {
 		return Position{Mark: m}, nil
 	}
 	return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
+}
+
+// lastBefore reports whether the page at pos is the last one a replay
+// bounded by to re-reads, next being the position after it: for page,
+// offset and hwm styles when next lies past to (a mark equal to to may
+// still have records to come); for cursor and link styles when pos is to
+// itself (URLs compared whatever the order of their query parameters).
+func lastBefore(style string, pos, next, to Position) bool {
+	switch style {
+	case StylePage:
+		return next.Page > to.Page
+	case StyleOffset:
+		return next.Offset > to.Offset
+	case StyleHWM:
+		return CompareMarks(next.Mark, to.Mark) > 0
+	}
+	switch {
+	case to.URL != "":
+		return sameURL(pos.URL, to.URL)
+	case to.Cursor != "":
+		return pos.Cursor == to.Cursor
+	}
+	return false
+}
+
+// sameURL reports whether two URLs are equal but for the order of their
+// query parameters.
+func sameURL(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ua, err := url.Parse(a)
+	if err != nil || a == "" {
+		return false
+	}
+	ub, err := url.Parse(b)
+	if err != nil || b == "" {
+		return false
+	}
+	ua.RawQuery, ub.RawQuery = ua.Query().Encode(), ub.Query().Encode()
+	return ua.String() == ub.String()
 }
