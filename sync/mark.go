@@ -23,7 +23,7 @@ func NormalizeMark(s string) (string, error) {
 		}
 		return t.UTC().Format(time.RFC3339Nano), nil
 	}
-	if _, ok := new(big.Rat).SetString(s); ok && s != "" {
+	if isDecimal(s) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", elide(s, 40))
@@ -56,9 +56,9 @@ func CompareMarks(a, b string) int {
 			return ta.Compare(tb)
 		}
 	}
-	ra, oka := new(big.Rat).SetString(a)
-	rb, okb := new(big.Rat).SetString(b)
-	if oka && okb {
+	if isDecimal(a) && isDecimal(b) {
+		ra, _ := new(big.Rat).SetString(a)
+		rb, _ := new(big.Rat).SetString(b)
 		return ra.Cmp(rb)
 	}
 	return strings.Compare(a, b)

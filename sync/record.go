@@ -212,18 +212,45 @@ func Convert(v gjson.Result, t ColumnType) (any, error) {
 	return nil, fmt.Errorf("unknown column type %q", t)
 }
 
-// isDecimal reports whether s is a plain decimal: -12.50, 3, 1e10.
+// isDecimal reports whether s is a decimal number: an optional sign, digits
+// with at most one point, and an optional exponent of at most 4 digits, no
+// longer than 1000 characters. The bounds keep exact arithmetic on hostile
+// values (1e2000000000) cheap and within what PostgreSQL's numeric stores.
 func isDecimal(s string) bool {
 	if s == "" || len(s) > 1000 {
 		return false
 	}
-	for _, r := range s {
-		if !(r >= '0' && r <= '9' || r == '.' || r == '-' || r == '+' || r == 'e' || r == 'E') {
+	i := 0
+	if s[0] == '-' || s[0] == '+' {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point:
+			point = true
+		case (c == 'e' || c == 'E') && digits > 0:
+			exp := s[i+1:]
+			if exp != "" && (exp[0] == '-' || exp[0] == '+') {
+				exp = exp[1:]
+			}
+			if exp == "" || len(exp) > 4 {
+				return false
+			}
+			for j := 0; j < len(exp); j++ {
+				if exp[j] < '0' || exp[j] > '9' {
+					return false
+				}
+			}
+			return true
+		default:
 			return false
 		}
 	}
-	_, ok := new(big.Rat).SetString(s)
-	return ok
+	return digits > 0
 }
 
 func describe(v gjson.Result) string {
