@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // sqliteHeader starts every SQLite 3 database file.
@@ -77,23 +78,21 @@ func checkHeader(path string) error {
 // one with another application_id, or with tables of its own and no
 // application_id. It only reads, so a refused file is left as it was.
 func checkOwner(ctx context.Context, db *sql.DB) error {
+	// One statement, so that another process creating the same new state
+	// file cannot commit its schema between the two readings.
 	var appID int64
-	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+	var tables int
+	err := db.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\')`).Scan(&appID, &tables)
+	if err != nil {
 		return fmt.Errorf("read application id: %w", err)
 	}
-	if appID == ApplicationID {
+	switch {
+	case appID == ApplicationID:
 		return nil
-	}
-	if appID != 0 {
+	case appID != 0:
 		return fmt.Errorf("%w: it is another application's SQLite database (application_id %d)", errNotOurs, appID)
-	}
-	var tables int
-	err := db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\'`).Scan(&tables)
-	if err != nil {
-		return fmt.Errorf("read schema: %w", err)
-	}
-	if tables > 0 {
+	case tables > 0:
 		return fmt.Errorf("%w: it is another application's SQLite database (%d tables, no idemsync application_id)", errNotOurs, tables)
 	}
 	return nil
@@ -102,20 +101,32 @@ func checkOwner(ctx context.Context, db *sql.DB) error {
 // setWAL switches the file to WAL once; the mode is persistent, so an
 // existing state file (even a read-only one) is left alone.
 func setWAL(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("read journal mode: %w", err)
+	// Two processes creating the same new file race for the switch: the
+	// loser gets SQLITE_BUSY and finds WAL set by the winner on a re-read.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var mode string
+		if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return fmt.Errorf("read journal mode: %w", err)
+		}
+		if strings.EqualFold(mode, "wal") {
+			return nil
+		}
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		switch {
+		case err == nil && strings.EqualFold(mode, "wal"):
+			return nil
+		case err == nil:
+			return fmt.Errorf("set journal mode: got %q instead of wal", mode)
+		case !strings.Contains(err.Error(), "SQLITE_BUSY") && !strings.Contains(err.Error(), "database is locked") || time.Now().After(deadline):
+			return fmt.Errorf("set journal mode: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	if strings.EqualFold(mode, "wal") {
-		return nil
-	}
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("set journal mode: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("set journal mode: got %q instead of wal", mode)
-	}
-	return nil
 }
 
 // dsn returns the modernc DSN of the state file at abs (an absolute path):

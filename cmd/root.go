@@ -143,7 +143,10 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 		newStatusCmd(g, ios),
 		newValidateCmd(g, ios),
 		newVersionCmd(g, ios),
+		newSchemaCmd(ios),
+		newCompletionCmd(ios),
 	)
+	root.CompletionOptions.DisableDefaultCmd = true // newCompletionCmd instead
 	return root
 }
 
@@ -155,6 +158,14 @@ func exactArgs(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// jobFileArgs completes a job file argument: .yaml and .yml files.
+func jobFileArgs(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
 }
 
 // statePath applies the precedence --state > $IDEMSYNC_STATE > the job's.

@@ -24,7 +24,7 @@ type runOpts struct {
 // they pick the run to do.
 func newRunCmd(g *globalOpts, ios *IOStreams, name string) *cobra.Command {
 	o := &runOpts{}
-	c := &cobra.Command{Args: exactArgs(1)}
+	c := &cobra.Command{Args: exactArgs(1), ValidArgsFunction: jobFileArgs}
 	switch name {
 	case idsync.KindRun:
 		c.Use = "run JOB.yaml"
@@ -76,7 +76,14 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets)
+	// Logs scroll above the bar when there is one.
+	bar := newProgress(ios, g, job)
+	logOut := ios.ErrOut
+	if bar != nil {
+		logOut = bar.writer(ios.ErrOut)
+		defer bar.finish()
+	}
+	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -92,7 +99,6 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 			return sink.Open(ctx, job.Target.URL, log)
 		},
 	}
-	bar := newProgress(ios, g, job)
 	if bar != nil {
 		eng.OnPage = bar.page
 		fetcher.OnRetry = bar.retry
@@ -100,7 +106,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	installFailpoint(eng)
 	res, err := eng.Run(ctx, opts)
 	if bar != nil {
-		bar.finish()
+		bar.finish() // before the result is printed
 	}
 	code := idsync.ExitCode(err)
 	if res.RunID == 0 && err != nil {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,17 +14,29 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// jobStatus is one job in status --json (SPEC §2).
+// jobStatus is one job in status --json (SPEC §2). The first six fields are
+// the stable contract; the others appear only when set or asked for.
 type jobStatus struct {
 	Name        string              `json:"name"`
-	Status      string              `json:"status"`
+	Status      string              `json:"status"` // never_run, running, interrupted, failed, completed
 	Checkpoint  string              `json:"checkpoint"`
 	HWM         string              `json:"hwm"`
-	LastRun     *idsync.Result      `json:"last_run"`
+	LastRun     *runStatus          `json:"last_run"`
 	DeadLetters int64               `json:"dead_letters"`
 	Holder      string              `json:"lock_holder,omitempty"`
-	Runs        []idsync.Result     `json:"runs,omitempty"`
+	Runs        []runStatus         `json:"runs,omitempty"`
 	Dead        []idsync.DeadLetter `json:"dead_letter_records,omitempty"`
+}
+
+// runStatus is a stored run: the fields of run --json, plus when it
+// started and (unless it is running) finished. exit_code and resumed
+// describe one invocation, not a stored run: they are left out.
+type runStatus struct {
+	idsync.Result
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	ExitCode   *int       `json:"exit_code,omitempty"` // hides Result's
+	Resumed    *bool      `json:"resumed,omitempty"`   // hides Result's
 }
 
 type statusOpts struct {
@@ -40,40 +49,52 @@ func newStatusCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status [JOB.yaml]",
 		Short: "Show checkpoints, marks, last runs, errors and dead letters",
-		Long: `Show the job's checkpoint, saved high-water mark, last run, last error and
-dead-letter count. Without a job file, every job in the state file (--state,
-$IDEMSYNC_STATE, or .idemsync/state.db in the current folder).`,
+		Long: `Show the job's state, checkpoint, saved high-water mark, last run (when,
+how long, counts, error), dead-letter count and, while a run is in progress,
+who holds its lock. Without a job file, every job in the state file (--state,
+$IDEMSYNC_STATE, or .idemsync/state.db in the current folder).
+
+status only reads: it never creates a state file, and a job that never ran
+says so. --json prints {"jobs":[{"name","status","checkpoint","hwm",
+"last_run","dead_letters"}]} with status one of never_run, running,
+interrupted, failed, completed.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{err: fmt.Errorf("status takes at most one job file")}
 			}
 			return nil
 		},
+		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return status(c.Context(), g, ios, args, o)
 		},
 	}
-	c.Flags().IntVar(&o.runs, "runs", 0, "also list the last N runs of each job")
+	c.Flags().IntVar(&o.runs, "runs", 0, "also list the last N runs of each job, newest first")
 	c.Flags().BoolVar(&o.dead, "dead-letters", false, "also list the dead-lettered records (raw JSON and reason)")
 	return c
 }
 
 func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *statusOpts) error {
+	if o.runs < 0 {
+		return &usageError{err: fmt.Errorf("--runs must not be negative")}
+	}
 	var job *idsync.Job
 	red := idsync.NewRedactor()
+	name := ""
 	if len(args) == 1 {
 		var err error
 		if job, err = idsync.LoadFile(args[0]); err != nil {
 			return err
 		}
-		red = job.Secrets
+		red, name = job.Secrets, job.Name
 	}
-	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red)
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, name)
 	if err != nil {
 		return &usageError{err: err}
 	}
 	path := g.statePath(job)
 	var out []jobStatus
+	// Never create the state file: no file means no job has run.
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if job != nil {
 			out = append(out, jobStatus{Name: job.Name, Status: idsync.JobNeverRun})
@@ -95,44 +116,63 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	} else if states, err = store.Jobs(ctx); err != nil {
 		return err
 	}
+	style := ""
+	if job != nil {
+		style = job.Pagination.Style
+	}
 	for i := range states {
-		js := &states[i]
-		style := ""
-		if job != nil {
-			style = job.Pagination.Style
-		}
-		s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
-		if js.LastRun != nil {
-			r := idsync.RunResult(js.LastRun, style, js.HWM, red)
-			if r.Status == idsync.RunRunning && js.Holder == "" {
-				r.Status = idsync.RunInterrupted // its process is gone: killed
-			}
-			s.LastRun, s.Checkpoint = &r, r.Checkpoint
-		}
-		if o.runs > 0 {
-			runs, err := store.Runs(ctx, js.Name, o.runs)
-			if err != nil {
-				return err
-			}
-			for j := range runs {
-				r := idsync.RunResult(&runs[j], style, js.HWM, red)
-				if r.Status == idsync.RunRunning && (js.Holder == "" || j > 0) {
-					r.Status = idsync.RunInterrupted // its process is gone: killed
-				}
-				s.Runs = append(s.Runs, r)
-			}
-		}
-		if o.dead {
-			if s.Dead, err = store.DeadLetters(ctx, js.Name, 0); err != nil {
-				return err
-			}
-			if s.Dead == nil {
-				s.Dead = []idsync.DeadLetter{}
-			}
+		s, err := jobState(ctx, store, &states[i], style, red, o)
+		if err != nil {
+			return err
 		}
 		out = append(out, s)
 	}
 	return printStatus(ios, g, out, path)
+}
+
+// jobState gathers one job's status from the store.
+func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOpts) (jobStatus, error) {
+	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
+	if js.LastRun != nil {
+		r := storedRun(js.LastRun, style, js.HWM, red, js.Holder != "")
+		s.LastRun, s.Checkpoint = &r, r.Checkpoint
+	}
+	if o.runs > 0 {
+		runs, err := store.Runs(ctx, js.Name, o.runs)
+		if err != nil {
+			return s, err
+		}
+		s.Runs = make([]runStatus, 0, len(runs))
+		for j := range runs {
+			// Only the newest run can be the one holding the lock.
+			s.Runs = append(s.Runs, storedRun(&runs[j], style, js.HWM, red, j == 0 && js.Holder != ""))
+		}
+	}
+	if o.dead {
+		var err error
+		if s.Dead, err = store.DeadLetters(ctx, js.Name, 0); err != nil {
+			return s, err
+		}
+		if s.Dead == nil {
+			s.Dead = []idsync.DeadLetter{}
+		}
+	}
+	return s, nil
+}
+
+// storedRun presents a stored run. A run recorded as running whose lock
+// nobody holds was killed: it is reported interrupted.
+func storedRun(r *idsync.RunInfo, style, hwm string, red *idsync.Redactor, locked bool) runStatus {
+	res := idsync.RunResult(r, style, hwm, red)
+	if res.Status == idsync.RunRunning && !locked {
+		res.Status = idsync.RunInterrupted
+	}
+	out := runStatus{Result: res, StartedAt: r.StartedAt.UTC()}
+	if !r.FinishedAt.IsZero() {
+		t := r.FinishedAt.UTC()
+		out.FinishedAt = &t
+	}
+	return out
 }
 
 func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string) error {
@@ -154,61 +194,4 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string) e
 		writeJobTable(ios.Out, j)
 	}
 	return nil
-}
-
-func writeJobTable(w io.Writer, j jobStatus) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
-		}
-	}
-	row("job", j.Name)
-	row("status", j.Status)
-	if j.Status == idsync.JobNeverRun {
-		row("", "this job has never run")
-		tw.Flush()
-		return
-	}
-	row("lock holder", j.Holder)
-	row("checkpoint", j.Checkpoint)
-	row("saved mark", orDash(j.HWM))
-	if r := j.LastRun; r != nil {
-		row("last run", fmt.Sprintf("#%d %s %s in %s", r.RunID, r.Kind, r.Status, (time.Duration(r.DurationMS)*time.Millisecond).Round(time.Millisecond)))
-		row("counts", fmt.Sprintf("%d pages, %d records: %d inserted, %d updated, %d unchanged, %d skipped", r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped))
-		row("last error", r.Error)
-	}
-	row("dead letters", fmt.Sprint(j.DeadLetters))
-	tw.Flush()
-	if len(j.Runs) > 0 {
-		fmt.Fprintln(w, "\nruns:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tKIND\tSTATUS\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tDURATION\tERROR")
-		for _, r := range j.Runs {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunID, r.Kind, r.Status, r.Pages, r.Records,
-				r.Inserted, r.Updated, r.Unchanged, r.Skipped, (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Millisecond), oneLine(r.Error, 60))
-		}
-		tw.Flush()
-	}
-	if j.Dead != nil {
-		fmt.Fprintf(w, "\ndead letters (%d):\n", len(j.Dead))
-		for _, d := range j.Dead {
-			fmt.Fprintf(w, "  #%d run %d at %s record %d: %s\n    %s\n", d.ID, d.RunID, d.Position, d.Index, d.Reason, oneLine(d.Raw, 200))
-		}
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

@@ -19,13 +19,14 @@ func newValidateCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
 		Long: `Check the job file and every ${VAR} it needs, without fetching anything.
 With --connect, also request the first page (nothing is written) and connect
 to the target database.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			job, err := idsync.LoadFile(args[0])
 			if err != nil {
 				return err
 			}
-			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets)
+			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 			if err != nil {
 				return &usageError{err: err}
 			}

@@ -15,11 +15,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	gosync "sync"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/tidwall/gjson"
-	"golang.org/x/time/rate"
 )
 
 // Response is one fetched page: its body, validated as JSON, and its records.
@@ -46,7 +46,8 @@ type Fetcher struct {
 	job     *Job
 	http    *http.Client
 	logger  *slog.Logger
-	limiter *rate.Limiter
+	rlog    retryablehttp.LeveledLogger
+	limiter *windowLimiter
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 	// BeforeRequest, when set, is called before each attempt is sent (a
@@ -62,10 +63,9 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{job: job, logger: logger}
+	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}}
 	if job.Source.RateLimit > 0 {
-		burst := max(1, int(job.Source.RateLimit))
-		f.limiter = rate.NewLimiter(rate.Limit(job.Source.RateLimit), burst)
+		f.limiter = newWindowLimiter(job.Source.RateLimit)
 	}
 	f.http = &http.Client{
 		Transport:     &limitedTransport{base: tr, f: f},
@@ -91,6 +91,52 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.f.BeforeRequest()
 	}
 	return t.base.RoundTrip(req)
+}
+
+// windowLimiter enforces source.rate_limit as users and APIs count it: at
+// most n requests start in any window of n/rate seconds (any one second for
+// a whole rate of 1 or more), across every worker. A token bucket with a
+// burst of rate lets almost twice that through in one second. The window is
+// made 1% longer so that an API counting arrivals, after network jitter,
+// still never sees more than the limit.
+type windowLimiter struct {
+	n      int
+	window time.Duration
+	mu     gosync.Mutex
+	starts []time.Time // the last n grants, oldest first
+}
+
+func newWindowLimiter(perSecond float64) *windowLimiter {
+	n := max(1, int(perSecond))
+	window := time.Duration(float64(n) / perSecond * float64(time.Second))
+	return &windowLimiter{n: n, window: window + window/100}
+}
+
+// Wait blocks until a request may start, or returns ctx's error.
+func (l *windowLimiter) Wait(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		if len(l.starts) < l.n {
+			l.starts = append(l.starts, now)
+			l.mu.Unlock()
+			return nil
+		}
+		wait := l.starts[0].Add(l.window).Sub(now)
+		if wait <= 0 {
+			l.starts = append(l.starts[1:], now)
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // checkRedirect strips the job's configured headers when a redirect leaves
@@ -124,6 +170,7 @@ type attempt struct {
 	retryAfter  time.Duration
 	hasAfter    bool
 	tooLarge    bool
+	tooDeep     bool
 }
 
 // BuildURL returns the request URL: base (source.url or a next URL) with the
@@ -134,9 +181,13 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 	if err != nil {
 		return "", fmt.Errorf("invalid URL %q", f.job.Secrets.Redact(base))
 	}
-	if isNext && !u.IsAbs() {
+	if isNext {
 		src, _ := url.Parse(f.job.Source.URL)
-		u = src.ResolveReference(u)
+		if !u.IsAbs() {
+			u = src.ResolveReference(u)
+		} else if u.User == nil && src.User != nil && origin(u) == origin(src) {
+			u.User = src.User // the source's credentials, on its own origin only
+		}
 	}
 	q := u.Query()
 	for _, k := range sortedKeys(f.job.Source.Query) {
@@ -152,6 +203,34 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// CheckpointURL returns a next-page URL as it may be stored in the state
+// file: without the source.query parameters it repeats with their
+// configured values (APIs echo the request's query into their next links,
+// and those values may be ${VAR} secrets) and without the source URL's
+// credentials. BuildURL puts both back on every request (the credentials
+// only on the source's own origin). Other URLs are returned unchanged.
+func (f *Fetcher) CheckpointURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	changed := false
+	if src, err := url.Parse(f.job.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
+		u.User, changed = nil, true
+	}
+	q := u.Query()
+	for k, v := range f.job.Source.Query {
+		if vs := q[k]; len(vs) == 1 && vs[0] == v {
+			q.Del(k)
+			u.RawQuery, changed = q.Encode(), true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	return u.String()
 }
 
 // Fetch requests rawURL with retries and returns the page. Errors are *Error
@@ -183,6 +262,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 
 	c := &retryablehttp.Client{
 		HTTPClient:   f.http,
+		Logger:       f.rlog,
 		RetryWaitMin: rc.MinWait.Duration,
 		RetryWaitMax: rc.MaxWait.Duration,
 		RetryMax:     rc.Attempts - 1,
@@ -214,6 +294,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	switch {
 	case st.tooLarge:
 		return nil, Errorf(ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
+	case st.tooDeep:
+		return nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
 	case err != nil && st.status == 0:
 		return nil, f.transportError(where, tries, err)
 	case st.reason != "" && st.status >= 200 && st.status < 300:
@@ -221,6 +304,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
 	case st.status < 200 || st.status >= 300:
 		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
+		if len(st.body) > 0 && (jsonDepthExceeds(st.body, MaxJSONDepth) || !gjson.ValidBytes(st.body)) {
+			msg += describeContentType(st.contentType, st.body)
+		}
 		if ex := excerpt(st.body); ex != "" {
 			msg += ": " + f.redact(ex)
 		}
@@ -278,6 +364,13 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 		st.reason = "body cut short: " + f.redact(shortErr(rerr))
 		return true, nil
 	}
+	// gjson validates and queries recursively: a body nested millions of
+	// levels deep would overflow the stack and kill the process, so such a
+	// body is refused before gjson sees it.
+	if jsonDepthExceeds(data, MaxJSONDepth) {
+		st.tooDeep = true
+		return false, errors.New("JSON nested too deep")
+	}
 	if !gjson.ValidBytes(data) {
 		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
 		return true, nil
@@ -289,6 +382,41 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 		}
 	}
 	return false, nil
+}
+
+// MaxJSONDepth is the deepest nesting of arrays and objects a response body
+// may have, the same limit as encoding/json's. A deeper body is a permanent
+// error rather than a stack overflow.
+const MaxJSONDepth = 10000
+
+// jsonDepthExceeds reports whether data nests arrays and objects more than
+// limit levels deep, ignoring brackets inside strings. It does not validate.
+func jsonDepthExceeds(data []byte, limit int) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '[', '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
 }
 
 func describeContentType(ct string, body []byte) string {
@@ -381,6 +509,34 @@ func shortErr(err error) string {
 }
 
 func (f *Fetcher) redact(s string) string { return f.job.Secrets.Redact(s) }
+
+// retryLogger routes go-retryablehttp's log lines to the job's slog logger
+// (never the standard library's log package). Its messages repeat what the
+// fetcher reports itself (a warning per retry, the final error), so they all
+// go out at debug level; every value is redacted with the job's secrets,
+// since the library hides URL passwords but not ${VAR} values in a query.
+type retryLogger struct {
+	log *slog.Logger
+	red *Redactor
+}
+
+var _ retryablehttp.LeveledLogger = retryLogger{}
+
+func (l retryLogger) Error(msg string, kv ...any) { l.debug(msg, kv) }
+func (l retryLogger) Warn(msg string, kv ...any)  { l.debug(msg, kv) }
+func (l retryLogger) Info(msg string, kv ...any)  { l.debug(msg, kv) }
+func (l retryLogger) Debug(msg string, kv ...any) { l.debug(msg, kv) }
+
+func (l retryLogger) debug(msg string, kv []any) {
+	if l.log == nil || !l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := make([]any, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		attrs = append(attrs, slog.String(fmt.Sprint(kv[i]), l.red.Redact(fmt.Sprint(kv[i+1]))))
+	}
+	l.log.Debug("http client: "+l.red.Redact(msg), attrs...)
+}
 
 // excerpt returns at most 200 bytes of a body, on one line.
 func excerpt(b []byte) string {

@@ -127,7 +127,7 @@ func (p *pager) next(pos Position, resp *Response, hwmMax string) (Position, err
 				if err != nil {
 					return Position{}, fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
 				}
-				v = abs
+				v = p.f.CheckpointURL(abs)
 			}
 			return end(Position{URL: v}, v == "")
 		}
@@ -138,7 +138,7 @@ func (p *pager) next(pos Position, resp *Response, hwmMax string) (Position, err
 			if err != nil {
 				return Position{}, fmt.Errorf("Link header next URL: %w", err)
 			}
-			next = abs
+			next = p.f.CheckpointURL(abs)
 		}
 		return end(Position{URL: next}, next == "")
 	case StyleHWM:

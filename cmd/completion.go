@@ -1,0 +1,43 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// newCompletionCmd prints a shell completion script. It replaces cobra's
+// default completion command so that an unknown shell is a usage error
+// (exit 2) like every other one.
+func newCompletionCmd(ios *IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "Print the shell completion script for bash, zsh, fish or powershell",
+		Long: `Print the completion script of idemsync for a shell on stdout. Commands,
+flags and job files (*.yaml, *.yml) complete.
+
+  bash:        idemsync completion bash > /etc/bash_completion.d/idemsync
+               (or: source <(idemsync completion bash) in ~/.bashrc)
+  zsh:         idemsync completion zsh > "${fpath[1]}/_idemsync"
+  fish:        idemsync completion fish > ~/.config/fish/completions/idemsync.fish
+  powershell:  idemsync completion powershell | Out-String | Invoke-Expression
+
+Release archives ship these scripts in completions/.`,
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		Args:      exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(ios.Out, true)
+			case "zsh":
+				return root.GenZshCompletion(ios.Out)
+			case "fish":
+				return root.GenFishCompletion(ios.Out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(ios.Out)
+			}
+			return &usageError{err: fmt.Errorf("completion: unknown shell %q (want bash, zsh, fish or powershell)", args[0])}
+		},
+	}
+}

@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// writeJobTable writes one job's status as a compact two-column table,
+// then the runs (--runs) and dead letters (--dead-letters) when asked for.
+func writeJobTable(w io.Writer, j jobStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("job", j.Name)
+	row("status", j.Status)
+	if j.Status == idsync.JobNeverRun {
+		row("last run", "never: this job has not run yet")
+		_ = tw.Flush()
+		return
+	}
+	row("lock holder", j.Holder)
+	row("checkpoint", orDash(j.Checkpoint))
+	row("saved mark", orDash(j.HWM))
+	if r := j.LastRun; r != nil {
+		row("last run", runLine(r))
+		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped",
+			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped))
+		row("last error", oneLine(r.Error, 200))
+		switch r.Status {
+		case idsync.RunPartial, idsync.RunInterrupted, idsync.RunFailed:
+			row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunID, r.Checkpoint))
+		}
+	}
+	row("dead letters", fmt.Sprint(j.DeadLetters))
+	_ = tw.Flush()
+	if j.Runs != nil {
+		writeRuns(w, j.Runs)
+	}
+	if j.Dead != nil {
+		fmt.Fprintf(w, "\ndead letters (%d), newest first:\n", len(j.Dead))
+		for _, d := range j.Dead {
+			fmt.Fprintf(w, "  #%d run %d at %s record %d: %s\n    %s\n", d.ID, d.RunID, d.Position, d.Index, d.Reason, oneLine(d.Raw, 200))
+		}
+	}
+}
+
+// runLine describes a run in one line: "#3 run completed 2024-05-01T02:00:00Z, took 1.25s".
+func runLine(r *runStatus) string {
+	s := fmt.Sprintf("#%d %s %s, started %s", r.RunID, r.Kind, r.Status, stamp(r.StartedAt))
+	if r.Status == idsync.RunRunning {
+		return s + ", running for " + durationText(r.DurationMS)
+	}
+	if r.FinishedAt != nil {
+		s += ", took " + durationText(r.DurationMS)
+	}
+	return s
+}
+
+// writeRuns writes the runs table of --runs, newest first.
+func writeRuns(w io.Writer, runs []runStatus) {
+	fmt.Fprintln(w, "\nruns, newest first:")
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tCHECKPOINT\tERROR")
+	for _, r := range runs {
+		took := "-"
+		if r.FinishedAt != nil || r.Status == idsync.RunRunning {
+			took = durationText(r.DurationMS)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunID, r.Kind, r.Status,
+			stamp(r.StartedAt), took, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
+			r.Checkpoint, orDash(oneLine(r.Error, 60)))
+	}
+	_ = tw.Flush()
+}
+
+// stamp writes a time for status: RFC 3339 in UTC, to the second.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// durationText writes a run's duration to the millisecond below a minute
+// and to the second above.
+func durationText(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	}
+	return d.String()
+}
+
+// plural writes "1 page", "2 pages".
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine folds s onto one line and cuts it after n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n] + "…"
+	}
+	return s
+}

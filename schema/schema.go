@@ -1,0 +1,340 @@
+// Package schema generates the JSON Schema of idemsync's job file from the
+// Go types the loader decodes (idsync.Spec), so the two cannot drift apart:
+// keys, nesting, and required keys (the `jsonschema:"required"` tags) come
+// from the types; descriptions and defaults come from docs.go, defaults from
+// the loader's own Default* constants.
+//
+// The schema describes the file as written, before ${VAR} expansion: every
+// value that is not a plain string (integers, numbers, booleans, enums,
+// durations, sizes) also accepts a string holding a ${VAR} or
+// ${VAR:-default} reference, because that is what an editor sees. The loader
+// checks the expanded value.
+//
+// job.schema.json beside this file is the committed output of JSON; a test
+// fails when it is stale (regenerate with `go test ./schema -update` or
+// `idemsync schema > schema/job.schema.json`).
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// Draft is the JSON Schema dialect of the generated schema. Draft-07 is the
+// one editors (yaml-language-server, VS Code, JetBrains) support best.
+const Draft = "http://json-schema.org/draft-07/schema#"
+
+// ID is the schema's canonical address.
+const ID = "https://raw.githubusercontent.com/idemsync/idemsync/main/schema/job.schema.json"
+
+// EnvPattern matches a string holding a ${VAR} or ${VAR:-default} reference
+// (unanchored: the reference may be part of the string).
+const EnvPattern = `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`
+
+// Schema is one node of a JSON Schema (the draft-07 keywords idemsync needs).
+// Fields marshal in declaration order, so the output is stable.
+type Schema struct {
+	Schema               string      `json:"$schema,omitempty"`
+	ID                   string      `json:"$id,omitempty"`
+	Ref                  string      `json:"$ref,omitempty"`
+	Title                string      `json:"title,omitempty"`
+	Description          string      `json:"description,omitempty"`
+	Type                 string      `json:"type,omitempty"`
+	Enum                 []any       `json:"enum,omitempty"`
+	Const                any         `json:"const,omitempty"`
+	Pattern              string      `json:"pattern,omitempty"`
+	Minimum              *float64    `json:"minimum,omitempty"`
+	Maximum              *float64    `json:"maximum,omitempty"`
+	MinItems             *int        `json:"minItems,omitempty"`
+	Default              any         `json:"default,omitempty"`
+	Examples             []any       `json:"examples,omitempty"`
+	Properties           *Properties `json:"properties,omitempty"`
+	PropertyNames        *Schema     `json:"propertyNames,omitempty"`
+	Required             []string    `json:"required,omitempty"`
+	AdditionalProperties any         `json:"additionalProperties,omitempty"` // false or *Schema
+	Items                *Schema     `json:"items,omitempty"`
+	AnyOf                []*Schema   `json:"anyOf,omitempty"`
+	OneOf                []*Schema   `json:"oneOf,omitempty"`
+	AllOf                []*Schema   `json:"allOf,omitempty"`
+	Not                  *Schema     `json:"not,omitempty"`
+	If                   *Schema     `json:"if,omitempty"`
+	Then                 *Schema     `json:"then,omitempty"`
+	Definitions          *Properties `json:"definitions,omitempty"`
+}
+
+// Property is one named entry of Properties.
+type Property struct {
+	Name   string
+	Schema *Schema
+}
+
+// Properties is an ordered JSON object of schemas (properties, definitions).
+type Properties []Property
+
+// Get returns the named schema, or nil.
+func (p *Properties) Get(name string) *Schema {
+	if p == nil {
+		return nil
+	}
+	for _, e := range *p {
+		if e.Name == name {
+			return e.Schema
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the entries as one object, in order.
+func (p Properties) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, e := range p {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(e.Name)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(e.Schema)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Job returns the job file's schema, built from idsync.Spec.
+func Job() *Schema {
+	g := &generator{}
+	root := g.object(reflect.TypeFor[idsync.Spec](), "")
+	root.Schema, root.ID = Draft, ID
+	root.Title = "idemsync job file"
+	root.Description = docs[""].text
+	root.Definitions = &Properties{
+		{Name: "env", Schema: &Schema{Type: "string", Pattern: EnvPattern,
+			Description: "A ${VAR} or ${VAR:-default} reference, expanded from the environment before the value is checked."}},
+	}
+	addPaginationRules(root.Properties.Get("pagination"))
+	return root
+}
+
+// JSON returns the job file's schema as indented JSON with a final newline:
+// the content of schema/job.schema.json.
+func JSON() []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(Job()); err != nil {
+		panic(fmt.Sprintf("schema: encode: %v", err)) // static data: cannot happen
+	}
+	return b.Bytes()
+}
+
+const (
+	// durationPattern is a non-negative Go duration (time.ParseDuration).
+	durationPattern = `^\s*\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`
+	// sizePattern is a byte size (idsync.ParseByteSize).
+	sizePattern = `^\s*[0-9]+\s*(KiB|MiB|GiB|KB|MB|GB|K|M|G|B)?\s*$`
+)
+
+type generator struct{}
+
+// object builds the schema of a struct type: one property per yaml/json
+// key, required keys from the jsonschema tag, no other key allowed.
+func (g *generator) object(t reflect.Type, path string) *Schema {
+	s := &Schema{Type: "object", Properties: &Properties{}, AdditionalProperties: false}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		key := join(path, name)
+		ps := g.value(f.Type, key)
+		d, ok := docs[key]
+		if !ok {
+			panic("schema: no description for " + key + " in docs.go")
+		}
+		ps.Description = d.text
+		if d.def != nil {
+			ps.Default = d.def
+		}
+		ps.Examples = d.examples
+		*s.Properties = append(*s.Properties, Property{Name: name, Schema: ps})
+		if slicesContains(strings.Split(f.Tag.Get("jsonschema"), ","), "required") {
+			s.Required = append(s.Required, name)
+		}
+	}
+	return s
+}
+
+// value builds the schema of one key's value from its Go type, with the
+// constraints the loader applies (overrides), and the ${VAR} alternative
+// for every value that is not a free string.
+func (g *generator) value(t reflect.Type, key string) *Schema {
+	if o, ok := overrides[key]; ok {
+		return o()
+	}
+	switch t {
+	case reflect.TypeFor[idsync.Duration]():
+		return withEnv(&Schema{Type: "string", Pattern: durationPattern})
+	case reflect.TypeFor[idsync.ByteSize]():
+		return withEnv(&Schema{Type: "integer", Minimum: num(1)}, &Schema{Type: "string", Pattern: sizePattern})
+	case reflect.TypeFor[idsync.Columns]():
+		return columns()
+	case reflect.TypeFor[idsync.ColumnType]():
+		return columnType()
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return g.value(t.Elem(), key)
+	case reflect.Struct:
+		return g.object(t, key)
+	case reflect.String:
+		return &Schema{Type: "string"}
+	case reflect.Bool:
+		return withEnv(&Schema{Type: "boolean"})
+	case reflect.Int, reflect.Int64:
+		return withEnv(&Schema{Type: "integer", Minimum: num(0)})
+	case reflect.Float64:
+		return withEnv(&Schema{Type: "number", Minimum: num(0)})
+	case reflect.Map:
+		// Mapping of strings; YAML numbers and booleans are read as their text.
+		return &Schema{Type: "object", AdditionalProperties: scalarText()}
+	case reflect.Slice:
+		item := g.value(t.Elem(), key+"[]")
+		list := &Schema{Type: "array", Items: item}
+		if t.Elem().Kind() == reflect.String {
+			// The loader reads `key: id` as `key: [id]`.
+			list.MinItems = intp(1)
+			return &Schema{AnyOf: []*Schema{item, list}}
+		}
+		return list
+	}
+	panic(fmt.Sprintf("schema: no mapping for %s (%s)", key, t))
+}
+
+// withEnv accepts any of alts or a ${VAR} reference.
+func withEnv(alts ...*Schema) *Schema {
+	return &Schema{AnyOf: append(alts, &Schema{Ref: "#/definitions/env"})}
+}
+
+// scalarText accepts any YAML scalar the loader reads as a string.
+func scalarText() *Schema {
+	return &Schema{AnyOf: []*Schema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}}}
+}
+
+func columns() *Schema {
+	col := &Schema{
+		Type: "object", AdditionalProperties: false,
+		Properties: &Properties{
+			{Name: "path", Schema: &Schema{Type: "string", Description: docs["target.columns.*.path"].text}},
+			{Name: "type", Schema: columnType()},
+		},
+	}
+	col.Properties.Get("type").Description = docs["target.columns.*.type"].text
+	col.Properties.Get("type").Default = string(idsync.TypeText)
+	return &Schema{
+		Type:          "object",
+		PropertyNames: &Schema{Not: &Schema{Pattern: "^_idemsync_"}},
+		AdditionalProperties: &Schema{AnyOf: []*Schema{
+			{Type: "string", Description: "Path of the value in each record."},
+			col,
+		}},
+	}
+}
+
+func columnType() *Schema {
+	enum := make([]any, len(idsync.ColumnTypes))
+	for i, t := range idsync.ColumnTypes {
+		enum[i] = string(t)
+	}
+	return withEnv(&Schema{Type: "string", Enum: enum})
+}
+
+// overrides are keys whose values the loader constrains beyond their Go type.
+var overrides = map[string]func() *Schema{
+	"name": func() *Schema {
+		return withEnv(&Schema{Type: "string", Pattern: "^[A-Za-z0-9_-]+$"})
+	},
+	"source.url": func() *Schema {
+		return withEnv(&Schema{Type: "string", Pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]"})
+	},
+	"source.method": func() *Schema {
+		return withEnv(&Schema{Type: "string", Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$"})
+	},
+	"source.concurrency": func() *Schema {
+		return withEnv(&Schema{Type: "integer", Minimum: num(0), Maximum: num(64)})
+	},
+	"pagination.style": func() *Schema {
+		return withEnv(&Schema{Type: "string", Enum: []any{
+			idsync.StylePage, idsync.StyleOffset, idsync.StyleCursor, idsync.StyleLink, idsync.StyleHWM, idsync.StyleNone}})
+	},
+	"pagination.start":    func() *Schema { return withEnv(&Schema{Type: "integer"}) },
+	"pagination.initial":  scalarText,
+	"pagination.overlap":  overlap,
+	"incremental.initial": scalarText,
+	"incremental.overlap": overlap,
+	"retry.on_status[]":   func() *Schema { return withEnv(&Schema{Type: "integer", Minimum: num(100), Maximum: num(599)}) },
+	"target.url": func() *Schema {
+		return withEnv(&Schema{Type: "string", Pattern: "^(sqlite:|postgres://|postgresql://)"})
+	},
+	"target.on_bad_record": func() *Schema { return withEnv(&Schema{Type: "string", Enum: []any{"fail", "skip"}}) },
+}
+
+// overlap is a Go duration (timestamp marks) or a number (numeric marks).
+func overlap() *Schema {
+	return &Schema{AnyOf: []*Schema{
+		{Type: "number", Minimum: num(0)},
+		{Type: "string", Pattern: durationPattern},
+		{Type: "string", Pattern: `^\s*[0-9]+(\.[0-9]+)?\s*$`},
+		{Ref: "#/definitions/env"},
+	}}
+}
+
+// addPaginationRules adds the keys a style requires, as the loader does
+// (sync/defaults.go, pagingDefaults).
+func addPaginationRules(p *Schema) {
+	when := func(styles []any, then *Schema) *Schema {
+		cond := &Schema{Properties: &Properties{{Name: "style", Schema: &Schema{Enum: styles}}}, Required: []string{"style"}}
+		return &Schema{If: cond, Then: then}
+	}
+	sized := &Schema{
+		If:   &Schema{Required: []string{"size"}, Properties: &Properties{{Name: "size", Schema: &Schema{Not: &Schema{Const: 0}}}}},
+		Then: &Schema{Required: []string{"size_param"}},
+	}
+	p.AllOf = []*Schema{
+		when([]any{idsync.StyleOffset}, &Schema{Required: []string{"size"}}),
+		when([]any{idsync.StyleHWM}, &Schema{Required: []string{"field", "param"}}),
+		when([]any{idsync.StyleCursor}, &Schema{OneOf: []*Schema{
+			{Required: []string{"next"}}, {Required: []string{"next_header"}}, {Required: []string{"next_url"}},
+		}}),
+		when([]any{idsync.StylePage, idsync.StyleCursor, idsync.StyleLink, idsync.StyleHWM}, sized),
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func num(f float64) *float64 { return &f }
+func intp(n int) *int        { return &n }
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if strings.TrimSpace(x) == v {
+			return true
+		}
+	}
+	return false
+}
