@@ -105,6 +105,11 @@ func (j *Job) finish(lines map[string]int) []string {
 		if err := checkOverlap(inc.Overlap); err != nil {
 			bad("incremental.overlap", "%v", err)
 		}
+		if inc.Initial != "" {
+			if _, err := NormalizeMark(inc.Initial); err != nil {
+				bad("incremental.initial", "%v", err)
+			}
+		}
 	}
 
 	// retry
@@ -275,9 +280,14 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 		if err := checkOverlap(pg.Overlap); err != nil {
 			bad("pagination.overlap", "%v", err)
 		}
+		if pg.Initial != "" {
+			if _, err := NormalizeMark(pg.Initial); err != nil {
+				bad("pagination.initial", "%v", err)
+			}
+		}
 		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue})
 	case StyleNone:
-		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue})
+		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != ""})
 	default:
 		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styles, ", "))
 	}

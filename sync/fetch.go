@@ -15,11 +15,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/tidwall/gjson"
+	"golang.org/x/time/rate"
 )
 
 // Response is one fetched page: its body, validated as JSON, and its records.
@@ -47,7 +48,9 @@ type Fetcher struct {
 	http    *http.Client
 	logger  *slog.Logger
 	rlog    retryablehttp.LeveledLogger
-	limiter *windowLimiter
+	limiter *rate.Limiter
+	// pausedUntil (UnixNano) holds all requests after a 429.
+	pausedUntil atomic.Int64
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 	// BeforeRequest, when set, is called before each attempt is sent (a
@@ -65,7 +68,7 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 	}
 	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}}
 	if job.Source.RateLimit > 0 {
-		f.limiter = newWindowLimiter(job.Source.RateLimit)
+		f.limiter = newLimiter(job.Source.RateLimit)
 	}
 	f.http = &http.Client{
 		Transport:     &limitedTransport{base: tr, f: f},
@@ -75,13 +78,25 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 	return f
 }
 
-// limitedTransport waits for the rate limiter before every attempt.
+// limitedTransport holds every attempt until the job's shared pause (set by
+// a 429) is over and the rate limiter grants it.
 type limitedTransport struct {
 	base http.RoundTripper
 	f    *Fetcher
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if until := t.f.pausedUntil.Load(); until > 0 {
+		if d := time.Until(time.Unix(0, until)); d > 0 {
+			timer := time.NewTimer(d)
+			select {
+			case <-req.Context().Done():
+				timer.Stop()
+				return nil, req.Context().Err()
+			case <-timer.C:
+			}
+		}
+	}
 	if t.f.limiter != nil {
 		if err := t.f.limiter.Wait(req.Context()); err != nil {
 			return nil, err
@@ -93,48 +108,23 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return t.base.RoundTrip(req)
 }
 
-// windowLimiter enforces source.rate_limit as users and APIs count it: at
-// most n requests start in any window of n/rate seconds (any one second for
-// a whole rate of 1 or more), across every worker. A token bucket with a
-// burst of rate lets almost twice that through in one second. The window is
-// made 1% longer so that an API counting arrivals, after network jitter,
-// still never sees more than the limit.
-type windowLimiter struct {
-	n      int
-	window time.Duration
-	mu     gosync.Mutex
-	starts []time.Time // the last n grants, oldest first
+// newLimiter enforces source.rate_limit as users and APIs count it: at most
+// rate requests start in any one second, across every worker. The token
+// bucket has a burst of 1 (a burst of rate would let almost twice the rate
+// through in one second) and runs 1% slow, so that an API counting
+// arrivals after network jitter still never sees more than the limit.
+func newLimiter(perSecond float64) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(perSecond/1.01), 1)
 }
 
-func newWindowLimiter(perSecond float64) *windowLimiter {
-	n := max(1, int(perSecond))
-	window := time.Duration(float64(n) / perSecond * float64(time.Second))
-	return &windowLimiter{n: n, window: window + window/100}
-}
-
-// Wait blocks until a request may start, or returns ctx's error.
-func (l *windowLimiter) Wait(ctx context.Context) error {
+// pauseAll holds every request of the job (all workers) for d: a 429 slows
+// the whole job down instead of each worker retrying into the limit.
+func (f *Fetcher) pauseAll(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
 	for {
-		l.mu.Lock()
-		now := time.Now()
-		if len(l.starts) < l.n {
-			l.starts = append(l.starts, now)
-			l.mu.Unlock()
-			return nil
-		}
-		wait := l.starts[0].Add(l.window).Sub(now)
-		if wait <= 0 {
-			l.starts = append(l.starts[1:], now)
-			l.mu.Unlock()
-			return nil
-		}
-		l.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		cur := f.pausedUntil.Load()
+		if cur >= until || f.pausedUntil.CompareAndSwap(cur, until) {
+			return
 		}
 	}
 }
@@ -258,7 +248,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	if src.Body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("User-Agent", "idemsync/"+Version)
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "idemsync/"+Version)
+	}
 
 	c := &retryablehttp.Client{
 		HTTPClient:   f.http,
@@ -271,7 +263,10 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 		},
 		Backoff: func(min, max time.Duration, n int, resp *http.Response) time.Duration {
 			wait := Backoff(min, max, n, st.retryAfter, st.hasAfter)
-			f.logger.Warn("retrying request", "attempt", n+1, "of", rc.Attempts, "wait", wait.Round(time.Millisecond).String(), "reason", st.reason)
+			if st.status == http.StatusTooManyRequests {
+				f.pauseAll(wait)
+			}
+			f.logger.Warn("retrying request", "url", f.redact(rawURL), "attempt", n+1, "of", rc.Attempts, "wait", wait.Round(time.Millisecond).String(), "reason", st.reason)
 			if f.OnRetry != nil {
 				f.OnRetry(RetryEvent{Attempt: n + 1, Wait: wait, Reason: st.reason})
 			}

@@ -682,7 +682,7 @@ func TestRateLimitWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
 			t.Parallel()
-			l := newWindowLimiter(tt.rate)
+			l := newLimiter(tt.rate)
 			var mu gosync.Mutex
 			var starts []time.Time
 			var wg gosync.WaitGroup
@@ -711,7 +711,7 @@ func TestRateLimitWindow(t *testing.T) {
 		})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := newWindowLimiter(1)
+	l := newLimiter(1)
 	if err := l.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

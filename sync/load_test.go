@@ -94,6 +94,8 @@ func TestLoadErrors(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", []string{"mapping"}},
 		{"bad target", strings.Replace(validSpec, "sqlite:out/orders.db", "mysql://x", 1), []string{"target.url"}},
 		{"cursor without next", strings.Replace(validSpec, "style: page", "style: cursor", 1), []string{"next"}},
+		{"bad hwm initial", strings.Replace(validSpec, "style: page\n  size_param: per_page", "style: hwm\n  field: updated_at\n  param: since\n  initial: yesterday\n  size_param: per_page", 1), []string{"pagination.initial", "yesterday"}},
+		{"overlap with style none", strings.Replace(validSpec, "style: page\n  size_param: per_page\n  size: ${PAGE_SIZE:-50}", "style: none\n  overlap: 5m", 1), []string{"pagination.overlap", "not used with style none"}},
 		{"on_bad_record", strings.Replace(validSpec, "  key: [id]\n", "  key: [id]\n  on_bad_record: ignore\n", 1), []string{"on_bad_record", "ignore"}},
 	}
 	for _, tt := range tests {
