@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -95,8 +97,13 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	t0 := time.Now()
-	err := c.Run()
+	if err := c.Start(); err != nil {
+		return measured{}, err
+	}
+	peak := watchPeakRSS(c.Process.Pid)
+	err := c.Wait()
 	wall := time.Since(t0)
+	rss := peak()
 	if err != nil {
 		return measured{}, fmt.Errorf("%s: %v: %s%s", name, err, out.String(), errOut.String())
 	}
@@ -108,11 +115,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return measured{}, fmt.Errorf("%s: %v: %s", name, err, out.String())
 	}
-	m := measured{wall: wall, written: res.Inserted + res.Updated, pages: res.Pages}
-	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
-	}
-	return m, nil
+	return measured{wall: wall, rss: rss, written: res.Inserted + res.Updated, pages: res.Pages}, nil
 }
 
 func (b *bench) table(records int, rows []row) {
@@ -204,6 +207,43 @@ func (b *bench) memory(small, big, size int) error {
 			big, float64(rss[1])/float64(rss[0]), small)
 	}
 	return nil
+}
+
+// watchPeakRSS samples the process's VmHWM (its peak resident set) from
+// /proc every 5 ms until the returned function is called after Wait, and
+// returns the last value seen, in bytes; 0 where /proc does not exist.
+// (The rusage of a child is no use here: Go starts children with vfork, so
+// their ru_maxrss includes this process's own memory.)
+func watchPeakRSS(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		path := fmt.Sprintf("/proc/%d/status", pid)
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+						if kb*1024 > peak.Load() {
+							peak.Store(kb * 1024)
+						}
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -363,7 +363,12 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 		}
 		var fp fetched
 		select {
-		case fp = <-pages:
+		case f, ok := <-pages:
+			if !ok { // the pipeline stopped at its fetch limit
+				log.Info("stopping: limit reached; the next run continues", "pages", committed)
+				return RunPartial, nil
+			}
+			fp = f
 		case <-ctx.Done():
 			return RunInterrupted, nil
 		}
@@ -395,29 +400,18 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	pos, next, resp := fp.pos, fp.next, fp.resp
 	where := pos.Describe(style, job.Secrets)
 
-	// 1. Validate and map every record.
-	rows := make([]Row, 0, len(resp.Records))
-	var dead []DeadLetter
-	mapper := Mapper{Table: &job.Table, Infer: job.Infer}
+	// 1. Validate and map every record (already done while fetching, unless
+	// columns are inferred: inference must see the pages in order).
 	ncols := len(job.Table.Columns)
-	for i, rec := range resp.Records {
-		row, _, err := mapper.Map(i, rec)
-		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
-			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+	rows, dead := fp.rows, fp.dead
+	if !fp.mapped {
+		var err error
+		if rows, dead, err = e.mapRecords(&fp, &job.Table, where); err != nil {
+			return false, err
 		}
-		if err != nil {
-			var bad *BadRecord
-			if !errors.As(err, &bad) {
-				return false, err
-			}
-			if job.Target.OnBadRecord != "skip" {
-				return false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
-					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
-			}
-			dead = append(dead, DeadLetter{Job: job.Name, RunID: rs.info.ID, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
-			continue
-		}
-		rows = append(rows, row)
+	}
+	for i := range dead {
+		dead[i].RunID = rs.info.ID
 	}
 
 	// 2. Refuse loops before writing.
@@ -491,6 +485,37 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 			Skipped: len(dead), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
 	}
 	return next.End, nil
+}
+
+// mapRecords validates and converts every record of a fetched page to a row
+// of t (adding inferred columns to t when the job infers them). Bad records
+// become dead letters under on_bad_record: skip, and fail the page
+// otherwise, naming the page, the record, the column and the reason.
+func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadLetter, error) {
+	job := e.Job
+	rows := make([]Row, 0, len(fp.resp.Records))
+	var dead []DeadLetter
+	mapper := Mapper{Table: t, Infer: job.Infer}
+	for i, rec := range fp.resp.Records {
+		row, _, err := mapper.Map(i, rec)
+		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
+			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+		}
+		if err != nil {
+			var bad *BadRecord
+			if !errors.As(err, &bad) {
+				return nil, nil, err
+			}
+			if job.Target.OnBadRecord != "skip" {
+				return nil, nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
+			}
+			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, dead, nil
 }
 
 // fetchLimit is how many pages the pipeline may fetch: --max-pages, or for

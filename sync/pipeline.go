@@ -20,6 +20,9 @@ type fetched struct {
 	resp    *Response
 	marks   []markOf // per record, when the style or incremental needs marks
 	pageMax string   // highest valid mark on the page
+	mapped  bool     // rows and dead are set (columns are not inferred)
+	rows    []Row
+	dead    []DeadLetter
 	hash    string   // content hash of the page's records
 	t0      time.Time
 	err     error
@@ -73,9 +76,17 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 	fp.hash = fmt.Sprintf("%016x", h.Sum64())
 	if fp.next, err = pg.next(pos, resp, fp.pageMax); err != nil {
 		fp.err = wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
-	} else if to != nil && !fp.next.End && lastBefore(job.Pagination.Style, pos, fp.next, *to) {
+		return fp
+	}
+	if to != nil && !fp.next.End && lastBefore(job.Pagination.Style, pos, fp.next, *to) {
 		fp.next = pos
 		fp.next.End = true
+	}
+	// With fixed columns the rows are mapped here, off the committer's path,
+	// while the previous page is being written.
+	if !job.Infer {
+		fp.rows, fp.dead, fp.err = e.mapRecords(&fp, &job.Table, where)
+		fp.mapped = fp.err == nil
 	}
 	return fp
 }
