@@ -23,7 +23,7 @@ type fetched struct {
 	mapped  bool     // rows and dead are set (columns are not inferred)
 	rows    []Row
 	dead    []DeadLetter
-	hash    string   // content hash of the page's records
+	hash    string // content hash of the page's records
 	t0      time.Time
 	err     error
 }
