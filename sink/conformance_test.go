@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -34,6 +35,26 @@ func TestConformance(t *testing.T) {
 			rows := []idsync.Row{row("a", "Ann", int64(30)), row("b", "Bob", int64(40)), row("c", "Cy", int64(50))}
 			mustUpsert(t, s, tbl, idsync.Counts{Inserted: 3}, rows...)
 			assertRows(t, b.read(t, tbl), want(t, tbl, rows...))
+		}},
+		{"large page", func(t *testing.T, b *backend) {
+			// Crosses the batched insert and lookup sizes, with a remainder,
+			// then mixes updates, unchanged rows and new rows in one page.
+			s, tbl := b.open(t), people(b)
+			mustPrepare(t, s, tbl)
+			var first, second []idsync.Row
+			for i := range 937 {
+				first = append(first, row(fmt.Sprintf("k%04d", i), "n", int64(i)))
+			}
+			mustUpsert(t, s, tbl, idsync.Counts{Inserted: 937}, first...)
+			for i := range 1001 {
+				age := int64(i)
+				if i%3 == 0 {
+					age = -age - 1 // changed
+				}
+				second = append(second, row(fmt.Sprintf("k%04d", i), "n", age))
+			}
+			mustUpsert(t, s, tbl, idsync.Counts{Inserted: 64, Updated: 313, Unchanged: 624}, second...)
+			assertRows(t, b.read(t, tbl), want(t, tbl, second...))
 		}},
 		{"update", func(t *testing.T, b *backend) {
 			s, tbl := b.open(t), people(b)

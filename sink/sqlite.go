@@ -56,7 +56,8 @@ var _ idsync.Sink = (*SQLite)(nil)
 
 // sqliteStmts are the prepared statements of one table and column set.
 type sqliteStmts struct {
-	lookup, insert, update *sql.Stmt
+	lookup, insert, insertMany, update *sql.Stmt
+	batch                              int // rows per insertMany
 }
 
 // OpenSQLite opens (creating when missing) the SQLite database file at path,
@@ -120,6 +121,7 @@ func (s *SQLite) dropStatements() {
 	for k, st := range s.stmts {
 		st.lookup.Close()
 		st.insert.Close()
+		st.insertMany.Close()
 		st.update.Close()
 		delete(s.stmts, k)
 	}
@@ -151,22 +153,32 @@ func (s *SQLite) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts,
 	}
 	sets = append(sets, QuoteIdent(idsync.ColHash)+" = ?", QuoteIdent(idsync.ColSyncedAt)+" = ?")
 	lookupSQL := lookupQuery(t, lookupBatch)
-	insertSQL := fmt.Sprintf("INSERT INTO %s (%s, %s, %s) VALUES (%s, ?, ?)",
-		table, strings.Join(cols, ", "), QuoteIdent(idsync.ColHash), QuoteIdent(idsync.ColSyncedAt), strings.Join(marks, ", "))
+	insertSQL := func(n int) string {
+		tuple := "(" + strings.Join(marks, ", ") + ", ?, ?)"
+		return fmt.Sprintf("INSERT INTO %s (%s, %s, %s) VALUES %s", table, strings.Join(cols, ", "),
+			QuoteIdent(idsync.ColHash), QuoteIdent(idsync.ColSyncedAt), strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "))
+	}
 	updateSQL := fmt.Sprintf("UPDATE %s SET %s WHERE %s",
 		table, strings.Join(sets, ", "), strings.Join(where, " AND "))
-	st := &sqliteStmts{}
+	// SQLite binds at most 32766 parameters a statement.
+	st := &sqliteStmts{batch: max(1, min(insertBatch, 32000/(len(t.Columns)+2)))}
 	var err error
 	if st.lookup, err = s.db.PrepareContext(ctx, lookupSQL); err != nil {
 		return nil, err
 	}
-	if st.insert, err = s.db.PrepareContext(ctx, insertSQL); err != nil {
+	if st.insert, err = s.db.PrepareContext(ctx, insertSQL(1)); err != nil {
 		st.lookup.Close()
+		return nil, err
+	}
+	if st.insertMany, err = s.db.PrepareContext(ctx, insertSQL(st.batch)); err != nil {
+		st.lookup.Close()
+		st.insert.Close()
 		return nil, err
 	}
 	if st.update, err = s.db.PrepareContext(ctx, updateSQL); err != nil {
 		st.lookup.Close()
 		st.insert.Close()
+		st.insertMany.Close()
 		return nil, err
 	}
 	s.stmts[sig.String()] = st
@@ -224,7 +236,6 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		return idsync.Counts{}, s.wrap(op, err)
 	}
 	defer tx.Rollback()
-	insert := tx.StmtContext(ctx, st.insert)
 	update := tx.StmtContext(ctx, st.update)
 	now := formatTime(time.Now())
 
@@ -247,6 +258,24 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 	if err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}
+	// New rows are inserted st.batch at a time by one statement.
+	var pending []any
+	perRow := len(t.Columns) + 2
+	flush := func(all bool) error {
+		for len(pending) >= st.batch*perRow {
+			if _, err := tx.StmtContext(ctx, st.insertMany).ExecContext(ctx, pending[:st.batch*perRow]...); err != nil {
+				return err
+			}
+			pending = pending[st.batch*perRow:]
+		}
+		for all && len(pending) > 0 {
+			if _, err := tx.StmtContext(ctx, st.insert).ExecContext(ctx, pending[:perRow]...); err != nil {
+				return err
+			}
+			pending = pending[perRow:]
+		}
+		return nil
+	}
 	keys := make([]any, len(keyIdx))
 	args := make([]any, 0, len(t.Columns)+2+len(keyIdx))
 	for ri, r := range kept {
@@ -256,8 +285,8 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		}
 		prev, found := stored[sqliteKey(keys)]
 		if !found {
-			args = append(append(args[:0], vals...), r.Hash, now)
-			if _, err := insert.ExecContext(ctx, args...); err != nil {
+			pending = append(append(pending, vals...), r.Hash, now)
+			if err := flush(false); err != nil {
 				return idsync.Counts{}, s.wrap(op, err)
 			}
 			n.Inserted++
@@ -289,6 +318,9 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		}
 		n.Updated++
 	}
+	if err := flush(true); err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}
@@ -300,6 +332,9 @@ type storedRow struct {
 	hash    sql.NullString
 	version any
 }
+
+// insertBatch is how many new rows one INSERT statement writes, at most.
+const insertBatch = 50
 
 // lookupBatch is how many keys one lookup query asks for.
 const lookupBatch = 400
