@@ -51,6 +51,7 @@ type Postgres struct {
 	user     string
 	password string // only to scrub it out of driver texts
 	logger   *slog.Logger
+	types    map[string]map[string]string // column types by quoted table, until Prepare
 }
 
 var _ idsync.Sink = (*Postgres)(nil)

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,10 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
-
-// pgPageTable is the temporary table each page is copied into. It lives in
-// pg_temp for one transaction (ON COMMIT DROP).
-const pgPageTable = "_idemsync_page"
 
 // Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
 // page is copied (COPY, binary) into a temporary table shaped like the
@@ -52,12 +49,6 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 		vals[len(t.Columns)] = r.Hash
 		data[i] = vals
 	}
-	cols := make([]string, 0, len(t.Columns)+1)
-	for _, c := range t.Columns {
-		cols = append(cols, c.Name)
-	}
-	cols = append(cols, idsync.ColHash)
-
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	conn, err := p.connect(ctx)
@@ -69,15 +60,34 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 		return n, p.dbError(op, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	create := fmt.Sprintf("CREATE TEMP TABLE %s ON COMMIT DROP AS SELECT %s FROM %s WITH NO DATA",
-		QuoteIdent(pgPageTable), quoteList(cols), quoteTable(t))
-	if _, err := tx.Exec(ctx, create); err != nil {
+	types, err := p.columnTypes(ctx, tx, t)
+	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", pgPageTable}, cols, pgx.CopyFromRows(data)); err != nil {
-		return n, p.dbError(op, err)
+	// One array parameter per column, unnested by the server: the page is
+	// written once, with no temporary table. Columns of the type idemsync
+	// creates travel in binary; others as text cast to the column's type.
+	args := make([]any, 0, len(t.Columns)+2)
+	for j := range t.Columns {
+		c := &t.Columns[j]
+		if binaryParam(c, types) {
+			args = append(args, binaryArray(c, data, j))
+			continue
+		}
+		col := make([]*string, len(data))
+		for i := range data {
+			if col[i], err = pgText(c, kept[i].Values[j]); err != nil {
+				return n, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		args = append(args, col)
 	}
-	res, err := tx.Query(ctx, pgMergeSQL(t), time.Now().UTC())
+	hashes := make([]string, len(data))
+	for i := range data {
+		hashes[i] = data[i][len(t.Columns)].(string)
+	}
+	args = append(args, hashes, time.Now().UTC())
+	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
@@ -103,17 +113,35 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 	return n, nil
 }
 
-// pgMergeSQL returns the INSERT … ON CONFLICT statement moving the page from
-// the temporary table into t; $1 is the synced-at time.
-func pgMergeSQL(t *idsync.Table) string {
+// pgMergeSQL returns the INSERT … ON CONFLICT statement writing a page into
+// t: $1…$n are text arrays, one per column, $n+1 the hashes and $n+2 the
+// synced-at time; types gives each column's type in the table.
+func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	const target = `"_t"`
-	var cols, sets []string
-	for _, c := range t.Columns {
-		cols = append(cols, QuoteIdent(c.Name))
+	var cols, sels, params, names, sets []string
+	for i, c := range t.Columns {
+		q := QuoteIdent(c.Name)
+		cols = append(cols, q)
+		typ := types[c.Name]
+		if typ == "" {
+			typ = pgType(c.Type)
+		}
+		u := fmt.Sprintf("c%d", i)
+		names = append(names, u)
+		if binaryParam(&c, types) {
+			params = append(params, fmt.Sprintf("$%d::%s[]", i+1, typ))
+			sels = append(sels, "u."+u)
+		} else {
+			params = append(params, fmt.Sprintf("$%d::text[]", i+1))
+			sels = append(sels, fmt.Sprintf("u.%s::%s", u, typ))
+		}
 		if !isKey(t, c.Name) {
-			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", QuoteIdent(c.Name)))
+			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", q))
 		}
 	}
+	n := len(t.Columns)
+	params = append(params, fmt.Sprintf("$%d::text[]", n+1))
+	names = append(names, "h")
 	hash, synced := QuoteIdent(idsync.ColHash), QuoteIdent(idsync.ColSyncedAt)
 	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
 	where := fmt.Sprintf("%s.%s IS DISTINCT FROM EXCLUDED.%[2]s", target, hash)
@@ -121,17 +149,146 @@ func pgMergeSQL(t *idsync.Table) string {
 		v := QuoteIdent(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)
 	}
-	list := strings.Join(cols, ", ")
 	return fmt.Sprintf(`INSERT INTO %s AS %s (%s, %s, %s)
-SELECT %s, %s, $1::timestamptz FROM pg_temp.%s
+SELECT %s, u.h, $%d::timestamptz FROM unnest(%s) AS u(%s)
 ON CONFLICT (%s) DO UPDATE SET %s
 WHERE %s
 RETURNING (%s.xmax = 0)`,
-		quoteTable(t), target, list, hash, synced,
-		list, hash, QuoteIdent(pgPageTable),
+		quoteTable(t), target, strings.Join(cols, ", "), hash, synced,
+		strings.Join(sels, ", "), n+2, strings.Join(params, ", "), strings.Join(names, ", "),
 		quoteList(t.Key), strings.Join(sets, ", "),
 		where,
 		target)
+}
+
+// binaryParam reports whether column c has, in the table, the type idemsync
+// gives its column type (so its values can be sent in binary form).
+func binaryParam(c *idsync.Column, types map[string]string) bool {
+	typ := types[c.Name]
+	switch c.Type {
+	case idsync.TypeInteger:
+		return typ == "bigint"
+	case idsync.TypeReal:
+		return typ == "double precision"
+	case idsync.TypeNumeric:
+		return typ == "numeric"
+	case idsync.TypeBoolean:
+		return typ == "boolean"
+	case idsync.TypeTimestamp:
+		return typ == "timestamp with time zone"
+	case idsync.TypeText:
+		return typ == "text"
+	}
+	return false // json: sent as text, parsed by jsonb
+}
+
+// binaryArray is column j of data (pgValue results) as a typed array.
+func binaryArray(c *idsync.Column, data [][]any, j int) any {
+	switch c.Type {
+	case idsync.TypeInteger:
+		out := make([]*int64, len(data))
+		for i, r := range data {
+			if v, ok := r[j].(int64); ok {
+				out[i] = &v
+			}
+		}
+		return out
+	case idsync.TypeReal:
+		out := make([]*float64, len(data))
+		for i, r := range data {
+			if v, ok := r[j].(float64); ok {
+				out[i] = &v
+			}
+		}
+		return out
+	case idsync.TypeNumeric:
+		out := make([]pgtype.Numeric, len(data))
+		for i, r := range data {
+			if v, ok := r[j].(pgtype.Numeric); ok {
+				out[i] = v
+			}
+		}
+		return out
+	case idsync.TypeBoolean:
+		out := make([]*bool, len(data))
+		for i, r := range data {
+			if v, ok := r[j].(bool); ok {
+				out[i] = &v
+			}
+		}
+		return out
+	case idsync.TypeTimestamp:
+		out := make([]*time.Time, len(data))
+		for i, r := range data {
+			if v, ok := r[j].(time.Time); ok {
+				out[i] = &v
+			}
+		}
+		return out
+	}
+	out := make([]*string, len(data))
+	for i, r := range data {
+		if v, ok := r[j].(string); ok {
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+// columnTypes returns the type of each column of t as the server names it
+// (format_type), cached until the next Prepare.
+func (p *Postgres) columnTypes(ctx context.Context, tx pgx.Tx, t *idsync.Table) (map[string]string, error) {
+	key := quoteTable(t)
+	if m, ok := p.types[key]; ok {
+		return m, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, key)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		m[name] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if p.types == nil {
+		p.types = map[string]map[string]string{}
+	}
+	p.types[key] = m
+	return m, nil
+}
+
+// pgText is a value in PostgreSQL's text input form for its column (nil is
+// NULL): exact decimals as written, floats in their shortest exact form,
+// timestamps in RFC 3339 at microsecond precision.
+func pgText(c *idsync.Column, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		s = strconv.FormatBool(x)
+	case time.Time:
+		s = x.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	default:
+		return nil, valueError(c, v)
+	}
+	return &s, nil
 }
 
 // pgValue converts an engine value to what pgx encodes for the column.
