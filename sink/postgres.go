@@ -24,8 +24,8 @@ import (
 const PostgresConnectTimeout = 10 * time.Second
 
 // Postgres is the PostgreSQL sink (pgx/v5). Each page is written in one
-// transaction: COPY into a temporary table, then one
-// INSERT … ON CONFLICT (key) DO UPDATE … WHERE the hash differs.
+// transaction by one INSERT … SELECT FROM unnest(one array per column)
+// ON CONFLICT (key) DO UPDATE … WHERE the hash differs.
 //
 // Type mapping:
 //

@@ -13,9 +13,8 @@ import (
 )
 
 // Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
-// page is copied (COPY, binary) into a temporary table shaped like the
-// target's columns, then merged with one
-// INSERT … SELECT … ON CONFLICT (key) DO UPDATE … WHERE the stored hash
+// page is sent as one array parameter per column and merged with one
+// INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE … WHERE the stored hash
 // differs (and, with t.Version set, the stored version is NULL or not newer),
 // RETURNING (xmax = 0) to tell inserts from updates. Keys PostgreSQL deems
 // equal ("1.0" and "1" in a numeric key) count as duplicates, so a page
