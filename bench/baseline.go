@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,29 +131,31 @@ func fetchOnly(api *fakeapi.Server, path string, pages, size int) (time.Duration
 }
 
 // postgres measures the PostgreSQL figures.
-func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size int) error {
-	fmt.Printf("\n## PostgreSQL: %d records in pages of %d, no latency\n", records, size)
-	base, err := baselinePostgres(api, pgURL, "bench_copy", pages, size)
-	if err != nil {
-		return fmt.Errorf("postgres baseline: %w", err)
-	}
+func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size, repeat int) error {
+	fmt.Printf("\n## PostgreSQL: %d records in pages of %d, no latency (median of %d runs)\n", records, size, repeat)
 	ctx := context.Background()
-	if conn, err := pgx.Connect(ctx, pgURL); err == nil {
-		_, _ = conn.Exec(ctx, `DROP TABLE IF EXISTS bench_orders`)
-		conn.Close(ctx)
+	var bases, firsts, agains []measured
+	for i := range repeat {
+		base, err := baselinePostgres(api, pgURL, "bench_copy", pages, size)
+		if err != nil {
+			return fmt.Errorf("postgres baseline: %w", err)
+		}
+		if conn, err := pgx.Connect(ctx, pgURL); err == nil {
+			_, _ = conn.Exec(ctx, `DROP TABLE IF EXISTS bench_orders`)
+			conn.Close(ctx)
+		}
+		job := replaceTable(pageJob(api, size, 1, pgURL), "bench_orders")
+		first, err := b.idemsync(fmt.Sprintf("pg-first-%d", i), job)
+		if err != nil {
+			return err
+		}
+		again, err := b.idemsync(fmt.Sprintf("pg-again-%d", i), job)
+		if err != nil {
+			return err
+		}
+		bases, firsts, agains = append(bases, measured{wall: base}), append(firsts, first), append(agains, again)
 	}
-	job := func() string {
-		j := pageJob(api, size, 1, pgURL)
-		return replaceTable(j, "bench_orders")
-	}
-	first, err := b.idemsync("pg-first", job())
-	if err != nil {
-		return err
-	}
-	again, err := b.idemsync("pg-again", job())
-	if err != nil {
-		return err
-	}
+	base, first, again := median(bases).wall, median(firsts), median(agains)
 	b.table(records, []row{
 		{"PostgreSQL baseline (plain COPY per page)", base, 0, 0},
 		{"PostgreSQL idemsync first load", first.wall, first.rss, first.written},
@@ -160,6 +164,12 @@ func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size
 	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 80%%); re-sync wrote %d rows (goal 0)\n",
 		100*base.Seconds()/first.wall.Seconds(), again.written)
 	return nil
+}
+
+// median returns the run with the median wall time.
+func median(ms []measured) measured {
+	sorted := slices.SortedFunc(slices.Values(ms), func(a, b measured) int { return cmp.Compare(a.wall, b.wall) })
+	return sorted[len(sorted)/2]
 }
 
 func replaceTable(job, table string) string {

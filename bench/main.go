@@ -30,18 +30,22 @@ func main() {
 		pg      = flag.String("pg", os.Getenv("IDEMSYNC_BENCH_POSTGRES_URL"), "PostgreSQL URL for the PostgreSQL figures (empty: skip)")
 		quick   = flag.Bool("quick", false, "small sizes: a smoke test of the harness, not figures to report")
 		skipRSS = flag.Bool("skip-rss", false, "skip the peak-memory figures (the 1,000,000-record run)")
+		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 	)
 	flag.Parse()
 	if *quick {
 		*records = 20_000
 	}
-	if err := run(*records, *size, *pg, *quick, *skipRSS); err != nil {
+	if *quick {
+		*repeat = 1
+	}
+	if err := run(*records, *size, *repeat, *pg, *quick, *skipRSS); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(records, size int, pgURL string, quick, skipRSS bool) error {
+func run(records, size, repeat int, pgURL string, quick, skipRSS bool) error {
 	dir, err := os.MkdirTemp("", "idemsync-bench-")
 	if err != nil {
 		return err
@@ -58,24 +62,30 @@ func run(records, size int, pgURL string, quick, skipRSS bool) error {
 	b := &bench{bin: bin, dir: dir}
 
 	// 1. Throughput with no latency: baseline vs first load vs unchanged re-sync.
-	fmt.Printf("\n## throughput: %d records in pages of %d, no latency\n", records, size)
+	fmt.Printf("\n## throughput: %d records in pages of %d, no latency (median of %d runs)\n", records, size, repeat)
 	api, stop, err := serve(records, 0)
 	if err != nil {
 		return err
 	}
 	pages := (records + size - 1) / size
-	base, err := baselineSQLite(api, pages, size, filepath.Join(dir, "baseline.db"))
-	if err != nil {
-		return err
+	var bases, firsts, agains []measured
+	for i := range repeat {
+		base, err := baselineSQLite(api, pages, size, filepath.Join(dir, fmt.Sprintf("baseline-%d.db", i)))
+		if err != nil {
+			return err
+		}
+		db := "sqlite:" + filepath.Join(dir, fmt.Sprintf("sqlite-%d.db", i))
+		first, err := b.idemsync(fmt.Sprintf("sqlite-first-%d", i), pageJob(api, size, 1, db))
+		if err != nil {
+			return err
+		}
+		again, err := b.idemsync(fmt.Sprintf("sqlite-again-%d", i), pageJob(api, size, 1, db))
+		if err != nil {
+			return err
+		}
+		bases, firsts, agains = append(bases, measured{wall: base}), append(firsts, first), append(agains, again)
 	}
-	first, err := b.idemsync("sqlite-first", pageJob(api, size, 1, "sqlite:"+filepath.Join(dir, "sqlite.db")))
-	if err != nil {
-		return err
-	}
-	again, err := b.idemsync("sqlite-again", pageJob(api, size, 1, "sqlite:"+filepath.Join(dir, "sqlite.db")))
-	if err != nil {
-		return err
-	}
+	base, first, again := median(bases).wall, median(firsts), median(agains)
 	b.table(records, []row{
 		{"SQLite baseline (prepared INSERT, tx per page)", base, 0, 0},
 		{"SQLite idemsync first load", first.wall, first.rss, first.written},
@@ -84,7 +94,7 @@ func run(records, size int, pgURL string, quick, skipRSS bool) error {
 	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 85%%); re-sync wrote %d rows (goal 0)\n",
 		100*base.Seconds()/first.wall.Seconds(), again.written)
 	if pgURL != "" {
-		if err := b.postgres(api, pgURL, records, pages, size); err != nil {
+		if err := b.postgres(api, pgURL, records, pages, size, repeat); err != nil {
 			return err
 		}
 	}
