@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -84,7 +83,7 @@ func TestCrashMatrix(t *testing.T) {
 	}}
 	t.Run("sqlite", func(t *testing.T) { crashMatrix(t, sqlite) })
 	t.Run("postgres", func(t *testing.T) {
-		pg := ftPostgresURL(t)
+		pg := postgresURL(t)
 		crashMatrix(t, matrixTarget{name: "postgres", open: func(t *testing.T, point string) (string, string, func(*testing.T) (map[int]row, int)) {
 			table := fmt.Sprintf("cm_%s_%d", strings.NewReplacer("-", "_", ":", "_").Replace(point), time.Now().UnixNano()%1e9)
 			t.Cleanup(func() { ftExecPostgres(t, pg, "DROP TABLE IF EXISTS "+pgx.Identifier{table}.Sanitize()) })
@@ -211,20 +210,6 @@ func runKilled(t *testing.T, dir, job string, env ...string) error {
 		return fmt.Errorf("%v: process ended with %v, not SIGKILL: %s", env, err, errOut.String())
 	}
 	return nil
-}
-
-// ftPostgresURL returns $IDEMSYNC_TEST_POSTGRES_URL, skipping the test when
-// it is unset unless IDEMSYNC_TEST_REQUIRE_POSTGRES=1 makes that a failure.
-func ftPostgresURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is unset but IDEMSYNC_TEST_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("PostgreSQL skipped: IDEMSYNC_TEST_POSTGRES_URL is unset (source .ci/postgres to start a server)")
-	}
-	return u
 }
 
 func ftExecPostgres(t *testing.T, url, sql string) {
