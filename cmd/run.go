@@ -74,7 +74,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	job, err := idsync.LoadFile(file)
 	if err != nil {
-		return err
+		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
@@ -110,13 +110,33 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	code := idsync.ExitCode(err)
 	if res.RunID == 0 && err != nil {
-		return err // nothing ran: the usual error output
+		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
 	printResult(ios, g, res, err, log)
 	if code != 0 {
 		return &reportedError{code: code}
 	}
 	return nil
+}
+
+// failed reports a run that never started (invalid spec, lock held,
+// unreachable target): with --json as a result object with every run field,
+// so scripts parse one shape whatever happened; otherwise as the usual
+// error on stderr.
+func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *idsync.Redactor) error {
+	if !g.json {
+		return err
+	}
+	res.ExitCode = idsync.ExitCode(err)
+	res.Error = red.Redact(err.Error())
+	switch res.ExitCode {
+	case idsync.ExitLocked:
+		res.Status = "locked"
+	case idsync.ExitNothing:
+		res.Status = "nothing_to_resume"
+	}
+	writeJSON(ios, res)
+	return &reportedError{code: res.ExitCode}
 }
 
 func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log *slog.Logger) {

@@ -88,7 +88,7 @@ func TestCrashMatrix(t *testing.T) {
 			table := fmt.Sprintf("cm_%s_%d", strings.NewReplacer("-", "_", ":", "_").Replace(point), time.Now().UnixNano()%1e9)
 			t.Cleanup(func() { ftExecPostgres(t, pg, "DROP TABLE IF EXISTS "+pgx.Identifier{table}.Sanitize()) })
 			return pg, table, func(t *testing.T) (map[int]row, int) {
-				got := ftReadPostgres(t, pg, table)
+				got := readPostgres(t, pg, pgx.Identifier{table})
 				return got, len(got)
 			}
 		}})
@@ -225,42 +225,3 @@ func ftExecPostgres(t *testing.T, url, sql string) {
 	}
 }
 
-// ftReadPostgres reads a table of the fake API's orders in the comparable
-// form of readSQLite, failing on a duplicate key; empty when it is missing.
-func ftReadPostgres(t *testing.T, url, table string) map[int]row {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	out := map[int]row{}
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
-		return out
-	}
-	rows, err := conn.Query(ctx, `SELECT id, name, email, total::text, active, updated_at, tags::text FROM `+pgx.Identifier{table}.Sanitize())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int
-		var r row
-		var ts time.Time
-		if err := rows.Scan(&id, &r.name, &r.email, &r.total, &r.active, &ts, &r.tags); err != nil {
-			t.Fatal(err)
-		}
-		r.updated = ts.UTC().Format(time.RFC3339Nano)
-		r.tags = strings.ReplaceAll(r.tags, ", ", ",") // jsonb prints ["a", "b"]
-		if _, dup := out[id]; dup {
-			t.Fatalf("duplicate key %d in %s", id, table)
-		}
-		out[id] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}

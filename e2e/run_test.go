@@ -79,7 +79,7 @@ func TestOverlappingRuns(t *testing.T) {
 			ok++
 		case 4:
 			locked++
-			if !strings.Contains(r.stdout, `"locked"`) {
+			if j := parseRun(t, r); j.Status != "locked" || j.Job != "orders-page" {
 				t.Errorf("exit 4 without a locked status: %s", r.stdout)
 			}
 		default:
@@ -123,6 +123,11 @@ func TestBadSpecs(t *testing.T) {
 				r := idemsync(t, dir, tt.env, args...)
 				if r.code != 2 {
 					t.Fatalf("%v: exit %d, want 2\n%s%s", args, r.code, r.stdout, r.stderr)
+				}
+				if args[len(args)-1] == "--json" {
+					if j := parseRun(t, r); j.Status != "failed" || j.Error == "" {
+						t.Errorf("--json of an invalid spec: %+v", j)
+					}
 				}
 				msg := r.stderr + r.stdout
 				for _, w := range tt.want {
