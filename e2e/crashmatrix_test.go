@@ -224,4 +224,3 @@ func ftExecPostgres(t *testing.T, url, sql string) {
 		t.Errorf("%s: %v", sql, err)
 	}
 }
-
