@@ -22,7 +22,7 @@ func (s *Store) Job(ctx context.Context, job string) (*idsync.JobState, error) {
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	if st.Holder, err = s.holder(job); err != nil {
+	if st.Holder, err = s.holder(ctx, job); err != nil {
 		return nil, s.wrap(op+": lock", err)
 	}
 	return st, nil

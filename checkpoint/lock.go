@@ -2,16 +2,12 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -24,43 +20,39 @@ const (
 	lockPause = 10 * time.Millisecond
 )
 
-// holderUnknown is Holder when the lock is held but its text cannot be read
-// (on Windows the locked byte range cannot be read by other processes).
+// holderUnknown is Holder when the lock is held but nobody wrote who.
 const holderUnknown = "another process"
 
-// lockPath returns the job's lock file: "<state file>.<job>.lock".
-func (s *Store) lockPath(job string) string { return s.abs + "." + job + ".lock" }
-
-// Lock takes the job's run lock without waiting: an OS file lock on
-// "<state file>.<job>.lock" (created with mode 0600 and kept afterwards),
-// which the kernel drops when the process dies, even by SIGKILL. While held,
-// the file says who holds it ("pid N on HOST since T"). Two Stores in one
-// process exclude each other as two processes do.
+// Lock takes the job's run lock without waiting: an OS lock held on the
+// state file's identity (lock_linux.go, lock_other.go), which the kernel
+// drops when the process dies, even by SIGKILL. While held, the state
+// file's locks table says who holds it ("pid N on HOST since T"). Two
+// Stores in one process exclude each other as two processes do.
 //
 // It returns an error wrapping idsync.ErrLocked, naming the holder, when
 // another process or Store holds the lock, and an *idsync.Error (exit 1)
-// when the lock file cannot be created. unlock releases the lock; it may be
+// when the lock cannot be taken. unlock releases the lock; it may be
 // called more than once, and Close calls it for locks still held.
 func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error) {
 	op := "job " + job + ": lock"
 	if err := checkJob(job); err != nil {
 		return nil, s.wrap(op, err)
 	}
-	path := s.lockPath(job)
-	fl := flock.New(path, flock.SetPermissions(0o600))
+	var release func() error
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, s.wrap(op, err)
 		}
-		ok, err := fl.TryLock()
+		rel, ok, err := s.osLock(job)
 		if err != nil {
-			return nil, s.wrap(op, fmt.Errorf("lock file %s: %w", path, err))
+			return nil, s.wrap(op, err)
 		}
 		if ok {
+			release = rel
 			break
 		}
 		if try == lockTries {
-			who, _ := s.holder(job)
+			who, _ := s.holder(ctx, job)
 			if who == "" {
 				who = holderUnknown
 			}
@@ -73,78 +65,76 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 		}
 		time.Sleep(lockPause)
 	}
+	h := &held{job: job, release: release}
 	s.mu.Lock()
-	s.locks[fl] = struct{}{}
+	s.locks[h] = struct{}{}
 	s.mu.Unlock()
-	s.writeHolder(path, fmt.Sprintf("pid %d on %s since %s", os.Getpid(), hostname(), s.now().UTC().Format(time.RFC3339)))
-	s.log.Debug("job lock taken", "job", job, "path", path)
+	s.writeHolder(ctx, job, fmt.Sprintf("pid %d on %s since %s", os.Getpid(), hostname(), s.now().UTC().Format(time.RFC3339)))
+	s.log.Debug("job lock taken", "job", job)
 	var once sync.Once
 	return func() {
-		once.Do(func() { s.unlock(job, fl) })
+		once.Do(func() { s.unlock(h) })
 	}, nil
 }
 
-// unlock clears the holder text and releases fl.
-func (s *Store) unlock(job string, fl *flock.Flock) {
+// held is a lock taken and not yet released.
+type held struct {
+	job     string
+	release func() error
+}
+
+// unlock clears the holder text and releases h.
+func (s *Store) unlock(h *held) {
 	s.mu.Lock()
-	_, held := s.locks[fl]
-	delete(s.locks, fl)
+	_, ok := s.locks[h]
+	delete(s.locks, h)
 	s.mu.Unlock()
-	if !held {
+	if !ok {
 		return // released by Close
 	}
-	s.writeHolder(fl.Path(), "")
-	if err := fl.Unlock(); err != nil {
-		s.log.Warn("release job lock", "job", job, "path", fl.Path(), "err", err)
+	s.clearHolder(h.job)
+	if err := h.release(); err != nil {
+		s.log.Warn("release job lock", "job", h.job, "err", err)
 		return
 	}
-	s.log.Debug("job lock released", "job", job)
+	s.log.Debug("job lock released", "job", h.job)
 }
 
-// writeHolder replaces the lock file's text. The text only informs status,
-// so a failure is logged, not returned.
-func (s *Store) writeHolder(path, text string) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err == nil {
-		err = f.Truncate(0)
-		if err == nil && text != "" {
-			_, err = f.WriteString(text + "\n")
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
+// writeHolder records who holds the job's lock. The text only informs
+// status, so a failure is logged, not returned.
+func (s *Store) writeHolder(ctx context.Context, job, text string) {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO locks (job, holder, token) VALUES (?, ?, ?)
+			ON CONFLICT (job) DO UPDATE SET holder = excluded.holder, token = excluded.token`, job, text, s.token)
+		return err
+	})
 	if err != nil {
-		s.log.Debug("write lock holder", "path", path, "err", err)
+		s.log.Debug("write lock holder", "job", job, "err", err)
 	}
 }
 
-// holder returns who holds the job's lock, or "" when nobody does. It
-// probes with a shared lock, released at once, which fails exactly when a
-// run holds the exclusive one; it never creates the lock file.
-func (s *Store) holder(job string) (string, error) {
-	path := s.lockPath(job)
-	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	ok, err := fl.TryRLock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
+// clearHolder removes the holder text this Store wrote.
+func (s *Store) clearHolder(job string) {
+	ctx := context.Background()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE job = ? AND token = ?`, job, s.token)
+		return err
+	})
 	if err != nil {
-		return "", fmt.Errorf("lock file %s: %w", path, err)
+		s.log.Debug("clear lock holder", "job", job, "err", err)
 	}
-	if ok {
-		if err := fl.Unlock(); err != nil {
-			return "", fmt.Errorf("lock file %s: %w", path, err)
-		}
-		return "", nil
+}
+
+// holder returns who holds the job's lock, or "" when nobody does. The
+// probe takes no lock (on Linux) or a shared one released at once, so it
+// never makes a starting run exit 4.
+func (s *Store) holder(ctx context.Context, job string) (string, error) {
+	locked, err := s.osHeld(job)
+	if err != nil || !locked {
+		return "", err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return holderUnknown, nil
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 512))
-	text := strings.TrimSpace(string(b))
+	var text string
+	err = s.db.QueryRowContext(ctx, `SELECT holder FROM locks WHERE job = ?`, job).Scan(&text)
 	if err != nil || text == "" {
 		return holderUnknown, nil
 	}

@@ -18,7 +18,9 @@ import (
 // and time; one without a Position gets the page's), and, when p.FinishedAt
 // is set, the run's completion.
 //
-// The run must belong to job and be running. On any error (including a
+// The run must belong to job, be running, and be owned by this Store (it
+// started or reopened it); a run another Store took over returns an error
+// wrapping idsync.ErrLocked (exit 4). On any error (including a
 // cancelled ctx) nothing is recorded and the checkpoint stays where it
 // was; errors are *idsync.Error (exit 1) naming the state file, except a
 // context's error, which is returned wrapped as it is.
@@ -44,16 +46,16 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 				unchanged = unchanged + ?, skipped = skipped + ?,
 				checkpoint = ?, last_pos = ?,
 				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
-			WHERE id = ? AND job = ? AND status = ?`,
+			WHERE id = ? AND job = ? AND status = ? AND owner = ?`,
 			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped,
-			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning)
+			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning, s.token)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return fmt.Errorf("update run: %w", err)
 		} else if n != 1 {
-			return notRunning(ctx, tx, p.RunID, job)
+			return s.notRunning(ctx, tx, p.RunID, job)
 		}
 		err = tx.QueryRowContext(ctx, `
 			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms)
@@ -96,13 +98,17 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 }
 
 // notRunning explains why a page cannot be committed to runID.
-func notRunning(ctx context.Context, tx *sql.Tx, runID int64, job string) error {
+func (s *Store) notRunning(ctx context.Context, tx *sql.Tx, runID int64, job string) error {
 	runJob, status, err := runStatus(ctx, tx, runID)
 	switch {
 	case err != nil:
 		return err
 	case runJob != job:
 		return fmt.Errorf("run %d belongs to job %s", runID, runJob)
+	case status == idsync.RunRunning:
+		if err := s.ownedElsewhere(ctx, tx, runID); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("run %d is %s, not running", runID, status)
 }

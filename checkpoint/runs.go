@@ -17,7 +17,7 @@ type queryer interface {
 
 const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
-	max_mark, from_pos, to_pos, error`
+	max_mark, from_pos, to_pos, error, number`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
@@ -25,7 +25,7 @@ func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
 	var started, finished sql.NullString
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
-		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error)
+		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number)
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +117,11 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 		}
 		err := tx.QueryRowContext(ctx, `
 			INSERT INTO runs (job, kind, status, started_at, checkpoint, last_pos,
-				window_mark, max_mark, from_pos, to_pos)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				window_mark, max_mark, from_pos, to_pos, owner, number)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?)) RETURNING id`,
 			r.Job, kind, idsync.RunRunning, started, r.Checkpoint, r.Last,
-			r.Window, r.MaxMark, r.From, r.To).Scan(&id)
+			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
@@ -134,15 +135,16 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 }
 
 // Reopen sets an unfinished run (running, interrupted, failed or partial)
-// back to running and clears its error and finish time. It returns an
+// back to running, owned by this Store (the caller holds the job's lock:
+// a previous owner is gone), and clears its error and finish time. It returns an
 // *idsync.Error (exit 1) when the run does not exist or has finished for
 // good (completed or abandoned).
 func (s *Store) Reopen(ctx context.Context, runID int64) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
-			UPDATE runs SET status = ?, error = '', finished_at = NULL
+			UPDATE runs SET status = ?, error = '', finished_at = NULL, owner = ?
 			WHERE id = ? AND status IN (?, ?, ?, ?)`,
-			idsync.RunRunning, runID,
+			idsync.RunRunning, s.token, runID,
 			idsync.RunRunning, idsync.RunInterrupted, idsync.RunFailed, idsync.RunPartial)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
@@ -175,8 +177,15 @@ var finalStatuses = map[string]bool{
 // abandoned), its error message (stored as given: the caller redacts it)
 // and its finish time. With status completed and hwm != "", the job's saved
 // high-water mark becomes hwm, in the same transaction; the store does not
-// compare marks, so the caller decides whether hwm may move backwards. It
-// returns an *idsync.Error (exit 1) for an unknown run or status.
+// compare marks, so the caller decides whether hwm may move backwards.
+//
+// Only an unfinished run this Store started or reopened can be finished
+// (a completed one can only be confirmed completed); an
+// unfinished run of any owner can be abandoned (the caller holds the
+// job's lock). A run another Store took over returns an error wrapping
+// idsync.ErrLocked (exit 4) and is left as it is; a run already finished
+// (completed, abandoned) or unknown, or an unknown status, returns an
+// *idsync.Error (exit 1).
 func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error {
 	if !finalStatuses[status] {
 		return s.wrap(fmt.Sprintf("finish run %d", runID), fmt.Errorf("invalid final status %q", status))
@@ -184,11 +193,18 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm 
 	now := s.stamp()
 	var job string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `
-			UPDATE runs SET status = ?, error = ?, finished_at = ?
-			WHERE id = ? RETURNING job`, status, errMsg, now, runID).Scan(&job)
+		q := `UPDATE runs SET status = ?, error = ?, finished_at = ?
+			WHERE id = ? AND owner = ? AND (status IN ('running', 'interrupted', 'failed', 'partial')
+				OR status = 'completed' AND ? = 'completed') RETURNING job`
+		args := []any{status, errMsg, now, runID, s.token, status}
+		if status == idsync.RunAbandoned {
+			q = `UPDATE runs SET status = ?, error = ?, finished_at = ?
+			WHERE id = ? AND status IN ('running', 'interrupted', 'failed', 'partial') RETURNING job`
+			args = args[:4]
+		}
+		err := tx.QueryRowContext(ctx, q, args...).Scan(&job)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %d not found", runID)
+			return s.notFinishable(ctx, tx, runID)
 		}
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
@@ -207,6 +223,18 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm 
 	}
 	s.log.Debug("run finished", "job", job, "run_id", runID, "status", status)
 	return nil
+}
+
+// notFinishable explains why FinishRun changed nothing.
+func (s *Store) notFinishable(ctx context.Context, tx *sql.Tx, runID int64) error {
+	_, status, err := runStatus(ctx, tx, runID)
+	if err != nil {
+		return err
+	}
+	if err := s.ownedElsewhere(ctx, tx, runID); err != nil {
+		return err
+	}
+	return fmt.Errorf("run %d is %s, it cannot be finished again", runID, status)
 }
 
 // Runs returns the job's latest n runs, newest first (n <= 0: all of

@@ -36,7 +36,7 @@ func TestRunLifecycle(t *testing.T) {
 
 	got := mustRun(t, s, "orders", id)
 	want := idsync.RunInfo{
-		ID: id, Job: "orders", Kind: idsync.KindReplay, Status: idsync.RunCompleted,
+		ID: id, Number: 1, Job: "orders", Kind: idsync.KindReplay, Status: idsync.RunCompleted,
 		StartedAt: start.Add(1500 * time.Millisecond).UTC(), FinishedAt: start.Add(time.Hour).UTC(),
 		Pages: 3, Records: 17, Inserted: 12, Updated: 3, Unchanged: 1, Skipped: 1,
 		Checkpoint: "page:4", Last: "page:3", Window: "2025-01-01T00:00:00Z",

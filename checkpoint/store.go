@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	idsync "github.com/idemsync/idemsync/sync"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -42,8 +41,12 @@ type Store struct {
 	// commits.
 	beforeCommit func()
 
+	// token identifies this Store as the owner of the runs it starts or
+	// reopens (runs.owner).
+	token string
+
 	mu    sync.Mutex
-	locks map[*flock.Flock]struct{} // locks taken and not yet released
+	locks map[*held]struct{} // locks taken and not yet released
 }
 
 // Open opens the state file at path, creating it (mode 0600, in a folder
@@ -83,7 +86,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		db:    db,
 		log:   logger,
 		now:   time.Now,
-		locks: make(map[*flock.Flock]struct{}),
+		token: newToken(),
+		locks: make(map[*held]struct{}),
 	}
 	if err := s.init(ctx); err != nil {
 		db.Close()
@@ -154,13 +158,13 @@ func (s *Store) QuickCheck(ctx context.Context) error {
 // file. It returns the database's close error, if any.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	held := s.locks
-	s.locks = map[*flock.Flock]struct{}{}
+	locks := s.locks
+	s.locks = map[*held]struct{}{}
 	s.mu.Unlock()
-	for fl := range held {
-		s.writeHolder(fl.Path(), "")
-		if err := fl.Unlock(); err != nil {
-			s.log.Warn("release job lock", "path", fl.Path(), "err", err)
+	for h := range locks {
+		s.clearHolder(h.job)
+		if err := h.release(); err != nil {
+			s.log.Warn("release job lock", "job", h.job, "err", err)
 		}
 	}
 	if err := s.db.Close(); err != nil {

@@ -27,13 +27,16 @@ const (
 	JobNeverRun    = "never_run"
 	JobRunning     = "running"
 	JobInterrupted = "interrupted"
+	JobPartial     = "partial" // extension: stopped by --max-pages/--time-limit
 	JobFailed      = "failed"
 	JobCompleted   = "completed"
 )
 
 // RunInfo is one run of a job as the state file keeps it.
 type RunInfo struct {
-	ID         int64     `json:"run_id"`
+	ID int64 `json:"run_id"`
+	// Number counts the job's runs from 1 (ID is unique in the state file).
+	Number     int64     `json:"run_number"`
 	Job        string    `json:"job"`
 	Kind       string    `json:"kind"`
 	Status     string    `json:"status"`
@@ -75,6 +78,7 @@ type JobState struct {
 	HWM         string   // saved high-water mark ("" when none)
 	Columns     []Column // inferred columns saved so far
 	LastRun     *RunInfo // most recent run, nil when never run
+	LastSync    *RunInfo // most recent run of kind run (not a replay), nil when none
 	DeadLetters int64
 	Holder      string // "pid N on HOST since T" while a run holds the lock
 }
