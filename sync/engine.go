@@ -184,11 +184,6 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		e.Logger.Info("abandoning the unfinished run (--restart)", "job", job.Name, "run_id", run.ID)
 		run = nil
 	}
-	if prev, _ := e.Store.Unfinished(ctx, job.Name); prev != nil && run == nil {
-		if err := e.Store.FinishRun(ctx, prev.ID, RunAbandoned, "", ""); err != nil {
-			return nil, nil, err
-		}
-	}
 
 	// The target is reached before the run is recorded, so an unreachable
 	// database leaves the checkpoint untouched.
@@ -201,6 +196,13 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 	}
 	if !job.Infer || len(job.Table.Columns) > 0 {
 		if err := sink.Prepare(ctx, &job.Table); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
+	}
+
+	if run == nil {
+		if err := e.abandonUnfinished(ctx); err != nil {
 			sink.Close()
 			return nil, nil, err
 		}
