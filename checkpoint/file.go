@@ -129,6 +129,10 @@ func setWAL(ctx context.Context, db *sql.DB) error {
 	}
 }
 
+// busyTimeout is how long a statement waits for another process's write
+// lock on the state file before failing with SQLITE_BUSY (exit 3).
+var busyTimeout = 10 * time.Second
+
 // dsn returns the modernc DSN of the state file at abs (an absolute path):
 // a file: URI, with the characters URIs reserve escaped, and the settings
 // every new connection applies: a busy timeout, synchronous=FULL, foreign
@@ -148,7 +152,8 @@ func dsn(abs string) string {
 			b.WriteByte(c)
 		}
 	}
-	b.WriteString("?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	fmt.Fprintf(&b, "?_pragma=busy_timeout(%d)&", busyTimeout.Milliseconds())
+	b.WriteString("_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -86,4 +87,27 @@ func TestLockFollowsFileIdentity(t *testing.T) {
 	wantLocked(t, err)
 	unlock()
 	lock(t, openAt(t, sym), "orders")()
+}
+
+// A state file another process keeps busy past the busy timeout is a
+// transient failure (exit 3), as its hint says: try again.
+func TestBusyStateFileIsTransient(t *testing.T) {
+	old := busyTimeout
+	busyTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { busyTimeout = old })
+	path := statePath(t)
+	s := openAt(t, path)
+	other := openAt(t, path)
+	tx, err := other.db.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	_, err = s.StartRun(context.Background(), &idsync.RunInfo{Job: "orders"})
+	if got := idsync.ExitCode(err); got != idsync.ExitTransient {
+		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, idsync.ExitTransient)
+	}
+	if idsync.Hint(err) == "" {
+		t.Errorf("no hint: %v", err)
+	}
 }

@@ -239,7 +239,9 @@ func hint(err error) string {
 }
 
 // fileError is the error callers see for a failed operation op on the
-// state file at path: an *idsync.Error (exit 1) naming the file. A cancelled
+// state file at path: an *idsync.Error naming the file, exit 3 when
+// another process kept the file busy past the busy timeout (try again),
+// exit 1 otherwise. A cancelled
 // or expired context keeps the context's error visible (wrapped with the
 // same context, not as a permanent failure), so the engine can tell an
 // interruption from a broken file.
@@ -251,7 +253,11 @@ func fileError(path, op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
-	return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: hint(err), Err: err}
+	code, h := idsync.ExitPermanent, hint(err)
+	if h == hintBusy {
+		code = idsync.ExitTransient
+	}
+	return &idsync.Error{Code: code, Msg: msg, Hint: h, Err: err}
 }
 
 func (s *Store) wrap(op string, err error) error { return fileError(s.path, op, err) }

@@ -24,6 +24,18 @@ type globalOpts struct {
 	quiet     bool
 	logFormat string
 	logLevel  string
+	jobName   string // the job's name once its file was read, for error objects
+	gate      *jsonGate
+}
+
+// writeResult prints a run's result object, through the gate when a
+// second signal may print one too.
+func (g *globalOpts) writeResult(ios *IOStreams, v any) {
+	if g.gate != nil {
+		g.gate.write(ios, v)
+		return
+	}
+	writeJSON(ios, v)
 }
 
 // Main runs the command line and returns the process exit code. The first
@@ -39,7 +51,7 @@ func Main() int {
 		<-sigs
 		cancel()
 		<-sigs
-		os.Exit(idsync.ExitInterrupted)
+		hardExit()
 	}()
 	return Execute(ctx, os.Args[1:], System())
 }
@@ -78,15 +90,19 @@ func exitCode(err error) int {
 	return idsync.ExitCode(err)
 }
 
-// printError writes the error: one JSON object on stdout with --json,
-// a line (and hint) on stderr otherwise.
+// printError writes the error: with --json one object on stdout with
+// every field of a run's result (SPEC §2; the job's name when its file was
+// read), a line (and hint) on stderr otherwise.
 func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 	if g.json {
-		out := map[string]any{"status": "failed", "error": err.Error(), "exit_code": code}
-		if code == idsync.ExitLocked {
-			out["status"] = "locked"
+		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
+		switch code {
+		case idsync.ExitLocked:
+			res.Status = "locked"
+		case idsync.ExitNothing:
+			res.Status = "nothing_to_resume"
 		}
-		writeJSON(ios, out)
+		writeJSON(ios, res)
 		return
 	}
 	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)

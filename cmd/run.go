@@ -72,9 +72,15 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if opts.MaxPages < 0 || opts.TimeLimit < 0 {
 		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 	}
+	started := time.Now()
 	job, err := idsync.LoadFile(file)
 	if err != nil {
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+	}
+	g.jobName = job.Name
+	skeleton := func() *idsync.Result {
+		return &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed,
+			DurationMS: time.Since(started).Milliseconds()}
 	}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
@@ -85,11 +91,11 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return &usageError{err: err}
+		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
 	}
 	store, err := checkpoint.Open(ctx, g.statePath(job), log)
 	if err != nil {
-		return err
+		return failed(ios, g, skeleton(), err, job.Secrets)
 	}
 	defer store.Close()
 	fetcher := idsync.NewFetcher(job, log)
@@ -102,6 +108,19 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if bar != nil {
 		eng.OnPage = bar.page
 		fetcher.OnRetry = bar.retry
+	}
+	if g.json {
+		gate := &jsonGate{}
+		g.gate = gate
+		track, disarm := armHardExit(ios, gate, job, opts.Kind, started)
+		defer disarm()
+		barPage := eng.OnPage
+		eng.OnPage = func(ev idsync.PageEvent) {
+			track(ev)
+			if barPage != nil {
+				barPage(ev)
+			}
+		}
 	}
 	installFailpoint(eng)
 	res, err := eng.Run(ctx, opts)
@@ -129,19 +148,22 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 	}
 	res.ExitCode = idsync.ExitCode(err)
 	res.Error = red.Redact(err.Error())
+	if res.Job == "" {
+		res.Job = g.jobName
+	}
 	switch res.ExitCode {
 	case idsync.ExitLocked:
 		res.Status = "locked"
 	case idsync.ExitNothing:
 		res.Status = "nothing_to_resume"
 	}
-	writeJSON(ios, res)
+	g.writeResult(ios, res)
 	return &reportedError{code: res.ExitCode}
 }
 
 func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log *slog.Logger) {
 	if g.json {
-		writeJSON(ios, r)
+		g.writeResult(ios, r)
 		return
 	}
 	if err != nil {

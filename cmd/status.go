@@ -87,6 +87,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 			return err
 		}
 		red, name = job.Secrets, job.Name
+		g.jobName = name
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, name)
 	if err != nil {

@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"os"
+	gosync "sync"
+	"sync/atomic"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// onHardExit, when set, prints what a command must print before a second
+// SIGINT/SIGTERM ends the process at once (Main).
+var onHardExit atomic.Pointer[func()]
+
+// hardExit runs onHardExit and exits 130.
+func hardExit() {
+	if f := onHardExit.Load(); f != nil {
+		(*f)()
+	}
+	os.Exit(idsync.ExitInterrupted)
+}
+
+// jsonGate lets exactly one JSON object reach stdout: the command's own,
+// or the one printed when a second signal ends the process.
+type jsonGate struct {
+	mu   gosync.Mutex
+	done bool
+}
+
+// write prints v unless an object was already printed.
+func (g *jsonGate) write(ios *IOStreams, v any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.done {
+		g.done = true
+		writeJSON(ios, v)
+	}
+}
+
+// armHardExit makes a second signal print, with --json, the full run
+// object of what is known (job, run id and counts of the pages committed
+// so far) with status interrupted and exit code 130. It returns the
+// OnPage hook that keeps that knowledge current and a function that
+// disarms it.
+func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, started time.Time) (onPage func(idsync.PageEvent), disarm func()) {
+	var last atomic.Pointer[idsync.PageEvent]
+	f := func() {
+		res := &idsync.Result{Job: job.Name, Kind: kind, Status: idsync.RunInterrupted, ExitCode: idsync.ExitInterrupted,
+			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
+		if ev := last.Load(); ev != nil {
+			res.RunID, res.Pages = ev.RunID, ev.Pages
+			res.Inserted, res.Updated, res.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
+		}
+		res.DurationMS = time.Since(started).Milliseconds()
+		gate.mu.Lock() // held until the process exits
+		if !gate.done {
+			writeJSON(ios, res)
+		}
+	}
+	onHardExit.Store(&f)
+	return func(ev idsync.PageEvent) { last.Store(&ev) }, func() { onHardExit.CompareAndSwap(&f, nil) }
+}
