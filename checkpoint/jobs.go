@@ -10,7 +10,7 @@ import (
 )
 
 // Job returns what the file knows about job: its saved high-water mark and
-// columns, its latest run, its dead letter count, and Holder, the process
+// columns, its latest run, its latest run of kind run (LastSync), its dead letter count, and Holder, the process
 // holding its run lock ("" when none). A job never seen returns a JobState
 // with only Name (and Holder) set. Errors are *idsync.Error (exit 1).
 func (s *Store) Job(ctx context.Context, job string) (*idsync.JobState, error) {
@@ -51,11 +51,29 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 	if st.LastRun, err = latestRun(ctx, tx, job); err != nil {
 		return nil, err
 	}
+	if st.LastRun != nil && st.LastRun.Kind == idsync.KindRun {
+		st.LastSync = st.LastRun
+	} else if st.LastSync, err = latestSync(ctx, tx, job); err != nil {
+		return nil, err
+	}
 	err = tx.QueryRowContext(ctx, `SELECT count(*) FROM dead_letters WHERE job = ?`, job).Scan(&st.DeadLetters)
 	if err != nil {
 		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
 	return st, nil
+}
+
+// latestSync returns the job's newest run of kind run, or nil.
+func latestSync(ctx context.Context, q queryer, job string) (*idsync.RunInfo, error) {
+	r, err := scanRun(q.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE job = ? AND kind = ? ORDER BY id DESC LIMIT 1`, job, idsync.KindRun))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read last sync: %w", err)
+	}
+	return r, nil
 }
 
 // Jobs returns the state of every job in the file, sorted by name (byte

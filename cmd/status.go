@@ -18,10 +18,11 @@ import (
 // the stable contract; the others appear only when set or asked for.
 type jobStatus struct {
 	Name        string              `json:"name"`
-	Status      string              `json:"status"` // never_run, running, interrupted, failed, completed
+	Status      string              `json:"status"` // never_run, running, interrupted, partial, failed, completed
 	Checkpoint  string              `json:"checkpoint"`
 	HWM         string              `json:"hwm"`
 	LastRun     *runStatus          `json:"last_run"`
+	LastSync    *runStatus          `json:"last_sync"` // newest run of kind run; differs from last_run after a replay
 	DeadLetters int64               `json:"dead_letters"`
 	Holder      string              `json:"lock_holder,omitempty"`
 	Runs        []runStatus         `json:"runs,omitempty"`
@@ -33,6 +34,7 @@ type jobStatus struct {
 // describe one invocation, not a stored run: they are left out.
 type runStatus struct {
 	idsync.Result
+	RunNumber  int64      `json:"run_number"` // the job's runs counted from 1; run_id is unique in the state file
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	ExitCode   *int       `json:"exit_code,omitempty"` // hides Result's
@@ -56,8 +58,10 @@ $IDEMSYNC_STATE, or .idemsync/state.db in the current folder).
 
 status only reads: it never creates a state file, and a job that never ran
 says so. --json prints {"jobs":[{"name","status","checkpoint","hwm",
-"last_run","dead_letters"}]} with status one of never_run, running,
-interrupted, failed, completed.`,
+"last_run","last_sync","dead_letters"}]} with status one of never_run,
+running, interrupted, partial, failed, completed; last_sync is the newest
+run of kind run (a replay does not hide it). run_id is unique in the state
+file; run_number counts the job's runs from 1.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{err: fmt.Errorf("status takes at most one job file")}
@@ -138,6 +142,10 @@ func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState,
 		r := storedRun(js.LastRun, style, js.HWM, red, js.Holder != "")
 		s.LastRun, s.Checkpoint = &r, r.Checkpoint
 	}
+	if js.LastSync != nil {
+		r := storedRun(js.LastSync, style, js.HWM, red, js.Holder != "" && js.LastSync == js.LastRun)
+		s.LastSync = &r
+	}
 	if o.runs > 0 {
 		runs, err := store.Runs(ctx, js.Name, o.runs)
 		if err != nil {
@@ -168,7 +176,7 @@ func storedRun(r *idsync.RunInfo, style, hwm string, red *idsync.Redactor, locke
 	if res.Status == idsync.RunRunning && !locked {
 		res.Status = idsync.RunInterrupted
 	}
-	out := runStatus{Result: res, StartedAt: r.StartedAt.UTC()}
+	out := runStatus{Result: res, RunNumber: r.Number, StartedAt: r.StartedAt.UTC()}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t

@@ -37,8 +37,11 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		row("last error", oneLine(r.Error, 200))
 		switch r.Status {
 		case idsync.RunPartial, idsync.RunInterrupted, idsync.RunFailed:
-			row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunID, r.Checkpoint))
+			row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunNumber, r.Checkpoint))
 		}
+	}
+	if s := j.LastSync; s != nil && j.LastRun != nil && s.RunID != j.LastRun.RunID {
+		row("last sync", runLine(s))
 	}
 	row("dead letters", fmt.Sprint(j.DeadLetters))
 	_ = tw.Flush()
@@ -53,9 +56,10 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	}
 }
 
-// runLine describes a run in one line: "#3 run completed 2024-05-01T02:00:00Z, took 1.25s".
+// runLine describes a run in one line: "#3 (id 7) run completed, started
+// 2024-05-01T02:00:00Z, took 1.25s", numbered among the job's runs.
 func runLine(r *runStatus) string {
-	s := fmt.Sprintf("#%d %s %s, started %s", r.RunID, r.Kind, r.Status, stamp(r.StartedAt))
+	s := fmt.Sprintf("#%d (id %d) %s %s, started %s", r.RunNumber, r.RunID, r.Kind, r.Status, stamp(r.StartedAt))
 	if r.Status == idsync.RunRunning {
 		return s + ", running for " + durationText(r.DurationMS)
 	}
@@ -73,13 +77,13 @@ func writeRuns(w io.Writer, runs []runStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tCHECKPOINT\tERROR")
+	fmt.Fprintln(tw, "  RUN\tID\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tCHECKPOINT\tERROR")
 	for _, r := range runs {
 		took := "-"
 		if r.FinishedAt != nil || r.Status == idsync.RunRunning {
 			took = durationText(r.DurationMS)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunID, r.Kind, r.Status,
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunNumber, r.RunID, r.Kind, r.Status,
 			stamp(r.StartedAt), took, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
 			r.Checkpoint, orDash(oneLine(r.Error, 60)))
 	}

@@ -212,7 +212,7 @@ func TestStatusRunningAndKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := execute(t, false, "status", job)
-	for _, want := range []string{"status        running", "lock holder   pid ", "#1 run running", "running for", "checkpoint    page 4"} {
+	for _, want := range []string{"status        running", "lock holder   pid ", "#1 (id 1) run running", "running for", "checkpoint    page 4"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status of a running job lacks %q:\n%s", want, r.stdout)
 		}

@@ -4,7 +4,8 @@ import "time"
 
 // JobStatus returns the status of a job as status reports it: never_run,
 // running (a process holds its lock), interrupted (its last run stopped
-// unfinished: killed, interrupted or partial), failed, or completed.
+// unfinished: killed or interrupted), partial (stopped by --max-pages or
+// --time-limit; an extension of SPEC §2), failed, or completed.
 func JobStatus(js *JobState) string {
 	switch {
 	case js.Holder != "":
@@ -17,10 +18,12 @@ func JobStatus(js *JobState) string {
 		return JobCompleted
 	case RunFailed:
 		return JobFailed
+	case RunPartial:
+		return JobPartial
 	case RunAbandoned:
 		return JobInterrupted
 	}
-	return JobInterrupted // running without a lock holder = killed; partial; interrupted
+	return JobInterrupted // running without a lock holder = killed; interrupted
 }
 
 // RunResult presents a stored run with the fields of a run's --json result.
