@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +139,55 @@ func TestHardenedAbandonOnlyWhenTargetUp(t *testing.T) {
 		t.Errorf("resume after the target came back: %+v (partial run %+v)", c, p)
 	}
 	assertEqualSource(t, readSQLite(t, target), sourceRows(api))
+}
+
+// status says partial after an intended --max-pages stop, and after a
+// replay still shows the last real sync beside it; runs are numbered per
+// job.
+func TestHardenedStatusPartialAndLastSync(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 200})
+	dir := t.TempDir()
+	other := writeJob(t, dir, "other.yaml", strings.Replace(styleJob("page", url, "sqlite:other.db"), "name: orders-page", "name: other", 1))
+	runCode(t, dir, nil, 0, "run", other) // takes run id 1 in the shared state file
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	p := runCode(t, dir, nil, 0, "run", job, "--max-pages", "2")
+	if st := statusOf(t, dir, job); st.Status != "partial" || st.LastRun == nil || st.LastRun.Status != "partial" {
+		t.Fatalf("status after --max-pages: %+v", st)
+	}
+	done := runCode(t, dir, nil, 0, "run", job)
+	if done.RunID != p.RunID || done.Status != "completed" {
+		t.Fatalf("run after partial did not continue it: %+v", done)
+	}
+	runCode(t, dir, nil, 0, "replay", job, "--from", "2", "--to", "3")
+	r := idemsync(t, dir, nil, "status", job, "--json")
+	var out struct {
+		Jobs []struct {
+			Status  string `json:"status"`
+			LastRun *struct {
+				RunID     int64  `json:"run_id"`
+				RunNumber int64  `json:"run_number"`
+				Kind      string `json:"kind"`
+			} `json:"last_run"`
+			LastSync *struct {
+				RunID     int64  `json:"run_id"`
+				RunNumber int64  `json:"run_number"`
+				Kind      string `json:"kind"`
+				Status    string `json:"status"`
+			} `json:"last_sync"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Jobs) != 1 {
+		t.Fatalf("status --json: %v %s", err, r.stdout)
+	}
+	j := out.Jobs[0]
+	if j.LastRun == nil || j.LastRun.Kind != "replay" || j.LastRun.RunNumber != 2 {
+		t.Errorf("last_run after a replay: %+v", j.LastRun)
+	}
+	if j.LastSync == nil || j.LastSync.RunID != p.RunID || j.LastSync.RunNumber != 1 || j.LastSync.Kind != "run" || j.LastSync.Status != "completed" {
+		t.Errorf("last_sync after a replay: %+v (sync run id %d)", j.LastSync, p.RunID)
+	}
+	text := idemsync(t, dir, nil, "status", job)
+	if !strings.Contains(text.stdout, "last sync     #1 (id 2) run completed") {
+		t.Errorf("status table lacks the last sync:\n%s", text.stdout)
+	}
 }

@@ -51,7 +51,7 @@ func TestMaxPagesThreeTimes(t *testing.T) {
 					t.Errorf("invocation %d sent %d requests, want 3", i+1, got)
 				}
 				st := statusOf(t, dir, job)
-				wantStatus := map[string]string{"partial": "interrupted", "completed": "completed"}[want]
+				wantStatus := map[string]string{"partial": "partial", "completed": "completed"}[want]
 				if st.Status != wantStatus || st.Checkpoint != r.Checkpoint || st.LastRun == nil || st.LastRun.Status != want {
 					t.Errorf("status after invocation %d: %+v, want %s at %s", i+1, st, wantStatus, r.Checkpoint)
 				}

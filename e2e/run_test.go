@@ -202,7 +202,7 @@ func TestPartialRunsResumeAndStatus(t *testing.T) {
 		t.Errorf("partial run: %+v", p)
 	}
 	st = idemsync(t, dir, nil, "status", job, "--json")
-	if !strings.Contains(st.stdout, `"status":"interrupted"`) || !strings.Contains(st.stdout, `"checkpoint":"page 4"`) {
+	if !strings.Contains(st.stdout, `"status":"partial"`) || !strings.Contains(st.stdout, `"checkpoint":"page 4"`) {
 		t.Errorf("status after a partial run: %s", st.stdout)
 	}
 	api.ResetCounters()
