@@ -1,0 +1,101 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"time"
+)
+
+// DefaultRetention is how long runs and their page rows are kept: prune's
+// default --keep, and the retention run applies after every run.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// PruneStats is what Prune removed from one job.
+type PruneStats struct {
+	Job   string `json:"name"`
+	Runs  int64  `json:"runs_deleted"`
+	Pages int64  `json:"pages_deleted"`
+	Kept  int64  `json:"runs_kept"`
+}
+
+// prunable selects the job's runs Prune may delete: finished for good
+// (completed or abandoned) before the cutoff, and none of the job's latest
+// run, latest completed run, or latest completed run of kind run (what
+// `continue: true` starts from). Unfinished runs (running, interrupted,
+// failed, partial) and their pages are never touched: resume needs them.
+const prunable = `job = ?1 AND status IN ('completed', 'abandoned')
+	AND coalesce(finished_at, started_at) < ?2
+	AND id <> (SELECT max(id) FROM runs WHERE job = ?1)
+	AND id <> coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed'), 0)
+	AND id <> coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed' AND kind = 'run'), 0)`
+
+// Prune deletes the page rows and runs of job that finished more than keep
+// ago, in one transaction, except what a later run needs (see prunable).
+// A run with dead letters keeps its row (the dead letters name it) but
+// loses its page rows. Other tables (marks, counters, dead letters) are
+// untouched. It needs no run lock: the protected runs are chosen inside
+// the transaction. Errors are *idsync.Error (exit 1, or 3 when the file is
+// busy).
+func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (PruneStats, error) {
+	st := PruneStats{Job: job}
+	if err := checkJob(job); err != nil {
+		return st, s.wrap("prune", err)
+	}
+	cutoff := formatTime(s.now().Add(-keep))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE `+prunable+`)`, job, cutoff)
+		if err != nil {
+			return fmt.Errorf("delete pages: %w", err)
+		}
+		st.Pages, _ = res.RowsAffected()
+		res, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE `+prunable+`
+			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.run_id = runs.id)`, job, cutoff)
+		if err != nil {
+			return fmt.Errorf("delete runs: %w", err)
+		}
+		st.Runs, _ = res.RowsAffected()
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE job = ?`, job).Scan(&st.Kept)
+	})
+	if err != nil {
+		return st, s.wrap("job "+job+": prune", err)
+	}
+	if st.Runs+st.Pages > 0 {
+		s.log.Info("pruned old runs", "job", job, "runs", st.Runs, "pages", st.Pages, "kept", st.Kept)
+	}
+	return st, nil
+}
+
+// JobNames returns the names of the jobs in the file, sorted. Errors are
+// *idsync.Error (exit 1).
+func (s *Store) JobNames(ctx context.Context) ([]string, error) {
+	names, err := s.jobNames(ctx)
+	if err != nil {
+		return nil, s.wrap("list jobs", err)
+	}
+	return names, nil
+}
+
+// Vacuum rewrites the file to give the space of deleted rows back to the
+// file system (deleted rows' space is otherwise reused, not returned).
+func (s *Store) Vacuum(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
+		return s.wrap("vacuum", err)
+	}
+	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return s.wrap("vacuum", err)
+	}
+	return nil
+}
+
+// Size returns the bytes of the state file with its -wal file.
+func (s *Store) Size() int64 {
+	var n int64
+	for _, p := range []string{s.abs, s.abs + "-wal"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
