@@ -99,3 +99,12 @@ func (s *Store) Size() int64 {
 	}
 	return n
 }
+
+// FreePages returns the file's free pages and its page count.
+func (s *Store) FreePages(ctx context.Context) (free, total int64, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &total)
+	if err != nil {
+		return 0, 0, s.wrap("count free pages", err)
+	}
+	return free, total, nil
+}

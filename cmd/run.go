@@ -132,6 +132,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
 	printResult(ios, g, res, err, log)
+	autoPrune(ctx, store, job.Name, log)
 	if code != 0 {
 		return &reportedError{code: code}
 	}
@@ -185,4 +186,16 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log
 		r.Job, what, r.Status, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
 		(time.Duration(r.DurationMS) * time.Millisecond).String(), r.Checkpoint)
 	_ = log
+}
+
+// autoPrune applies the default retention to the job after a run: its
+// old runs and page rows go, so the state file stays bounded. A failure is
+// a warning; it never changes the run's outcome.
+func autoPrune(ctx context.Context, store *checkpoint.Store, job string, log *slog.Logger) {
+	if ctx.Err() != nil {
+		return
+	}
+	if _, err := store.Prune(ctx, job, checkpoint.DefaultRetention); err != nil {
+		log.Warn("prune old runs", "err", err)
+	}
 }

@@ -1,0 +1,141 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemsync/idemsync/checkpoint"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+type pruneOpts struct {
+	keep string
+}
+
+func newPruneCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+	o := &pruneOpts{}
+	c := &cobra.Command{
+		Use:   "prune [JOB.yaml] [--keep 30d]",
+		Short: "Drop runs and page rows older than the retention from the state file",
+		Long: `Drop the page rows and runs that finished more than --keep ago (default
+30d; Go durations plus d for days). Never dropped: a job's latest run, its
+latest completed run, an unfinished run and its pages, a run with dead
+letters (its page rows go), the saved marks, the dead letters. Without a
+job file, every job of the state file (--state, $IDEMSYNC_STATE, or
+.idemsync/state.db). When at least a quarter of the file is free space
+afterwards, the file is rewritten (VACUUM) to give it back. run and resume
+prune their job at 30d after every run.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return &usageError{err: fmt.Errorf("prune takes at most one job file")}
+			}
+			return nil
+		},
+		ValidArgsFunction: jobFileArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return prune(c.Context(), g, ios, args, o)
+		},
+	}
+	c.Flags().StringVar(&o.keep, "keep", "30d", "keep runs that finished less than this long ago (e.g. 30d, 72h)")
+	return c
+}
+
+// parseKeep reads a Go duration or a number of days ("30d").
+func parseKeep(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("--keep %q: want a duration such as 30d or 72h", s)
+	}
+	return d, nil
+}
+
+func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *pruneOpts) error {
+	keep, err := parseKeep(o.keep)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	var job *idsync.Job
+	red := idsync.NewRedactor()
+	if len(args) == 1 {
+		if job, err = idsync.LoadFile(args[0]); err != nil {
+			return err
+		}
+		red, g.jobName = job.Secrets, job.Name
+	}
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, g.jobName)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	path := g.statePath(job)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return printPrune(ios, g, nil, 0, 0, path) // nothing to prune; never create the file
+	}
+	store, err := checkpoint.Open(ctx, path, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	names := []string{g.jobName}
+	if job == nil {
+		if names, err = store.JobNames(ctx); err != nil {
+			return err
+		}
+	}
+	before := store.Size()
+	var out []checkpoint.PruneStats
+	for _, n := range names {
+		st, err := store.Prune(ctx, n, keep)
+		if err != nil {
+			return err
+		}
+		out = append(out, st)
+	}
+	if err := vacuumIfWorth(ctx, store, log); err != nil {
+		return err
+	}
+	return printPrune(ios, g, out, before, store.Size(), path)
+}
+
+// vacuumIfWorth rewrites the file when a quarter or more of it is free.
+func vacuumIfWorth(ctx context.Context, store *checkpoint.Store, log *slog.Logger) error {
+	free, total, err := store.FreePages(ctx)
+	if err != nil || total == 0 || free*4 < total {
+		return err
+	}
+	log.Info("giving free space back to the file system (VACUUM)", "free_pages", free, "pages", total)
+	return store.Vacuum(ctx)
+}
+
+func printPrune(ios *IOStreams, g *globalOpts, jobs []checkpoint.PruneStats, before, after int64, path string) error {
+	if g.json {
+		if jobs == nil {
+			jobs = []checkpoint.PruneStats{}
+		}
+		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after, "exit_code": 0})
+		return nil
+	}
+	for _, j := range jobs {
+		fmt.Fprintf(ios.Out, "%s: deleted %s and %s; %s kept\n", j.Job, plural(j.Runs, "run"), plural(j.Pages, "page row"), plural(j.Kept, "run"))
+	}
+	if jobs == nil {
+		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
+		return nil
+	}
+	fmt.Fprintf(ios.Out, "state file %s: %d KiB before, %d KiB after\n", path, before>>10, after>>10)
+	return nil
+}

@@ -1,0 +1,72 @@
+package cmd
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// pruneAge moves every run of the state file back by days.
+func pruneAge(t *testing.T, state string, days int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mod := fmt.Sprintf("-%d days", days)
+	if _, err := db.Exec(`UPDATE runs SET started_at = strftime('%Y-%m-%dT%H:%M:%S.000000000Z', started_at, ?),
+		finished_at = strftime('%Y-%m-%dT%H:%M:%S.000000000Z', finished_at, ?)`, mod, mod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prune drops old completed runs but keeps the latest; run prunes at the
+// default retention by itself.
+func TestPruneCommand(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 60})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "orders.yaml", pageJob("orders", url))
+	state := filepath.Join(dir, "state.db")
+	for range 3 {
+		if r := execute(t, false, "run", job, "--quiet"); r.code != 0 {
+			t.Fatalf("run: %d %s", r.code, r.stderr)
+		}
+	}
+	pruneAge(t, state, 40)
+	r := execute(t, false, "prune", job, "--keep", "30d", "--json")
+	var out struct {
+		Jobs []struct {
+			Name  string `json:"name"`
+			Runs  int64  `json:"runs_deleted"`
+			Pages int64  `json:"pages_deleted"`
+			Kept  int64  `json:"runs_kept"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || len(out.Jobs) != 1 {
+		t.Fatalf("prune --json: %d %v %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	if j := out.Jobs[0]; j.Name != "orders" || j.Runs != 2 || j.Pages != 4 || j.Kept != 1 {
+		t.Errorf("prune: %+v, want 2 runs and 4 pages deleted, 1 kept", j)
+	}
+	if st := execute(t, false, "status", job, "--json"); !strings.Contains(st.stdout, `"status":"completed"`) {
+		t.Errorf("status after prune: %s", st.stdout)
+	}
+	// Two more runs, aged: the next run prunes them itself.
+	for range 2 {
+		execute(t, false, "run", job, "--quiet")
+	}
+	pruneAge(t, state, 40)
+	if r := execute(t, false, "run", job, "--quiet"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	r = execute(t, false, "status", job, "--runs", "100", "--json")
+	if n := strings.Count(r.stdout, `"kind":"run"`); n != 1+2 { // runs list (1) + last_run + last_sync
+		t.Errorf("after the automatic prune %d run objects, want only the latest run: %s", n, r.stdout)
+	}
+}
