@@ -73,7 +73,8 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 	f.http = &http.Client{
 		Transport:     &limitedTransport{base: tr, f: f},
 		CheckRedirect: f.checkRedirect,
-		Timeout:       job.Source.Timeout.Duration, // bounds one attempt
+		// No Client.Timeout: it would count the rate limit's waits;
+		// limitedTransport bounds each attempt after them.
 	}
 	return f
 }
@@ -105,7 +106,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t.f.BeforeRequest != nil {
 		t.f.BeforeRequest()
 	}
-	return t.base.RoundTrip(req)
+	return timedRoundTrip(t.base, req, t.f.job.Source.Timeout.Duration)
 }
 
 // newLimiter enforces source.rate_limit as users and APIs count it: at most
