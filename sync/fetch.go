@@ -51,6 +51,8 @@ type Fetcher struct {
 	limiter *rate.Limiter
 	// pausedUntil (UnixNano) holds all requests after a 429.
 	pausedUntil atomic.Int64
+	// foreignWarned is set once a request left the source's origin.
+	foreignWarned atomic.Bool
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 	// BeforeRequest, when set, is called before each attempt is sent (a
@@ -181,7 +183,11 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 		}
 	}
 	q := u.Query()
+	foreign := isNext && !f.sameOrigin(u.String())
 	for _, k := range sortedKeys(f.job.Source.Query) {
+		if foreign {
+			break // source.query may hold API keys: never to another origin
+		}
 		if !isNext || !q.Has(k) {
 			q.Set(k, f.job.Source.Query[k])
 		}
@@ -240,8 +246,12 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	if err != nil {
 		return nil, Errorf(ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
 	}
-	for _, k := range sortedKeys(src.Headers) {
-		req.Header.Set(k, src.Headers[k])
+	if f.sameOrigin(rawURL) {
+		for _, k := range sortedKeys(src.Headers) {
+			req.Header.Set(k, src.Headers[k])
+		}
+	} else {
+		f.warnForeignOrigin(rawURL)
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
