@@ -53,6 +53,8 @@ type Fetcher struct {
 	pausedUntil atomic.Int64
 	// foreignWarned is set once a request left the source's origin.
 	foreignWarned atomic.Bool
+	// plain sends a request as is; authed (SetAuth) authenticates it first.
+	plain, authed http.RoundTripper
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 	// BeforeRequest, when set, is called before each attempt is sent (a
@@ -68,12 +70,12 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}}
+	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}, plain: tr}
 	if job.Source.RateLimit > 0 {
 		f.limiter = newLimiter(job.Source.RateLimit)
 	}
 	f.http = &http.Client{
-		Transport:     &limitedTransport{base: tr, f: f},
+		Transport:     &limitedTransport{base: &originTransport{f: f}, f: f},
 		CheckRedirect: f.checkRedirect,
 		// No Client.Timeout: it would count the rate limit's waits;
 		// limitedTransport bounds each attempt after them.
@@ -319,7 +321,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 		if slices.Contains(rc.OnStatus, st.status) {
 			return nil, &Error{Code: ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
 		}
-		return nil, &Error{Code: ExitPermanent, Msg: msg, Hint: "HTTP status not in retry.on_status: not retried"}
+		return nil, &Error{Code: ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
 	}
 	out := &Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
 	recs, err := f.records(st.body)
@@ -485,7 +487,7 @@ func kindOf(v gjson.Result) string {
 
 func (f *Fetcher) transportError(where, tries string, err error) error {
 	if permanentTransportError(err) {
-		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err)))}
+		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(Hint(err))}
 	}
 	return &Error{Code: ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
 		Hint: "network error; the checkpoint is intact, run again later"}
@@ -496,7 +498,9 @@ func permanentTransportError(err error) bool {
 	var he x509.HostnameError
 	var ce x509.CertificateInvalidError
 	var ve *tls.CertificateVerificationError
+	var pe *Error
 	return errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || errors.As(err, &ve) ||
+		errors.As(err, &pe) && pe.Code == ExitPermanent ||
 		strings.Contains(err.Error(), "stopped after 10 redirects") ||
 		strings.Contains(err.Error(), "unsupported protocol scheme")
 }

@@ -36,3 +36,27 @@ func (b *cancelBody) Close() error {
 	b.cancel()
 	return err
 }
+
+// SetAuth installs the job's authentication: wrap receives the transport
+// that sends a request and returns the one that authenticates it first
+// (source/auth builds it; cmd/ installs it). Only requests to the source's
+// origin go through it; others are sent without credentials. Call it
+// before the first Fetch.
+func (f *Fetcher) SetAuth(wrap func(http.RoundTripper) http.RoundTripper) {
+	if wrap == nil {
+		f.authed = nil
+		return
+	}
+	f.authed = wrap(f.plain)
+}
+
+// originTransport sends requests to the source's origin through the auth
+// chain and every other request without it.
+type originTransport struct{ f *Fetcher }
+
+func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.f.authed != nil && t.f.sameOrigin(req.URL.String()) {
+		return t.f.authed.RoundTrip(req)
+	}
+	return t.f.plain.RoundTrip(req)
+}
