@@ -183,6 +183,7 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 		} else if u.User == nil && src.User != nil && origin(u) == origin(src) {
 			u.User = src.User // the source's credentials, on its own origin only
 		}
+		f.restorePathSecrets(u)
 	}
 	q := u.Query()
 	foreign := isNext && !f.sameOrigin(u.String())
@@ -218,6 +219,9 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 	changed := false
 	if src, err := url.Parse(f.job.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
 		u.User, changed = nil, true
+	}
+	if f.stripPathSecrets(u) {
+		changed = true
 	}
 	q := u.Query()
 	for k, v := range f.job.Source.Query {

@@ -57,3 +57,22 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 		t.Errorf("own origin Authorization = %q", user)
 	}
 }
+
+// A ${VAR} in the source URL's path is not stored with a next URL that
+// repeats it; BuildURL puts it back.
+func TestCheckpointURLWithoutPathSecret(t *testing.T) {
+	spec := fetchSpec("http://api.example.com/v1/${TENANT}/items", "", "")
+	f, _ := newTestFetcher(t, spec, map[string]string{"TENANT": "tenant-secret-77"})
+	next := "http://api.example.com/v1/tenant-secret-77/items?cursor=abc"
+	stored := f.CheckpointURL(next)
+	if strings.Contains(stored, "tenant-secret-77") {
+		t.Fatalf("stored URL holds the secret: %s", stored)
+	}
+	got, err := f.BuildURL(stored, nil, true)
+	if err != nil || got != next {
+		t.Errorf("BuildURL(%s) = %s, %v; want %s", stored, got, err, next)
+	}
+	if other := f.CheckpointURL("http://cdn.example.net/v1/x/items"); other != "http://cdn.example.net/v1/x/items" {
+		t.Errorf("another origin's URL changed: %s", other)
+	}
+}
