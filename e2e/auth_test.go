@@ -243,6 +243,15 @@ func TestAuthRefreshTokenRotation(t *testing.T) {
 		t.Errorf("%d token requests for 3 runs, want 3", n)
 	}
 	authScanAll(t, dir, &canaryScan{canaries: []string{authClientSecret, seed}}, rs...)
+	// The rotated token is in the state file, and printed nowhere.
+	var stored string
+	if err := openSQLite(t, filepath.Join(dir, ".idemsync", "state.db")).QueryRow(`SELECT token FROM auth_tokens`).Scan(&stored); err != nil || stored == "" || stored == seed {
+		t.Fatalf("stored refresh token %q, %v: want the rotated one", stored, err)
+	}
+	outScan := &canaryScan{canaries: []string{stored}}
+	for i, r := range append(rs, idemsync(t, dir, nil, "status", "job.yaml"), idemsync(t, dir, nil, "status", "--json")) {
+		outScan.result(t, fmt.Sprintf("output %d", i), r)
+	}
 	// A new seed (the old one is spent) replaces the stored token.
 	seed2 := o.seedRefresh(t)
 	if r := idemsync(t, dir, []string{"RT=" + seed2}, "run", "job.yaml"); r.code != 0 {
