@@ -99,6 +99,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	defer store.Close()
 	fetcher := idsync.NewFetcher(job, log)
+	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
+		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)
+	}
 	eng := &idsync.Engine{
 		Job: job, Store: store, Fetcher: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {

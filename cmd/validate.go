@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/sink"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -31,7 +32,7 @@ to the target database.`,
 				return &usageError{err: err}
 			}
 			if connect {
-				if err := checkConnect(c.Context(), job, log); err != nil {
+				if err := checkConnect(c.Context(), g, job, log); err != nil {
 					return err
 				}
 			}
@@ -54,8 +55,21 @@ to the target database.`,
 }
 
 // checkConnect fetches the first page (writing nothing) and opens the sink.
-func checkConnect(ctx context.Context, job *idsync.Job, log *slog.Logger) error {
-	return idsync.CheckConnect(ctx, job, log, func(ctx context.Context) (idsync.Sink, error) {
+func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
+	f := idsync.NewFetcher(job, log)
+	var store *checkpoint.Store
+	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {
+		s, err := checkpoint.Open(ctx, g.statePath(job), log) // a rotated token must be kept
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		store = s
+	}
+	if err := installAuth(ctx, job, f, store, log); err != nil {
+		return err
+	}
+	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (idsync.Sink, error) {
 		return sink.Open(ctx, job.Target.URL, log)
 	})
 }

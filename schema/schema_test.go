@@ -145,6 +145,11 @@ source: {url: "https://api.example.com/orders"}
 incremental: {field: updated_at, param: updated_since}
 target: {url: "sqlite:out.db", table: orders, key: id}
 `, []string{"incremental.field", "incremental.param"}},
+	{"auth", `
+name: orders
+source: {url: "https://api.example.com/orders", auth: {type: bearer, token: abc123}}
+target: {url: "sqlite:out.db", table: orders, key: id}
+`, []string{"source.auth.type"}},
 }
 
 func TestRequiredKeysAgree(t *testing.T) {

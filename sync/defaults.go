@@ -65,6 +65,7 @@ func (j *Job) finish(lines map[string]int) []string {
 	for _, k := range sortedKeys(s.Headers) {
 		j.Secrets.Add(s.Headers[k])
 	}
+	j.authDefaults(bad)
 	if s.Timeout.Duration == 0 {
 		s.Timeout.Duration = DefaultTimeout
 	}

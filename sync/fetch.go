@@ -51,6 +51,10 @@ type Fetcher struct {
 	limiter *rate.Limiter
 	// pausedUntil (UnixNano) holds all requests after a 429.
 	pausedUntil atomic.Int64
+	// foreignWarned is set once a request left the source's origin.
+	foreignWarned atomic.Bool
+	// plain sends a request as is; authed (SetAuth) authenticates it first.
+	plain, authed http.RoundTripper
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 	// BeforeRequest, when set, is called before each attempt is sent (a
@@ -66,14 +70,15 @@ func NewFetcher(job *Job, logger *slog.Logger) *Fetcher {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}}
+	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}, plain: tr}
 	if job.Source.RateLimit > 0 {
 		f.limiter = newLimiter(job.Source.RateLimit)
 	}
 	f.http = &http.Client{
-		Transport:     &limitedTransport{base: tr, f: f},
+		Transport:     &limitedTransport{base: &originTransport{f: f}, f: f},
 		CheckRedirect: f.checkRedirect,
-		Timeout:       job.Source.Timeout.Duration, // bounds one attempt
+		// No Client.Timeout: it would count the rate limit's waits;
+		// limitedTransport bounds each attempt after them.
 	}
 	return f
 }
@@ -105,7 +110,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t.f.BeforeRequest != nil {
 		t.f.BeforeRequest()
 	}
-	return t.base.RoundTrip(req)
+	return timedRoundTrip(t.base, req, t.f.job.Source.Timeout.Duration)
 }
 
 // newLimiter enforces source.rate_limit as users and APIs count it: at most
@@ -178,9 +183,14 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 		} else if u.User == nil && src.User != nil && origin(u) == origin(src) {
 			u.User = src.User // the source's credentials, on its own origin only
 		}
+		f.restorePathSecrets(u)
 	}
 	q := u.Query()
+	foreign := isNext && !f.sameOrigin(u.String())
 	for _, k := range sortedKeys(f.job.Source.Query) {
+		if foreign {
+			break // source.query may hold API keys: never to another origin
+		}
 		if !isNext || !q.Has(k) {
 			q.Set(k, f.job.Source.Query[k])
 		}
@@ -209,6 +219,9 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 	changed := false
 	if src, err := url.Parse(f.job.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
 		u.User, changed = nil, true
+	}
+	if f.stripPathSecrets(u) {
+		changed = true
 	}
 	q := u.Query()
 	for k, v := range f.job.Source.Query {
@@ -239,8 +252,12 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	if err != nil {
 		return nil, Errorf(ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
 	}
-	for _, k := range sortedKeys(src.Headers) {
-		req.Header.Set(k, src.Headers[k])
+	if f.sameOrigin(rawURL) {
+		for _, k := range sortedKeys(src.Headers) {
+			req.Header.Set(k, src.Headers[k])
+		}
+	} else {
+		f.warnForeignOrigin(rawURL)
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
@@ -308,7 +325,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 		if slices.Contains(rc.OnStatus, st.status) {
 			return nil, &Error{Code: ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
 		}
-		return nil, &Error{Code: ExitPermanent, Msg: msg, Hint: "HTTP status not in retry.on_status: not retried"}
+		return nil, &Error{Code: ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
 	}
 	out := &Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
 	recs, err := f.records(st.body)
@@ -474,7 +491,7 @@ func kindOf(v gjson.Result) string {
 
 func (f *Fetcher) transportError(where, tries string, err error) error {
 	if permanentTransportError(err) {
-		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err)))}
+		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(Hint(err))}
 	}
 	return &Error{Code: ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
 		Hint: "network error; the checkpoint is intact, run again later"}
@@ -485,7 +502,9 @@ func permanentTransportError(err error) bool {
 	var he x509.HostnameError
 	var ce x509.CertificateInvalidError
 	var ve *tls.CertificateVerificationError
+	var pe *Error
 	return errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || errors.As(err, &ve) ||
+		errors.As(err, &pe) && pe.Code == ExitPermanent ||
 		strings.Contains(err.Error(), "stopped after 10 redirects") ||
 		strings.Contains(err.Error(), "unsupported protocol scheme")
 }

@@ -87,5 +87,5 @@ func (r *Redactor) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, Redacted)
 		}
 	}
-	return s
+	return redactDecoded(s, r.secrets)
 }

@@ -37,6 +37,37 @@ type Source struct {
 	// InsecureSkipTLSVerify turns TLS certificate verification off for this
 	// job only. Named long on purpose; a warning is logged on every run.
 	InsecureSkipTLSVerify bool `yaml:"insecure_skip_tls_verify,omitempty" json:"insecure_skip_tls_verify,omitempty"`
+	// Auth, when set, authenticates every request to the source's origin
+	// (SPEC §9).
+	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
+}
+
+// Auth is source.auth: how requests to the source's origin are
+// authenticated. Which fields apply depends on Type; every secret field is
+// registered with the job's redactor.
+type Auth struct {
+	Type string `yaml:"type" json:"type" jsonschema:"required"`
+	// bearer
+	Token string `yaml:"token,omitempty" json:"token,omitempty"`
+	// basic
+	Username string `yaml:"username,omitempty" json:"username,omitempty"`
+	Password string `yaml:"password,omitempty" json:"password,omitempty"`
+	// api_key
+	Name  string `yaml:"name,omitempty" json:"name,omitempty"`
+	Value string `yaml:"value,omitempty" json:"value,omitempty"`
+	In    string `yaml:"in,omitempty" json:"in,omitempty"` // header (default) or query
+	// oauth2_client_credentials, oauth2_refresh_token
+	TokenURL     string   `yaml:"token_url,omitempty" json:"token_url,omitempty"`
+	ClientID     string   `yaml:"client_id,omitempty" json:"client_id,omitempty"`
+	ClientSecret string   `yaml:"client_secret,omitempty" json:"client_secret,omitempty"`
+	Scopes       []string `yaml:"scopes,omitempty" json:"scopes,omitempty"`
+	AuthStyle    string   `yaml:"auth_style,omitempty" json:"auth_style,omitempty"` // header or body; Defaults to autodetect.
+	RefreshToken string   `yaml:"refresh_token,omitempty" json:"refresh_token,omitempty"`
+	// command
+	Run    []string `yaml:"run,omitempty" json:"run,omitempty"`
+	Header string   `yaml:"header,omitempty" json:"header,omitempty"` // Defaults to Authorization.
+	Prefix *string  `yaml:"prefix,omitempty" json:"prefix,omitempty"` // Defaults to "Bearer ".
+	TTL    Duration `yaml:"ttl,omitempty" json:"ttl,omitempty"`       // Defaults to 5m.
 }
 
 // Pagination selects the pagination style and its parameters.

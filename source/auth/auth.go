@@ -1,0 +1,127 @@
+// Package auth authenticates the requests of a job's source (SPEC §9
+// source.auth): each type is an http.RoundTripper wrapper, installed on
+// the fetcher with idsync.Fetcher.SetAuth, which only routes requests to
+// the source's origin through it.
+package auth
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// Options is what an auth chain needs beyond the spec.
+type Options struct {
+	Job    string       // job name: keys the rotated refresh token
+	Store  TokenStore   // state file: required by oauth2_refresh_token
+	Logger *slog.Logger // nil discards
+}
+
+// Install builds the auth chain of job's source.auth and installs it on f.
+// A job without auth is left as is. It returns an *idsync.Error (exit 1)
+// when the chain cannot be built (oauth2_refresh_token without a store).
+func Install(ctx context.Context, job *idsync.Job, f *idsync.Fetcher, o Options) error {
+	a := job.Source.Auth
+	if a == nil {
+		return nil
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	wrap, err := New(ctx, a, job.Secrets, o)
+	if err != nil {
+		return err
+	}
+	f.SetAuth(wrap)
+	return nil
+}
+
+// New returns the RoundTripper wrapper of one source.auth block. red
+// receives the secrets it learns (fresh tokens).
+func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (func(http.RoundTripper) http.RoundTripper, error) {
+	switch a.Type {
+	case idsync.AuthBearer:
+		return headerAuth("Authorization", "Bearer "+a.Token), nil
+	case idsync.AuthBasic:
+		return basicAuth(a.Username, a.Password), nil
+	case idsync.AuthAPIKey:
+		if a.In == "query" {
+			return queryAuth(a.Name, a.Value), nil
+		}
+		return headerAuth(a.Name, a.Value), nil
+	case idsync.AuthClientCredentials:
+		return func(base http.RoundTripper) http.RoundTripper {
+			return &refreshing{base: base, src: newClientCredentials(a, base, red), kind: a.Type}
+		}, nil
+	case idsync.AuthRefreshToken:
+		if o.Store == nil {
+			return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: "auth oauth2_refresh_token needs the state file"}
+		}
+		return func(base http.RoundTripper) http.RoundTripper {
+			return &refreshing{base: base, src: newRefreshToken(a, base, red, o), kind: a.Type}
+		}, nil
+	case idsync.AuthCommand:
+		return func(base http.RoundTripper) http.RoundTripper {
+			return &refreshing{base: base, src: newCommand(a, red), kind: a.Type}
+		}, nil
+	}
+	return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
+}
+
+// credential is a token that can be fetched (cached) and invalidated.
+type credential interface {
+	// apply sets the credential on req, fetching a token when none is
+	// cached or the cached one is about to expire.
+	apply(req *http.Request) error
+	// invalidate drops the cached token if it is still stale, so that the
+	// next apply fetches a fresh one.
+	invalidate(stale string)
+	// current returns the header value last applied (to compare on 401).
+	current() string
+}
+
+// refreshing sends a request with a credential; on a 401 it fetches a
+// fresh credential once and sends the request again. A second 401 is
+// returned as is (a permanent failure naming the auth type).
+type refreshing struct {
+	base http.RoundTripper
+	src  credential
+	kind string
+}
+
+func (t *refreshing) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if err := t.src.apply(r); err != nil {
+		return nil, err
+	}
+	used := t.src.current()
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return resp, nil // the body cannot be sent twice
+	}
+	resp.Body.Close()
+	t.src.invalidate(used)
+	r = req.Clone(req.Context())
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = b
+	}
+	if err := t.src.apply(r); err != nil {
+		return nil, err
+	}
+	return t.base.RoundTrip(r)
+}
+
+// permanent returns an error that the fetcher does not retry (exit 1).
+func permanent(msg, hint string, err error) error {
+	return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: hint, Err: err}
+}

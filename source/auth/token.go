@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	gosync "sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// expiryMargin: a cached token is refreshed this long before it expires.
+const expiryMargin = 30 * time.Second
+
+// tokenCache holds one bearer token for its lifetime; fetch gets a new one.
+type tokenCache struct {
+	mu    gosync.Mutex
+	tok   *oauth2.Token
+	last  string
+	fetch func(ctx context.Context) (*oauth2.Token, error)
+	red   *idsync.Redactor
+}
+
+func (c *tokenCache) apply(req *http.Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tok == nil || c.tok.AccessToken == "" || !c.tok.Expiry.IsZero() && time.Until(c.tok.Expiry) < expiryMargin {
+		tok, err := c.fetch(req.Context())
+		if err != nil {
+			return err
+		}
+		c.red.Add(tok.AccessToken)
+		c.tok = tok
+	}
+	c.last = "Bearer " + c.tok.AccessToken
+	req.Header.Set("Authorization", c.last)
+	return nil
+}
+
+func (c *tokenCache) invalidate(stale string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tok != nil && "Bearer "+c.tok.AccessToken == stale {
+		c.tok = nil
+	}
+}
+
+func (c *tokenCache) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// exchangeContext gives x/oauth2 a client that sends through base (TLS
+// settings of the job, no auth), bounded by ctx (the attempt's timeout).
+func exchangeContext(ctx context.Context, base http.RoundTripper) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: base})
+}
+
+// authStyle maps source.auth.auth_style to x/oauth2's.
+func authStyle(s string) oauth2.AuthStyle {
+	switch s {
+	case "header":
+		return oauth2.AuthStyleInHeader
+	case "body":
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleAutoDetect
+}
+
+// classify turns a token endpoint failure into the fetcher's terms: a
+// rejected client or grant is permanent (exit 1); a timeout, network error,
+// 408, 429 or 5xx is returned as is and retried like any request (exit 3).
+func classify(kind string, err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil {
+		code := re.Response.StatusCode
+		if code == 408 || code == 425 || code == 429 || code >= 500 {
+			return fmt.Errorf("token endpoint: HTTP %d", code)
+		}
+		what := re.ErrorCode
+		if what == "" {
+			what = fmt.Sprintf("HTTP %d", code)
+		}
+		return permanent(fmt.Sprintf("token endpoint refused auth %s: %s", kind, what),
+			fmt.Sprintf("check source.auth (type %s): client_id, client_secret, token_url", kind), nil)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("token endpoint: %w", err)
+	}
+	return fmt.Errorf("token endpoint: %w", err)
+}

@@ -1,0 +1,62 @@
+package sync
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+)
+
+// timedRoundTrip sends req through base with the per-attempt timeout
+// applied from now on: the rate limiter's and a 429 pause's waits come
+// before, so they never consume it. The timeout covers the body read; it
+// is released when the body is closed.
+func timedRoundTrip(base http.RoundTripper, req *http.Request, timeout time.Duration) (*http.Response, error) {
+	if timeout <= 0 {
+		return base.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	resp, err := base.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody releases an attempt's timeout when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// SetAuth installs the job's authentication: wrap receives the transport
+// that sends a request and returns the one that authenticates it first
+// (source/auth builds it; cmd/ installs it). Only requests to the source's
+// origin go through it; others are sent without credentials. Call it
+// before the first Fetch.
+func (f *Fetcher) SetAuth(wrap func(http.RoundTripper) http.RoundTripper) {
+	if wrap == nil {
+		f.authed = nil
+		return
+	}
+	f.authed = wrap(f.plain)
+}
+
+// originTransport sends requests to the source's origin through the auth
+// chain and every other request without it.
+type originTransport struct{ f *Fetcher }
+
+func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.f.authed != nil && t.f.sameOrigin(req.URL.String()) {
+		return t.f.authed.RoundTrip(req)
+	}
+	return t.f.plain.RoundTrip(req)
+}
