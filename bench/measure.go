@@ -187,7 +187,6 @@ func (b *bench) latency(pages, size int, latency time.Duration, quick bool) erro
 func (b *bench) memory(small, big, size int) error {
 	fmt.Printf("\n## peak memory, pages of %d\n", size)
 	var rss [2]int64
-	var rows []row
 	for i, n := range []int{small, big} {
 		api, stop, err := serve(n, 0)
 		if err != nil {
@@ -199,7 +198,6 @@ func (b *bench) memory(small, big, size int) error {
 			return err
 		}
 		rss[i] = m.rss
-		rows = append(rows, row{fmt.Sprintf("%d records", n), m.wall, m.rss, m.written})
 		fmt.Printf("%d records: %.2f s, peak RSS %.1f MiB\n", n, m.wall.Seconds(), float64(m.rss)/(1<<20))
 	}
 	if rss[0] > 0 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,7 +31,6 @@ type authOAuth struct {
 	tokens   atomic.Int64 // token requests
 	fail5xx  atomic.Bool
 	api401   atomic.Int64 // API answers with 401
-	mu       gosync.Mutex
 }
 
 const authClientID, authClientSecret = "client-1", "secret-canary-cs-9f3a"

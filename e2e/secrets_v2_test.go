@@ -48,8 +48,7 @@ func TestSecretsV2NextLinkToAnotherOrigin(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"data":[{"id":3}],"next":null}`)
 	}))
-	var home string
-	home = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	home := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token || r.URL.Query().Get("key") != key || r.Header.Get("X-Custom") == "" {
 			http.Error(w, "no credentials", http.StatusUnauthorized)
 			return

@@ -70,10 +70,7 @@ func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink,
 // sqlitePath extracts the file path from a sqlite: URL.
 func sqlitePath(rawURL string) (string, error) {
 	path := rawURL[len("sqlite:"):]
-	if strings.HasPrefix(path, "//") {
-		// sqlite://rel/path and sqlite:///abs/path
-		path = path[2:]
-	}
+	path = strings.TrimPrefix(path, "//") // sqlite://rel/path and sqlite:///abs/path
 	if path == "" {
 		return "", &idsync.Error{
 			Code: idsync.ExitUsage,
