@@ -136,7 +136,7 @@ func (p *pager) next(pos Position, resp *Response, hwmMax string) (Position, err
 		if next != "" {
 			abs, err := resolveURL(resp.URL, next)
 			if err != nil {
-				return Position{}, fmt.Errorf("Link header next URL: %w", err)
+				return Position{}, fmt.Errorf("link header next URL: %w", err)
 			}
 			next = p.f.CheckpointURL(abs)
 		}
