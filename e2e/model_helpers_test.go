@@ -169,3 +169,34 @@ func modelDir(t *testing.T) (string, string) {
 	dir := t.TempDir()
 	return dir, filepath.Join(dir, "out.db")
 }
+
+// modelCommitted returns the positions of the pages the latest run of the
+// job committed, unless that run completed (nil then).
+func modelCommitted(t *testing.T, dir string) []string {
+	t.Helper()
+	path := filepath.Join(dir, ".idemsync", "state.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT p.position FROM pages p WHERE p.run_id =
+		(SELECT max(id) FROM runs WHERE job = 'model') AND
+		(SELECT status FROM runs WHERE id = p.run_id) <> 'completed' ORDER BY p.seq`)
+	if err != nil {
+		t.Fatalf("read state: %v", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -120,6 +123,12 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary) {
 			fail("after %v (exit %d): %d duplicate keys", args, ex.code, dups)
 			return
 		}
+		if !(ex.code == 0 && !ex.partial) {
+			if bad := modelPassed(t, api, dir, table); len(bad) > 0 {
+				fail("after %v (exit %d) the checkpoint passed rows not in the table: %s", args, ex.code, strings.Join(bad[:min(5, len(bad))], "; "))
+				return
+			}
+		}
 		switch {
 		case ex.code == 0 && !ex.partial:
 			if bad := modelMissing(start, api.Snapshot(), table); len(bad) > 0 {
@@ -177,4 +186,51 @@ func modelRefusal(stderr string) bool {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// modelPassed lists the ids the checkpoint passed that the table lacks: for
+// every page the unfinished run committed, the ids that every response the
+// API served at that position contained (fakeapi.ModelAPI.ServedEverywhere).
+func modelPassed(t *testing.T, api *fakeapi.ModelAPI, dir string, table map[int]modelRow) []string {
+	var bad []string
+	for _, raw := range modelCommitted(t, dir) {
+		pos := modelPosition(raw)
+		ids, ok := api.ServedEverywhere(pos)
+		if !ok && (pos == "1" || pos == "0") {
+			ids, ok = api.ServedEverywhere("")
+		}
+		if !ok {
+			t.Errorf("committed position %q (%s) was never served: the harness cannot map it", pos, raw)
+			continue
+		}
+		for _, id := range ids {
+			if _, ok := table[id]; !ok {
+				bad = append(bad, fmt.Sprintf("position %q: id %d", pos, id))
+			}
+		}
+	}
+	return bad
+}
+
+// modelPosition turns a state-file position ({"page":2}, {"offset":40},
+// {"cursor":"7"}, {"mark":"..."}, {"url":"...?cursor=7"}, {}) into the value
+// of the request parameter the fake API keyed its responses by.
+func modelPosition(raw string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return raw
+	}
+	for k, v := range m {
+		s := fmt.Sprint(v)
+		if f, ok := v.(float64); ok {
+			s = strconv.FormatInt(int64(f), 10)
+		}
+		if k == "url" || k == "next" {
+			if u, err := url.Parse(s); err == nil {
+				return u.Query().Get("cursor")
+			}
+		}
+		return s
+	}
+	return ""
 }

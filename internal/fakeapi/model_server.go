@@ -29,6 +29,9 @@ type ModelAPI struct {
 	reqs  int // list requests seen
 	resps int // successful list responses
 	ver   int
+	// served maps a request's position (the value of its page, offset,
+	// cursor or since parameter; "" for none) to the id sets served there.
+	served map[string][][]int
 }
 
 var modelBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -97,6 +100,7 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.resps++
+	m.record(r, body["data"].([]ModelRecord))
 	if (m.sc.Has("updates") || m.sc.Has("appends")) && m.resps%m.sc.MutEvery == 0 {
 		m.mutate()
 	}
@@ -188,4 +192,47 @@ func slices_sortedByMark(in []ModelRecord) []ModelRecord {
 		return out[i].ID < out[j].ID
 	})
 	return out
+}
+
+func (m *ModelAPI) record(r *http.Request, data []ModelRecord) {
+	q := r.URL.Query()
+	pos := q.Get("page") + q.Get("offset") + q.Get("cursor") + q.Get("since")
+	ids := make([]int, len(data))
+	for i, d := range data {
+		ids[i] = d.ID
+	}
+	if m.served == nil {
+		m.served = map[string][][]int{}
+	}
+	m.served[pos] = append(m.served[pos], ids)
+}
+
+// ServedEverywhere returns the ids that every response served at position
+// pos contained, and whether pos was ever served. With updates in place and
+// appends only (no deletes), any response a sync committed at pos holds them.
+func (m *ModelAPI) ServedEverywhere(pos string) ([]int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sets, ok := m.served[pos]
+	if !ok {
+		return nil, false
+	}
+	count := map[int]int{}
+	for _, set := range sets {
+		seen := map[int]bool{}
+		for _, id := range set {
+			if !seen[id] {
+				seen[id] = true
+				count[id]++
+			}
+		}
+	}
+	var out []int
+	for id, n := range count {
+		if n == len(sets) {
+			out = append(out, id)
+		}
+	}
+	sort.Ints(out)
+	return out, true
 }
