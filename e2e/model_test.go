@@ -142,12 +142,12 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary) {
 			sum.refused++
 			sum.mu.Unlock()
 			refusals++
-			t.Logf("refused: %s", lastLine(ex.stderr))
+			t.Logf("refused: %s", modelLastLine(ex.stderr))
 			if refusals >= 2 {
 				return
 			}
 		default:
-			fail("unexpected exit %d after %v: %s", ex.code, args, lastLine(ex.stderr))
+			fail("unexpected exit %d after %v: %s\n%s", ex.code, args, modelLastLine(ex.stderr), ex.stderr)
 			return
 		}
 	}
@@ -183,8 +183,14 @@ func modelRefusal(stderr string) bool {
 	return strings.Contains(s, "contradict") || strings.Contains(s, "cap")
 }
 
-func lastLine(s string) string {
+// modelLastLine returns the last error line of stderr, else its last line.
+func modelLastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "ERROR") || strings.HasPrefix(lines[i], "Error") || strings.HasPrefix(lines[i], "error") {
+			return lines[i]
+		}
+	}
 	return lines[len(lines)-1]
 }
 
@@ -196,8 +202,10 @@ func modelPassed(t *testing.T, api *fakeapi.ModelAPI, dir string, table map[int]
 	for _, raw := range modelCommitted(t, dir) {
 		pos := modelPosition(raw)
 		ids, ok := api.ServedEverywhere(pos)
-		if !ok && (pos == "1" || pos == "0") {
-			ids, ok = api.ServedEverywhere("")
+		for _, alt := range []string{"", "0", "1"} { // a first page may omit its parameter
+			if !ok && (pos == "" || pos == "0" || pos == "1") {
+				ids, ok = api.ServedEverywhere(alt)
+			}
 		}
 		if !ok {
 			t.Errorf("committed position %q (%s) was never served: the harness cannot map it", pos, raw)
