@@ -70,3 +70,37 @@ func TestPruneCommand(t *testing.T) {
 		t.Errorf("after the automatic prune %d run objects, want only the latest run: %s", n, r.stdout)
 	}
 }
+
+// The job file's retention: replaces the default for the automatic prune:
+// runs 5 days old survive the default 30d but not retention: 2d.
+func TestAutoPruneUsesJobRetention(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 60})
+	for _, c := range []struct {
+		retention string
+		want      int // run objects in status --runs 100 --json
+	}{
+		{"", 4 + 2},      // default 30d: the 3 aged runs and the latest in the runs list, + last_run + last_sync
+		{"2d", 1 + 2},    // only the latest run
+		{"1d12h", 1 + 2}, // days and hours
+	} {
+		dir := t.TempDir()
+		spec := pageJob("orders", url)
+		if c.retention != "" {
+			spec = "retention: " + c.retention + "\n" + spec
+		}
+		job := writeJob(t, dir, "orders.yaml", spec)
+		for range 3 {
+			if r := execute(t, false, "run", job, "--quiet"); r.code != 0 {
+				t.Fatalf("run: %d %s", r.code, r.stderr)
+			}
+		}
+		pruneAge(t, filepath.Join(dir, "state.db"), 5)
+		if r := execute(t, false, "run", job, "--quiet"); r.code != 0 {
+			t.Fatalf("run: %d %s", r.code, r.stderr)
+		}
+		r := execute(t, false, "status", job, "--runs", "100", "--json")
+		if n := strings.Count(r.stdout, `"kind":"run"`); n != c.want {
+			t.Errorf("retention %q: %d run objects after the automatic prune, want %d: %s", c.retention, n, c.want, r.stdout)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
 	printResult(ios, g, res, err, log)
-	autoPrune(ctx, store, job.Name, log)
+	autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
 	if code != 0 {
 		return &reportedError{code: code}
 	}
@@ -191,14 +191,15 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log
 	_ = log
 }
 
-// autoPrune applies the default retention to the job after a run: its
+// autoPrune applies the job's retention (job file key retention:, default
+// 30d) after a run: its
 // old runs and page rows go, so the state file stays bounded. A failure is
 // a warning; it never changes the run's outcome.
-func autoPrune(ctx context.Context, store *checkpoint.Store, job string, log *slog.Logger) {
+func autoPrune(ctx context.Context, store *checkpoint.Store, job string, keep time.Duration, log *slog.Logger) {
 	if ctx.Err() != nil {
 		return
 	}
-	if _, err := store.Prune(ctx, job, checkpoint.DefaultRetention); err != nil {
+	if _, err := store.Prune(ctx, job, keep); err != nil {
 		log.Warn("prune old runs", "err", err)
 	}
 }

@@ -31,6 +31,11 @@ type authOAuth struct {
 	tokens   atomic.Int64 // token requests
 	fail5xx  atomic.Bool
 	api401   atomic.Int64 // API answers with 401
+	// revokeAt, when > 0, makes the API revoke the presented access token
+	// once, when that page is requested (the next request must refresh).
+	revokeAt atomic.Int64
+	// deny makes the API refuse every token.
+	deny atomic.Bool
 }
 
 const authClientID, authClientSecret = "client-1", "secret-canary-cs-9f3a"
@@ -62,7 +67,10 @@ func authNewOAuth(t *testing.T, exp time.Duration, pageDelay time.Duration) *aut
 		_ = o.srv.HandleTokenRequest(w, r)
 	})) + "/token"
 	o.apiURL = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := o.srv.ValidationBearerToken(r); err != nil {
+		if p := o.revokeAt.Load(); p > 0 && r.URL.Query().Get("page") == strconv.FormatInt(p, 10) && o.revokeAt.CompareAndSwap(p, 0) {
+			_ = o.mgr.RemoveAccessToken(r.Context(), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		}
+		if _, err := o.srv.ValidationBearerToken(r); err != nil || o.deny.Load() {
 			o.api401.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)

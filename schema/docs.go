@@ -25,6 +25,8 @@ var docs = map[string]doc{
 		examples: []any{"orders"}},
 	"state": {text: "State file (SQLite) holding checkpoints, runs and dead letters; relative to the job file's folder. " +
 		"--state and $IDEMSYNC_STATE take precedence.", def: idsync.DefaultStateFile},
+	"retention": {text: "How long runs and their page rows are kept in the state file: after every run, older ones are pruned " +
+		"(never the latest run, the latest completed run, an unfinished run or dead letters).", def: "30d"},
 
 	"source":         {text: "Required. Where and how pages are requested."},
 	"source.url":     {text: "Required. URL of the first page (http or https).", examples: []any{"https://api.example.com/v1/orders"}},

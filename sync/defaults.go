@@ -39,6 +39,9 @@ func (j *Job) finish(lines map[string]int) []string {
 		j.State = DefaultStateFile
 	}
 	j.StatePath = resolve(j.State)
+	if j.Retention.Duration == 0 {
+		j.Retention.Duration = DefaultRetention
+	}
 
 	// source
 	s := &j.Source

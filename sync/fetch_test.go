@@ -671,42 +671,40 @@ func TestCheckpointURLRoundTrip(t *testing.T) {
 // second (n/rate seconds for a fractional rate) sees more than n requests
 // start.
 func TestRateLimitWindow(t *testing.T) {
+	// The limiter is driven on a virtual clock (ReserveN at a given
+	// instant), so the property is checked exactly, whatever the load on
+	// the machine: however requests arrive, no n+1 of them start within
+	// window. Workers share one limiter, as the fetcher's do.
 	tests := []struct {
-		rate             float64
-		n                int
-		window           time.Duration
-		workers, perWork int
+		rate     float64
+		n        int
+		window   time.Duration
+		requests int
+		arrive   time.Duration // gap between arrivals of demand (0: all at once)
 	}{
-		{20, 20, time.Second, 8, 6},
-		{2.5, 2, 800 * time.Millisecond, 3, 2},
+		{20, 20, time.Second, 48, 0},
+		{20, 20, time.Second, 48, 30 * time.Millisecond},
+		{2.5, 2, 800 * time.Millisecond, 6, 0},
+		{2.5, 2, 800 * time.Millisecond, 6, 350 * time.Millisecond},
+		{1, 1, time.Second, 5, 0},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
-			t.Parallel()
+		t.Run(fmt.Sprint(tt.rate, "/", tt.arrive), func(t *testing.T) {
 			l := newLimiter(tt.rate)
-			var mu gosync.Mutex
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			var starts []time.Time
-			var wg gosync.WaitGroup
-			for range tt.workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range tt.perWork {
-						if err := l.Wait(context.Background()); err != nil {
-							t.Error(err)
-							return
-						}
-						mu.Lock()
-						starts = append(starts, time.Now())
-						mu.Unlock()
-					}
-				}()
+			for i := range tt.requests {
+				at := t0.Add(time.Duration(i) * tt.arrive)
+				r := l.ReserveN(at, 1)
+				if !r.OK() {
+					t.Fatalf("reservation %d refused", i)
+				}
+				starts = append(starts, at.Add(r.DelayFrom(at)))
 			}
-			wg.Wait()
 			slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 			for i := range starts {
 				if j := i + tt.n; j < len(starts) && starts[j].Sub(starts[i]) < tt.window {
-					t.Fatalf("requests %d and %d started %v apart: %d in less than %v", i, j, starts[j].Sub(starts[i]), tt.n+1, tt.window)
+					t.Fatalf("requests %d and %d start %v apart: %d in less than %v", i, j, starts[j].Sub(starts[i]), tt.n+1, tt.window)
 				}
 			}
 		})

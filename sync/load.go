@@ -30,6 +30,7 @@ type Job struct {
 // Defaults of the job file, filled in one place (applyDefaults).
 const (
 	DefaultStateFile   = ".idemsync/state.db"
+	DefaultRetention   = 30 * 24 * time.Hour // runs and page rows kept by the automatic prune
 	DefaultTimeout     = 30 * time.Second
 	DefaultMaxBody     = 64 << 20
 	DefaultAttempts    = 5

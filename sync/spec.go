@@ -14,6 +14,7 @@ import (
 type Spec struct {
 	Name        string       `yaml:"name" json:"name" jsonschema:"required"`
 	State       string       `yaml:"state,omitempty" json:"state,omitempty"`
+	Retention   Duration     `yaml:"retention,omitempty" json:"retention,omitempty"` // Defaults to 30d.
 	Source      Source       `yaml:"source" json:"source" jsonschema:"required"`
 	Pagination  Pagination   `yaml:"pagination,omitempty" json:"pagination,omitempty"`
 	Incremental *Incremental `yaml:"incremental,omitempty" json:"incremental,omitempty"`
@@ -161,20 +162,44 @@ func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Duration is a Go duration in a job file ("30s", "5m").
+// Duration is a Go duration in a job file ("30s", "5m"), plus whole days
+// ("7d" = 168h, "1d12h").
 type Duration struct{ time.Duration }
 
-// UnmarshalYAML parses a Go duration and names the line on failure.
+// UnmarshalYAML parses a duration and names the line on failure.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	v, err := ParseDuration(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: invalid duration %q (want a Go duration such as 30s or 5m)", n.Line, n.Value)
+		return fmt.Errorf("line %d: invalid duration %q (want a Go duration such as 30s, 5m or 7d)", n.Line, n.Value)
 	}
 	if v < 0 {
 		return fmt.Errorf("line %d: duration %q must not be negative", n.Line, n.Value)
 	}
 	d.Duration = v
 	return nil
+}
+
+// ParseDuration reads a Go duration, optionally led by a whole number of
+// days: "30s", "5m", "7d", "1d12h". It returns an error for anything else.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseInt(days, 10, 32)
+	if err != nil || n < 0 || days == "" || days[0] == '+' {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	v := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 || rest[0] == '-' || rest[0] == '+' {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		v += r
+	}
+	return v, nil
 }
 
 // MarshalYAML writes the duration back as a string.

@@ -1,0 +1,34 @@
+package sync
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseDuration(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"30s", 30 * time.Second, true},
+		{"5m", 5 * time.Minute, true},
+		{"7d", 168 * time.Hour, true},
+		{" 30d ", 720 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"0d", 0, true},
+		{"d", 0, false},
+		{"-1d", 0, false},
+		{"+1d", 0, false},
+		{"1d-1h", 0, false},
+		{"1.5d", 0, false},
+		{"1dd", 0, false},
+		{"days", 0, false},
+		{"", 0, false},
+	} {
+		got, err := ParseDuration(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
