@@ -150,9 +150,9 @@ func TestEndProofIncrementalMarkStays(t *testing.T) {
 		api.Update(id, func(r *fakeapi.Record) { r.Name += " v2" })
 	}
 	api.SetQuirks(fakeapi.Quirks{Lies: []fakeapi.Lie{epLie(3, 0, -1)}})
-	r, out := epRun(t, dir, job, 3)
-	if !strings.Contains(r.stderr, "page 3 is empty but meta.total_pages says 4 pages") {
-		t.Errorf("stderr: %s", r.stderr)
+	_, out := epRun(t, dir, job, 3)
+	if !strings.Contains(out.Error, "page 3 is empty but meta.total_pages says") {
+		t.Errorf("error: %s", out.Error)
 	}
 	if st := ftStatus(t, dir, job); st.HWM != mark {
 		t.Fatalf("saved mark moved from %s to %s over a hole (%+v)", mark, st.HWM, out)
@@ -282,11 +282,14 @@ func TestEndProof204(t *testing.T) {
 	}
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 
-	api.SetQuirks(lie(3))
+	// A 204 has no body, so only a header can contradict it.
+	q := lie(3)
+	q.TotalHeader = "X-Total-Count"
+	api.SetQuirks(q)
 	dir = t.TempDir()
-	job = writeJob(t, dir, "job.yaml", epJob("ep", url+"/page", "data", epPage(25, "  total_pages: meta.total_pages\n"), ""))
-	if r, _ := epRun(t, dir, job, 3); !strings.Contains(r.stderr, "page 3 is empty but meta.total_pages says 4 pages") {
-		t.Errorf("stderr: %s", r.stderr)
+	job = writeJob(t, dir, "job.yaml", epJob("ep", url+"/page", "data", epPage(25, "  total: header:X-Total-Count\n"), ""))
+	if _, out := epRun(t, dir, job, 3); !strings.Contains(out.Error, "page 3 is empty but X-Total-Count says 100 records") {
+		t.Errorf("error: %s", out.Error)
 	}
 }
 
@@ -325,8 +328,8 @@ func TestEndProofLinkHeaderContradicts(t *testing.T) {
 	api.SetQuirks(fakeapi.Quirks{Lies: []fakeapi.Lie{{Path: "/link", Param: "page", Value: "3", Times: -1}}})
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", epJob("ep", url+"/link", "", epPage(25, ""), ""))
-	r, _ := epRun(t, dir, job, 3)
-	if !strings.Contains(r.stderr, `page 3 is empty but the response has a Link rel="next" header`) {
-		t.Errorf("stderr: %s", r.stderr)
+	_, out := epRun(t, dir, job, 3)
+	if !strings.Contains(out.Error, `page 3 is empty but the response has a Link rel="next" header`) {
+		t.Errorf("error: %s", out.Error)
 	}
 }
