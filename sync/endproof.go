@@ -59,7 +59,9 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 		}
 		return end, nil
 	case shortEnd:
-		if len(more) == 0 && (len(last) > 0 || to != nil && lastBefore(style, pos, next, *to)) {
+		// A short first page is always proven: an API that caps its pages
+		// may also compute total_pages from the size asked.
+		if !p.firstPage(pos) && len(more) == 0 && (len(last) > 0 || to != nil && lastBefore(style, pos, next, *to)) {
 			return end, nil
 		}
 		return p.prove(pos, resp, hwmMax, next, why, more, probe)
@@ -83,6 +85,11 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	where := pos.Describe(style, p.job.Secrets)
+	if p.firstPage(pos) {
+		// Asked at the size the first page served, the next page holds the
+		// records that follow it however the API numbers its pages.
+		next.Size = resp.Raw
+	}
 	pr, prMax, err := probe(next)
 	if err != nil {
 		return endResult{}, err
@@ -106,8 +113,22 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 	res := endResult{next: next, ahead: pr}
 	if m <= n {
 		res.next.Size, res.capped = n, n
+		if style == StylePage && !p.firstPage(pos) {
+			// An API may number its pages by the size it serves or by the
+			// size asked: only a cap seen on the walk's first page, with
+			// every later page asked at the size served, means the same
+			// records under both.
+			return endResult{contra: fmt.Sprintf("%s %s but %s has %d records", where, why, next.Describe(style, p.job.Secrets), m)}, nil
+		}
 	}
 	return res, nil
+}
+
+// firstPage reports whether pos is the first page of a page-style walk
+// still asked at pagination.size.
+func (p *pager) firstPage(pos Position) bool {
+	pg := p.job.Pagination
+	return pg.Style == StylePage && pos.Page == *pg.Start && pos.Size == 0
 }
 
 // signals reads the signals of a response other than the style's own:
@@ -127,9 +148,13 @@ func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
 	if pg.Style == StylePage && pg.TotalPages != "" {
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
-			if pos.Page < v.Int()+*pg.Start-1 {
+			switch lastPage := v.Int() + *pg.Start - 1; {
+			case pos.Page < lastPage:
 				more = append(more, s)
-			} else {
+			case pos.Page == lastPage && resp.Raw == 0:
+				// The last page of total_pages holds at least one record.
+				more = append(more, s)
+			default:
 				last = append(last, s)
 			}
 		}

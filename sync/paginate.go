@@ -38,8 +38,8 @@ func (p *pager) url(pos Position, window string) (string, error) {
 	if inc := p.job.Incremental; inc != nil && window != "" {
 		params.Set(inc.Param, window)
 	}
-	if pg.Size > 0 && pg.SizeParam != "" {
-		params.Set(pg.SizeParam, strconv.Itoa(pg.Size))
+	if size := p.size(pos); size > 0 && pg.SizeParam != "" {
+		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
 	base, isNext := p.job.Source.URL, false
 	switch pg.Style {

@@ -21,14 +21,15 @@ type ModelRecord struct {
 
 // ModelAPI serves a Scenario over HTTP. Safe for concurrent use.
 type ModelAPI struct {
-	sc    Scenario
-	mu    gosync.Mutex
-	rng   *rand.Rand
-	recs  []ModelRecord // ordered by id
-	clock time.Time
-	reqs  int // list requests seen
-	resps int // successful list responses
-	ver   int
+	sc        Scenario
+	mu        gosync.Mutex
+	rng       *rand.Rand
+	recs      []ModelRecord // ordered by id
+	clock     time.Time
+	reqs      int // list requests seen
+	resps     int // successful list responses
+	mutations int // mutations made so far
+	ver       int
 	// served maps a request's position (the value of its page, offset,
 	// cursor or since parameter; "" for none) to the id sets served there.
 	served map[string][][]int
@@ -101,12 +102,18 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	m.resps++
 	m.record(r, body["data"].([]ModelRecord))
-	if (m.sc.Has("updates") || m.sc.Has("appends")) && m.resps%m.sc.MutEvery == 0 {
+	// Mutations stop after ModelMutationBudget of them: a source that
+	// changes on every request forever gives a walk no end to prove.
+	if (m.sc.Has("updates") || m.sc.Has("appends")) && m.resps%m.sc.MutEvery == 0 && m.mutations < ModelMutationBudget {
+		m.mutations++
 		m.mutate()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+// ModelMutationBudget bounds the mutations of one scenario's data set.
+const ModelMutationBudget = 40
 
 func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	q := r.URL.Query()
