@@ -228,17 +228,27 @@ func modelPosition(raw string) string {
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return raw
 	}
-	for k, v := range m {
-		s := fmt.Sprint(v)
+	str := func(v any) string {
 		if f, ok := v.(float64); ok {
-			s = strconv.FormatInt(int64(f), 10)
+			return strconv.FormatInt(int64(f), 10)
 		}
-		if k == "url" || k == "next" {
-			if u, err := url.Parse(s); err == nil {
-				return u.Query().Get("cursor")
-			}
+		return fmt.Sprint(v)
+	}
+	if p, ok := m["page"]; ok {
+		if size, ok := m["size"]; ok { // a page asked at the size the API serves
+			return str(p) + "@" + str(size)
 		}
-		return s
+		return str(p)
+	}
+	for _, k := range []string{"offset", "cursor", "mark"} {
+		if v, ok := m[k]; ok {
+			return str(v)
+		}
+	}
+	if v, ok := m["url"]; ok {
+		if u, err := url.Parse(str(v)); err == nil {
+			return u.Query().Get("cursor")
+		}
 	}
 	return ""
 }

@@ -212,6 +212,10 @@ func (m *ModelAPI) record(r *http.Request, data []ModelRecord) {
 		m.served = map[string][][]int{}
 	}
 	m.served[pos] = append(m.served[pos], ids)
+	if q.Has("page") { // also by page and size asked, as a sync that adapted to a cap asks
+		k := pos + "@" + q.Get("limit")
+		m.served[k] = append(m.served[k], ids)
+	}
 }
 
 // ServedEverywhere returns the ids that every response served at position
