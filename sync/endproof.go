@@ -184,3 +184,17 @@ func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
 	}
 	return 0, false
 }
+
+// totalPagesFromTotal estimates the number of pages from pagination.total
+// and pagination.size, for the progress bar (0 when either is unknown).
+func totalPagesFromTotal(job *Job, resp *Response) int64 {
+	size := int64(job.Pagination.Size)
+	if size <= 0 || resp == nil {
+		return 0
+	}
+	t, _, ok := (&pager{job: job}).total(resp)
+	if !ok {
+		return 0
+	}
+	return (t + size - 1) / size
+}

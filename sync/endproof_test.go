@@ -342,3 +342,12 @@ func TestNotJSON(t *testing.T) {
 		}
 	}
 }
+
+// pagination.total with size gives the progress bar its number of pages.
+func TestTotalPagesFromTotal(t *testing.T) {
+	p, _ := epPager(t, "data", epPageStyle+"  total: header:X-Total-Count\n")
+	resp, _ := epResp(t, p, epData(1, 25, ""), "X-Total-Count", "110")
+	if got := totalPages(p.job, resp); got != 5 {
+		t.Errorf("total pages %d, want 5 (110 records in pages of 25)", got)
+	}
+}
