@@ -157,6 +157,10 @@ func TestDecideEnd(t *testing.T) {
 			want{next: Position{Offset: 35}, probes: 1}},
 		{"offset capped", "data", strings.Replace(epOffset, "25", "100", 1), Position{Offset: 0},
 			epData(1, 25, ""), nil, epData(26, 25, ""), want{next: Position{Offset: 25, Size: 25}, capped: 25, probes: 1}},
+		{"page short, next shorter: goes on without a cap", "data", epPageStyle, Position{Page: 4},
+			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: Position{Page: 5}, probes: 1}},
+		{"offset short, next shorter: goes on without a cap", "data", epOffset, Position{Offset: 75},
+			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: Position{Offset: 85}, probes: 1}},
 		{"offset short, next empty: end", "data", epOffset, Position{Offset: 75},
 			epData(76, 10, ""), nil, epData(0, 0, ""), want{end: true, probes: 1}},
 
