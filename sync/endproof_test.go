@@ -356,9 +356,9 @@ func TestTotalPagesFromTotal(t *testing.T) {
 	}
 }
 
-// capAPI serves n records by offset or page, at most cap per page whatever
+// epCapAPI serves n records by offset or page, at most cap per page whatever
 // the request asks, with total and total_pages computed for the cap.
-func capAPI(t *testing.T, n, cap int) *apiServer {
+func epCapAPI(t *testing.T, n, cap int) *apiServer {
 	return newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		var size, from int
@@ -387,7 +387,7 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 	} {
 		for _, workers := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/%d", tt.name, workers), func(t *testing.T) {
-				srv := capAPI(t, 260, 25)
+				srv := epCapAPI(t, 260, 25)
 				spec := fmt.Sprintf("name: ep\nsource:\n  url: %s\n  records: data\n  concurrency: %d\npagination:\n%s"+
 					"retry:\n  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\ntarget:\n  url: sqlite:out.db\n  table: t\n  key: [id]\n"+
 					"  columns:\n    id: {path: id, type: integer}\n", srv.URL, workers, tt.pag)
