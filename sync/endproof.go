@@ -78,10 +78,11 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 // prove fetches the position after a short page (page, offset, hwm styles)
 // to tell its end from a page-size cap: nothing there (no records, or for
 // hwm no record past the page's mark) proves the end unless a signal says
-// more; records there mean the API serves fewer records per page than
-// asked, and pagination goes on with the size it serves. For page style a
-// next page holding more records than the short one means the short page
-// came back incomplete: a contradiction, as page numbers cannot skip it.
+// more; records there mean the walk goes on (as many as on the short page:
+// the API caps its pages at that size, and the walk goes on with it). For
+// page style a next page holding more records than the short one means
+// the short page came back incomplete: a contradiction, as page numbers
+// cannot skip it.
 func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	where := pos.Describe(style, p.job.Secrets)
@@ -110,8 +111,12 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 		}
 		return endResult{contra: fmt.Sprintf("%s %s but %s%s has %d records", where, why, but, next.Describe(style, p.job.Secrets), m)}, nil
 	}
+	// The walk goes on from next, which the probe already fetched. Only a
+	// next page of exactly n records is taken for a cap of n (and the walk
+	// goes on in pages of n): fewer may be the true last page, or records
+	// that arrived meanwhile. Either way the next page is checked in turn.
 	res := endResult{next: next, ahead: pr}
-	if m <= n {
+	if m == n {
 		res.next.Size, res.capped = n, n
 		if style == StylePage && !p.firstPage(pos) {
 			// An API may number its pages by the size it serves or by the
@@ -208,4 +213,18 @@ func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// totalPagesFromTotal estimates the number of pages from pagination.total
+// and pagination.size, for the progress bar (0 when either is unknown).
+func totalPagesFromTotal(job *Job, resp *Response) int64 {
+	size := int64(job.Pagination.Size)
+	if size <= 0 || resp == nil {
+		return 0
+	}
+	t, _, ok := (&pager{job: job}).total(resp)
+	if !ok {
+		return 0
+	}
+	return (t + size - 1) / size
 }

@@ -157,6 +157,10 @@ func TestDecideEnd(t *testing.T) {
 			want{next: Position{Offset: 35}, probes: 1}},
 		{"offset capped", "data", strings.Replace(epOffset, "25", "100", 1), Position{Offset: 0},
 			epData(1, 25, ""), nil, epData(26, 25, ""), want{next: Position{Offset: 25, Size: 25}, capped: 25, probes: 1}},
+		{"page short, next shorter: goes on without a cap", "data", epPageStyle, Position{Page: 4},
+			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: Position{Page: 5}, probes: 1}},
+		{"offset short, next shorter: goes on without a cap", "data", epOffset, Position{Offset: 75},
+			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: Position{Offset: 85}, probes: 1}},
 		{"offset short, next empty: end", "data", epOffset, Position{Offset: 75},
 			epData(76, 10, ""), nil, epData(0, 0, ""), want{end: true, probes: 1}},
 
@@ -339,6 +343,86 @@ func TestNotJSON(t *testing.T) {
 	} {
 		if got := notJSON([]byte(tt.body), tt.ct); got != tt.want {
 			t.Errorf("notJSON(%q, %q) = %v, want %v", tt.body, tt.ct, got, tt.want)
+		}
+	}
+}
+
+// pagination.total with size gives the progress bar its number of pages.
+func TestTotalPagesFromTotal(t *testing.T) {
+	p, _ := epPager(t, "data", epPageStyle+"  total: header:X-Total-Count\n")
+	resp, _ := epResp(t, p, epData(1, 25, ""), "X-Total-Count", "110")
+	if got := totalPages(p.job, resp); got != 5 {
+		t.Errorf("total pages %d, want 5 (110 records in pages of 25)", got)
+	}
+}
+
+// epCapAPI serves n records by offset or page, at most cap per page whatever
+// the request asks, with total and total_pages computed for the cap.
+func epCapAPI(t *testing.T, n, cap int) *apiServer {
+	return newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var size, from int
+		fmt.Sscan(q.Get("limit"), &size)
+		size = min(size, cap)
+		if p := q.Get("page"); p != "" {
+			var page int
+			fmt.Sscan(p, &page)
+			from = (page - 1) * size
+		} else {
+			fmt.Sscan(q.Get("offset"), &from)
+		}
+		k := max(0, min(size, n-from))
+		writeJSON(w, 200, fmt.Sprintf(`{"data":%s,"total":%d,"total_pages":%d}`, epRecs(from+1, k), n, (n+cap-1)/cap))
+	})
+}
+
+// The pipeline under a page-size cap with requests in flight: every record
+// comes out exactly once, in order, and the walk ends once.
+func TestPipelineAdaptsToCap(t *testing.T) {
+	for _, tt := range []struct{ name, pag string }{
+		{"offset", "  style: offset\n  size_param: limit\n  size: 100\n"},
+		{"offset total", "  style: offset\n  size_param: limit\n  size: 100\n  total: total\n"},
+		{"page", "  style: page\n  size_param: limit\n  size: 100\n"},
+		{"page total_pages", "  style: page\n  size_param: limit\n  size: 100\n  total_pages: total_pages\n"},
+	} {
+		for _, workers := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/%d", tt.name, workers), func(t *testing.T) {
+				srv := epCapAPI(t, 260, 25)
+				spec := fmt.Sprintf("name: ep\nsource:\n  url: %s\n  records: data\n  concurrency: %d\npagination:\n%s"+
+					"retry:\n  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\ntarget:\n  url: sqlite:out.db\n  table: t\n  key: [id]\n"+
+					"  columns:\n    id: {path: id, type: integer}\n", srv.URL, workers, tt.pag)
+				job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var logs bytes.Buffer
+				log := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+				e := &Engine{Job: job, Fetcher: NewFetcher(job, log), Logger: log}
+				start := (&pager{job: job, f: e.Fetcher}).start("")
+				next := 1
+				ends := 0
+				for fp := range e.pipeline(context.Background(), start, "", nil, 0) {
+					if fp.err != nil {
+						t.Fatalf("page %+v: %v", fp.pos, fp.err)
+					}
+					for _, r := range fp.resp.Records {
+						if id := int(r.Get("id").Int()); id != next {
+							t.Fatalf("record %d after %d at %+v", id, next-1, fp.pos)
+						}
+						next++
+					}
+					if fp.next.End {
+						ends++
+					}
+				}
+				if next != 261 || ends != 1 {
+					t.Errorf("%d records, %d ends; want 260 and 1", next-1, ends)
+				}
+				if !strings.Contains(logs.String(), "at most 25 records per page") {
+					t.Errorf("no warning naming the cap: %s", logs.String())
+				}
+				t.Logf("%d requests", len(srv.requests()))
+			})
 		}
 	}
 }
