@@ -31,19 +31,24 @@ type matrixStyle struct {
 	pages int             // pages of a full pass
 	rows  func(k int) int // rows in the target once k pages are committed
 	after int             // requests of the run after a completed one
+	// probes is the requests past the last page that prove it is the end
+	// (SPEC §6): page and hwm walks end on a short page, and a short page
+	// is only the end once the next position holds nothing more.
+	probes int
 }
 
 var matrixStyles = []matrixStyle{
-	{"page", "/page", 9, func(k int) int { return min(25*k, matrixRecords) }, 9},
-	{"cursor", "/cursor", 9, func(k int) int { return min(25*k, matrixRecords) }, 9},
+	{"page", "/page", 9, func(k int) int { return min(25*k, matrixRecords) }, 9 + 1, 1},
+	{"cursor", "/cursor", 9, func(k int) int { return min(25*k, matrixRecords) }, 9, 0},
 	// Each hwm page re-reads the record at its mark; a new run after a
-	// completed one reads only from the saved mark: one short page.
+	// completed one reads only from the saved mark: one page that makes
+	// no progress, the end without a probe.
 	{"hwm", "/hwm", 9, func(k int) int {
 		if k == 0 {
 			return 0
 		}
 		return min(25+24*(k-1), matrixRecords)
-	}, 1},
+	}, 1, 1},
 }
 
 // matrixSteps are the durable steps of a page where the failpoint kills.
@@ -177,7 +182,7 @@ func crashPoint(t *testing.T, target matrixTarget, st matrixStyle, step string, 
 		t.Fatalf("run after the kill: exit %d: %s", r.code, r.stderr)
 	}
 	out := parseRun(t, r)
-	want := st.pages - k
+	want := st.pages - k + st.probes
 	if done {
 		want = st.after
 	} else if out.RunID != state.LastRun.RunID {

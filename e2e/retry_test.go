@@ -61,8 +61,9 @@ func TestRetriesExhaustedThenContinue(t *testing.T) {
 			if out.Status != "completed" || out.RunID != st.LastRun.RunID {
 				t.Errorf("next run: %+v, want run %d continued to completion", out, st.LastRun.RunID)
 			}
-			if n := front.count(false, "/page?"); n != 6 {
-				t.Errorf("%d requests to finish, want 6 (pages 4 to 9)", n)
+			// Page 9 is short: page 10, empty, proves it the end (SPEC §6).
+			if n := front.count(false, "/page?"); n != 7 {
+				t.Errorf("%d requests to finish, want 7 (pages 4 to 9, and 10 to prove 9 the last)", n)
 			}
 			assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(front.api))
 		})
@@ -70,8 +71,9 @@ func TestRetriesExhaustedThenContinue(t *testing.T) {
 }
 
 // pagination.has_more decides the end: an empty page while it says true is
-// an error (exit 1, checkpoint intact), never the end; false ends the run
-// even on a full page. Without has_more, the same empty page ends the run.
+// a contradiction, fetched again and then a transient failure (exit 3,
+// checkpoint intact), never the end; false ends the run even on a full
+// page. Without has_more, the same empty page ends the run.
 func TestHasMore(t *testing.T) {
 	emptyButMore := ftReply(200, "application/json", `{"data":[],"meta":{"has_more":true}}`)
 
@@ -81,8 +83,8 @@ func TestHasMore(t *testing.T) {
 		dir := t.TempDir()
 		job := writeJob(t, dir, "job.yaml", ftWithPagination("  has_more: meta.has_more\n")(styleJob("page", front.URL, "sqlite:out.db")))
 		r := idemsync(t, dir, nil, "run", job)
-		if r.code != 1 || !strings.Contains(r.stderr, "empty page but meta.has_more says there are more records") {
-			t.Fatalf("exit %d, want 1 naming has_more: %s", r.code, r.stderr)
+		if r.code != 3 || !strings.Contains(r.stderr, "page 3 is empty but meta.has_more is true") {
+			t.Fatalf("exit %d, want 3 naming has_more: %s", r.code, r.stderr)
 		}
 		if st := ftStatus(t, dir, job); st.Checkpoint != "page 3" || st.Status != "failed" {
 			t.Errorf("status: %+v", st)

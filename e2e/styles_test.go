@@ -22,18 +22,22 @@ func TestMoreStylesCleanRun(t *testing.T) {
 	tests := []struct {
 		style string
 		path  string
-		// requests of a full pass: each style ends on the short 11th page
+		// pages of a full pass: each style ends on the short 11th page
 		// (offset, page: short page; link, cursor: no next; page-total:
-		// page 11 of total_pages 11) without asking for a 12th.
+		// page 11 of total_pages 11).
 		requests int
+		// probes: requests past the last page. A short page with no count
+		// signal is only the end once the next position is seen empty
+		// (SPEC §6), so offset and page without total_pages ask for a 12th.
+		probes int
 	}{
-		{"offset", "/offset", 11},
-		{"link", "/link", 11},
-		{"link-relative", "/link", 11},
-		{"cursor-header", "/cursor-header", 11},
-		{"page-total", "/page", 11},
-		{"continue", "/cursor", 11},
-		{"page-continue", "/page", 11},
+		{"offset", "/offset", 11, 1},
+		{"link", "/link", 11, 0},
+		{"link-relative", "/link", 11, 0},
+		{"cursor-header", "/cursor-header", 11, 0},
+		{"page-total", "/page", 11, 0},
+		{"continue", "/cursor", 11, 0},
+		{"page-continue", "/page", 11, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.style, func(t *testing.T) {
@@ -47,17 +51,17 @@ func TestMoreStylesCleanRun(t *testing.T) {
 			if first.Status != "completed" || first.Inserted != records || first.Records != records || first.Pages != int64(tt.requests) {
 				t.Errorf("first run: %+v", first)
 			}
-			if got := api.Requests(tt.path); got != tt.requests {
-				t.Errorf("first run sent %d requests to %s, want %d", got, tt.path, tt.requests)
+			if got := api.Requests(tt.path); got != tt.requests+tt.probes {
+				t.Errorf("first run sent %d requests to %s, want %d", got, tt.path, tt.requests+tt.probes)
 			}
 			assertEqualSource(t, readSQLite(t, db), sourceRows(api))
 
 			api.ResetCounters()
 			second := runCode(t, dir, nil, 0, "run", job)
 			continues := strings.Contains(tt.style, "continue")
-			wantReq, wantRecords := tt.requests, int64(records)
+			wantReq, wantRecords := tt.requests+tt.probes, int64(records)
 			if continues { // re-reads only the last committed page
-				wantReq, wantRecords = 1, 10
+				wantReq, wantRecords = 1+tt.probes, 10
 			}
 			if second.Status != "completed" || second.Records != wantRecords || second.Unchanged != wantRecords || second.Inserted+second.Updated != 0 {
 				t.Errorf("second run: %+v, want %d records all unchanged", second, wantRecords)
@@ -75,8 +79,8 @@ func TestMoreStylesCleanRun(t *testing.T) {
 				t.Errorf("after adding 30 records: %+v", third)
 			}
 			if continues {
-				if got := api.Requests(tt.path); got != 2 {
-					t.Errorf("continuing feed sent %d requests after 30 new records, want 2 (last page again, then the new one)", got)
+				if got := api.Requests(tt.path); got != 2+tt.probes {
+					t.Errorf("continuing feed sent %d requests after 30 new records, want %d (last page again, then the new one)", got, 2+tt.probes)
 				}
 			}
 			assertEqualSource(t, readSQLite(t, db), sourceRows(api))

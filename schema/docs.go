@@ -71,6 +71,9 @@ var docs = map[string]doc{
 	"pagination.size_param": {text: "Query parameter carrying the page size; required when size is set (offset style: defaults to limit).",
 		examples: []any{"per_page", "limit"}},
 	"pagination.size": {text: "Records per page, sent in size_param. Required with offset. With page, offset and hwm, a shorter page ends pagination."},
+	"pagination.total": {text: "Where the API tells the total number of records: a GJSON body path, or header:NAME (e.g. header:X-Total-Count). " +
+		"A page that would end the run before that many records is a contradiction: retried, then exit 3.",
+		examples: []any{"meta.total", "header:X-Total-Count"}},
 	"pagination.total_pages": {text: "page style: GJSON path of the total number of pages; the run ends after that page, and the progress bar shows a total.",
 		examples: []any{"meta.total_pages"}},
 	"pagination.next": {text: "cursor style: GJSON path of the next cursor in the body; missing, null, false or empty ends pagination.",

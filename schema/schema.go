@@ -312,7 +312,7 @@ func addPaginationRules(p *Schema) {
 	}
 	p.AllOf = []*Schema{
 		when([]any{idsync.StyleOffset}, &Schema{Required: []string{"size"}}),
-		when([]any{idsync.StyleHWM}, &Schema{Required: []string{"field", "param"}}),
+		when([]any{idsync.StyleHWM}, &Schema{Required: []string{"field", "param", "size"}}),
 		when([]any{idsync.StyleCursor}, &Schema{OneOf: []*Schema{
 			{Required: []string{"next"}}, {Required: []string{"next_header"}}, {Required: []string{"next_url"}},
 		}}),

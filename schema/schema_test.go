@@ -130,9 +130,9 @@ target: {url: "sqlite:out.db", table: orders, key: id}
 	{"hwm", `
 name: orders
 source: {url: "https://api.example.com/orders"}
-pagination: {style: hwm, field: updated_at, param: since}
+pagination: {style: hwm, field: updated_at, param: since, size: 100, size_param: limit}
 target: {url: "sqlite:out.db", table: orders, key: id}
-`, []string{"pagination.field", "pagination.param"}},
+`, []string{"pagination.field", "pagination.param", "pagination.size"}},
 	{"page sized", `
 name: orders
 source: {url: "https://api.example.com/orders"}

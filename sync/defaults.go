@@ -278,6 +278,9 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 		if pg.Param == "" {
 			bad("pagination.param", "is required with style hwm (query parameter receiving the mark)")
 		}
+		if pg.Size <= 0 {
+			bad("pagination.size", "is required with style hwm (records per page: a short page ends the walk)")
+		}
 		if pg.Size > 0 && pg.SizeParam == "" {
 			bad("pagination.size_param", "is required when pagination.size is set")
 		}
@@ -289,11 +292,14 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 				bad("pagination.initial", "%v", err)
 			}
 		}
-		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue})
+		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "total": pg.Total != ""})
 	case StyleNone:
-		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != ""})
+		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total": pg.Total != ""})
 	default:
 		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styles, ", "))
+	}
+	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
+		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")
 	}
 }
 

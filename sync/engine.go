@@ -543,7 +543,7 @@ func totalPages(job *Job, resp *Response) int64 {
 	if p := job.Pagination.TotalPages; p != "" {
 		return gjson.GetBytes(resp.Body, p).Int()
 	}
-	return 0
+	return totalPagesFromTotal(job, resp)
 }
 
 func wrapPermanent(context string, err error) error {

@@ -25,11 +25,15 @@ import (
 
 // Response is one fetched page: its body, validated as JSON, and its records.
 type Response struct {
-	URL      string // request URL (not redacted; redact before printing)
-	Status   int
-	Header   http.Header
-	Body     []byte
-	Records  []gjson.Result // the records array's elements
+	URL     string // request URL (not redacted; redact before printing)
+	Status  int
+	Header  http.Header
+	Body    []byte
+	Records []gjson.Result // the records array's elements
+	// Raw is how many elements the array the API returned holds, before
+	// any GJSON filter, modifier or flatten in source.records: what the
+	// short-page rule counts (see rawCount).
+	Raw      int
 	Attempts int
 }
 
@@ -166,6 +170,7 @@ type attempt struct {
 	hasAfter    bool
 	tooLarge    bool
 	tooDeep     bool
+	notJSON     bool // a 2xx body that is no JSON at all (an HTML page)
 }
 
 // BuildURL returns the request URL: base (source.url or a next URL) with the
@@ -309,6 +314,13 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	case st.tooDeep:
 		return nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
+	case st.notJSON:
+		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
+		if ex := excerpt(st.body); ex != "" {
+			msg += ": " + f.redact(ex)
+		}
+		return nil, &Error{Code: ExitPermanent, Msg: msg,
+			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
 	case err != nil && st.status == 0:
 		return nil, f.transportError(where, tries, err)
 	case st.reason != "" && st.status >= 200 && st.status < 300:
@@ -328,11 +340,16 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 		return nil, &Error{Code: ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
 	}
 	out := &Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
+	if st.status == http.StatusNoContent {
+		out.Body = nil // an empty page
+		return out, nil
+	}
 	recs, err := f.records(st.body)
 	if err != nil {
 		return nil, Errorf(ExitPermanent, "%s: %w", where, err)
 	}
 	out.Records = recs
+	out.Raw = f.rawCount(st.body, recs)
 	return out, nil
 }
 
@@ -376,6 +393,9 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 		st.reason = "body cut short: " + f.redact(shortErr(rerr))
 		return true, nil
 	}
+	if resp.StatusCode == http.StatusNoContent {
+		return false, nil // no body: an empty page
+	}
 	// gjson validates and queries recursively: a body nested millions of
 	// levels deep would overflow the stack and kill the process, so such a
 	// body is refused before gjson sees it.
@@ -384,6 +404,10 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 		return false, errors.New("JSON nested too deep")
 	}
 	if !gjson.ValidBytes(data) {
+		if notJSON(data, st.contentType) {
+			st.notJSON = true
+			return false, errors.New("body is not JSON")
+		}
 		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
 		return true, nil
 	}

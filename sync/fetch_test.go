@@ -273,10 +273,9 @@ var transientFaults = []struct {
 		w.WriteHeader(503)
 		_, _ = w.Write([]byte("<html><body><h1>Down for maintenance</h1></body></html>"))
 	}, []string{"HTTP 503", "Content-Type text/html", "Down for maintenance"}},
-	{"200 html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte("<html><body>Maintenance</body></html>"))
-	}, []string{"invalid JSON body", "Content-Type text/html"}},
+	{"200 invalid JSON", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, `{"data":[{"id":1},{"id":`)
+	}, []string{"invalid JSON body", "Content-Type application/json"}},
 	{"200 empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }, []string{"invalid JSON body", "empty body"}},
 	{"truncated", func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := http.NewResponseController(w).Hijack()

@@ -38,8 +38,8 @@ func (p *pager) url(pos Position, window string) (string, error) {
 	if inc := p.job.Incremental; inc != nil && window != "" {
 		params.Set(inc.Param, window)
 	}
-	if pg.Size > 0 && pg.SizeParam != "" {
-		params.Set(pg.SizeParam, strconv.Itoa(pg.Size))
+	if size := p.size(pos); size > 0 && pg.SizeParam != "" {
+		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
 	base, isNext := p.job.Source.URL, false
 	switch pg.Style {
@@ -66,96 +66,98 @@ func (p *pager) url(pos Position, window string) (string, error) {
 	return p.f.BuildURL(base, params, isNext)
 }
 
-// next returns the position after the page fetched at pos, with End set when
-// pagination is over. hwmMax is the highest mark among the page's records
-// (hwm style). It returns an error for a page that cannot end nor progress.
-func (p *pager) next(pos Position, resp *Response, hwmMax string) (Position, error) {
+// ownEnd is what a page's own pagination style says about the end.
+type ownEnd int
+
+const (
+	// goesOn: the style goes on after this page.
+	goesOn ownEnd = iota
+	// shortEnd: a short, non-empty page (page, offset, hwm): the end,
+	// unless the API caps its pages below pagination.size.
+	shortEnd
+	// styleEnd: the style's own end: an empty page, no next cursor, URL
+	// or link, a page that makes no progress (hwm), the one page of none.
+	styleEnd
+)
+
+// size is the page size the API serves at pos: the size it was found to
+// cap pages at, else pagination.size (0 when unknown).
+func (p *pager) size(pos Position) int {
+	if pos.Size > 0 {
+		return pos.Size
+	}
+	return p.job.Pagination.Size
+}
+
+// step returns the position after the page fetched at pos as the style
+// alone sees it, whether the style would end there and, when it would, why
+// ("is empty", "has no next cursor (at meta.next)"). hwmMax is the highest
+// mark among the page's records (hwm style). It returns an error for a page
+// that can neither end nor progress. The end decision (decideEnd) weighs
+// this against every other signal.
+func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, ownEnd, string, error) {
 	pg := p.job.Pagination
-	n := len(resp.Records)
-	body := gjson.ParseBytes(resp.Body)
-	// has_more, when present, decides: false ends, true forbids ending on
-	// an empty page.
-	hasMore, hasMoreSet := false, false
-	if pg.HasMore != "" {
-		if v := body.Get(pg.HasMore); v.Exists() && v.Type != gjson.Null {
-			hasMore, hasMoreSet = v.Bool(), true
-		}
+	n, size := resp.Raw, p.size(pos)
+	own, why := goesOn, ""
+	switch {
+	case n == 0:
+		own, why = styleEnd, "is empty"
+	case size > 0 && n < size:
+		own, why = shortEnd, fmt.Sprintf("is short (%d of %d records)", n, size)
 	}
-	end := func(next Position, ended bool) (Position, error) {
-		if hasMoreSet {
-			if !hasMore {
-				ended = true
-			} else if ended && n == 0 {
-				return Position{}, fmt.Errorf("empty page but %s says there are more records", pg.HasMore)
-			}
-		}
-		if ended {
-			pos.End = true
-			return pos, nil
-		}
-		return next, nil
-	}
-	short := pg.Size > 0 && n < pg.Size
 	switch pg.Style {
 	case StyleNone:
-		return end(pos, true)
+		return pos, styleEnd, "is the only page", nil
 	case StylePage:
-		ended := n == 0 || short
-		if pg.TotalPages != "" {
-			if v := body.Get(pg.TotalPages); v.Exists() && v.Type == gjson.Number {
-				last := v.Int() + *pg.Start - 1
-				ended = ended || pos.Page >= last
-			}
-		}
-		return end(Position{Page: pos.Page + 1}, ended)
+		return Position{Page: pos.Page + 1, Size: pos.Size}, own, why, nil
 	case StyleOffset:
-		step := int64(pg.Size)
-		return end(Position{Offset: pos.Offset + step}, n == 0 || short)
+		return Position{Offset: pos.Offset + int64(n), Size: pos.Size}, own, why, nil
 	case StyleCursor:
-		var v string
+		var v, where string
 		switch {
 		case pg.Next != "":
-			v = scalar(body.Get(pg.Next))
-			return end(Position{Cursor: v}, v == "")
+			v, where = scalar(gjson.GetBytes(resp.Body, pg.Next)), "has no next cursor (at "+pg.Next+")"
 		case pg.NextHeader != "":
-			v = strings.TrimSpace(resp.Header.Get(pg.NextHeader))
-			return end(Position{Cursor: v}, v == "")
+			v, where = strings.TrimSpace(resp.Header.Get(pg.NextHeader)), "has no "+pg.NextHeader+" header"
 		default:
-			v = scalar(body.Get(pg.NextURL))
+			v, where = scalar(gjson.GetBytes(resp.Body, pg.NextURL)), "has no next URL (at "+pg.NextURL+")"
 			if v != "" {
 				abs, err := resolveURL(resp.URL, v)
 				if err != nil {
-					return Position{}, fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
+					return Position{}, 0, "", fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
 				}
 				v = p.f.CheckpointURL(abs)
 			}
-			return end(Position{URL: v}, v == "")
 		}
+		if v == "" {
+			return pos, styleEnd, where, nil
+		}
+		if pg.NextURL != "" {
+			return Position{URL: v}, goesOn, "", nil
+		}
+		return Position{Cursor: v}, goesOn, "", nil
 	case StyleLink:
 		next := NextLink(resp.Header.Values("Link"))
-		if next != "" {
-			abs, err := resolveURL(resp.URL, next)
-			if err != nil {
-				return Position{}, fmt.Errorf("link header next URL: %w", err)
-			}
-			next = p.f.CheckpointURL(abs)
+		if next == "" {
+			return pos, styleEnd, `has no Link rel="next"`, nil
 		}
-		return end(Position{URL: next}, next == "")
+		abs, err := resolveURL(resp.URL, next)
+		if err != nil {
+			return Position{}, 0, "", fmt.Errorf("link header next URL: %w", err)
+		}
+		return Position{URL: p.f.CheckpointURL(abs)}, goesOn, "", nil
 	case StyleHWM:
-		if n == 0 {
-			return end(pos, true)
-		}
-		if CompareMarks(hwmMax, pos.Mark) <= 0 {
-			if pg.Size > 0 && n >= pg.Size {
-				return Position{}, &Error{Code: ExitPermanent,
+		if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
+			if size > 0 && n >= size {
+				return Position{}, 0, "", &Error{Code: ExitPermanent,
 					Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
 					Hint: "more than pagination.size records share one mark: raise pagination.size"}
 			}
-			return end(pos, true)
+			return pos, styleEnd, fmt.Sprintf("makes no progress (%d of %d records)", n, size), nil
 		}
-		return end(Position{Mark: hwmMax}, short)
+		return Position{Mark: hwmMax, Size: pos.Size}, own, why, nil
 	}
-	return Position{}, fmt.Errorf("unknown pagination style %q", pg.Style)
+	return Position{}, 0, "", fmt.Errorf("unknown pagination style %q", pg.Style)
 }
 
 // scalar returns a JSON value as a cursor string: "" for missing, null,

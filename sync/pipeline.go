@@ -26,6 +26,8 @@ type fetched struct {
 	hash    string // content hash of the page's records
 	t0      time.Time
 	err     error
+	ahead   *Response // the response at next, fetched to prove this page's end
+	capped  int       // > 0: this page found the API serving at most capped records per page
 }
 
 // markOf is a record's mark, or why it has none usable.
@@ -37,8 +39,12 @@ type markOf struct {
 // fetchPage requests the page at pos and computes everything the commit
 // needs that depends only on the page itself. A page at or past a replay's
 // --to position (to, nil when none) ends pagination, so that nothing past
-// it is requested. It never writes.
-func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to *Position) fetched {
+// it is requested. pre, when set, is the page's response, already fetched
+// while proving the previous page's end. A page that contradicts itself
+// (empty or short while another signal says more) is fetched again with
+// the retry policy's backoff, then fails as transient (exit 3). It never
+// writes.
+func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to *Position, pre *Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, f: e.Fetcher}
 	fp := fetched{pos: pos, t0: time.Now()}
@@ -48,39 +54,61 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 		fp.err = Errorf(ExitPermanent, "%s: %w", where, err)
 		return fp
 	}
-	resp, err := e.Fetcher.Fetch(ctx, u)
-	if err != nil {
-		fp.err = fmt.Errorf("fetch %s: %w", where, err)
-		return fp
-	}
-	e.failpoint("fetched")
-	fp.resp = resp
-	markPath := e.markPath()
-	if markPath != "" {
-		fp.marks = make([]markOf, len(resp.Records))
-	}
-	h := xxhash.New()
-	for i, rec := range resp.Records {
-		_, _ = h.WriteString(rec.Raw)
-		if markPath == "" {
-			continue
+	probe := func(next Position) (*Response, string, error) {
+		pu, err := pg.url(next, window)
+		if err != nil {
+			return nil, "", Errorf(ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}
-		if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
-			m, err := markFromJSON(v)
-			fp.marks[i] = markOf{mark: m, err: err}
-			if err == nil {
-				fp.pageMax = MaxMark(fp.pageMax, m)
+		resp, err := e.Fetcher.Fetch(ctx, pu)
+		if err != nil {
+			return nil, "", fmt.Errorf("fetch %s (to tell whether %s is the last page): %w", next.Describe(job.Pagination.Style, job.Secrets), where, err)
+		}
+		_, pageMax, _ := e.pageMarks(resp)
+		return resp, pageMax, nil
+	}
+	attempts := max(job.Retry.Attempts, 1)
+	for attempt := 1; ; attempt++ {
+		resp := pre
+		if pre == nil {
+			if resp, err = e.Fetcher.Fetch(ctx, u); err != nil {
+				fp.err = fmt.Errorf("fetch %s: %w", where, err)
+				return fp
 			}
 		}
-	}
-	fp.hash = fmt.Sprintf("%016x", h.Sum64())
-	if fp.next, err = pg.next(pos, resp, fp.pageMax); err != nil {
-		fp.err = wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
-		return fp
+		pre = nil
+		e.failpoint("fetched")
+		fp.resp = resp
+		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp)
+		d, err := pg.decideEnd(pos, resp, fp.pageMax, to, probe)
+		if err != nil {
+			if ctx.Err() != nil {
+				fp.err = ctx.Err()
+				return fp
+			}
+			fp.err = wrapPermanent(fmt.Sprintf("paginate after %s", where), err)
+			return fp
+		}
+		if d.contra == "" {
+			fp.next, fp.ahead, fp.capped = d.next, d.ahead, d.capped
+			break
+		}
+		if attempt >= attempts {
+			fp.err = &Error{Code: ExitTransient, Msg: fmt.Sprintf("%s (after %d attempt(s))", d.contra, attempt),
+				Hint: "the API contradicted the end of pagination; nothing past this page was committed and the checkpoint is intact: run again later"}
+			return fp
+		}
+		wait := Backoff(job.Retry.MinWait.Duration, job.Retry.MaxWait.Duration, attempt-1, 0, false)
+		e.Logger.Warn("end of pagination contradicted; fetching it again", "job", job.Name, "why", d.contra,
+			"attempt", attempt+1, "of", attempts, "wait", wait.Round(time.Millisecond).String())
+		if !sleepCtx(ctx, wait) {
+			fp.err = ctx.Err()
+			return fp
+		}
 	}
 	if to != nil && !fp.next.End && lastBefore(job.Pagination.Style, pos, fp.next, *to) {
 		fp.next = pos
 		fp.next.End = true
+		fp.ahead = nil
 	}
 	// With fixed columns the rows are mapped here, off the committer's path,
 	// while the previous page is being written.
@@ -89,6 +117,53 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 		fp.mapped = fp.err == nil
 	}
 	return fp
+}
+
+// pageMarks returns the marks of a page's records (nil when the job keeps
+// no mark), the highest valid one, and the page's content hash.
+func (e *Engine) pageMarks(resp *Response) ([]markOf, string, string) {
+	markPath := e.markPath()
+	var marks []markOf
+	if markPath != "" {
+		marks = make([]markOf, len(resp.Records))
+	}
+	pageMax := ""
+	h := xxhash.New()
+	for i, rec := range resp.Records {
+		_, _ = h.WriteString(rec.Raw)
+		if markPath == "" {
+			continue
+		}
+		if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
+			m, err := markFromJSON(v)
+			marks[i] = markOf{mark: m, err: err}
+			if err == nil {
+				pageMax = MaxMark(pageMax, m)
+			}
+		}
+	}
+	return marks, pageMax, fmt.Sprintf("%016x", h.Sum64())
+}
+
+// sleepCtx waits d or until ctx is done, and reports whether ctx is live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// noteCap warns, once per page that found it, that the API serves fewer
+// records per page than pagination.size asks for.
+func (e *Engine) noteCap(fp fetched) {
+	if fp.capped > 0 && fp.err == nil {
+		e.Logger.Warn(fmt.Sprintf("the API serves at most %d records per page (pagination.size is %d): going on in pages of %d; set pagination.size: %d to match",
+			fp.capped, e.Job.Pagination.Size, fp.capped, fp.capped), "job", e.Job.Name)
+	}
 }
 
 // markPath is the path of the mark in each record: the hwm field, the
@@ -114,19 +189,23 @@ func (e *Engine) markPath() string {
 func (e *Engine) pipeline(ctx context.Context, start Position, window string, to *Position, limit int) <-chan fetched {
 	style := e.Job.Pagination.Style
 	workers := e.Job.Source.Concurrency
-	if workers < 1 || (style != StylePage && style != StyleOffset) {
+	if workers <= 1 || (style != StylePage && style != StyleOffset) {
 		return e.sequential(ctx, start, window, to, limit)
 	}
 	return e.concurrent(ctx, start, window, to, limit, workers)
 }
 
-// sequential follows pagination one page at a time, one page ahead.
+// sequential follows pagination one page at a time, one page ahead. A
+// response fetched to prove a page's end is reused as the next page.
 func (e *Engine) sequential(ctx context.Context, pos Position, window string, to *Position, limit int) <-chan fetched {
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
 	go func() {
 		defer close(out)
+		var ahead *Response
 		for n := 0; limit == 0 || n < limit; n++ {
-			fp := e.fetchPage(ctx, pos, window, to)
+			fp := e.fetchPage(ctx, pos, window, to, ahead)
+			ahead, fp.ahead = fp.ahead, nil
+			e.noteCap(fp)
 			select {
 			case out <- fp:
 			case <-ctx.Done():
@@ -142,16 +221,78 @@ func (e *Engine) sequential(ctx context.Context, pos Position, window string, to
 }
 
 // concurrent fetches pages start, start+1, … with up to workers requests in
-// flight and emits them in order. It stops issuing requests past a page
-// that ended pagination as soon as one is seen.
+// flight and emits them in order. A page whose next position is not the
+// one the workers assumed (the API was found to cap its pages, or an
+// offset page came back short) ends the batch of requests in flight: the
+// pages fetched past it are dropped unseen and fetching starts again from
+// its next position, so nothing past a hole is ever emitted.
 func (e *Engine) concurrent(ctx context.Context, start Position, window string, to *Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
-	step := func(pos Position, k int64) Position {
-		if e.Job.Pagination.Style == StylePage {
-			return Position{Page: pos.Page + k}
+	go func() {
+		defer close(out)
+		pos, sent := start, 0
+		for limit == 0 || sent < limit {
+			sctx, cancel := context.WithCancel(ctx)
+			rest := 0
+			if limit > 0 {
+				rest = limit - sent
+			}
+			batch := e.batch(sctx, pos, window, to, rest, workers)
+			var rebase *Position
+			for k := int64(1); ; k++ {
+				fp, ok := <-batch
+				if !ok {
+					break
+				}
+				e.noteCap(fp)
+				select {
+				case out <- fp:
+				case <-ctx.Done():
+					cancel()
+					drain(batch)
+					return
+				}
+				sent++
+				if fp.err != nil || fp.next.End {
+					cancel()
+					drain(batch)
+					return
+				}
+				if want := e.stepPos(pos, k); fp.next != want {
+					next := fp.next
+					rebase = &next
+					break
+				}
+			}
+			cancel()
+			drain(batch)
+			if rebase == nil {
+				return // the batch stopped at its fetch limit
+			}
+			pos = *rebase
 		}
-		return Position{Offset: pos.Offset + k*int64(e.Job.Pagination.Size)}
+	}()
+	return out
+}
+
+// stepPos is the position k pages after pos (page and offset styles), in
+// pages of the size the API serves at pos.
+func (e *Engine) stepPos(pos Position, k int64) Position {
+	if e.Job.Pagination.Style == StylePage {
+		return Position{Page: pos.Page + k, Size: pos.Size}
 	}
+	size := int64(pos.Size)
+	if size == 0 {
+		size = int64(e.Job.Pagination.Size)
+	}
+	return Position{Offset: pos.Offset + k*size, Size: pos.Size}
+}
+
+// batch fetches pages start, start+1, … with up to workers requests in
+// flight and emits them in order. It stops issuing requests past a page
+// that ended pagination as soon as one is seen.
+func (e *Engine) batch(ctx context.Context, start Position, window string, to *Position, limit, workers int) <-chan fetched {
+	out := make(chan fetched)
 	var endAt atomic.Int64 // index of the first page known to end pagination
 	endAt.Store(-1)
 	type slot struct {
@@ -178,7 +319,8 @@ func (e *Engine) concurrent(ctx context.Context, start Position, window string, 
 			wg.Add(1)
 			go func(idx int64) {
 				defer wg.Done()
-				fp := e.fetchPage(ctx, step(start, idx), window, to)
+				fp := e.fetchPage(ctx, e.stepPos(start, idx), window, to, nil)
+				fp.ahead = nil // the next page is fetched by its own worker
 				if fp.err == nil && fp.next.End {
 					for {
 						cur := endAt.Load()

@@ -17,6 +17,9 @@ type Position struct {
 	URL    string `json:"url,omitempty"`    // cursor next_url and link styles; "" = source.url
 	Mark   string `json:"mark,omitempty"`   // hwm style: the mark sent; "" = no mark yet
 	End    bool   `json:"end,omitempty"`    // pagination reached its end after this position
+	// Size is the page size the API really serves when it caps pages
+	// below pagination.size (page, offset, hwm); 0 = pagination.size.
+	Size int `json:"size,omitempty"`
 }
 
 // Encode returns the stored form of p.

@@ -80,6 +80,9 @@ type Pagination struct {
 	SizeParam  string `yaml:"size_param,omitempty" json:"size_param,omitempty"`
 	Size       int    `yaml:"size,omitempty" json:"size,omitempty"`
 	TotalPages string `yaml:"total_pages,omitempty" json:"total_pages,omitempty"`
+	// Total is where the API tells the total number of records: a body
+	// path, or header:NAME for a response header.
+	Total      string `yaml:"total,omitempty" json:"total,omitempty"`
 	Next       string `yaml:"next,omitempty" json:"next,omitempty"`
 	NextHeader string `yaml:"next_header,omitempty" json:"next_header,omitempty"`
 	NextURL    string `yaml:"next_url,omitempty" json:"next_url,omitempty"`

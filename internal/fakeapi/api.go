@@ -33,6 +33,9 @@ type Options struct {
 	// Token, when set, makes every request require the header
 	// "Authorization: Bearer <Token>"; others get 401 with a JSON error.
 	Token string
+	// Quirks are misbehaviours around the end of pagination (see Quirks
+	// and SetQuirks); the zero value has none.
+	Quirks Quirks
 }
 
 // API is the fake data set and its HTTP handler. All methods are safe for
@@ -54,6 +57,7 @@ type API struct {
 	view   filteredView
 
 	faults faultInjector
+	quirks quirkState
 
 	obs observer
 }
@@ -106,6 +110,7 @@ func New(opts Options) *API {
 	}
 	a.obs.reset()
 	a.SetFaults(opts.Faults)
+	a.SetQuirks(opts.Quirks)
 	return a
 }
 

@@ -78,6 +78,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fn(a)
 		}
 	}
+	if rt.list {
+		resp = a.applyQuirks(r, resp)
+	}
 	resp.write(w)
 }
 
@@ -144,7 +147,8 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, *response) {
 
 // sizeParam reads a page size parameter, defaulting to the API's page size.
 func (a *API) sizeParam(q url.Values, name string) (int, *response) {
-	return intParam(q, name, a.pageSize, 1, MaxPageSize)
+	n, bad := intParam(q, name, a.pageSize, 1, MaxPageSize)
+	return a.capSize(n), bad
 }
 
 // timeParam reads query parameter name as an RFC 3339 instant, or the zero

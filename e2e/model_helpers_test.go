@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// modelJob returns the job file for a scenario served at apiURL.
+func modelJob(sc fakeapi.Scenario, apiURL, target string) string {
+	var pag string
+	switch sc.Style {
+	case "page":
+		pag = "  style: page\n  size_param: limit\n"
+	case "page-total":
+		pag = "  style: page\n  size_param: limit\n  total_pages: meta.total_pages\n"
+	case "page-has-more":
+		pag = "  style: page\n  size_param: limit\n  has_more: meta.has_more\n"
+	case "offset":
+		pag = "  style: offset\n  size_param: limit\n  has_more: has_more\n"
+	case "cursor":
+		pag = "  style: cursor\n  next: next_cursor\n  size_param: limit\n"
+	case "cursor-url":
+		pag = "  style: cursor\n  next_url: next\n  size_param: limit\n"
+	case "hwm":
+		pag = "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n"
+	}
+	return fmt.Sprintf(`name: model
+source:
+  url: %s/list
+  records: data
+  timeout: 5s
+pagination:
+%s  size: %d
+retry:
+  attempts: 6
+  min_wait: 2ms
+  max_wait: 20ms
+target:
+  url: %s
+  table: items
+  key: [id]
+  columns:
+    id: {path: id, type: integer}
+    v: {path: v, type: text}
+    updated_at: {path: updated_at, type: text}
+`, apiURL, pag, sc.Size, target)
+}
+
+// modelExit is one finished (or killed) invocation.
+type modelExit struct {
+	code    int // -1 when the harness killed it
+	partial bool
+	stderr  string
+}
+
+// modelInvoke runs the binary; kill, when non-nil, is polled and the process
+// is SIGKILLed as soon as it returns true.
+func modelInvoke(t *testing.T, dir string, kill func() bool, args ...string) modelExit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, binary, append(args, "--json")...)
+	c.Dir = dir
+	c.Env = cleanEnv()
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var err error
+	killed := false
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case <-time.After(time.Millisecond):
+			if kill != nil && !killed && kill() {
+				_ = c.Process.Signal(syscall.SIGKILL)
+				killed = true
+			}
+		}
+	}
+	if killed && c.ProcessState != nil && !c.ProcessState.Exited() {
+		return modelExit{code: -1, stderr: errOut.String()}
+	}
+	code := 0
+	if err != nil {
+		if c.ProcessState == nil {
+			t.Fatalf("run %v: %v", args, err)
+		}
+		code = c.ProcessState.ExitCode()
+	}
+	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String()}
+}
+
+// modelRow is one target row.
+type modelRow struct{ v, updatedAt string }
+
+// modelTable reads the target table and counts keys that appear more than once.
+func modelTable(t *testing.T, path string) (map[int]modelRow, int) {
+	t.Helper()
+	out := map[int]modelRow{}
+	if _, err := os.Stat(path); err != nil {
+		return out, 0
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT id, v, updated_at FROM items`)
+	if err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return out, 0
+		}
+		t.Fatalf("read target: %v", err)
+	}
+	defer rows.Close()
+	dups := 0
+	for rows.Next() {
+		var id int
+		var r modelRow
+		if err := rows.Scan(&id, &r.v, &r.updatedAt); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := out[id]; ok {
+			dups++
+		}
+		out[id] = r
+	}
+	return out, dups
+}
+
+// modelMissing lists the records unchanged between start and end that the
+// table lacks or holds with another value.
+func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow) []string {
+	var bad []string
+	for id, s := range start {
+		e, ok := end[id]
+		if !ok || e.V != s.V {
+			continue // changed or deleted during the run: no claim
+		}
+		got, ok := table[id]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("id %d missing", id))
+		case got.v != e.V || got.updatedAt != e.UpdatedAt:
+			bad = append(bad, fmt.Sprintf("id %d stale (%s, want %s)", id, got.v, e.V))
+		}
+	}
+	return bad
+}
+
+func modelDir(t *testing.T) (string, string) {
+	dir := t.TempDir()
+	return dir, filepath.Join(dir, "out.db")
+}
+
+// modelCommitted returns the positions of the pages the latest run of the
+// job committed, unless that run completed (nil then).
+func modelCommitted(t *testing.T, dir string) []string {
+	t.Helper()
+	path := filepath.Join(dir, ".idemsync", "state.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	db, err := sql.Open("sqlite", path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT p.position FROM pages p WHERE p.run_id =
+		(SELECT max(id) FROM runs WHERE job = 'model') AND
+		(SELECT status FROM runs WHERE id = p.run_id) <> 'completed' ORDER BY p.seq`)
+	if err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return nil // killed while creating the state file: nothing committed
+		}
+		t.Fatalf("read state: %v", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}

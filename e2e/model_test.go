@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+var (
+	modelSeeds     = flag.Int("seeds", 200, "model test: how many seeds to run")
+	modelSeed      = flag.Int64("seed", -1, "model test: run only this seed")
+	modelSeedStart = flag.Int64("seed-start", 1, "model test: first seed")
+	modelSkipFlag  = flag.String("model-skip", os.Getenv("IDEMSYNC_MODEL_SKIP"), "model test: behaviour kinds never enabled, comma-separated (also IDEMSYNC_MODEL_SKIP)")
+)
+
+// modelSummary counts outcomes over all seeds of one TestModel.
+type modelSummary struct {
+	mu                     gosync.Mutex
+	seeds, refused, failed int
+	exits                  map[string]int
+	failedSeeds            []int64
+}
+
+func (s *modelSummary) exit(code int, partial bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := fmt.Sprint(code)
+	switch {
+	case code == -1:
+		k = "killed"
+	case partial:
+		k = "0-partial"
+	}
+	s.exits[k]++
+}
+
+// TestModel is the model-based adversarial test of SPEC §4.10 ("Exit 0 means
+// complete"): per seed a scenario (fakeapi.NewScenario), the real binary
+// under a random schedule of runs, kills, slices, resumes and restarts, and
+// the invariant checked after every exit. See docs/fault-tolerance.md.
+func TestModel(t *testing.T) {
+	skip := map[string]bool{}
+	for _, k := range strings.Split(*modelSkipFlag, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			skip[k] = true
+		}
+	}
+	seeds := []int64{}
+	if *modelSeed >= 0 {
+		seeds = append(seeds, *modelSeed)
+	} else {
+		for i := 0; i < *modelSeeds; i++ {
+			seeds = append(seeds, *modelSeedStart+int64(i))
+		}
+	}
+	sum := &modelSummary{exits: map[string]int{}}
+	t.Run("seeds", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				modelSeedRun(t, fakeapi.NewScenario(seed, skip), sum)
+			})
+		}
+	})
+	keys := make([]string, 0, len(sum.exits))
+	for k := range sum.exits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ex []string
+	for _, k := range keys {
+		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
+	}
+	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
+	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v", sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds)
+}
+
+// modelSeedRun drives one scenario until exit 0 (completed) or the step budget.
+func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary) {
+	repro := fmt.Sprintf("go test ./e2e -run 'TestModel$' -seed %d -v", sc.Seed)
+	if *modelSkipFlag != "" {
+		repro += " -model-skip=" + *modelSkipFlag
+	}
+	t.Log(sc.String())
+	api := fakeapi.NewModelAPI(sc)
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	dir, db := modelDir(t)
+	job := writeJob(t, dir, "job.yaml", modelJob(sc, srv.URL, "sqlite:"+db))
+	rng := rand.New(rand.NewSource(sc.Seed * 7919))
+	fail := func(format string, args ...any) {
+		sum.mu.Lock()
+		sum.failed++
+		sum.failedSeeds = append(sum.failedSeeds, sc.Seed)
+		sum.mu.Unlock()
+		t.Errorf("%s: %s\nreproduce: %s", sc, fmt.Sprintf(format, args...), repro)
+	}
+	defer func() { sum.mu.Lock(); sum.seeds++; sum.mu.Unlock() }()
+
+	start := api.Snapshot() // the data set when the current run began
+	refusals := 0
+	for step := 0; step < 30; step++ {
+		args, kill := modelStep(rng, api, job)
+		if len(args) > 1 && args[1] == "--restart" {
+			start = api.Snapshot()
+		}
+		ex := modelInvoke(t, dir, kill, args...)
+		sum.exit(ex.code, ex.partial)
+		table, dups := modelTable(t, db)
+		if dups > 0 {
+			fail("after %v (exit %d): %d duplicate keys", args, ex.code, dups)
+			return
+		}
+		if !(ex.code == 0 && !ex.partial) {
+			if bad := modelPassed(t, api, dir, table); len(bad) > 0 {
+				fail("after %v (exit %d) the checkpoint passed rows not in the table: %s", args, ex.code, strings.Join(bad[:min(5, len(bad))], "; "))
+				return
+			}
+		}
+		switch {
+		case ex.code == 0 && !ex.partial:
+			if bad := modelMissing(start, api.Snapshot(), table); len(bad) > 0 {
+				fail("exit 0 over a hole after %v: %d of %d records wrong, e.g. %s", args, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "))
+			}
+			return
+		case ex.code == 0, ex.code == -1, ex.code == 3, ex.code == 130:
+		case ex.code == 5 && args[0] == "resume":
+		case ex.code == 1 && modelRefusal(ex.stderr):
+			sum.mu.Lock()
+			sum.refused++
+			sum.mu.Unlock()
+			refusals++
+			t.Logf("refused: %s", modelLastLine(ex.stderr))
+			if refusals >= 2 {
+				return
+			}
+		default:
+			fail("unexpected exit %d after %v: %s\n%s", ex.code, args, modelLastLine(ex.stderr), ex.stderr)
+			return
+		}
+	}
+	t.Logf("step budget spent without exit 0")
+}
+
+// modelStep picks the next invocation and, for a kill, when to kill it.
+func modelStep(rng *rand.Rand, api *fakeapi.ModelAPI, job string) ([]string, func() bool) {
+	switch n := rng.Intn(100); {
+	case n < 40:
+		return []string{"run", job}, nil
+	case n < 60:
+		deadline := time.Now().Add(time.Duration(5+rng.Intn(60)) * time.Millisecond)
+		return []string{"run", job}, func() bool { return time.Now().After(deadline) }
+	case n < 75:
+		at := api.Requests() + 1 + rng.Intn(4)
+		return []string{"run", job}, func() bool { return api.Requests() >= at }
+	case n < 85:
+		return []string{"run", job, "--max-pages", fmt.Sprint(1 + rng.Intn(3))}, nil
+	case n < 90:
+		return []string{"run", job, "--time-limit", fmt.Sprintf("%dms", 20+rng.Intn(100))}, nil
+	case n < 96:
+		return []string{"resume", job}, nil
+	default:
+		return []string{"run", "--restart", job}, nil
+	}
+}
+
+// modelRefusal reports whether a failure names a contradiction idemsync
+// detected (SPEC §4.10: refusing is the desired behaviour).
+func modelRefusal(stderr string) bool {
+	s := strings.ToLower(stderr)
+	return strings.Contains(s, "contradict") || strings.Contains(s, "cap")
+}
+
+// modelLastLine returns the last error line of stderr, else its last line.
+func modelLastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "ERROR") || strings.HasPrefix(lines[i], "Error") || strings.HasPrefix(lines[i], "error") {
+			return lines[i]
+		}
+	}
+	return lines[len(lines)-1]
+}
+
+// modelPassed lists the ids the checkpoint passed that the table lacks: for
+// every page the unfinished run committed, the ids that every response the
+// API served at that position contained (fakeapi.ModelAPI.ServedEverywhere).
+func modelPassed(t *testing.T, api *fakeapi.ModelAPI, dir string, table map[int]modelRow) []string {
+	var bad []string
+	for _, raw := range modelCommitted(t, dir) {
+		pos := modelPosition(raw)
+		ids, ok := api.ServedEverywhere(pos)
+		for _, alt := range []string{"", "0", "1"} { // a first page may omit its parameter
+			if !ok && (pos == "" || pos == "0" || pos == "1") {
+				ids, ok = api.ServedEverywhere(alt)
+			}
+		}
+		if !ok {
+			t.Errorf("committed position %q (%s) was never served: the harness cannot map it", pos, raw)
+			continue
+		}
+		for _, id := range ids {
+			if _, ok := table[id]; !ok {
+				bad = append(bad, fmt.Sprintf("position %q: id %d", pos, id))
+			}
+		}
+	}
+	return bad
+}
+
+// modelPosition turns a state-file position ({"page":2}, {"offset":40},
+// {"cursor":"7"}, {"mark":"..."}, {"url":"...?cursor=7"}, {}) into the value
+// of the request parameter the fake API keyed its responses by.
+func modelPosition(raw string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return raw
+	}
+	str := func(v any) string {
+		if f, ok := v.(float64); ok {
+			return strconv.FormatInt(int64(f), 10)
+		}
+		return fmt.Sprint(v)
+	}
+	if p, ok := m["page"]; ok {
+		if size, ok := m["size"]; ok { // a page asked at the size the API serves
+			return str(p) + "@" + str(size)
+		}
+		return str(p)
+	}
+	for _, k := range []string{"offset", "cursor", "mark"} {
+		if v, ok := m[k]; ok {
+			return str(v)
+		}
+	}
+	if v, ok := m["url"]; ok {
+		if u, err := url.Parse(str(v)); err == nil {
+			return u.Query().Get("cursor")
+		}
+	}
+	return ""
+}

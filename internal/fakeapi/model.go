@@ -1,0 +1,105 @@
+package fakeapi
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+)
+
+// ModelStyles are the pagination styles a model scenario may serve.
+var ModelStyles = []string{"page", "page-total", "page-has-more", "offset", "cursor", "cursor-url", "hwm"}
+
+// ModelBehaviours are the behaviour kinds a scenario may compose; a test
+// may exclude some by name (see NewScenario).
+var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient"}
+
+// Scenario is one seeded test case: a data set, a pagination style, a page
+// size and a composition of behaviours, each with its own parameters.
+type Scenario struct {
+	Seed       int64
+	Style      string
+	N          int      // records at the start
+	Size       int      // page size the job asks for
+	Behaviours []string // enabled behaviour kinds, in ModelBehaviours order
+	Cap        int      // caps: the API serves at most Cap records per page
+	ShortAt    int      // shortpage/emptypage: the list request number that comes back short
+	MutEvery   int      // updates/appends: a mutation after every MutEvery list responses
+	FaultPct   int      // transient: percent of list requests answered 429 or 503
+}
+
+// Has reports whether the scenario enables behaviour kind b.
+func (s Scenario) Has(b string) bool { return slices.Contains(s.Behaviours, b) }
+
+// PositionStable reports whether the style addresses pages by position
+// (page number or offset), so that only mutations that keep every record's
+// position may run during a walk: updates in place and appends at the end.
+func (s Scenario) PositionStable() bool {
+	return strings.HasPrefix(s.Style, "page") || s.Style == "offset"
+}
+
+// counted reports whether the job configures a signal (total_pages,
+// has_more, total) that can contradict a short or empty page.
+func (s Scenario) counted() bool {
+	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "offset"
+}
+
+// survivable reports whether SPEC lets a job of this style get through
+// behaviour b without a hole: a short page or a page cap is only detectable
+// where the job has a counting signal (or, for caps, a cursor that carries
+// the position); hwm and plain page walks end on a short page by contract.
+func (s Scenario) survivable(b string) bool {
+	switch b {
+	case "shortpage", "emptypage":
+		return s.counted()
+	case "caps":
+		return s.counted() || strings.HasPrefix(s.Style, "cursor")
+	}
+	return true
+}
+
+// NewScenario derives a scenario from seed; behaviour kinds in skip are never
+// enabled. The same seed and skip set always give the same scenario.
+func NewScenario(seed int64, skip map[string]bool) Scenario {
+	rng := rand.New(rand.NewSource(seed))
+	s := Scenario{Seed: seed}
+	s.Style = ModelStyles[rng.Intn(len(ModelStyles))]
+	s.N = 20 + rng.Intn(281)
+	s.Size = 5 + rng.Intn(46)
+	for _, b := range ModelBehaviours {
+		if rng.Intn(3) == 0 && !skip[b] && s.survivable(b) {
+			s.Behaviours = append(s.Behaviours, b)
+		}
+	}
+	s.Cap = 1 + rng.Intn(s.Size)
+	if s.Cap >= s.Size {
+		s.Cap = s.Size - 1
+	}
+	s.ShortAt = 1 + rng.Intn(1+s.N/s.Size)
+	s.MutEvery = 1 + rng.Intn(4)
+	s.FaultPct = 5 + rng.Intn(20)
+	return s
+}
+
+// String is a one-line human description of the scenario.
+func (s Scenario) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %s, %d records, size %d", s.Seed, s.Style, s.N, s.Size)
+	for _, k := range s.Behaviours {
+		switch k {
+		case "caps":
+			fmt.Fprintf(&b, ", API caps pages at %d", s.Cap)
+		case "shortpage":
+			fmt.Fprintf(&b, ", list request %d short while more remain", s.ShortAt)
+		case "emptypage":
+			fmt.Fprintf(&b, ", list request %d empty while more remain", s.ShortAt)
+		case "updates":
+			fmt.Fprintf(&b, ", an update every %d responses", s.MutEvery)
+		case "appends":
+			fmt.Fprintf(&b, ", an append every %d responses", s.MutEvery)
+		case "transient":
+			fmt.Fprintf(&b, ", %d%% 429/503", s.FaultPct)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,249 @@
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"sort"
+	"strconv"
+	gosync "sync"
+	"time"
+)
+
+// ModelRecord is one record of a model scenario's data set.
+type ModelRecord struct {
+	ID        int    `json:"id"`
+	V         string `json:"v"`
+	UpdatedAt string `json:"updated_at"`
+	mark      time.Time
+}
+
+// ModelAPI serves a Scenario over HTTP. Safe for concurrent use.
+type ModelAPI struct {
+	sc        Scenario
+	mu        gosync.Mutex
+	rng       *rand.Rand
+	recs      []ModelRecord // ordered by id
+	clock     time.Time
+	reqs      int // list requests seen
+	resps     int // successful list responses
+	mutations int // mutations made so far
+	ver       int
+	// served maps a request's position (the value of its page, offset,
+	// cursor or since parameter; "" for none) to the id sets served there.
+	served map[string][][]int
+}
+
+var modelBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// NewModelAPI builds the scenario's initial data set.
+func NewModelAPI(sc Scenario) *ModelAPI {
+	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed)), clock: modelBase}
+	for i := 1; i <= sc.N; i++ {
+		m.recs = append(m.recs, m.newRecord(i))
+	}
+	return m
+}
+
+func (m *ModelAPI) newRecord(id int) ModelRecord {
+	m.clock = m.clock.Add(time.Second)
+	m.ver++
+	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(time.RFC3339), mark: m.clock}
+}
+
+// Snapshot returns the current data set by id.
+func (m *ModelAPI) Snapshot() map[int]ModelRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int]ModelRecord, len(m.recs))
+	for _, r := range m.recs {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// Requests returns how many list requests the API has seen.
+func (m *ModelAPI) Requests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reqs
+}
+
+func (m *ModelAPI) mutate() {
+	if m.sc.Has("appends") && (!m.sc.Has("updates") || m.rng.Intn(2) == 0) {
+		m.recs = append(m.recs, m.newRecord(m.recs[len(m.recs)-1].ID+1))
+		return
+	}
+	if m.sc.Has("updates") {
+		i := m.rng.Intn(len(m.recs))
+		m.recs[i] = m.newRecord(m.recs[i].ID)
+	}
+}
+
+// ServeHTTP answers every list request in the scenario's style.
+func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs++
+	if m.sc.Has("transient") && m.rng.Intn(100) < m.sc.FaultPct {
+		if m.rng.Intn(2) == 0 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		return
+	}
+	body, err := m.page(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.resps++
+	m.record(r, body["data"].([]ModelRecord))
+	// Mutations stop after ModelMutationBudget of them: a source that
+	// changes on every request forever gives a walk no end to prove.
+	if (m.sc.Has("updates") || m.sc.Has("appends")) && m.resps%m.sc.MutEvery == 0 && m.mutations < ModelMutationBudget {
+		m.mutations++
+		m.mutate()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// ModelMutationBudget bounds the mutations of one scenario's data set.
+const ModelMutationBudget = 40
+
+func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
+	q := r.URL.Query()
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit < 1 {
+		return nil, fmt.Errorf("bad limit %q", q.Get("limit"))
+	}
+	served := limit
+	if m.sc.Has("caps") && served > m.sc.Cap {
+		served = m.sc.Cap
+	}
+	list := m.recs
+	start := 0
+	switch m.sc.Style {
+	case "hwm":
+		list = slices_sortedByMark(m.recs)
+		if s := q.Get("since"); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return nil, fmt.Errorf("bad since %q", s)
+			}
+			for start < len(list) && list[start].mark.Before(t) {
+				start++
+			}
+		}
+	case "offset":
+		start, _ = strconv.Atoi(q.Get("offset"))
+	case "cursor", "cursor-url":
+		if c := q.Get("cursor"); c != "" {
+			after, err := strconv.Atoi(c)
+			if err != nil {
+				return nil, fmt.Errorf("bad cursor %q", c)
+			}
+			start = sort.Search(len(list), func(i int) bool { return list[i].ID > after })
+		}
+	default:
+		p, err := strconv.Atoi(q.Get("page"))
+		if err != nil || p < 1 {
+			p = 1
+		}
+		start = (p - 1) * limit // the API numbers pages by the size asked for
+	}
+	start = min(start, len(list))
+	end := min(start+served, len(list))
+	data := slices_clone(list[start:end])
+	more := end < len(list)
+	if m.reqs == m.sc.ShortAt && more {
+		if m.sc.Has("emptypage") {
+			data = data[:0]
+		} else if m.sc.Has("shortpage") && len(data) > 1 {
+			data = data[:len(data)/2]
+		}
+	}
+	out := map[string]any{"data": data}
+	switch m.sc.Style {
+	case "page", "page-total", "page-has-more":
+		out["meta"] = map[string]any{"total_pages": (len(list) + limit - 1) / limit, "has_more": more}
+	case "offset":
+		out["total"], out["has_more"] = len(list), more
+	case "cursor":
+		if more && len(data) > 0 {
+			out["next_cursor"] = strconv.Itoa(data[len(data)-1].ID)
+		}
+	case "cursor-url":
+		if more && len(data) > 0 {
+			u := *r.URL
+			qq := u.Query()
+			qq.Set("cursor", strconv.Itoa(data[len(data)-1].ID))
+			out["next"] = "http://" + r.Host + u.Path + "?" + qq.Encode()
+		}
+	}
+	return out, nil
+}
+
+func slices_clone(in []ModelRecord) []ModelRecord { return append([]ModelRecord{}, in...) }
+
+func slices_sortedByMark(in []ModelRecord) []ModelRecord {
+	out := slices_clone(in)
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].mark.Equal(out[j].mark) {
+			return out[i].mark.Before(out[j].mark)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (m *ModelAPI) record(r *http.Request, data []ModelRecord) {
+	q := r.URL.Query()
+	pos := q.Get("page") + q.Get("offset") + q.Get("cursor") + q.Get("since")
+	ids := make([]int, len(data))
+	for i, d := range data {
+		ids[i] = d.ID
+	}
+	if m.served == nil {
+		m.served = map[string][][]int{}
+	}
+	m.served[pos] = append(m.served[pos], ids)
+	if q.Has("page") { // also by page and size asked, as a sync that adapted to a cap asks
+		k := pos + "@" + q.Get("limit")
+		m.served[k] = append(m.served[k], ids)
+	}
+}
+
+// ServedEverywhere returns the ids that every response served at position
+// pos contained, and whether pos was ever served. With updates in place and
+// appends only (no deletes), any response a sync committed at pos holds them.
+func (m *ModelAPI) ServedEverywhere(pos string) ([]int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sets, ok := m.served[pos]
+	if !ok {
+		return nil, false
+	}
+	count := map[int]int{}
+	for _, set := range sets {
+		seen := map[int]bool{}
+		for _, id := range set {
+			if !seen[id] {
+				seen[id] = true
+				count[id]++
+			}
+		}
+	}
+	var out []int
+	for id, n := range count {
+		if n == len(sets) {
+			out = append(out, id)
+		}
+	}
+	sort.Ints(out)
+	return out, true
+}

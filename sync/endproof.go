@@ -1,0 +1,230 @@
+package sync
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// A run may end only on positive evidence of the end of pagination (SPEC
+// §4.10, §6): the style's own end signal, and no other configured or
+// observed signal (has_more, total_pages, total, a Link rel="next" header)
+// saying there is more. decideEnd weighs them for one fetched page.
+
+// endResult is the end decision for one fetched page.
+type endResult struct {
+	// next is the position after the page; End is set when the page is
+	// the last.
+	next Position
+	// ahead is the response at next when proving the end fetched it.
+	ahead *Response
+	// capped > 0: the API was found to serve at most this many records
+	// per page, fewer than pagination.size.
+	capped int
+	// contra, when set, is a contradiction ("page 4 is empty but
+	// meta.total_pages says 10 pages"): the page is no end and no step
+	// forward; it must be fetched again (a transient fault).
+	contra string
+}
+
+// prober fetches the page at pos, to tell whether a short page was the
+// last one; it returns the response and the highest mark of its records.
+type prober func(pos Position) (*Response, string, error)
+
+// decideEnd decides whether the page fetched at pos is the last one, where
+// pagination goes next, or why the page contradicts itself. hwmMax is the
+// highest mark of its records; to is a replay's --to bound (nil when
+// none); probe fetches the next position when a short page must be proven
+// to be the end (at most once per page).
+func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Position, probe prober) (endResult, error) {
+	style := p.job.Pagination.Style
+	next, own, why, err := p.step(pos, resp, hwmMax)
+	if err != nil {
+		return endResult{}, err
+	}
+	more, last := p.signals(pos, resp)
+	where := pos.Describe(style, p.job.Secrets)
+	end := endResult{next: pos}
+	end.next.End = true
+	switch own {
+	case styleEnd:
+		if len(more) > 0 {
+			return endResult{contra: where + " " + why + " but " + more[0]}, nil
+		}
+		if size := p.job.Pagination.Size; (style == StyleCursor || style == StyleLink) && size > 0 && resp.Raw >= size {
+			p.f.logger.Warn("the last page is full: if the API has more records, its end signal is wrong",
+				"page", where, "records", resp.Raw, "size", size, "why", why)
+		}
+		return end, nil
+	case shortEnd:
+		// A short first page is always proven: an API that caps its pages
+		// may also compute total_pages from the size asked.
+		if !p.firstPage(pos) && len(more) == 0 && (len(last) > 0 || to != nil && lastBefore(style, pos, next, *to)) {
+			return end, nil
+		}
+		return p.prove(pos, resp, hwmMax, next, why, more, probe)
+	}
+	if len(last) > 0 {
+		if len(more) > 0 {
+			return endResult{contra: where + ": " + last[0] + " but " + more[0]}, nil
+		}
+		return end, nil
+	}
+	return endResult{next: next}, nil
+}
+
+// prove fetches the position after a short page (page, offset, hwm styles)
+// to tell its end from a page-size cap: nothing there (no records, or for
+// hwm no record past the page's mark) proves the end unless a signal says
+// more; records there mean the walk goes on (as many as on the short page:
+// the API caps its pages at that size, and the walk goes on with it). For
+// page style a next page holding more records than the short one means
+// the short page came back incomplete: a contradiction, as page numbers
+// cannot skip it.
+func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
+	style := p.job.Pagination.Style
+	where := pos.Describe(style, p.job.Secrets)
+	if p.firstPage(pos) {
+		// Asked at the size the first page served, the next page holds the
+		// records that follow it however the API numbers its pages.
+		next.Size = resp.Raw
+	}
+	pr, prMax, err := probe(next)
+	if err != nil {
+		return endResult{}, err
+	}
+	n, m := resp.Raw, pr.Raw
+	if m == 0 || style == StyleHWM && CompareMarks(prMax, hwmMax) <= 0 && m < p.size(pos) {
+		if len(more) > 0 {
+			return endResult{contra: where + " " + why + " but " + more[0]}, nil
+		}
+		end := endResult{next: pos}
+		end.next.End = true
+		return end, nil
+	}
+	if style == StylePage && m > n {
+		but := ""
+		if len(more) > 0 {
+			but = more[0] + " and "
+		}
+		return endResult{contra: fmt.Sprintf("%s %s but %s%s has %d records", where, why, but, next.Describe(style, p.job.Secrets), m)}, nil
+	}
+	// The walk goes on from next, which the probe already fetched. Only a
+	// next page of exactly n records is taken for a cap of n (and the walk
+	// goes on in pages of n): fewer may be the true last page, or records
+	// that arrived meanwhile. Either way the next page is checked in turn.
+	res := endResult{next: next, ahead: pr}
+	if m == n {
+		res.next.Size, res.capped = n, n
+		if style == StylePage && !p.firstPage(pos) {
+			// An API may number its pages by the size it serves or by the
+			// size asked: only a cap seen on the walk's first page, with
+			// every later page asked at the size served, means the same
+			// records under both.
+			return endResult{contra: fmt.Sprintf("%s %s but %s has %d records", where, why, next.Describe(style, p.job.Secrets), m)}, nil
+		}
+	}
+	return res, nil
+}
+
+// firstPage reports whether pos is the first page of a page-style walk
+// still asked at pagination.size.
+func (p *pager) firstPage(pos Position) bool {
+	pg := p.job.Pagination
+	return pg.Style == StylePage && pos.Page == *pg.Start && pos.Size == 0
+}
+
+// signals reads the signals of a response other than the style's own:
+// descriptions of those saying more records follow this page, and of those
+// saying it is the last.
+func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
+	pg := p.job.Pagination
+	if pg.HasMore != "" {
+		if v := gjson.GetBytes(resp.Body, pg.HasMore); v.Exists() && v.Type != gjson.Null {
+			if v.Bool() {
+				more = append(more, pg.HasMore+" is true")
+			} else {
+				last = append(last, pg.HasMore+" is false")
+			}
+		}
+	}
+	if pg.Style == StylePage && pg.TotalPages != "" {
+		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
+			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
+			switch lastPage := v.Int() + *pg.Start - 1; {
+			case pos.Page < lastPage:
+				more = append(more, s)
+			case pos.Page == lastPage && resp.Raw == 0:
+				// The last page of total_pages holds at least one record.
+				more = append(more, s)
+			default:
+				last = append(last, s)
+			}
+		}
+	}
+	if t, name, ok := p.total(resp); ok {
+		if seen, ok := p.seenThrough(pos, resp); ok {
+			s := fmt.Sprintf("%s says %d records (%d up to this page)", name, t, seen)
+			if seen < t {
+				more = append(more, s)
+			} else {
+				last = append(last, s)
+			}
+		}
+	}
+	if pg.Style != StyleLink && NextLink(resp.Header.Values("Link")) != "" {
+		more = append(more, `the response has a Link rel="next" header`)
+	}
+	return more, last
+}
+
+// total reads pagination.total from a response: the total number of
+// records, and the header or path it came from.
+func (p *pager) total(resp *Response) (int64, string, bool) {
+	t := p.job.Pagination.Total
+	if t == "" {
+		return 0, "", false
+	}
+	if h, ok := strings.CutPrefix(t, "header:"); ok {
+		name := strings.TrimSpace(h)
+		n, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get(name)), 10, 64)
+		return n, name, err == nil && n >= 0
+	}
+	v := gjson.GetBytes(resp.Body, t)
+	if v.Type == gjson.String {
+		n, err := strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64)
+		return n, t, err == nil && n >= 0
+	}
+	return v.Int(), t, v.Type == gjson.Number && v.Int() >= 0
+}
+
+// seenThrough is how many records the walk holds up to and including the
+// page at pos, when the style's positions tell it (page style with a
+// known size, offset style).
+func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
+	switch p.job.Pagination.Style {
+	case StyleOffset:
+		return pos.Offset + int64(resp.Raw), true
+	case StylePage:
+		if size := p.size(pos); size > 0 {
+			return (pos.Page-*p.job.Pagination.Start)*int64(size) + int64(resp.Raw), true
+		}
+	}
+	return 0, false
+}
+
+// totalPagesFromTotal estimates the number of pages from pagination.total
+// and pagination.size, for the progress bar (0 when either is unknown).
+func totalPagesFromTotal(job *Job, resp *Response) int64 {
+	size := int64(job.Pagination.Size)
+	if size <= 0 || resp == nil {
+		return 0
+	}
+	t, _, ok := (&pager{job: job}).total(resp)
+	if !ok {
+		return 0
+	}
+	return (t + size - 1) / size
+}
