@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// CheckConnectWith is CheckConnect with the fetcher given (so that cmd/
-// can install its auth first): it requests the job's first page with f,
-// writing nothing, then opens and closes the target.
+// CheckConnectWith is validate --connect: it requests the job's first page
+// with f (built by cmd/, with its auth installed), writing nothing, then
+// opens and closes the target. Errors name the side, source or target.
 func CheckConnectWith(ctx context.Context, job *Job, f *Fetcher, openSink func(context.Context) (Sink, error)) error {
 	pg := &pager{job: job, f: f}
 	window := ""

@@ -559,27 +559,3 @@ func (e *Engine) failpoint(step string) {
 		e.Failpoint(step)
 	}
 }
-
-// CheckConnect requests the job's first page (writing nothing) and opens
-// and closes the target, for validate --connect.
-func CheckConnect(ctx context.Context, job *Job, log *slog.Logger, openSink func(context.Context) (Sink, error)) error {
-	f := NewFetcher(job, log)
-	pg := &pager{job: job, f: f}
-	start := pg.start(job.Pagination.Initial)
-	window := ""
-	if job.Incremental != nil {
-		window = job.Incremental.Initial
-	}
-	u, err := pg.url(start, window)
-	if err != nil {
-		return Errorf(ExitPermanent, "source: %w", err)
-	}
-	if _, err := f.Fetch(ctx, u); err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	s, err := openSink(ctx)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	return s.Close()
-}
