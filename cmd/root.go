@@ -141,7 +141,9 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 130 interrupted (checkpoint saved).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
