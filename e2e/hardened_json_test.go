@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +22,16 @@ func hardHoldWriteLock(t *testing.T, state string) (release func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
+	// A running sync may hold the write lock for a moment (a page commit):
+	// wait for it rather than fail.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	return func() {
 		_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
