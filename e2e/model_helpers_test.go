@@ -26,12 +26,18 @@ func modelJob(sc fakeapi.Scenario, apiURL, target string) string {
 		pag = "  style: page\n  size_param: limit\n  total_pages: meta.total_pages\n"
 	case "page-has-more":
 		pag = "  style: page\n  size_param: limit\n  has_more: meta.has_more\n"
+	case "page-count":
+		pag = "  style: page\n  size_param: limit\n  total: header:X-Total-Count\n"
 	case "offset":
 		pag = "  style: offset\n  size_param: limit\n  has_more: has_more\n"
 	case "cursor":
 		pag = "  style: cursor\n  next: next_cursor\n  size_param: limit\n"
 	case "cursor-url":
 		pag = "  style: cursor\n  next_url: next\n  size_param: limit\n"
+	case "cursor-header":
+		pag = "  style: cursor\n  next_header: X-Next-Cursor\n  param: cursor\n  size_param: limit\n"
+	case "link":
+		pag = "  style: link\n  size_param: limit\n"
 	case "hwm":
 		pag = "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n"
 	}
@@ -40,6 +46,7 @@ source:
   url: %s/list
   records: data
   timeout: 5s
+  concurrency: %d
 pagination:
 %s  size: %d
 retry:
@@ -54,7 +61,7 @@ target:
     id: {path: id, type: integer}
     v: {path: v, type: text}
     updated_at: {path: updated_at, type: text}
-`, apiURL, pag, sc.Size, target)
+`, apiURL, sc.Concurrency, pag, sc.Size, target)
 }
 
 // modelExit is one finished (or killed) invocation.

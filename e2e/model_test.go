@@ -132,7 +132,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary) {
 		switch {
 		case ex.code == 0 && !ex.partial:
 			if bad := modelMissing(start, api.Snapshot(), table); len(bad) > 0 {
-				fail("exit 0 over a hole after %v: %d of %d records wrong, e.g. %s", args, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "))
+				fail("exit 0 over a hole after %v: %d of %d records wrong, e.g. %s\n%s", args, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 			}
 			return
 		case ex.code == 0, ex.code == -1, ex.code == 3, ex.code == 130:
