@@ -41,6 +41,10 @@ func modelJob(sc fakeapi.Scenario, apiURL, target string) string {
 	case "hwm":
 		pag = "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n"
 	}
+	inc := ""
+	if sc.Has("incremental") {
+		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n"
+	}
 	return fmt.Sprintf(`name: model
 source:
   url: %s/list
@@ -49,7 +53,7 @@ source:
   concurrency: %d
 pagination:
 %s  size: %d
-retry:
+%sretry:
   attempts: 6
   min_wait: 2ms
   max_wait: 20ms
@@ -61,7 +65,7 @@ target:
     id: {path: id, type: integer}
     v: {path: v, type: text}
     updated_at: {path: updated_at, type: text}
-`, apiURL, sc.Concurrency, pag, sc.Size, target)
+`, apiURL, sc.Concurrency, pag, sc.Size, inc, target)
 }
 
 // modelExit is one finished (or killed) invocation.
@@ -111,7 +115,7 @@ wait:
 		}
 		code = c.ProcessState.ExitCode()
 	}
-	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String()}
+	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String() + out.String()}
 }
 
 // modelRow is one target row.

@@ -12,7 +12,7 @@ var ModelStyles = []string{"page", "page-total", "page-has-more", "page-count", 
 
 // ModelBehaviours are the behaviour kinds a scenario may compose; a test
 // may exclude some by name (see NewScenario).
-var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient", "deletes", "dupkeys", "truncated", "redirect"}
+var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient", "deletes", "dupkeys", "truncated", "redirect", "incremental"}
 
 // Scenario is one seeded test case: a data set, a pagination style, a page
 // size and a composition of behaviours, each with its own parameters.
@@ -64,12 +64,22 @@ func (s Scenario) survivable(b string) bool {
 		return s.counted()
 	case "caps":
 		return s.counted() || strings.HasPrefix(s.Style, "cursor") || s.Style == "link"
-	case "deletes", "dupkeys":
+	case "deletes":
 		// Deleting a record shifts every later page of a page or offset walk:
 		// no walk by position can prove it read a record that moved back
-		// across its boundary (docs/guarantees.md). A duplicate served
-		// in place of another record hides that record from anyone.
+		// across its boundary (docs/guarantees.md).
 		return s.keyed()
+	case "dupkeys":
+		// A repeated record makes a page longer than asked, which a walk
+		// by position would take for a lost record; in an hwm walk it is a
+		// tie on the mark that can fill a small page (a full page that
+		// makes no progress is an error by contract, SPEC §3).
+		return s.keyed() && s.Style != "hwm"
+	case "incremental":
+		// An incremental window over a walk by position shifts when a
+		// record updated during the run enters it (docs/guarantees.md);
+		// hwm is a walk by the mark itself.
+		return s.keyed() && s.Style != "hwm"
 	}
 	return true
 }
@@ -130,6 +140,8 @@ func (s Scenario) String() string {
 			fmt.Fprintf(&b, ", %d%% truncated bodies", s.FaultPct)
 		case "redirect":
 			fmt.Fprintf(&b, ", %d%% same-origin 307 redirects", s.FaultPct)
+		case "incremental":
+			b.WriteString(", incremental on updated_at")
 		}
 	}
 	return b.String()

@@ -36,21 +36,36 @@ type ModelAPI struct {
 	served map[string][][]int
 }
 
-var modelBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// modelMarkLayout is how the model API writes marks: UTC, milliseconds.
+const modelMarkLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// NewModelAPI builds the scenario's initial data set.
+// NewModelAPI builds the scenario's initial data set. Its marks are on the
+// real clock, as an API's are: the initial records a second apart, ending a
+// minute ago; every later change is stamped now (and after the one before).
 func NewModelAPI(sc Scenario) *ModelAPI {
-	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed)), clock: modelBase}
+	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed))}
+	m.clock = time.Now().UTC().Add(-time.Minute - time.Duration(sc.N)*time.Second).Truncate(time.Second)
 	for i := 1; i <= sc.N; i++ {
-		m.recs = append(m.recs, m.newRecord(i))
+		m.clock = m.clock.Add(time.Second)
+		m.recs = append(m.recs, m.stamp(i))
 	}
 	return m
 }
 
+// newRecord is a new version of record id, stamped now.
 func (m *ModelAPI) newRecord(id int) ModelRecord {
-	m.clock = m.clock.Add(time.Second)
+	if now := time.Now().UTC().Truncate(time.Millisecond); now.After(m.clock) {
+		m.clock = now
+	} else {
+		m.clock = m.clock.Add(time.Millisecond)
+	}
+	return m.stamp(id)
+}
+
+// stamp is a new version of record id at the API's clock.
+func (m *ModelAPI) stamp(id int) ModelRecord {
 	m.ver++
-	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(time.RFC3339), mark: m.clock}
+	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(modelMarkLayout), mark: m.clock}
 }
 
 // Snapshot returns the current data set by id.
@@ -175,6 +190,13 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	case "offset":
 		start, _ = strconv.Atoi(q.Get("offset"))
 	case "cursor", "cursor-url", "cursor-header", "link":
+		if s := q.Get("since"); s != "" { // incremental: records updated since
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return nil, fmt.Errorf("bad since %q", s)
+			}
+			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return r.mark.Before(t) })
+		}
 		if c := q.Get("cursor"); c != "" {
 			after, err := strconv.Atoi(c)
 			if err != nil {
@@ -256,7 +278,10 @@ func slices_sortedByMark(in []ModelRecord) []ModelRecord {
 
 func (m *ModelAPI) record(r *http.Request, data []ModelRecord) {
 	q := r.URL.Query()
-	pos := q.Get("page") + q.Get("offset") + q.Get("cursor") + q.Get("since")
+	pos := q.Get("page") + q.Get("offset") + q.Get("cursor")
+	if m.sc.Style == "hwm" {
+		pos = q.Get("since")
+	}
 	ids := make([]int, len(data))
 	for i, d := range data {
 		ids[i] = d.ID
