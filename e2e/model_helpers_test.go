@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	"github.com/jackc/pgx/v5"
 )
 
 // modelJob returns the job file for a scenario served at apiURL.
-func modelJob(sc fakeapi.Scenario, apiURL, target string) string {
+func modelJob(sc fakeapi.Scenario, apiURL, target, table string) string {
 	var pag string
 	switch sc.Style {
 	case "page":
@@ -26,35 +27,46 @@ func modelJob(sc fakeapi.Scenario, apiURL, target string) string {
 		pag = "  style: page\n  size_param: limit\n  total_pages: meta.total_pages\n"
 	case "page-has-more":
 		pag = "  style: page\n  size_param: limit\n  has_more: meta.has_more\n"
+	case "page-count":
+		pag = "  style: page\n  size_param: limit\n  total: header:X-Total-Count\n"
 	case "offset":
 		pag = "  style: offset\n  size_param: limit\n  has_more: has_more\n"
 	case "cursor":
 		pag = "  style: cursor\n  next: next_cursor\n  size_param: limit\n"
 	case "cursor-url":
 		pag = "  style: cursor\n  next_url: next\n  size_param: limit\n"
+	case "cursor-header":
+		pag = "  style: cursor\n  next_header: X-Next-Cursor\n  param: cursor\n  size_param: limit\n"
+	case "link":
+		pag = "  style: link\n  size_param: limit\n"
 	case "hwm":
 		pag = "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n"
+	}
+	inc := ""
+	if sc.Has("incremental") {
+		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n"
 	}
 	return fmt.Sprintf(`name: model
 source:
   url: %s/list
   records: data
   timeout: 5s
+  concurrency: %d
 pagination:
 %s  size: %d
-retry:
+%sretry:
   attempts: 6
   min_wait: 2ms
   max_wait: 20ms
 target:
   url: %s
-  table: items
+  table: %s
   key: [id]
   columns:
     id: {path: id, type: integer}
     v: {path: v, type: text}
     updated_at: {path: updated_at, type: text}
-`, apiURL, pag, sc.Size, target)
+`, apiURL, sc.Concurrency, pag, sc.Size, inc, target, table)
 }
 
 // modelExit is one finished (or killed) invocation.
@@ -104,24 +116,81 @@ wait:
 		}
 		code = c.ProcessState.ExitCode()
 	}
-	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String()}
+	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String() + out.String()}
 }
 
 // modelRow is one target row.
 type modelRow struct{ v, updatedAt string }
 
-// modelTable reads the target table and counts keys that appear more than once.
-func modelTable(t *testing.T, path string) (map[int]modelRow, int) {
+// modelTarget is where a scenario's job writes and how the harness reads it.
+type modelTarget struct {
+	url, table string
+	// read returns the target table by id and how many keys appear more
+	// than once; dir is the scenario's folder.
+	read func(t *testing.T, dir string) (map[int]modelRow, int)
+}
+
+// modelSQLite is a target SQLite file in the scenario's folder.
+func modelSQLite(t *testing.T) modelTarget {
+	return modelTarget{url: "sqlite:out.db", table: "items", read: func(t *testing.T, dir string) (map[int]modelRow, int) {
+		t.Helper()
+		path := filepath.Join(dir, "out.db")
+		if _, err := os.Stat(path); err != nil {
+			return map[int]modelRow{}, 0
+		}
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return modelRows(t, db)
+	}}
+}
+
+// modelPostgres is a table in a schema of the test's own on the server at url.
+func modelPostgres(t *testing.T, url string) modelTarget {
+	schema := freshSchema(t, url)
+	table := schema + ".items"
+	return modelTarget{url: url, table: table, read: func(t *testing.T, _ string) (map[int]modelRow, int) {
+		t.Helper()
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		out, dups := map[int]modelRow{}, 0
+		rows, err := conn.Query(ctx, `SELECT id, v, updated_at FROM `+pgx.Identifier{schema, "items"}.Sanitize())
+		if err != nil {
+			if strings.Contains(err.Error(), "does not exist") {
+				return out, 0
+			}
+			t.Fatalf("read target: %v", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int
+			var r modelRow
+			if err := rows.Scan(&id, &r.v, &r.updatedAt); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := out[id]; ok {
+				dups++
+			}
+			out[id] = r
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("read target: %v", err)
+		}
+		return out, dups
+	}}
+}
+
+// modelRows reads the SQLite target table and counts keys that appear more
+// than once; a table that does not exist yet is empty.
+func modelRows(t *testing.T, db *sql.DB) (map[int]modelRow, int) {
 	t.Helper()
 	out := map[int]modelRow{}
-	if _, err := os.Stat(path); err != nil {
-		return out, 0
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	rows, err := db.Query(`SELECT id, v, updated_at FROM items`)
 	if err != nil {
 		if strings.Contains(err.Error(), "no such table") {
@@ -141,6 +210,9 @@ func modelTable(t *testing.T, path string) (map[int]modelRow, int) {
 			dups++
 		}
 		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read target: %v", err)
 	}
 	return out, dups
 }
@@ -163,11 +235,6 @@ func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow
 		}
 	}
 	return bad
-}
-
-func modelDir(t *testing.T) (string, string) {
-	dir := t.TempDir()
-	return dir, filepath.Join(dir, "out.db")
 }
 
 // modelCommitted returns the positions of the pages the latest run of the

@@ -104,7 +104,10 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 		end.next.End = true
 		return end, nil
 	}
-	if style == StylePage && m > n {
+	if style == StylePage && (m > n || !p.firstPage(pos)) {
+		// Pages are numbered by one size: a page after a short one that
+		// holds anything means the short page came back incomplete (or
+		// records arrived meanwhile). Going on would skip what it lacked.
 		but := ""
 		if len(more) > 0 {
 			but = more[0] + " and "
@@ -117,14 +120,11 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 	// that arrived meanwhile. Either way the next page is checked in turn.
 	res := endResult{next: next, ahead: pr}
 	if m == n {
+		// A page style cap is only taken from the walk's first page (see
+		// above): an API may number its pages by the size it serves or by
+		// the size asked, and only with every later page asked at the size
+		// served are the records the same under both.
 		res.next.Size, res.capped = n, n
-		if style == StylePage && !p.firstPage(pos) {
-			// An API may number its pages by the size it serves or by the
-			// size asked: only a cap seen on the walk's first page, with
-			// every later page asked at the size served, means the same
-			// records under both.
-			return endResult{contra: fmt.Sprintf("%s %s but %s has %d records", where, why, next.Describe(style, p.job.Secrets), m)}, nil
-		}
 	}
 	return res, nil
 }

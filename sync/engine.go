@@ -458,8 +458,8 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 			pc.MaxMark = fp.pageMax
 			rs.info.MaxMark = fp.pageMax
 		}
-		if next.End && CompareMarks(rs.info.MaxMark, rs.hwm) > 0 {
-			pc.HWM = rs.info.MaxMark
+		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); next.End && CompareMarks(saved, rs.hwm) > 0 {
+			pc.HWM = saved
 		}
 	}
 	if next.End {

@@ -8,11 +8,11 @@ import (
 )
 
 // ModelStyles are the pagination styles a model scenario may serve.
-var ModelStyles = []string{"page", "page-total", "page-has-more", "offset", "cursor", "cursor-url", "hwm"}
+var ModelStyles = []string{"page", "page-total", "page-has-more", "page-count", "offset", "cursor", "cursor-url", "cursor-header", "link", "hwm"}
 
 // ModelBehaviours are the behaviour kinds a scenario may compose; a test
 // may exclude some by name (see NewScenario).
-var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient"}
+var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient", "deletes", "dupkeys", "truncated", "redirect", "incremental"}
 
 // Scenario is one seeded test case: a data set, a pagination style, a page
 // size and a composition of behaviours, each with its own parameters.
@@ -25,7 +25,10 @@ type Scenario struct {
 	Cap        int      // caps: the API serves at most Cap records per page
 	ShortAt    int      // shortpage/emptypage: the list request number that comes back short
 	MutEvery   int      // updates/appends: a mutation after every MutEvery list responses
-	FaultPct   int      // transient: percent of list requests answered 429 or 503
+	FaultPct   int      // transient, truncated, redirect: percent of list requests affected
+	// Concurrency is source.concurrency: pages in flight for page and
+	// offset walks (1 for the others, which cannot walk ahead).
+	Concurrency int
 }
 
 // Has reports whether the scenario enables behaviour kind b.
@@ -41,7 +44,14 @@ func (s Scenario) PositionStable() bool {
 // counted reports whether the job configures a signal (total_pages,
 // has_more, total) that can contradict a short or empty page.
 func (s Scenario) counted() bool {
-	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "offset"
+	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "page-count" || s.Style == "offset"
+}
+
+// keyed reports whether the style carries its position in the response (a
+// cursor, a next URL, a Link header or a mark), so that records deleted
+// during a walk shift nothing and a page may hold more records than asked.
+func (s Scenario) keyed() bool {
+	return strings.HasPrefix(s.Style, "cursor") || s.Style == "link" || s.Style == "hwm"
 }
 
 // survivable reports whether SPEC lets a job of this style get through
@@ -53,7 +63,23 @@ func (s Scenario) survivable(b string) bool {
 	case "shortpage", "emptypage":
 		return s.counted()
 	case "caps":
-		return s.counted() || strings.HasPrefix(s.Style, "cursor")
+		return s.counted() || strings.HasPrefix(s.Style, "cursor") || s.Style == "link"
+	case "deletes":
+		// Deleting a record shifts every later page of a page or offset walk:
+		// no walk by position can prove it read a record that moved back
+		// across its boundary (docs/guarantees.md).
+		return s.keyed()
+	case "dupkeys":
+		// A repeated record makes a page longer than asked, which a walk
+		// by position would take for a lost record; in an hwm walk it is a
+		// tie on the mark that can fill a small page (a full page that
+		// makes no progress is an error by contract, SPEC §3).
+		return s.keyed() && s.Style != "hwm"
+	case "incremental":
+		// An incremental window over a walk by position shifts when a
+		// record updated during the run enters it (docs/guarantees.md);
+		// hwm is a walk by the mark itself.
+		return s.keyed() && s.Style != "hwm"
 	}
 	return true
 }
@@ -78,6 +104,10 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 	s.ShortAt = 1 + rng.Intn(1+s.N/s.Size)
 	s.MutEvery = 1 + rng.Intn(4)
 	s.FaultPct = 5 + rng.Intn(20)
+	s.Concurrency = 1
+	if s.PositionStable() && rng.Intn(2) == 0 {
+		s.Concurrency = 2 + rng.Intn(3)
+	}
 	return s
 }
 
@@ -85,6 +115,9 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 func (s Scenario) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %s, %d records, size %d", s.Seed, s.Style, s.N, s.Size)
+	if s.Concurrency > 1 {
+		fmt.Fprintf(&b, ", %d pages in flight", s.Concurrency)
+	}
 	for _, k := range s.Behaviours {
 		switch k {
 		case "caps":
@@ -99,6 +132,16 @@ func (s Scenario) String() string {
 			fmt.Fprintf(&b, ", an append every %d responses", s.MutEvery)
 		case "transient":
 			fmt.Fprintf(&b, ", %d%% 429/503", s.FaultPct)
+		case "deletes":
+			fmt.Fprintf(&b, ", a delete every %d responses", s.MutEvery)
+		case "dupkeys":
+			b.WriteString(", pages repeat a record")
+		case "truncated":
+			fmt.Fprintf(&b, ", %d%% truncated bodies", s.FaultPct)
+		case "redirect":
+			fmt.Fprintf(&b, ", %d%% same-origin 307 redirects", s.FaultPct)
+		case "incremental":
+			b.WriteString(", incremental on updated_at")
 		}
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	gosync "sync"
@@ -35,21 +36,36 @@ type ModelAPI struct {
 	served map[string][][]int
 }
 
-var modelBase = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+// modelMarkLayout is how the model API writes marks: UTC, milliseconds.
+const modelMarkLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// NewModelAPI builds the scenario's initial data set.
+// NewModelAPI builds the scenario's initial data set. Its marks are on the
+// real clock, as an API's are: the initial records a second apart, ending a
+// minute ago; every later change is stamped now (and after the one before).
 func NewModelAPI(sc Scenario) *ModelAPI {
-	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed)), clock: modelBase}
+	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed))}
+	m.clock = time.Now().UTC().Add(-time.Minute - time.Duration(sc.N)*time.Second).Truncate(time.Second)
 	for i := 1; i <= sc.N; i++ {
-		m.recs = append(m.recs, m.newRecord(i))
+		m.clock = m.clock.Add(time.Second)
+		m.recs = append(m.recs, m.stamp(i))
 	}
 	return m
 }
 
+// newRecord is a new version of record id, stamped now.
 func (m *ModelAPI) newRecord(id int) ModelRecord {
-	m.clock = m.clock.Add(time.Second)
+	if now := time.Now().UTC().Truncate(time.Millisecond); now.After(m.clock) {
+		m.clock = now
+	} else {
+		m.clock = m.clock.Add(time.Millisecond)
+	}
+	return m.stamp(id)
+}
+
+// stamp is a new version of record id at the API's clock.
+func (m *ModelAPI) stamp(id int) ModelRecord {
 	m.ver++
-	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(time.RFC3339), mark: m.clock}
+	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(modelMarkLayout), mark: m.clock}
 }
 
 // Snapshot returns the current data set by id.
@@ -71,14 +87,24 @@ func (m *ModelAPI) Requests() int {
 }
 
 func (m *ModelAPI) mutate() {
+	if m.sc.Has("deletes") && len(m.recs) > 1 && m.rng.Intn(3) == 0 {
+		i := m.rng.Intn(len(m.recs))
+		m.recs = append(m.recs[:i], m.recs[i+1:]...)
+		return
+	}
 	if m.sc.Has("appends") && (!m.sc.Has("updates") || m.rng.Intn(2) == 0) {
 		m.recs = append(m.recs, m.newRecord(m.recs[len(m.recs)-1].ID+1))
 		return
 	}
-	if m.sc.Has("updates") {
+	if m.sc.Has("updates") || m.sc.Has("deletes") {
 		i := m.rng.Intn(len(m.recs))
 		m.recs[i] = m.newRecord(m.recs[i].ID)
 	}
+}
+
+// mutating reports whether the scenario changes its data set during walks.
+func (m *ModelAPI) mutating() bool {
+	return m.sc.Has("updates") || m.sc.Has("appends") || m.sc.Has("deletes")
 }
 
 // ServeHTTP answers every list request in the scenario's style.
@@ -95,6 +121,12 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if m.sc.Has("redirect") && r.URL.Path != "/moved" && m.rng.Intn(100) < m.sc.FaultPct {
+		u := *r.URL
+		u.Path = "/moved"
+		http.Redirect(w, r, u.String(), http.StatusTemporaryRedirect)
+		return
+	}
 	body, err := m.page(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -104,12 +136,28 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.record(r, body["data"].([]ModelRecord))
 	// Mutations stop after ModelMutationBudget of them: a source that
 	// changes on every request forever gives a walk no end to prove.
-	if (m.sc.Has("updates") || m.sc.Has("appends")) && m.resps%m.sc.MutEvery == 0 && m.mutations < ModelMutationBudget {
+	if m.mutating() && m.resps%m.sc.MutEvery == 0 && m.mutations < ModelMutationBudget {
 		m.mutations++
 		m.mutate()
 	}
+	if link, ok := body["_link"].(string); ok {
+		w.Header().Set("Link", link)
+		delete(body, "_link")
+	}
+	if next, ok := body["_next"].(string); ok {
+		w.Header().Set("X-Next-Cursor", next)
+		delete(body, "_next")
+	}
+	if n, ok := body["_total"].(int); ok {
+		w.Header().Set("X-Total-Count", strconv.Itoa(n))
+		delete(body, "_total")
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(body)
+	raw, _ := json.Marshal(body)
+	if m.sc.Has("truncated") && m.rng.Intn(100) < m.sc.FaultPct {
+		raw = raw[:len(raw)/2] // a 200 whose body stops half way
+	}
+	_, _ = w.Write(raw)
 }
 
 // ModelMutationBudget bounds the mutations of one scenario's data set.
@@ -141,7 +189,14 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 		}
 	case "offset":
 		start, _ = strconv.Atoi(q.Get("offset"))
-	case "cursor", "cursor-url":
+	case "cursor", "cursor-url", "cursor-header", "link":
+		if s := q.Get("since"); s != "" { // incremental: records updated since
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return nil, fmt.Errorf("bad since %q", s)
+			}
+			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return r.mark.Before(t) })
+		}
 		if c := q.Get("cursor"); c != "" {
 			after, err := strconv.Atoi(c)
 			if err != nil {
@@ -160,6 +215,14 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	end := min(start+served, len(list))
 	data := slices_clone(list[start:end])
 	more := end < len(list)
+	if m.sc.Has("dupkeys") && len(data) > 0 && m.rng.Intn(3) == 0 {
+		// The same record twice in one page (an API joining a one-to-many
+		// relation): the extra copy is served beside the rest, none is hidden.
+		// The copy goes right after the original, so the last record (the
+		// one cursors and marks are taken from) stays last.
+		k := m.rng.Intn(len(data))
+		data = slices.Insert(data, k+1, data[k])
+	}
 	if m.reqs == m.sc.ShortAt && more {
 		if m.sc.Has("emptypage") {
 			data = data[:0]
@@ -171,6 +234,8 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	switch m.sc.Style {
 	case "page", "page-total", "page-has-more":
 		out["meta"] = map[string]any{"total_pages": (len(list) + limit - 1) / limit, "has_more": more}
+	case "page-count":
+		out["_total"] = len(list)
 	case "offset":
 		out["total"], out["has_more"] = len(list), more
 	case "cursor":
@@ -183,6 +248,16 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 			qq := u.Query()
 			qq.Set("cursor", strconv.Itoa(data[len(data)-1].ID))
 			out["next"] = "http://" + r.Host + u.Path + "?" + qq.Encode()
+		}
+	case "cursor-header":
+		if more && len(data) > 0 {
+			out["_next"] = strconv.Itoa(data[len(data)-1].ID)
+		}
+	case "link":
+		if more && len(data) > 0 {
+			qq := r.URL.Query()
+			qq.Set("cursor", strconv.Itoa(data[len(data)-1].ID))
+			out["_link"] = fmt.Sprintf(`<http://%s/list?%s>; rel="next"`, r.Host, qq.Encode())
 		}
 	}
 	return out, nil
@@ -203,7 +278,10 @@ func slices_sortedByMark(in []ModelRecord) []ModelRecord {
 
 func (m *ModelAPI) record(r *http.Request, data []ModelRecord) {
 	q := r.URL.Query()
-	pos := q.Get("page") + q.Get("offset") + q.Get("cursor") + q.Get("since")
+	pos := q.Get("page") + q.Get("offset") + q.Get("cursor")
+	if m.sc.Style == "hwm" {
+		pos = q.Get("since")
+	}
 	ids := make([]int, len(data))
 	for i, d := range data {
 		ids[i] = d.ID
