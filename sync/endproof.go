@@ -44,6 +44,9 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 	if err != nil {
 		return endResult{}, err
 	}
+	if own == cappedTie {
+		return p.uncap(pos, resp, probe)
+	}
 	more, last := p.signals(pos, resp)
 	where := pos.Describe(style, p.job.Secrets)
 	end := endResult{next: pos}
@@ -227,4 +230,25 @@ func totalPagesFromTotal(job *Job, resp *Response) int64 {
 		return 0
 	}
 	return (t + size - 1) / size
+}
+
+// uncap answers a full hwm page that made no progress under a page-size cap
+// taken from a short page: the cap may have been records that arrived while
+// the short page was proven, and ties on the mark then fill the small page.
+// The page is asked again at pagination.size: more records than the cap
+// mean there was none, and the walk goes on at full size from that
+// response; no more mean the ties outnumber a real cap (an error).
+func (p *pager) uncap(pos Position, resp *Response, probe prober) (endResult, error) {
+	full := Position{Mark: pos.Mark}
+	pr, _, err := probe(full)
+	if err != nil {
+		return endResult{}, err
+	}
+	if pr.Raw > pos.Size {
+		return endResult{next: full, ahead: pr}, nil
+	}
+	return endResult{}, &Error{Code: ExitPermanent,
+		Msg: fmt.Sprintf("a full page of %d records made no progress past mark %s, and the API serves at most %d per page",
+			resp.Raw, pos.Mark, pos.Size),
+		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}
 }

@@ -195,6 +195,11 @@ func TestDecideEnd(t *testing.T) {
 		{"hwm full without progress", "data", epHWM, Position{Mark: "7"},
 			`{"data":[` + strings.TrimSuffix(strings.Repeat(`{"id":1,"u":7},`, 25), ",") + `]}`, nil, "",
 			want{err: "a full page of 25 records made no progress past mark 7"}},
+		{"hwm full without progress under an adopted cap: asked again at size", "data", epHWM, Position{Mark: "7", Size: 2},
+			`{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`, nil, epData(1, 25, ""), want{next: Position{Mark: "7"}, probes: 1}},
+		{"hwm full without progress under a real cap", "data", epHWM, Position{Mark: "7", Size: 2},
+			`{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`, nil, `{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`,
+			want{err: "a full page of 2 records made no progress past mark 7, and the API serves at most 2 per page", probes: 1}},
 		{"hwm empty but has_more", "data", epHWM + "  has_more: more\n", Position{Mark: "7"},
 			epData(0, 0, `"more":true`), nil, "", want{contra: "mark 7 is empty but more is true"}},
 	}

@@ -78,6 +78,9 @@ const (
 	// styleEnd: the style's own end: an empty page, no next cursor, URL
 	// or link, a page that makes no progress (hwm), the one page of none.
 	styleEnd
+	// cappedTie: a full hwm page that made no progress under a page-size
+	// cap idemsync adopted (decideEnd asks again at pagination.size).
+	cappedTie
 )
 
 // size is the page size the API serves at pos: the size it was found to
@@ -148,6 +151,9 @@ func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, own
 		return Position{URL: p.f.CheckpointURL(abs)}, goesOn, "", nil
 	case StyleHWM:
 		if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
+			if pos.Size > 0 && pos.Size < pg.Size && n >= size {
+				return pos, cappedTie, "", nil // decideEnd asks again at pagination.size
+			}
 			if size > 0 && n >= size {
 				return Position{}, 0, "", &Error{Code: ExitPermanent,
 					Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
