@@ -153,7 +153,28 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		if len(args) > 1 && args[1] == "--restart" {
 			start = api.Snapshot()
 		}
-		ex := modelInvoke(t, dir, kill, args...)
+		var ex modelExit
+		if rng.Intn(100) < 8 {
+			// Two invocations at once, as overlapping cron entries start:
+			// one holds the job, the other exits 4 at once or, started
+			// after the first ended, runs in turn. Both exits are checked.
+			var other modelExit
+			var wg gosync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); other = modelInvoke(t, dir, nil, "run", job) }()
+			ex = modelInvoke(t, dir, kill, args...)
+			wg.Wait()
+			if other.code != 4 {
+				ex, other = other, ex // check the one that ran, the busy one below
+			}
+			sum.exit(other.code, other.partial)
+			if other.code != 4 && other.code != 0 && other.code != 3 && other.code != 5 && other.code != -1 {
+				fail("overlapping %v exited %d: %s", args, other.code, modelLastLine(other.stderr))
+				return
+			}
+		} else {
+			ex = modelInvoke(t, dir, kill, args...)
+		}
 		sum.exit(ex.code, ex.partial)
 		table, dups := tgt.read(t, dir)
 		if dups > 0 {
@@ -178,7 +199,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 				return
 			}
 			start = api.Snapshot()
-		case ex.code == 0, ex.code == -1, ex.code == 3, ex.code == 130:
+		case ex.code == 0, ex.code == -1, ex.code == 3, ex.code == 4, ex.code == 130:
 		case ex.code == 5 && args[0] == "resume":
 		case ex.code == 1 && modelRefusal(ex.stderr):
 			sum.mu.Lock()
