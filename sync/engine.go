@@ -521,16 +521,15 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 }
 
 // fetchLimit is how many pages the pipeline may fetch: --max-pages, or for
-// page and offset styles the pages up to a replay's --to (0: no limit).
+// page style the pages up to a replay's --to (0: no limit). An offset
+// range has no page count: an API that caps its pages serves it in more
+// pages than pagination.size says, so the pipeline's own --to check ends it.
 func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
 	limit := int64(maxPages)
 	if to != nil {
 		n := int64(-1)
-		switch job.Pagination.Style {
-		case StylePage:
+		if job.Pagination.Style == StylePage {
 			n = to.Page - pos.Page + 1
-		case StyleOffset:
-			n = (to.Offset-pos.Offset)/int64(job.Pagination.Size) + 1
 		}
 		if n >= 0 && (limit == 0 || n < limit) {
 			limit = max(n, 1)
