@@ -477,6 +477,11 @@ func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
 		if !v.Exists() {
 			return nil, fmt.Errorf("records path %s not found in the response (top-level keys: %s)", path, topKeys(body))
 		}
+		// gjson answers a path into a top-level string with a slice of the
+		// string's text (`"[["` at "0" is `["`): never take that for records.
+		if v.IsArray() && !gjson.Valid(v.Raw) {
+			return nil, fmt.Errorf("records path %s does not select JSON in the response (the body is %s)", path, kindOf(gjson.ParseBytes(body)))
+		}
 	}
 	switch {
 	case v.Type == gjson.Null:
