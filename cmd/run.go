@@ -105,7 +105,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	eng := &idsync.Engine{
 		Job: job, Store: store, Fetcher: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return sink.Open(ctx, job.Target.URL, log)
+			return sink.OpenTarget(ctx, &job.Target, log)
 		},
 	}
 	if bar != nil {

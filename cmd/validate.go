@@ -70,6 +70,6 @@ func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog
 		return err
 	}
 	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (idsync.Sink, error) {
-		return sink.Open(ctx, job.Target.URL, log)
+		return sink.OpenTarget(ctx, &job.Target, log)
 	})
 }

@@ -67,6 +67,13 @@ func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink,
 	}
 }
 
+// OpenTarget opens the sink for a job's target: Open on t.URL, with the
+// target's options (timeouts, file mode) applied by the backend that reads
+// them. It fails as Open does.
+func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
+	return Open(ctx, t.URL, logger)
+}
+
 // sqlitePath extracts the file path from a sqlite: URL.
 func sqlitePath(rawURL string) (string, error) {
 	path := rawURL[len("sqlite:"):]
