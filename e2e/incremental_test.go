@@ -310,7 +310,8 @@ func readNames(t *testing.T, path, table string) map[int]string {
 }
 
 // Marks are compared as what they are: timestamps with any UTC offset as
-// instants (normalised to UTC when saved and sent), numbers numerically.
+// instants (saved and sent verbatim, in the form the API wrote them),
+// numbers numerically.
 // A string comparison would pick the wrong maximum in both data sets.
 func TestIncrementalMarkKinds(t *testing.T) {
 	tests := []struct {
@@ -333,12 +334,12 @@ func TestIncrementalMarkKinds(t *testing.T) {
 				{"id": 6, "name": "f", "ts": "2024-03-01T13:00:00Z"},
 				{"id": 7, "name": "g", "ts": "2024-03-01T09:15:00.5+00:00"},
 			},
-			wantSent1: "2024-03-01T08:00:00Z", wantMark1: "2024-03-01T15:00:00Z",
+			wantSent1: "2024-03-01T09:00:00+01:00", wantMark1: "2024-03-01T12:00:00-03:00", // initial as written; 15:00Z as the API wrote it
 			later: []map[string]any{
 				{"id": 3, "name": "c2", "ts": "2024-03-01T23:00:00+09:00"}, // 14:00Z: exactly the window
 				{"id": 8, "name": "h", "ts": "2024-03-01T16:50:00+01:00"},  // 15:50Z
 			},
-			wantSent2: "2024-03-01T14:00:00Z", wantMark2: "2024-03-01T15:50:00Z",
+			wantSent2: "2024-03-01T11:00:00-03:00", wantMark2: "2024-03-01T16:50:00+01:00", // 14:00Z, 15:50Z
 			want: map[int]string{2: "b", 3: "c2", 4: "d", 5: "e", 6: "f", 7: "g", 8: "h"},
 		},
 		{

@@ -88,6 +88,8 @@ var docs = map[string]doc{
 		examples: []any{"2024-01-01T00:00:00Z"}},
 	"pagination.overlap": {text: "hwm style: subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
 		examples: []any{"1m", "10m"}},
+	"pagination.max_future": {text: "hwm style: a record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
+		def: "1h", examples: []any{"1h", "1d"}},
 	"pagination.continue": {text: "page, offset, cursor, link: after a completed run, start the next run from the last committed page instead of the first (append-only feeds).", def: false},
 
 	"incremental": {text: "A since-window sent on every request of a run (page, offset, cursor, link and none styles). See docs/pagination.md."},
@@ -98,6 +100,10 @@ var docs = map[string]doc{
 		examples: []any{"2024-01-01T00:00:00Z"}},
 	"incremental.overlap": {text: "Subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
 		examples: []any{"10m"}},
+	"incremental.format": {text: "How marks are sent: as_received (verbatim, in the form the API wrote them; before any was received, the form of initial), rfc3339 (UTC, whole seconds), date (UTC), unix, unix_ms, or a Go time layout.",
+		def: "as_received", examples: []any{"as_received", "unix", "2006-01-02 15:04:05"}},
+	"incremental.max_future": {text: "A record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
+		def: "1h", examples: []any{"1h", "1d"}},
 
 	"retry":          {text: "Retries of transient failures: network errors, timeouts, invalid or truncated JSON, error_path payloads, and on_status."},
 	"retry.attempts": {text: "Tries per request, the first included.", def: idsync.DefaultAttempts},

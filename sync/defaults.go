@@ -110,9 +110,18 @@ func (j *Job) finish(lines map[string]int) []string {
 			bad("incremental.overlap", "%v", err)
 		}
 		if inc.Initial != "" {
-			if _, err := NormalizeMark(inc.Initial); err != nil {
+			if _, err := CheckMark(inc.Initial); err != nil {
 				bad("incremental.initial", "%v", err)
 			}
+		}
+		if inc.Format == "" {
+			inc.Format = FormatAsReceived
+		}
+		if err := checkMarkFormat(inc.Format); err != nil {
+			bad("incremental.format", "%v", err)
+		}
+		if inc.MaxFuture.Duration == 0 {
+			inc.MaxFuture.Duration = DefaultMaxFuture
 		}
 	}
 
@@ -287,8 +296,11 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 		if err := checkOverlap(pg.Overlap); err != nil {
 			bad("pagination.overlap", "%v", err)
 		}
+		if pg.MaxFuture.Duration == 0 {
+			pg.MaxFuture.Duration = DefaultMaxFuture
+		}
 		if pg.Initial != "" {
-			if _, err := NormalizeMark(pg.Initial); err != nil {
+			if _, err := CheckMark(pg.Initial); err != nil {
 				bad("pagination.initial", "%v", err)
 			}
 		}
@@ -297,6 +309,9 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total": pg.Total != ""})
 	default:
 		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styles, ", "))
+	}
+	if pg.Style != StyleHWM && pg.MaxFuture.Duration != 0 {
+		bad("pagination.max_future", "is not used with style %s (incremental.max_future is)", pg.Style)
 	}
 	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
 		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")

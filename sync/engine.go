@@ -78,6 +78,7 @@ type runState struct {
 	prev    string // hash of the previous committed page
 	resumed bool   // an unfinished run is being continued
 	hwm     string // job's saved mark
+	future  futureMarks
 	total   Counts
 	skipped int64
 	pages   int64
@@ -123,6 +124,10 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 		if err := e.Store.FinishRun(bg, rs.info.ID, status, msg, ""); err != nil && runErr == nil {
 			runErr, status = err, RunFailed
 		}
+	}
+	if rs.future.n > 0 {
+		log.Warn("records dated more than max_future after the run's start were synced but do not move the saved mark",
+			"records", rs.future.n, "furthest", rs.future.furthest, "max_future", e.maxFuture().String())
 	}
 	res.Status = status
 	res.Pages, res.Records, res.Skipped = rs.pages, rs.records, rs.skipped
@@ -326,7 +331,7 @@ func (e *Engine) startMark(saved, initial, overlap string) (string, error) {
 		if initial == "" {
 			return "", nil
 		}
-		n, err := NormalizeMark(initial)
+		n, err := CheckMark(initial)
 		if err != nil {
 			return "", fmt.Errorf("initial: %v", err)
 		}
@@ -450,13 +455,14 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	pc := &PageCommit{RunID: rs.info.ID, Position: pos.Encode(), Next: next.Encode(), Records: int64(len(resp.Records)),
 		Hash: fp.hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
 	kind := rs.info.Kind
+	saveMax := e.savableMax(&fp, rs.info.StartedAt, &rs.future)
 	switch {
-	case style == StyleHWM && kind == KindRun && CompareMarks(fp.pageMax, rs.hwm) > 0:
-		pc.HWM = fp.pageMax
+	case style == StyleHWM && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+		pc.HWM = saveMax
 	case job.Incremental != nil && kind == KindRun:
-		if CompareMarks(fp.pageMax, rs.info.MaxMark) > 0 {
-			pc.MaxMark = fp.pageMax
-			rs.info.MaxMark = fp.pageMax
+		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {
+			pc.MaxMark = saveMax
+			rs.info.MaxMark = saveMax
 		}
 		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); next.End && CompareMarks(saved, rs.hwm) > 0 {
 			pc.HWM = saved

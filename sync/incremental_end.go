@@ -27,7 +27,7 @@ func incrementalSavedMark(maxMark string, started time.Time) string {
 	}
 	ceiling := started.UTC().Truncate(time.Second)
 	if t.After(ceiling) {
-		return ceiling.Format(time.RFC3339Nano)
+		return formatLike(ceiling, maxMark)
 	}
 	return maxMark
 }

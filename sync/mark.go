@@ -10,18 +10,20 @@ import (
 )
 
 // A mark is a high-water-mark value: an RFC 3339 timestamp (any offset,
-// normalised to UTC) or a number. Marks are stored and sent as strings.
+// any precision) or a number. Marks are kept and sent verbatim, in the form
+// the API wrote them (an API that compares its since parameter as a string
+// loses records tied on a rewritten mark), and compared by value.
 
-// NormalizeMark returns the canonical form of a mark: timestamps in UTC
-// RFC 3339 with nanoseconds trimmed, numbers as written. It returns an error
-// for a value that is neither.
-func NormalizeMark(s string) (string, error) {
+// CheckMark returns s without surrounding space when it is a valid mark,
+// and an error naming it when it is neither an RFC 3339 timestamp (within
+// years 0000–9999 once in UTC) nor a number. The text is not rewritten.
+func CheckMark(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if t, ok := parseTime(s); ok {
 		if t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
 			return "", fmt.Errorf("%q is out of range once in UTC", elide(s, 40))
 		}
-		return t.UTC().Format(time.RFC3339Nano), nil
+		return s, nil
 	}
 	if isDecimal(s) {
 		return s, nil
@@ -29,13 +31,13 @@ func NormalizeMark(s string) (string, error) {
 	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", elide(s, 40))
 }
 
-// markFromJSON reads a mark from a record's field value.
+// markFromJSON reads a mark from a record's field value, verbatim.
 func markFromJSON(v gjson.Result) (string, error) {
 	switch v.Type {
 	case gjson.String:
-		return NormalizeMark(v.Str)
+		return CheckMark(v.Str)
 	case gjson.Number:
-		return NormalizeMark(v.Raw)
+		return CheckMark(v.Raw)
 	}
 	return "", fmt.Errorf("value %s is neither an RFC 3339 timestamp nor a number", elide(v.Raw, 40))
 }
@@ -73,7 +75,8 @@ func MaxMark(a, b string) string {
 }
 
 // SubtractOverlap moves a mark back by overlap: a duration for timestamps,
-// a number (or a duration's seconds) for numeric marks. An empty overlap or
+// a number (or a duration's seconds) for numeric marks. A timestamp keeps
+// the form of mark (offset and fractional digits). An empty overlap or
 // mark returns the mark unchanged.
 func SubtractOverlap(mark, overlap string) (string, error) {
 	if mark == "" || overlap == "" {
@@ -84,11 +87,11 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("overlap %q must be a duration for timestamp marks", overlap)
 		}
-		m := t.Add(-d).UTC()
-		if m.Year() < 0 { // RFC 3339 has no earlier instants
+		m := t.Add(-d)
+		if m.UTC().Year() < 0 { // RFC 3339 has no earlier instants
 			m = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
 		}
-		return m.Format(time.RFC3339Nano), nil
+		return formatLike(m, mark), nil
 	}
 	m, ok := new(big.Rat).SetString(mark)
 	if !ok {

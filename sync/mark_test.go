@@ -1,8 +1,11 @@
 package sync
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
-func FuzzNormalizeMark(f *testing.F) {
+func FuzzCheckMark(f *testing.F) {
 	for _, s := range []string{
 		"2024-01-01T02:00:00+02:00", "2024-01-01T00:00:00.500Z", "0000-01-01T00:30:00+01:00",
 		"9999-12-31T23:30:00-01:00", "100", "-2.50", "1e3", "0x1F", "1/3", "yesterday", "",
@@ -10,21 +13,80 @@ func FuzzNormalizeMark(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := NormalizeMark(s)
+		n, err := CheckMark(s)
 		if err != nil {
 			return
 		}
-		again, err := NormalizeMark(n)
+		again, err := CheckMark(n)
 		if err != nil || again != n {
-			t.Fatalf("NormalizeMark(%q) = %q, which normalises to %q, %v", s, n, again, err)
+			t.Fatalf("CheckMark(%q) = %q, which checks as %q, %v", s, n, again, err)
 		}
 		if CompareMarks(n, n) != 0 || CompareMarks("", n) >= 0 || CompareMarks(n, "") <= 0 {
 			t.Fatalf("CompareMarks is not an order on %q", n)
 		}
 		if m, err := SubtractOverlap(n, "1h"); err == nil {
-			if _, err := NormalizeMark(m); err != nil || CompareMarks(m, n) > 0 {
+			if _, err := CheckMark(m); err != nil || CompareMarks(m, n) > 0 {
 				t.Fatalf("SubtractOverlap(%q, 1h) = %q: %v", n, m, err)
 			}
 		}
 	})
+}
+
+// Marks keep the form the API wrote: a string-comparing API loses records
+// tied on a mark whose form was rewritten.
+func TestMarksVerbatim(t *testing.T) {
+	for _, tc := range []struct{ mark, overlap, want string }{
+		{"2024-01-01T01:18:00.000Z", "", "2024-01-01T01:18:00.000Z"},
+		{"2024-01-01T01:18:00.000Z", "10m", "2024-01-01T01:08:00.000Z"},
+		{"2024-01-01T01:18:00.123456Z", "1m", "2024-01-01T01:17:00.123456Z"},
+		{"2024-01-01T01:18:00+02:00", "1h", "2024-01-01T00:18:00+02:00"},
+		{"2024-01-01T01:18:00.5-05:30", "30s", "2024-01-01T01:17:30.5-05:30"},
+		{"2024-01-01T01:18:00Z", "1.5s", "2024-01-01T01:17:58Z"}, // cut to the sample's precision: earlier, never later
+	} {
+		got, err := SubtractOverlap(tc.mark, tc.overlap)
+		if err != nil || got != tc.want {
+			t.Errorf("SubtractOverlap(%q, %q) = %q, %v; want %q", tc.mark, tc.overlap, got, err, tc.want)
+		}
+	}
+	if c := CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T03:18:00+02:00"); c != 0 {
+		t.Errorf("the same instant in two forms compares %d", c)
+	}
+	if c := CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T01:18:00Z"); c != 0 {
+		t.Errorf("the same instant at two precisions compares %d", c)
+	}
+	started := time.Date(2024, 1, 1, 0, 0, 30, 700, time.UTC)
+	if got := incrementalSavedMark("2024-01-01T00:05:00.000Z", started); got != "2024-01-01T00:00:30.000Z" {
+		t.Errorf("capped saved mark = %q, want the run's start in the mark's form", got)
+	}
+}
+
+func TestFormatMark(t *testing.T) {
+	const m = "2024-03-09T19:04:05.987+02:00"
+	for _, tc := range []struct{ format, want string }{
+		{"", m}, {FormatAsReceived, m},
+		{FormatRFC3339, "2024-03-09T17:04:05Z"},
+		{FormatDate, "2024-03-09"},
+		{FormatUnix, "1710003845"},
+		{FormatUnixMS, "1710003845987"},
+		{"2006-01-02 15:04:05", "2024-03-09 17:04:05"},
+	} {
+		if err := checkMarkFormat(tc.format); tc.format != "" && err != nil {
+			t.Errorf("checkMarkFormat(%q): %v", tc.format, err)
+		}
+		got, err := FormatMark(m, tc.format)
+		if err != nil || got != tc.want {
+			t.Errorf("FormatMark(%q) = %q, %v; want %q", tc.format, got, err, tc.want)
+		}
+	}
+	if got, err := FormatMark("1700000000", FormatUnix); err != nil || got != "1700000000" {
+		t.Errorf("numeric mark under unix = %q, %v", got, err)
+	}
+	if _, err := FormatMark("1700000000", FormatRFC3339); err == nil {
+		t.Error("a numeric mark was written as rfc3339")
+	}
+	for _, bad := range []string{"iso", "15:04", "yyyy-mm-dd"} {
+		if err := checkMarkFormat(bad); err == nil {
+			t.Errorf("checkMarkFormat(%q) accepted", bad)
+		}
+	}
 }

@@ -36,7 +36,11 @@ func (p *pager) url(pos Position, window string) (string, error) {
 	pg := p.job.Pagination
 	params := url.Values{}
 	if inc := p.job.Incremental; inc != nil && window != "" {
-		params.Set(inc.Param, window)
+		w, err := FormatMark(window, inc.Format)
+		if err != nil {
+			return "", err
+		}
+		params.Set(inc.Param, w)
 	}
 	if size := p.size(pos); size > 0 && pg.SizeParam != "" {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen

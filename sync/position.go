@@ -105,7 +105,7 @@ func ParsePosition(style, v string) (Position, error) {
 		}
 		return Position{URL: v}, nil
 	case StyleHWM:
-		m, err := NormalizeMark(v)
+		m, err := CheckMark(v)
 		if err != nil {
 			return Position{}, err
 		}

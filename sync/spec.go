@@ -90,6 +90,9 @@ type Pagination struct {
 	Initial    string `yaml:"initial,omitempty" json:"initial,omitempty"`
 	Overlap    string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	Continue   bool   `yaml:"continue,omitempty" json:"continue,omitempty"`
+	// MaxFuture (hwm): a record whose mark lies more than this after the
+	// run's start never moves the saved mark. Defaults to 1h.
+	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`
 }
 
 // Incremental describes a since-window sent on every request of a run.
@@ -98,6 +101,13 @@ type Incremental struct {
 	Param   string `yaml:"param" json:"param" jsonschema:"required"`
 	Initial string `yaml:"initial,omitempty" json:"initial,omitempty"`
 	Overlap string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
+	// Format is how marks are sent: as_received, rfc3339, date, unix,
+	// unix_ms or a Go time layout. Defaults to as_received (the form the
+	// API used; before any mark was received, the form of initial).
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// MaxFuture: a record whose mark lies more than this after the run's
+	// start never moves the saved mark. Defaults to 1h.
+	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`
 }
 
 // Retry configures retries of transient failures.

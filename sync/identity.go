@@ -1,0 +1,149 @@
+package sync
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The identity of a job's walk (SPEC §7, §4.11).
+//
+// A job's walk is what decides which records its pages hold and where its
+// checkpoints and marks point: the request (URL, method, query, body,
+// headers), where the records are, the pagination and incremental blocks,
+// and the target table the progress was written to. The state file keeps
+// the identity of every run when it starts, and of the job's latest run:
+// a run is never continued over a different walk, and a completed job
+// whose walk changed starts again from the beginning.
+//
+// Not part of the walk, because they never change which records a page
+// holds or where a position points: timeouts, retries, rate limits,
+// concurrency, max_body, error_path, auth (credentials, not the walk),
+// incremental.overlap and max_future (they only decide where a new run
+// starts), the columns mapping, target.create, target.version,
+// target.on_bad_record, retention, state and logging.
+
+// Identity is a job's walk, key by key ("pagination.size" → "50"). A value
+// that holds a secret is kept only as a hash ("sha256:…"), never as text.
+type Identity map[string]string
+
+// secretPrefix marks a hashed value.
+const secretPrefix = "sha256:"
+
+// Identity returns the identity of the job's walk, after defaults.
+func (j *Job) Identity() Identity {
+	id := Identity{}
+	set := func(key, v string) {
+		if v == "" {
+			return
+		}
+		if j.Secrets.Redact(v) != v {
+			sum := sha256.Sum256([]byte(key + "\x00" + v))
+			v = secretPrefix + hex.EncodeToString(sum[:12])
+		}
+		id[key] = v
+	}
+	s := &j.Source
+	set("source.url", s.URL)
+	set("source.method", s.Method)
+	for k, v := range s.Query {
+		set("source.query."+k, v)
+	}
+	for k, v := range s.Headers {
+		sum := sha256.Sum256([]byte(k + "\x00" + v)) // header values are always secret
+		id["source.headers."+k] = secretPrefix + hex.EncodeToString(sum[:12])
+	}
+	set("source.body", s.Body)
+	set("source.records", s.Records)
+	pg := &j.Pagination
+	set("pagination.style", pg.Style)
+	set("pagination.has_more", pg.HasMore)
+	set("pagination.param", pg.Param)
+	if pg.Start != nil {
+		set("pagination.start", strconv.FormatInt(*pg.Start, 10))
+	}
+	set("pagination.size_param", pg.SizeParam)
+	if pg.Size != 0 {
+		set("pagination.size", strconv.Itoa(pg.Size))
+	}
+	set("pagination.total_pages", pg.TotalPages)
+	set("pagination.total", pg.Total)
+	set("pagination.next", pg.Next)
+	set("pagination.next_header", pg.NextHeader)
+	set("pagination.next_url", pg.NextURL)
+	set("pagination.field", pg.Field)
+	set("pagination.initial", pg.Initial)
+	if pg.Continue {
+		set("pagination.continue", "true")
+	}
+	if inc := j.Incremental; inc != nil {
+		set("incremental.field", inc.Field)
+		set("incremental.param", inc.Param)
+		set("incremental.initial", inc.Initial)
+		set("incremental.format", inc.Format)
+	}
+	set("target.url", j.Target.URL)
+	set("target.table", j.Target.Table)
+	set("target.key", strings.Join(j.Target.Key, ", "))
+	return id
+}
+
+// Encode returns the stored form of the identity (JSON, keys sorted).
+func (id Identity) Encode() string {
+	b, _ := json.Marshal(map[string]string(id)) // maps marshal with sorted keys
+	return string(b)
+}
+
+// DecodeIdentity parses a stored identity; "" (a state file written before
+// identities were kept) decodes to nil.
+func DecodeIdentity(s string) (Identity, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var id Identity
+	if err := json.Unmarshal([]byte(s), &id); err != nil {
+		return nil, fmt.Errorf("decode job identity: %w", err)
+	}
+	return id, nil
+}
+
+// Changes lists what changed from old to id, one "key: old → new" per key
+// in key order; a hashed (secret) value shows as "key: changed". It
+// returns nil when old is nil (nothing stored) or equal.
+func (id Identity) Changes(old Identity) []string {
+	if old == nil {
+		return nil
+	}
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range id {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range sortedKeys(keys) {
+		a, b := old[k], id[k]
+		if a == b {
+			continue
+		}
+		if strings.HasPrefix(a, secretPrefix) || strings.HasPrefix(b, secretPrefix) {
+			out = append(out, k+": changed")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s → %s", k, shown(a), shown(b)))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func shown(v string) string {
+	if v == "" {
+		return "(unset)"
+	}
+	return elide(v, 80)
+}

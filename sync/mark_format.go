@@ -1,0 +1,89 @@
+package sync
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Mark formats (incremental.format, SPEC §9).
+const (
+	FormatAsReceived = "as_received" // the form the API used (default)
+	FormatRFC3339    = "rfc3339"     // 2024-01-01T00:00:00Z, in UTC, whole seconds
+	FormatDate       = "date"        // 2024-01-01, in UTC
+	FormatUnix       = "unix"        // seconds since 1970
+	FormatUnixMS     = "unix_ms"     // milliseconds since 1970
+)
+
+// checkMarkFormat accepts the named formats and Go layouts that write a
+// year and parse back what they wrote.
+func checkMarkFormat(f string) error {
+	switch f {
+	case FormatAsReceived, FormatRFC3339, FormatDate, FormatUnix, FormatUnixMS:
+		return nil
+	}
+	ref := time.Date(2024, 3, 9, 17, 4, 5, 0, time.UTC)
+	if strings.Contains(f, "2006") {
+		if _, err := time.Parse(f, ref.Format(f)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not as_received, rfc3339, date, unix, unix_ms or a Go time layout that writes the year (e.g. 2006-01-02T15:04:05Z07:00)", f)
+}
+
+// FormatMark returns mark as it is sent to the API under format:
+// as_received sends it verbatim; rfc3339, date and Go layouts write a
+// timestamp in UTC; unix and unix_ms its seconds or milliseconds since
+// 1970 (a numeric mark is sent as it is). Every form rounds down, so a
+// since-window never starts later than the mark. It returns an error for
+// a numeric mark under a timestamp format.
+func FormatMark(mark, format string) (string, error) {
+	if mark == "" || format == "" || format == FormatAsReceived {
+		return mark, nil
+	}
+	t, ok := parseTime(mark)
+	if !ok {
+		if isDecimal(mark) && (format == FormatUnix || format == FormatUnixMS) {
+			return mark, nil
+		}
+		return "", fmt.Errorf("mark %q is not a timestamp, so incremental.format %s cannot write it", elide(mark, 40), format)
+	}
+	t = t.UTC()
+	switch format {
+	case FormatUnix:
+		return strconv.FormatInt(t.Unix(), 10), nil
+	case FormatUnixMS:
+		return strconv.FormatInt(t.UnixMilli(), 10), nil
+	case FormatRFC3339:
+		return t.Format(time.RFC3339), nil
+	case FormatDate:
+		return t.Format(time.DateOnly), nil
+	}
+	return t.Format(format), nil
+}
+
+// formatLike writes t in the form of sample, an RFC 3339 mark: the same
+// number of fractional digits (extra precision is cut, which rounds down)
+// and the same offset (Z, or sample's numeric offset). A sample that is
+// not a timestamp gives RFC 3339 in UTC with nanoseconds trimmed.
+func formatLike(t time.Time, sample string) string {
+	st, ok := parseTime(sample)
+	if !ok {
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	layout := "2006-01-02T15:04:05"
+	if len(sample) > 19 && sample[19] == '.' {
+		n := 0
+		for i := 20; i < len(sample) && sample[i] >= '0' && sample[i] <= '9'; i++ {
+			n++
+		}
+		layout += "." + strings.Repeat("0", n)
+	}
+	switch last := sample[len(sample)-1]; {
+	case last == 'Z' || last == 'z':
+		return t.UTC().Format(layout + "Z")
+	default:
+		return t.In(st.Location()).Format(layout + "-07:00")
+	}
+}
