@@ -38,7 +38,7 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 	defer tx.Rollback() //nolint:errcheck // read only
 	st := &idsync.JobState{Name: job}
 	var cols sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json FROM jobs WHERE name = ?`, job).Scan(&st.HWM, &cols)
+	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, '') FROM jobs WHERE name = ?`, job).Scan(&st.HWM, &cols, &st.Identity)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, nil
 	}

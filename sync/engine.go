@@ -190,11 +190,25 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		run = nil
 	}
 
+	cur := job.Identity()
+	if run != nil {
+		if err := e.checkUnfinished(run, cur); err != nil {
+			return nil, nil, err
+		}
+	}
+
 	// The target is reached before the run is recorded, so an unreachable
 	// database leaves the checkpoint untouched.
 	sink, err := e.OpenSink(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	fresh := false
+	if o.Kind == KindRun {
+		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
+			sink.Close()
+			return nil, nil, err
+		}
 	}
 	if job.Infer && len(js.Columns) > 0 {
 		job.Table.Columns = append([]Column(nil), js.Columns...)
@@ -218,6 +232,12 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		if err := e.Store.Reopen(ctx, run.ID); err != nil {
 			sink.Close()
 			return nil, nil, err
+		}
+		if run.Identity == "" { // a state file older than identities
+			if err := e.Store.AdoptIdentity(ctx, job.Name, run.ID, cur.Encode()); err != nil {
+				sink.Close()
+				return nil, nil, err
+			}
 		}
 		rs.info, rs.resumed = run, true
 		if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
@@ -247,7 +267,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		return rs, sink, nil
 	}
 
-	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC()}
+	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
 	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
 		if err != nil {
@@ -257,7 +277,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		info.Window = w
 	}
 	feed := ""
-	if job.Pagination.Continue && from == nil {
+	if job.Pagination.Continue && from == nil && !fresh {
 		if feed, err = e.feedPosition(ctx, js); err != nil {
 			sink.Close()
 			return nil, nil, err

@@ -146,3 +146,14 @@ func Dedupe(t *Table, rows []Row) ([]Row, int) {
 	}
 	return out, len(rows) - len(out)
 }
+
+// TableStater is a Sink that can tell whether its target table exists and
+// holds rows. The engine asks before each new or continued run: a table
+// that is missing, or empty while the state file holds progress (a mark,
+// committed pages), makes the run start from the beginning (SPEC §7).
+type TableStater interface {
+	// TableState reports whether t exists and, when it does, whether it
+	// holds no row. It never creates or changes anything. Errors are
+	// *Error naming the table.
+	TableState(ctx context.Context, t *Table) (exists, empty bool, err error)
+}

@@ -61,6 +61,9 @@ type RunInfo struct {
 	From  string `json:"from,omitempty"`
 	To    string `json:"to,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Identity is the encoded Identity of the walk the run was started
+	// with ("" when the state file predates identities).
+	Identity string `json:"-"`
 }
 
 // Unfinished reports whether the run can be continued.
@@ -76,6 +79,7 @@ func (r *RunInfo) Unfinished() bool {
 type JobState struct {
 	Name        string
 	HWM         string   // saved high-water mark ("" when none)
+	Identity    string   // encoded Identity of the job's latest run ("" when none is stored)
 	Columns     []Column // inferred columns saved so far
 	LastRun     *RunInfo // most recent run, nil when never run
 	LastSync    *RunInfo // most recent run of kind run (not a replay), nil when none
@@ -146,6 +150,11 @@ type Store interface {
 	// FinishRun sets a run's final status and error. With status completed
 	// and hwm != "", the job's saved mark becomes hwm.
 	FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error
+	// ClearMark forgets the job's saved high-water mark.
+	ClearMark(ctx context.Context, job string) error
+	// AdoptIdentity stores identity for the run and the job where none is
+	// stored (a state file older than identities); it never overwrites one.
+	AdoptIdentity(ctx context.Context, job string, runID int64, identity string) error
 	// Pages returns the committed pages of a run in order.
 	Pages(ctx context.Context, runID int64) ([]PageInfo, error)
 	// Runs returns the job's latest n runs, newest first.

@@ -1,0 +1,37 @@
+package sink_test
+
+import (
+	"context"
+	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// TableState tells a missing table from an empty one and from one with
+// rows, on every backend, and changes nothing.
+func TestTableState(t *testing.T) {
+	forEachSink(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		s := b.open(t)
+		st, ok := s.(idsync.TableStater)
+		if !ok {
+			t.Fatalf("%s sink does not implement idsync.TableStater", b.name)
+		}
+		tbl := b.table("Orders State", []string{"id"}, idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger})
+		check := func(step string, wantExists, wantEmpty bool) {
+			t.Helper()
+			exists, empty, err := st.TableState(ctx, tbl)
+			if err != nil || exists != wantExists || empty != wantEmpty {
+				t.Fatalf("%s: TableState = exists %v, empty %v, %v; want %v, %v", step, exists, empty, err, wantExists, wantEmpty)
+			}
+		}
+		check("missing", false, true)
+		check("missing, asked again (nothing was created)", false, true)
+		mustPrepare(t, s, tbl)
+		check("created", true, true)
+		mustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, row(int64(1)))
+		check("one row", true, false)
+		b.exec(t, "DELETE FROM "+qname(tbl))
+		check("emptied", true, true)
+	})
+}
