@@ -193,6 +193,13 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 				fail("exit 0 over a hole after %v (completed run %d): %d of %d records wrong, e.g. %s\n%s", args, completed+1, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
 			}
+			if sc.Has("future") {
+				hwm := statusOf(t, dir, job).HWM
+				if at, err := time.Parse(time.RFC3339Nano, hwm); err == nil && at.After(time.Now().Add(time.Hour)) {
+					fail("after %v (completed run %d) the saved mark %s is a future record's", args, completed+1, hwm)
+					return
+				}
+			}
 			// A second completed run proves what the first one left for it
 			// (a saved mark, a checkpoint) holds no hole either.
 			if completed++; completed == 2 {

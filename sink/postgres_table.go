@@ -13,7 +13,7 @@ var _ idsync.TableStater = (*Postgres)(nil)
 // whether it holds no row (see idsync.TableStater). It reads only. Errors
 // are *idsync.Error as for Upsert.
 func (p *Postgres) TableState(ctx context.Context, t *idsync.Table) (exists, empty bool, err error) {
-	if err := checkTable(t, pgMaxIdent); err != nil {
+	if err := checkTableName(t, pgMaxIdent); err != nil {
 		return false, false, err
 	}
 	op := "read table state " + t.String()

@@ -129,3 +129,14 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+// checkTableName checks only the schema and table names of t (what a
+// read of the table's state needs; its columns may not be known yet).
+func checkTableName(t *idsync.Table, maxLen int) error {
+	if t.Schema != "" {
+		if err := checkIdent("schema", t.Schema, maxLen); err != nil {
+			return err
+		}
+	}
+	return checkIdent("table", t.Name, maxLen)
+}

@@ -14,7 +14,7 @@ var _ idsync.TableStater = (*SQLite)(nil)
 // holds no row (see idsync.TableStater). It reads only. Errors are
 // *idsync.Error as for Upsert.
 func (s *SQLite) TableState(ctx context.Context, t *idsync.Table) (exists, empty bool, err error) {
-	if err := checkTable(t, 0); err != nil {
+	if err := checkTableName(t, 0); err != nil {
 		return false, false, err
 	}
 	s.mu.Lock()

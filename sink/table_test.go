@@ -26,6 +26,11 @@ func TestTableState(t *testing.T) {
 			}
 		}
 		check("missing", false, true)
+		bare := *tbl
+		bare.Columns = nil // columns inferred and not known yet
+		if exists, _, err := st.TableState(ctx, &bare); err != nil || exists {
+			t.Fatalf("TableState without columns = %v, %v", exists, err)
+		}
 		check("missing, asked again (nothing was created)", false, true)
 		mustPrepare(t, s, tbl)
 		check("created", true, true)

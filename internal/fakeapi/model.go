@@ -12,7 +12,16 @@ var ModelStyles = []string{"page", "page-total", "page-has-more", "page-count", 
 
 // ModelBehaviours are the behaviour kinds a scenario may compose; a test
 // may exclude some by name (see NewScenario).
-var ModelBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient", "deletes", "dupkeys", "truncated", "redirect", "incremental"}
+var ModelBehaviours = append(append([]string{}, walkBehaviours...), markBehaviours...)
+
+// walkBehaviours shape the walk; markBehaviours the marks of the records
+// (they apply to hwm walks and incremental windows only). Mark behaviours
+// are drawn from a random source of their own, so that adding them left
+// every seed's walk as it was.
+var (
+	walkBehaviours = []string{"caps", "shortpage", "emptypage", "updates", "appends", "transient", "deletes", "dupkeys", "truncated", "redirect", "incremental"}
+	markBehaviours = []string{"ties", "markforms", "strcmp", "future"}
+)
 
 // Scenario is one seeded test case: a data set, a pagination style, a page
 // size and a composition of behaviours, each with its own parameters.
@@ -78,6 +87,9 @@ func (s Scenario) survivable(b string) bool {
 		// record updated during the run enters it (docs/guarantees.md);
 		// hwm is a walk by the mark itself.
 		return s.keyed() && s.Style != "hwm"
+	case "ties", "markforms", "strcmp", "future":
+		// Marks matter only where the job keeps one.
+		return s.Style == "hwm" || s.Has("incremental")
 	}
 	return true
 }
@@ -90,7 +102,7 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 	s.Style = ModelStyles[rng.Intn(len(ModelStyles))]
 	s.N = 20 + rng.Intn(281)
 	s.Size = 5 + rng.Intn(46)
-	for _, b := range ModelBehaviours {
+	for _, b := range walkBehaviours {
 		if rng.Intn(3) == 0 && !skip[b] && s.survivable(b) {
 			s.Behaviours = append(s.Behaviours, b)
 		}
@@ -105,6 +117,14 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 	s.Concurrency = 1
 	if s.PositionStable() && rng.Intn(2) == 0 {
 		s.Concurrency = 2 + rng.Intn(3)
+	}
+	mrng := rand.New(rand.NewSource(seed ^ 0x6d61726b))
+	for _, b := range markBehaviours {
+		// A string-comparing server needs marks of one form, so strcmp
+		// and markforms never go together.
+		if mrng.Intn(2) == 0 && !skip[b] && s.survivable(b) && !(b == "strcmp" && s.Has("markforms")) {
+			s.Behaviours = append(s.Behaviours, b)
+		}
 	}
 	return s
 }
@@ -140,6 +160,14 @@ func (s Scenario) String() string {
 			fmt.Fprintf(&b, ", %d%% same-origin 307 redirects", s.FaultPct)
 		case "incremental":
 			b.WriteString(", incremental on updated_at")
+		case "ties":
+			b.WriteString(", records share marks (ties across page boundaries)")
+		case "markforms":
+			b.WriteString(", marks in mixed forms (…00Z, …00.000Z, …00.123456Z, +02:00)")
+		case "strcmp":
+			b.WriteString(", the API compares since as a string")
+		case "future":
+			b.WriteString(", records dated in the future")
 		}
 	}
 	return b.String()

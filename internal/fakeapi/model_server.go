@@ -25,6 +25,7 @@ type ModelAPI struct {
 	sc        Scenario
 	mu        gosync.Mutex
 	rng       *rand.Rand
+	mrng      *rand.Rand // mark behaviours: a source of their own
 	recs      []ModelRecord // ordered by id
 	clock     time.Time
 	reqs      int // list requests seen
@@ -43,13 +44,57 @@ const modelMarkLayout = "2006-01-02T15:04:05.000Z07:00"
 // real clock, as an API's are: the initial records a second apart, ending a
 // minute ago; every later change is stamped now (and after the one before).
 func NewModelAPI(sc Scenario) *ModelAPI {
-	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed))}
+	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed)), mrng: rand.New(rand.NewSource(sc.Seed ^ 0x7469))}
 	m.clock = time.Now().UTC().Add(-time.Minute - time.Duration(sc.N)*time.Second).Truncate(time.Second)
+	tie := 0 // records left in the current group sharing one mark
 	for i := 1; i <= sc.N; i++ {
-		m.clock = m.clock.Add(time.Second)
+		if tie > 0 {
+			tie--
+		} else {
+			m.clock = m.clock.Add(time.Second)
+			if sc.Has("ties") && m.mrng.Intn(2) == 0 {
+				// At most size-1 records share a mark: an hwm page of
+				// one mark only cannot progress (SPEC §3).
+				tie = m.mrng.Intn(min(4, sc.Size-1))
+			}
+		}
 		m.recs = append(m.recs, m.stamp(i))
 	}
+	if sc.Has("future") {
+		for k := 0; k < 1+m.mrng.Intn(3); k++ {
+			i := m.mrng.Intn(len(m.recs))
+			at := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+			if m.mrng.Intn(2) == 0 {
+				at = m.clock.AddDate(0, 0, 1+m.mrng.Intn(400))
+			}
+			m.recs[i].UpdatedAt, m.recs[i].mark = m.form(at)
+		}
+	}
 	return m
+}
+
+// modelMarkForms are the forms of markforms scenarios: whole seconds,
+// milliseconds, microseconds, and an offset.
+var modelMarkForms = []struct {
+	layout string
+	zone   *time.Location
+}{
+	{"2006-01-02T15:04:05Z07:00", time.UTC},
+	{"2006-01-02T15:04:05.000Z07:00", time.UTC},
+	{"2006-01-02T15:04:05.000000Z07:00", time.UTC},
+	{"2006-01-02T15:04:05.000Z07:00", time.FixedZone("", 2*3600)},
+}
+
+// form writes a mark as the API does, and returns the instant the text
+// says (a form with fewer digits cuts the clock's).
+func (m *ModelAPI) form(at time.Time) (string, time.Time) {
+	text := at.Format(modelMarkLayout)
+	if m.sc.Has("markforms") {
+		f := modelMarkForms[m.mrng.Intn(len(modelMarkForms))]
+		text = at.In(f.zone).Format(f.layout)
+	}
+	t, _ := time.Parse(time.RFC3339Nano, text)
+	return text, t
 }
 
 // newRecord is a new version of record id, stamped now.
@@ -59,13 +104,21 @@ func (m *ModelAPI) newRecord(id int) ModelRecord {
 	} else {
 		m.clock = m.clock.Add(time.Millisecond)
 	}
+	if m.sc.Has("markforms") {
+		// A form in whole seconds must not write a change before the one
+		// it follows: the clock moves on to the next whole second.
+		if c := m.clock.Truncate(time.Second); !c.Equal(m.clock) {
+			m.clock = c.Add(time.Second)
+		}
+	}
 	return m.stamp(id)
 }
 
 // stamp is a new version of record id at the API's clock.
 func (m *ModelAPI) stamp(id int) ModelRecord {
 	m.ver++
-	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: m.clock.Format(modelMarkLayout), mark: m.clock}
+	text, mark := m.form(m.clock)
+	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: text, mark: mark}
 }
 
 // Snapshot returns the current data set by id.
@@ -183,7 +236,7 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("bad since %q", s)
 			}
-			for start < len(list) && list[start].mark.Before(t) {
+			for start < len(list) && m.before(list[start], s, t) {
 				start++
 			}
 		}
@@ -195,7 +248,7 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("bad since %q", s)
 			}
-			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return r.mark.Before(t) })
+			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return m.before(r, s, t) })
 		}
 		if c := q.Get("cursor"); c != "" {
 			after, err := strconv.Atoi(c)
@@ -261,6 +314,15 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// before reports whether record r lies before the since parameter s (t
+// parsed): by instant, or by text when the API compares strings.
+func (m *ModelAPI) before(r ModelRecord, s string, t time.Time) bool {
+	if m.sc.Has("strcmp") {
+		return r.UpdatedAt < s
+	}
+	return r.mark.Before(t)
 }
 
 func slices_clone(in []ModelRecord) []ModelRecord { return append([]ModelRecord{}, in...) }
