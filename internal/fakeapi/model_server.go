@@ -25,7 +25,7 @@ type ModelAPI struct {
 	sc        Scenario
 	mu        gosync.Mutex
 	rng       *rand.Rand
-	mrng      *rand.Rand // mark behaviours: a source of their own
+	mrng      *rand.Rand    // mark behaviours: a source of their own
 	recs      []ModelRecord // ordered by id
 	clock     time.Time
 	reqs      int // list requests seen
