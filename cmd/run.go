@@ -59,7 +59,7 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	f.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
 	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
 	if name == idsync.KindRun {
-		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over")
+		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 	}
 	if name == idsync.KindReplay {
 		f.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
