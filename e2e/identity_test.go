@@ -163,3 +163,28 @@ func TestIdentityAdoptedFromOlderStateFile(t *testing.T) {
 	}
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 }
+
+// Two job files with the same name and state file but different walks:
+// the second never continues the first one's run, and once that run
+// completed it starts from the beginning.
+func TestIdentitySameNameOtherFile(t *testing.T) {
+	t.Parallel()
+	api, url := startAPI(t, fakeapi.Options{Records: 300, Seed: 10})
+	dir := t.TempDir()
+	a := writeJob(t, dir, "a.yaml", strings.Replace(styleJob("page", url, "sqlite:out.db"), "name: orders-page", "name: orders", 1))
+	b := writeJob(t, dir, "b.yaml", strings.Replace(styleJob("offset", url, "sqlite:out.db"), "name: orders-offset", "name: orders", 1))
+	runCode(t, dir, nil, 0, "run", a, "--max-pages", "2")
+	r := idemsync(t, dir, nil, "run", b)
+	if r.code != 2 || !strings.Contains(r.stderr, "pagination.style: page → offset") {
+		t.Fatalf("the other file over an unfinished run: exit %d, want 2 naming pagination.style\n%s", r.code, r.stderr)
+	}
+	runCode(t, dir, nil, 0, "run", a)
+	r = idemsync(t, dir, nil, "run", b, "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "walk changed") {
+		t.Fatalf("the other file after a completed run: exit %d, want 0 and a log of the changed walk\n%s", r.code, r.stderr)
+	}
+	if got := parseRun(t, r); got.Records != 300 {
+		t.Fatalf("the other file read %d records, want all 300", got.Records)
+	}
+	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
+}

@@ -219,3 +219,32 @@ func TestMarkMaxFuture(t *testing.T) {
 		})
 	}
 }
+
+// incremental.format writes the window in the form the API asks for;
+// as_received sends initial as it is written.
+func TestMarkFormat(t *testing.T) {
+	t.Parallel()
+	for format, want := range map[string]string{
+		"as_received": "2024-01-01T02:00:00.000+02:00", "rfc3339": "2024-01-01T00:00:00Z",
+		"date": "2024-01-01", "unix": "1704067200", "unix_ms": "1704067200000", `"2006-01-02 15:04:05"`: "2024-01-01 00:00:00",
+	} {
+		var mu gosync.Mutex
+		var got []string
+		url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, r.URL.Query().Get("since"))
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`[]`))
+		}))
+		dir := t.TempDir()
+		body := strings.Replace(vmJob(url, true), "  overlap: 1m\n", "  overlap: 1m\n  initial: \"2024-01-01T02:00:00.000+02:00\"\n  format: "+format+"\n", 1)
+		job := writeJob(t, dir, "job.yaml", body)
+		runCode(t, dir, nil, 0, "run", job)
+		mu.Lock()
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("format %s sent since=%q, want %q", format, got, want)
+		}
+		mu.Unlock()
+	}
+}
