@@ -60,7 +60,11 @@ func (p *Postgres) Prepare(ctx context.Context, t *idsync.Table) error {
 	if err != nil {
 		return p.dbError(op, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	// Parallel first runs would race CREATE TABLE IF NOT EXISTS on the
 	// catalog (a duplicate pg_type row): one transaction at a time looks
 	// the table up and creates it. The lock is released at commit.

@@ -58,7 +58,11 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	types, err := p.columnTypes(ctx, tx, t)
 	if err != nil {
 		return n, p.dbError(op, err)

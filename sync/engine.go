@@ -380,8 +380,20 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 			}
 			return RunFailed, fp.err
 		}
-		done, err := e.commit(ctx, rs, sink, log, fp)
+		var limitAt time.Time
+		if o.TimeLimit > 0 {
+			limitAt = started.Add(o.TimeLimit)
+		}
+		wctx, stop := writeContext(ctx, limitAt)
+		done, err := e.commit(ctx, wctx, rs, sink, log, fp)
+		stopped, cancelled := writeStopped(wctx)
+		stop()
 		if err != nil {
+			if cancelled {
+				log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
+					"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
+				return stopped, nil
+			}
 			return RunFailed, err
 		}
 		committed++
@@ -395,8 +407,9 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 // map all records, upsert them in one target transaction, then commit the
 // checkpoint and page row in the state file. It returns true when the page
 // completed the run. Once the upsert starts the page is finished even if a
-// signal arrives.
-func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
+// signal arrives, unless the database does not answer within WriteGrace
+// (see writeContext): then the page rolls back.
+func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
 	job := e.Job
 	style := job.Pagination.Style
 	pos, next, resp := fp.pos, fp.next, fp.resp
@@ -427,8 +440,8 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 		}
 	}
 
-	// 3. Upsert the page in one target transaction.
-	wctx := context.WithoutCancel(ctx)
+	// 3. Upsert the page in one target transaction, under wctx: a signal
+	// or the time limit cancels it only after WriteGrace.
 	var cols []Column
 	if len(job.Table.Columns) != ncols {
 		PadRows(&job.Table, rows)
@@ -465,7 +478,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	if next.End {
 		pc.FinishedAt = time.Now().UTC()
 	}
-	if err := e.Store.CommitPage(wctx, job.Name, pc); err != nil {
+	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
 		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
 	}
 	e.failpoint("checkpoint-committed")
