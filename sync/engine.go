@@ -67,6 +67,8 @@ type Engine struct {
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
 	Failpoint func(step string)
+
+	validator RowValidator // the sink's, when it has one; set by begin
 }
 
 // runState is the state of the run in progress.
@@ -191,6 +193,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	e.validator, _ = sink.(RowValidator)
 	if job.Infer && len(js.Columns) > 0 {
 		job.Table.Columns = append([]Column(nil), js.Columns...)
 	}
@@ -520,6 +523,9 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 		row, _, err := mapper.Map(i, rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
 			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+		}
+		if err == nil {
+			err = checkRow(e.validator, t, row, i)
 		}
 		if err != nil {
 			var bad *BadRecord
