@@ -220,3 +220,29 @@ func TestPostgresBackendTerminated(t *testing.T) {
 	runCode(t, dir, nil, 0, "run", job)
 	assertEqualSource(t, readPostgres(t, pg, table), sourceRows(api))
 }
+
+// With the lock held, a second SIGTERM right after the first ends the run
+// at once: exit 130 and, with --json, the full run object on stdout.
+func TestPostgresLockDoubleSIGTERM(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	api, pg, dir, job, table := pgWaitSetup(t, "")
+	release := pgLockTable(t, pg, table)
+	c, wait := pgStart(t, dir, "run", job)
+	pgWaiter(t, pg, table)
+	for i := 0; i < 2; i++ {
+		if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r := wait()
+	got := parseRun(t, r)
+	if r.code != 130 || got.Status != "interrupted" || got.RunID == 0 || got.Pages != 1 {
+		t.Fatalf("two SIGTERMs while blocked: exit %d, want 130 interrupted: %+v\nstderr: %s", r.code, got, r.stderr)
+	}
+	release()
+	runCode(t, dir, nil, 0, "run", job)
+	assertEqualSource(t, readPostgres(t, pg, table), sourceRows(api))
+}

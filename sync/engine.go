@@ -63,6 +63,10 @@ type Engine struct {
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
+	// OnStart, when set, is called once the run is picked, before its
+	// first page, with its id and, for a continued run, its totals so far
+	// (Position, Records and Elapsed are zero).
+	OnStart func(PageEvent)
 	// Failpoint, when set, is called at each durable step of a page with its
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
@@ -112,6 +116,9 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	defer sink.Close()
 	res.RunID, res.Kind = rs.info.ID, rs.info.Kind
 	res.Resumed = rs.resumed
+	if e.OnStart != nil {
+		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages})
+	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	status, runErr := e.loop(ctx, o, rs, sink, log, started)
 
