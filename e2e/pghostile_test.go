@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,4 +57,27 @@ func TestPostgresTriggerDroppedRows(t *testing.T) {
 	if n := len(readPostgres(t, pg, table)); n != 180 || len(sourceRows(api)) != 200 {
 		t.Errorf("table holds %d rows, want the 180 the trigger let through", n)
 	}
+}
+
+// Several jobs' first runs at once, all creating the same missing table:
+// every one completes, and the table equals the source.
+func TestPostgresParallelFirstRuns(t *testing.T) {
+	pg := postgresURL(t)
+	api, url := startAPI(t, fakeapi.Options{Records: 100, Seed: 8})
+	schema := freshSchema(t, pg)
+	const n = 4
+	results := make(chan result, n)
+	for i := 0; i < n; i++ {
+		dir := t.TempDir()
+		body := strings.Replace(pgJob("page", url, pg, schema), "name: orders-page", fmt.Sprintf("name: first-%d", i), 1)
+		job := writeJob(t, dir, "job.yaml", body)
+		go func() { results <- idemsync(t, dir, nil, "run", job, "--json") }()
+	}
+	for i := 0; i < n; i++ {
+		r := <-results
+		if r.code != 0 {
+			t.Errorf("parallel first run: exit %d: %s %s", r.code, r.stdout, r.stderr)
+		}
+	}
+	assertEqualSource(t, readPostgres(t, pg, pgx.Identifier{schema, "orders"}), sourceRows(api))
 }
