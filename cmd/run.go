@@ -117,6 +117,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		g.gate = gate
 		track, disarm := armHardExit(ios, gate, job, opts.Kind, started)
 		defer disarm()
+		eng.OnStart = track
 		barPage := eng.OnPage
 		eng.OnPage = func(ev idsync.PageEvent) {
 			track(ev)

@@ -126,6 +126,11 @@ var docs = map[string]doc{
 		def: idsync.DefaultOnBadRecord},
 	"target.version": {text: "Column (one of columns, when columns are given) holding a version; a row is only overwritten by a record whose version is >= the stored one.",
 		examples: []any{"updated_at"}},
+	"target.timeout": {text: "Bounds on the target database's waits (PostgreSQL: lock_timeout and statement_timeout of the session). A statement that passes one fails the page as a transient error (exit 3); the checkpoint stays at the last committed page."},
+	"target.timeout.lock": {text: "Longest wait for a lock held by another session (LOCK TABLE, ALTER TABLE, VACUUM FULL). At least 1ms.",
+		def: idsync.DefaultLockTimeout.String()},
+	"target.timeout.statement": {text: "Longest run of one statement, its lock waits included. At least 1ms.",
+		def: idsync.DefaultStatementTimeout.String()},
 }
 
 // sizeText writes a byte size the way users write it (64MiB).

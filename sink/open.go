@@ -68,9 +68,18 @@ func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink,
 }
 
 // OpenTarget opens the sink for a job's target: Open on t.URL, with the
-// target's options (timeouts, file mode) applied by the backend that reads
-// them. It fails as Open does.
+// target's options applied by the backend that reads them: PostgreSQL
+// bounds every statement by t.Timeout (nil: lock 30s, statement 5m). It
+// fails as Open does.
 func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	scheme, _, _ := strings.Cut(t.URL, ":")
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return openPostgres(ctx, t.URL, logger, t.Timeout)
+	}
 	return Open(ctx, t.URL, logger)
 }
 

@@ -66,7 +66,18 @@ var _ idsync.Sink = (*Postgres)(nil)
 // ExitUsage for a malformed dsn, ExitTransient when the server cannot be
 // reached or is starting up, ExitPermanent for failed authentication, a
 // missing database or a rejected TLS certificate.
+//
+// Every statement is bounded by the defaults of idsync.TargetTimeout
+// (lock_timeout 30s, statement_timeout 5m); OpenTarget applies the job's
+// target.timeout instead. A cancelled context cancels the statement in
+// flight on the server.
 func OpenPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*Postgres, error) {
+	return openPostgres(ctx, dsn, logger, nil)
+}
+
+// openPostgresConfig connects as OpenPostgres does, with configure applied
+// to the parsed configuration first.
+func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, configure func(*pgx.ConnConfig)) (*Postgres, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,6 +93,7 @@ func OpenPostgres(ctx context.Context, dsn string, logger *slog.Logger) (*Postgr
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = PostgresConnectTimeout
 	}
+	configure(cfg)
 	p := &Postgres{
 		cfg:      cfg,
 		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
@@ -197,6 +209,9 @@ func (p *Postgres) dbError(op string, err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if e := p.waitError(op, pgErr, err); e != nil {
+			return e
+		}
 		code := idsync.ExitPermanent
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception

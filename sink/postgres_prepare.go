@@ -60,7 +60,17 @@ func (p *Postgres) Prepare(ctx context.Context, t *idsync.Table) error {
 	if err != nil {
 		return p.dbError(op, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	// Parallel first runs would race CREATE TABLE IF NOT EXISTS on the
+	// catalog (a duplicate pg_type row): one transaction at a time looks
+	// the table up and creates it. The lock is released at commit.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, prepareLockKey(t)); err != nil {
+		return p.dbError(op, err)
+	}
 
 	var oid uint32
 	var kind string
@@ -99,6 +109,11 @@ func (p *Postgres) Prepare(ctx context.Context, t *idsync.Table) error {
 		return p.dbError(op, err)
 	}
 	return nil
+}
+
+// prepareLockKey is the advisory lock key text of Prepare for t.
+func prepareLockKey(t *idsync.Table) string {
+	return "idemsync.prepare:" + quoteTable(t)
 }
 
 // pgCreate returns the CREATE TABLE statement for t.

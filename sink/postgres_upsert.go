@@ -19,7 +19,9 @@ import (
 // RETURNING (xmax = 0) to tell inserts from updates. Keys PostgreSQL deems
 // equal ("1.0" and "1" in a numeric key) count as duplicates, so a page
 // never fails with "cannot affect row a second time". Rows not inserted or
-// updated count as Unchanged.
+// updated count as Unchanged, except those the table does not hold as
+// written after the statement (a trigger returned NULL): those count as
+// Dropped.
 //
 // On error nothing is committed. Errors are *idsync.Error: ExitTransient for
 // lost connections, serialization failures, deadlocks and server shutdown;
@@ -58,7 +60,11 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	types, err := p.columnTypes(ctx, tx, t)
 	if err != nil {
 		return n, p.dbError(op, err)
@@ -105,10 +111,17 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 	if err := res.Err(); err != nil {
 		return idsync.Counts{}, p.dbError(op, err)
 	}
+	// Rows neither inserted nor updated are unchanged, unless the
+	// database kept them out (a trigger): count those apart.
+	if n.Inserted+n.Updated < int64(len(kept)) {
+		if n.Dropped, err = p.dropped(ctx, tx, t, types, args[:len(args)-1]); err != nil {
+			return idsync.Counts{}, p.dbError(op, err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return idsync.Counts{}, p.dbError(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
 	return n, nil
 }
 

@@ -63,10 +63,16 @@ type Engine struct {
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
+	// OnStart, when set, is called once the run is picked, before its
+	// first page, with its id and, for a continued run, its totals so far
+	// (Position, Records and Elapsed are zero).
+	OnStart func(PageEvent)
 	// Failpoint, when set, is called at each durable step of a page with its
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
 	Failpoint func(step string)
+
+	validator RowValidator // the sink's, when it has one; set by begin
 }
 
 // runState is the state of the run in progress.
@@ -111,6 +117,9 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	defer sink.Close()
 	res.RunID, res.Kind = rs.info.ID, rs.info.Kind
 	res.Resumed = rs.resumed
+	if e.OnStart != nil {
+		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages})
+	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	status, runErr := e.loop(ctx, o, rs, sink, log, started)
 
@@ -210,6 +219,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 			return nil, nil, err
 		}
 	}
+	e.validator, _ = sink.(RowValidator)
 	if job.Infer && len(js.Columns) > 0 {
 		job.Table.Columns = append([]Column(nil), js.Columns...)
 	}
@@ -405,8 +415,20 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 			}
 			return RunFailed, fp.err
 		}
-		done, err := e.commit(ctx, rs, sink, log, fp)
+		var limitAt time.Time
+		if o.TimeLimit > 0 {
+			limitAt = started.Add(o.TimeLimit)
+		}
+		wctx, stop := writeContext(ctx, limitAt)
+		done, err := e.commit(ctx, wctx, rs, sink, log, fp)
+		stopped, cancelled := writeStopped(wctx)
+		stop()
 		if err != nil {
+			if cancelled {
+				log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
+					"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
+				return stopped, nil
+			}
 			return RunFailed, err
 		}
 		committed++
@@ -420,8 +442,9 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 // map all records, upsert them in one target transaction, then commit the
 // checkpoint and page row in the state file. It returns true when the page
 // completed the run. Once the upsert starts the page is finished even if a
-// signal arrives.
-func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
+// signal arrives, unless the database does not answer within WriteGrace
+// (see writeContext): then the page rolls back.
+func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
 	job := e.Job
 	style := job.Pagination.Style
 	pos, next, resp := fp.pos, fp.next, fp.resp
@@ -452,8 +475,8 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 		}
 	}
 
-	// 3. Upsert the page in one target transaction.
-	wctx := context.WithoutCancel(ctx)
+	// 3. Upsert the page in one target transaction, under wctx: a signal
+	// or the time limit cancels it only after WriteGrace.
 	var cols []Column
 	if len(job.Table.Columns) != ncols {
 		PadRows(&job.Table, rows)
@@ -470,10 +493,15 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 		}
 	}
 	e.failpoint("target-committed")
+	skipped := int64(len(dead)) + counts.Dropped
+	if counts.Dropped > 0 {
+		log.Warn("the target database kept rows of the page out of the table although the write succeeded (a trigger returning NULL?); counted as skipped",
+			"position", where, "rows", counts.Dropped)
+	}
 
 	// 4. Commit checkpoint and page row.
 	pc := &PageCommit{RunID: rs.info.ID, Position: pos.Encode(), Next: next.Encode(), Records: int64(len(resp.Records)),
-		Hash: fp.hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
+		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
 	kind := rs.info.Kind
 	saveMax := e.savableMax(&fp, rs.info.StartedAt, &rs.future)
 	switch {
@@ -491,7 +519,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	if next.End {
 		pc.FinishedAt = time.Now().UTC()
 	}
-	if err := e.Store.CommitPage(wctx, job.Name, pc); err != nil {
+	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
 		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
 	}
 	e.failpoint("checkpoint-committed")
@@ -504,13 +532,13 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	rs.prev, rs.pos = fp.hash, next
 	rs.pages++
 	rs.records += int64(len(resp.Records))
-	rs.skipped += int64(len(dead))
+	rs.skipped += skipped
 	rs.total.Add(counts)
 	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
-		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(fp.t0).Milliseconds())
+		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
-			Skipped: len(dead), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
+			Skipped: int(skipped), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
 	}
 	return next.End, nil
 }
@@ -528,6 +556,9 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 		row, _, err := mapper.Map(i, rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
 			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+		}
+		if err == nil {
+			err = checkRow(e.validator, t, row, i)
 		}
 		if err != nil {
 			var bad *BadRecord

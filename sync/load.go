@@ -144,7 +144,8 @@ func yamlProblem(err error) string {
 func keyedProblems(err error, lines map[string]int) []string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return []string{yamlProblem(err)}
+		// A field's own UnmarshalYAML (durations, sizes) says "line N: ...".
+		te = &yaml.TypeError{Errors: []string{yamlProblem(err)}}
 	}
 	byLine := map[int]string{}
 	for k, l := range lines {

@@ -17,15 +17,20 @@ import (
 // or a value cannot be converted to its column's type.
 type BadRecord struct {
 	Index  int    // position of the record in its page, from 0
+	Key    string // the record's key ("id=42"), when known
 	Column string // column concerned, "" when the record is not an object
 	Reason string
 }
 
 func (b *BadRecord) Error() string {
-	if b.Column == "" {
-		return fmt.Sprintf("record %d: %s", b.Index, b.Reason)
+	rec := fmt.Sprintf("record %d", b.Index)
+	if b.Key != "" {
+		rec += " (key " + b.Key + ")"
 	}
-	return fmt.Sprintf("record %d: column %s: %s", b.Index, b.Column, b.Reason)
+	if b.Column == "" {
+		return rec + ": " + b.Reason
+	}
+	return rec + ": column " + b.Column + ": " + b.Reason
 }
 
 // Mapper converts records to rows of a table. With Infer set it adds a

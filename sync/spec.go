@@ -127,6 +127,8 @@ type Target struct {
 	Create      *bool    `yaml:"create,omitempty" json:"create,omitempty"`               // Defaults to true.
 	OnBadRecord string   `yaml:"on_bad_record,omitempty" json:"on_bad_record,omitempty"` // Defaults to fail.
 	Version     string   `yaml:"version,omitempty" json:"version,omitempty"`
+	// Timeout bounds the database's waits (PostgreSQL); see TargetTimeout.
+	Timeout *TargetTimeout `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

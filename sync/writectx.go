@@ -1,0 +1,62 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// WriteGrace is how long a page write in progress may go on after the
+// first SIGINT/SIGTERM or once --time-limit has passed: a database that
+// answers commits the page; one that does not (a lock held by another
+// session, a frozen server) has the write cancelled, the page rolled back
+// and the checkpoint left at the last committed page.
+const WriteGrace = 5 * time.Second
+
+// Causes of a cancelled page write (context.Cause of the write context).
+var (
+	errWriteSignal    = errors.New("interrupted: the page write did not finish within the grace")
+	errWriteTimeLimit = errors.New("time limit: the page write did not finish within the grace")
+	errWriteDone      = errors.New("page write finished")
+)
+
+// writeContext returns the context a page write runs under: not cancelled
+// by ctx itself, but WriteGrace after ctx is done (a signal) or WriteGrace
+// after limitAt (zero: none) or after the write starts, whichever is later
+// (a first page started after the time limit still gets its grace). The
+// returned stop releases it; call it once the write returned.
+func writeContext(ctx context.Context, limitAt time.Time) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var timers []*time.Timer
+	// A timer firing after stop cancels a context already done: harmless.
+	stopSignal := context.AfterFunc(ctx, func() {
+		time.AfterFunc(WriteGrace, func() { cancel(errWriteSignal) })
+	})
+	if !limitAt.IsZero() {
+		at := limitAt
+		if now := time.Now(); now.After(at) {
+			at = now
+		}
+		timers = append(timers, time.AfterFunc(time.Until(at)+WriteGrace, func() { cancel(errWriteTimeLimit) }))
+	}
+	return wctx, func() {
+		stopSignal()
+		for _, t := range timers {
+			t.Stop()
+		}
+		cancel(errWriteDone)
+	}
+}
+
+// writeStopped tells how a run ends when its page write failed because the
+// write context was cancelled: interrupted (signal) or partial (time
+// limit). ok is false when the write failed on its own.
+func writeStopped(wctx context.Context) (status string, ok bool) {
+	switch context.Cause(wctx) {
+	case errWriteSignal:
+		return RunInterrupted, true
+	case errWriteTimeLimit:
+		return RunPartial, true
+	}
+	return "", false
+}
