@@ -448,7 +448,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 
 	// 4. Commit checkpoint and page row.
 	pc := &PageCommit{RunID: rs.info.ID, Position: pos.Encode(), Next: next.Encode(), Records: int64(len(resp.Records)),
-		Hash: fp.hash, Counts: counts, Skipped: int64(len(dead)), Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
+		Hash: fp.hash, Counts: counts, Skipped: int64(len(dead) + counts.Dropped), Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
 	kind := rs.info.Kind
 	switch {
 	case style == StyleHWM && kind == KindRun && CompareMarks(fp.pageMax, rs.hwm) > 0:
@@ -478,13 +478,14 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	rs.prev, rs.pos = fp.hash, next
 	rs.pages++
 	rs.records += int64(len(resp.Records))
-	rs.skipped += int64(len(dead))
+	skipped := len(dead) + counts.Dropped // bad records, and rows a trigger dropped
+	rs.skipped += int64(skipped)
 	rs.total.Add(counts)
 	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
-		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(fp.t0).Milliseconds())
+		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
-			Skipped: len(dead), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
+			Skipped: skipped, Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
 	}
 	return next.End, nil
 }

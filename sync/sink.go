@@ -81,13 +81,14 @@ type Row struct {
 	Hash   string // content hash of Values, stored in ColHash
 }
 
-// Counts tallies what an upsert did. Inserted+Updated+Unchanged equals the
-// number of rows handed to Upsert: a row superseded by a later row with the
-// same key in the same page counts as unchanged.
+// Counts tallies what an upsert did. Inserted+Updated+Unchanged+Dropped
+// equals the number of rows handed to Upsert: a row superseded by a later
+// row with the same key in the same page counts as unchanged.
 type Counts struct {
 	Inserted  int64
 	Updated   int64
 	Unchanged int64
+	Dropped   int // rows the database dropped (a trigger): reported as skipped
 }
 
 // Add adds o to c.
@@ -95,6 +96,7 @@ func (c *Counts) Add(o Counts) {
 	c.Inserted += o.Inserted
 	c.Updated += o.Updated
 	c.Unchanged += o.Unchanged
+	c.Dropped += o.Dropped
 }
 
 // Sink writes pages of rows into a target table. Implementations live in the

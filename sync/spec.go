@@ -117,6 +117,9 @@ type Target struct {
 	Create      *bool    `yaml:"create,omitempty" json:"create,omitempty"`               // Defaults to true.
 	OnBadRecord string   `yaml:"on_bad_record,omitempty" json:"on_bad_record,omitempty"` // Defaults to fail.
 	Version     string   `yaml:"version,omitempty" json:"version,omitempty"`
+	// Mode is the permission of an SQLite target file idemsync creates, an
+	// octal string such as "0640". Defaults to "0600", like the state file.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path
