@@ -120,6 +120,8 @@ var docs = map[string]doc{
 		def: idsync.DefaultOnBadRecord},
 	"target.version": {text: "Column (one of columns, when columns are given) holding a version; a row is only overwritten by a record whose version is >= the stored one.",
 		examples: []any{"updated_at"}},
+	"target.mode": {text: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
+		"an octal string letting the owner read and write. An existing file keeps its mode.", def: "0600", examples: []any{"0640"}},
 }
 
 // sizeText writes a byte size the way users write it (64MiB).
