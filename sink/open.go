@@ -71,6 +71,9 @@ func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink,
 // target's options (timeouts, file mode) applied by the backend that reads
 // them. It fails as Open does.
 func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
+	if err := createSQLiteFile(t); err != nil { // target.mode: see sqlite_mode.go
+		return nil, err
+	}
 	return Open(ctx, t.URL, logger)
 }
 
