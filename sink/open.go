@@ -15,10 +15,17 @@
 //   - errors are *idsync.Error with an exit code, and never contain a
 //     password.
 //
+// Which stored row a key names is decided by the database in both: SQLite
+// key values are first brought to the form their column stores (an integral
+// value in an INTEGER column is an integer; a numeric key is canonical
+// decimal text), so "1.0" and "1" are one key in both backends, as are "1"
+// and 1 in an INTEGER PRIMARY KEY column. Rows a trigger drops count as
+// Dropped.
+//
 // The backends differ where their databases do: SQLite has no schemas (a
-// schema other than "main" is rejected), stores numerics as exact text (so
-// "1.0" and "1" are two keys there, one key in PostgreSQL) and keeps
-// timestamps to the nanosecond (PostgreSQL to the microsecond).
+// schema other than "main" is rejected), stores non-key numerics as exact
+// text and keeps timestamps to the nanosecond (PostgreSQL to the
+// microsecond).
 package sink
 
 import (

@@ -34,10 +34,11 @@ const SQLiteBusyTimeout = 10 * time.Second
 //	numeric   TEXT, the exact decimal as given ("12.50"). NUMERIC affinity
 //	          would turn it into a REAL or INTEGER and lose digits
 //	          ("12345678901234567890.123456789" does not survive a float64).
+//	          In a key column: canonical decimal text ("1.00" is "1").
 //	boolean   INTEGER 0 or 1
-//	timestamp TEXT, UTC RFC 3339 with nanoseconds as needed
-//	          (time.RFC3339Nano, e.g. 2024-05-01T12:00:00.5Z)
-//	json      TEXT, the compact JSON
+//	timestamp TEXT, UTC RFC 3339 with always nine fractional digits
+//	          (2024-05-01T12:00:00.500000000Z), so text order is time order
+//	json      TEXT, the compact JSON (no insignificant whitespace)
 //
 // plus _idemsync_hash TEXT and _idemsync_synced_at TEXT (same format as
 // timestamp). A schema other than "" or "main" is rejected: SQLite's
