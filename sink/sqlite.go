@@ -157,8 +157,8 @@ func sqliteValue(c *idsync.Column, v any) (any, error) {
 			return formatTime(tm), nil
 		}
 	case idsync.TypeJSON:
-		if s, ok := asJSON(v); ok {
-			return compactJSON(s), nil
+		if s, ok := compactJSON(v); ok {
+			return s, nil
 		}
 	}
 	return nil, valueError(c, v)

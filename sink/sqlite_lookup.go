@@ -29,9 +29,9 @@ func sqliteSameSQL(t *idsync.Table, n int) string {
 // (same key, as the database compares keys) has the same hash.
 func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsync.Row, all [][]any, kept []int) (map[int]bool, error) {
 	same := map[int]bool{}
-	args := make([]any, 0, sameBatch*(2+len(st.keyIdx)))
-	for start := 0; start < len(kept); start += sameBatch {
-		batch := kept[start:min(start+sameBatch, len(kept))]
+	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)))
+	for start := 0; start < len(kept); start += st.sameBatch {
+		batch := kept[start:min(start+st.sameBatch, len(kept))]
 		args = args[:0]
 		for _, ri := range batch {
 			args = append(args, int64(ri), rows[ri].Hash)
@@ -41,8 +41,8 @@ func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsy
 		}
 		var res *sql.Rows
 		var err error
-		if len(batch) == sameBatch {
-			res, err = tx.StmtContext(ctx, st.same).QueryContext(ctx, args...)
+		if p, ok := st.same[len(batch)]; ok {
+			res, err = tx.StmtContext(ctx, p).QueryContext(ctx, args...)
 		} else {
 			res, err = tx.QueryContext(ctx, st.sameSQL(len(batch)), args...)
 		}

@@ -37,8 +37,12 @@ const insertBatch = 50
 // countBatch is how many keys one presence count asks for.
 const countBatch = 400
 
-// sameBatch is how many rows one unchanged-rows query asks about.
-const sameBatch = 400
+// sameBatch is how many rows one unchanged-rows query asks about, at most.
+const sameBatch = 1000
+
+// sameCached is how many sizes of the unchanged-rows query are kept
+// prepared: the full batch and the usual remainders (a last page).
+const sameCached = 8
 
 // sqliteStmts are the prepared statements of one table and column set (for
 // full batches; smaller ones run unprepared) and the affinity of each key
@@ -46,7 +50,8 @@ const sameBatch = 400
 type sqliteStmts struct {
 	batch          int                 // rows per full insert or upsert
 	insert, upsert *sql.Stmt           // st.batch rows; see sqliteUpsertSQL
-	same           *sql.Stmt           // sameBatch rows; see sqliteSameSQL
+	same           map[int]*sql.Stmt   // by rows asked about; see sqliteSameSQL
+	sameBatch      int                 // rows per full unchanged-rows query
 	keyAff         []string            // affinity of each key column, as t.Key
 	keyIdx         []int               // index in t.Columns of each key column
 	sql            func(int) [2]string // insert and upsert statements for n rows
@@ -61,10 +66,13 @@ func (s *SQLite) dropStatements() {
 }
 
 func (st *sqliteStmts) close() {
-	for _, p := range []*sql.Stmt{st.insert, st.upsert, st.same} {
+	for _, p := range []*sql.Stmt{st.insert, st.upsert} {
 		if p != nil {
 			p.Close()
 		}
+	}
+	for _, p := range st.same {
+		p.Close()
 	}
 }
 
@@ -88,7 +96,7 @@ func (s *SQLite) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts,
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&st.insert, q[0]}, {&st.upsert, q[1]}, {&st.same, st.sameSQL(sameBatch)}} {
+	}{{&st.insert, q[0]}, {&st.upsert, q[1]}} {
 		if *p.stmt, err = s.db.PrepareContext(ctx, p.sql); err != nil {
 			st.close()
 			return nil, err
@@ -96,6 +104,23 @@ func (s *SQLite) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts,
 	}
 	s.stmts[sig.String()] = st
 	return st, nil
+}
+
+// prepareSame prepares the unchanged-rows queries a page of n kept rows
+// needs, unless sameCached sizes already are (then the odd size runs
+// unprepared).
+func (s *SQLite) prepareSame(ctx context.Context, st *sqliteStmts, n int) error {
+	for _, size := range []int{min(n, st.sameBatch), n % st.sameBatch} {
+		if _, ok := st.same[size]; ok || size == 0 || len(st.same) >= sameCached {
+			continue
+		}
+		p, err := s.db.PrepareContext(ctx, st.sameSQL(size))
+		if err != nil {
+			return err
+		}
+		st.same[size] = p
+	}
+	return nil
 }
 
 // newStatements reads the key columns' declared types and builds the SQL
@@ -125,7 +150,9 @@ func (s *SQLite) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStm
 		return nil, err
 	}
 	st := &sqliteStmts{
-		batch: max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
+		batch:     max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
+		sameBatch: max(1, min(sameBatch, 32000/(len(t.Key)+2))),
+		same:      map[int]*sql.Stmt{},
 	}
 	for _, k := range t.Key {
 		for i, c := range t.Columns {
@@ -211,6 +238,9 @@ func (s *SQLite) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 		return n, fmt.Errorf("%s: %w", op, err)
 	}
 	kept := lastOfEachKey(st, all)
+	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
+		return n, s.wrap(op, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return n, s.wrap(op, err)

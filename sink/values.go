@@ -147,13 +147,28 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(sqliteTimeLayout)
 }
 
-// compactJSON returns JSON text without insignificant whitespace.
-func compactJSON(s string) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		return s
+// compactJSON accepts JSON text as asJSON does and returns it without
+// insignificant whitespace, checking it is valid JSON on the way.
+func compactJSON(v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	case json.RawMessage:
+		s = string(x)
+	default:
+		return "", false
 	}
-	return b.String()
+	b := bytes.NewBuffer(make([]byte, 0, len(s)))
+	if err := json.Compact(b, []byte(s)); err != nil {
+		return "", false
+	}
+	if b.Len() == len(s) {
+		return s, true // already compact
+	}
+	return b.String(), true
 }
 
 // canonicalKeys returns the rows to write for one page: idsync.Dedupe's
