@@ -206,6 +206,12 @@ func readSQLite(t *testing.T, path string) map[int]row {
 			t.Fatal(err)
 		}
 		r.total, r.tags = total.String, tags.String
+		// Stored with nine fractional digits; compared as an instant.
+		ts, err := time.Parse(time.RFC3339Nano, r.updated)
+		if err != nil {
+			t.Fatalf("stored updated_at %q: %v", r.updated, err)
+		}
+		r.updated = ts.UTC().Format(time.RFC3339Nano)
 		if _, dup := out[id]; dup {
 			t.Fatalf("duplicate key %d in target", id)
 		}

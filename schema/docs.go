@@ -131,6 +131,8 @@ var docs = map[string]doc{
 		def: idsync.DefaultLockTimeout.String()},
 	"target.timeout.statement": {text: "Longest run of one statement, its lock waits included. At least 1ms.",
 		def: idsync.DefaultStatementTimeout.String()},
+	"target.mode": {text: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
+		"an octal string letting the owner read and write. An existing file keeps its mode.", def: "0600", examples: []any{"0640"}},
 }
 
 // sizeText writes a byte size the way users write it (64MiB).

@@ -15,10 +15,17 @@
 //   - errors are *idsync.Error with an exit code, and never contain a
 //     password.
 //
+// Which stored row a key names is decided by the database in both: SQLite
+// key values are first brought to the form their column stores (an integral
+// value in an INTEGER column is an integer; a numeric key is canonical
+// decimal text), so "1.0" and "1" are one key in both backends, as are "1"
+// and 1 in an INTEGER PRIMARY KEY column. Rows a trigger drops count as
+// Dropped.
+//
 // The backends differ where their databases do: SQLite has no schemas (a
-// schema other than "main" is rejected), stores numerics as exact text (so
-// "1.0" and "1" are two keys there, one key in PostgreSQL) and keeps
-// timestamps to the nanosecond (PostgreSQL to the microsecond).
+// schema other than "main" is rejected), stores non-key numerics as exact
+// text and keeps timestamps to the nanosecond (PostgreSQL to the
+// microsecond).
 package sink
 
 import (
@@ -72,6 +79,9 @@ func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink,
 // bounds every statement by t.Timeout (nil: lock 30s, statement 5m). It
 // fails as Open does.
 func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
+	if err := createSQLiteFile(t); err != nil { // target.mode: see sqlite_mode.go
+		return nil, err
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

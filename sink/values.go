@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -135,10 +136,39 @@ func exp10(e int32) *big.Int {
 	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(e)), nil)
 }
 
-// formatTime renders a timestamp the way the SQLite sink stores it: UTC,
-// RFC 3339 with as many fractional digits as needed (time.RFC3339Nano).
+// sqliteTimeLayout is the one form the SQLite sink stores timestamps in:
+// UTC, RFC 3339 with always nine fractional digits, so that text order is
+// time order.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// formatTime renders a timestamp the way the SQLite sink stores it
+// (sqliteTimeLayout), e.g. 2024-05-01T12:00:00.500000000Z.
 func formatTime(t time.Time) string {
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Format(sqliteTimeLayout)
+}
+
+// compactJSON accepts JSON text as asJSON does and returns it without
+// insignificant whitespace, checking it is valid JSON on the way.
+func compactJSON(v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	case json.RawMessage:
+		s = string(x)
+	default:
+		return "", false
+	}
+	b := bytes.NewBuffer(make([]byte, 0, len(s)))
+	if err := json.Compact(b, []byte(s)); err != nil {
+		return "", false
+	}
+	if b.Len() == len(s) {
+		return s, true // already compact
+	}
+	return b.String(), true
 }
 
 // canonicalKeys returns the rows to write for one page: idsync.Dedupe's

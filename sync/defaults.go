@@ -183,6 +183,7 @@ func (j *Job) finish(lines map[string]int) []string {
 		bad("target.on_bad_record", "%q must be fail or skip", t.OnBadRecord)
 	}
 	t.finishTimeout(bad)
+	checkTargetMode(t, bad)
 	j.Table = Table{Key: t.Key, Version: t.Version, Create: *t.Create}
 	j.Table.Schema, j.Table.Name = splitTable(t.Table)
 	j.Infer = len(t.Columns) == 0

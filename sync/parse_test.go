@@ -201,7 +201,7 @@ func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	for _, c := range inf.Columns {
 		types[c.Name] = c.Type
 	}
-	want := map[string]ColumnType{"id": TypeInteger, "price": TypeNumeric, "tags": TypeJSON, "ok": TypeBoolean, "a.b": TypeText}
+	want := map[string]ColumnType{"id": TypeInteger, "price": TypeReal, "tags": TypeJSON, "ok": TypeBoolean, "a.b": TypeText}
 	for k, v := range want {
 		if types[k] != v {
 			t.Errorf("inferred %s = %q, want %q (all: %v)", k, types[k], v, types)

@@ -105,8 +105,9 @@ func (m *Mapper) infer(rec gjson.Result) bool {
 }
 
 // InferType picks a column type for a JSON value: integral numbers are
-// integer, other numbers numeric (exact), booleans boolean, objects and
-// arrays json, strings text.
+// integer, other numbers real (so SQL compares them as numbers; declare
+// type: numeric for exact decimals), booleans boolean, objects and arrays
+// json, strings text.
 func InferType(v gjson.Result) ColumnType {
 	switch {
 	case v.Type == gjson.True || v.Type == gjson.False:
@@ -115,7 +116,7 @@ func InferType(v gjson.Result) ColumnType {
 		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
 			return TypeInteger
 		}
-		return TypeNumeric
+		return TypeReal
 	case v.IsObject() || v.IsArray():
 		return TypeJSON
 	}

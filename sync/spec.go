@@ -129,6 +129,9 @@ type Target struct {
 	Version     string   `yaml:"version,omitempty" json:"version,omitempty"`
 	// Timeout bounds the database's waits (PostgreSQL); see TargetTimeout.
 	Timeout *TargetTimeout `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// Mode is the permission of an SQLite target file idemsync creates, an
+	// octal string such as "0640". Defaults to "0600", like the state file.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

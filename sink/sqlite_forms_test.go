@@ -1,0 +1,104 @@
+package sink_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// Rows a BEFORE INSERT trigger drops with RAISE(IGNORE) are neither
+// inserted nor unchanged: they count as Dropped.
+func TestSQLiteTriggerDroppedRows(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s, tbl := b.open(t), people(b)
+	mustPrepare(t, s, tbl)
+	b.exec(t, `CREATE TRIGGER drop_some BEFORE INSERT ON people WHEN NEW.name = 'drop' BEGIN SELECT RAISE(IGNORE); END`)
+	rows := []idsync.Row{row("a", "Ann", int64(1)), row("b", "drop", int64(2)), row("c", "Cy", int64(3))}
+	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 2, Dropped: 1}, rows...)
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2, Dropped: 1}, rows...)
+	assertRows(t, b.read(t, tbl), want(t, tbl, rows[0], rows[2]))
+}
+
+// Stored forms that keep SQL comparisons right: timestamps in one
+// fixed-width UTC form (text order is time order), JSON compact, reals and
+// integers as numbers.
+func TestSQLiteStoredForms(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s := b.open(t)
+	tbl := b.table("forms", []string{"id"}, col("id", idsync.TypeInteger), col("ts", idsync.TypeTimestamp),
+		col("j", idsync.TypeJSON), col("price", idsync.TypeReal))
+	mustPrepare(t, s, tbl)
+	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
+	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 3},
+		row(int64(1), at(1, 500000000), "{ \"a\" : [1, 2],\n  \"b\": {\"c\": \"d e\"} }", 500.25),
+		row(int64(2), at(1, 0), `[ ]`, 99.5),
+		row(int64(3), at(0, 999999999), `"x y"`, 1000.0))
+	got := b.rows(t, `SELECT id, ts, j, typeof(price) FROM forms ORDER BY ts`)
+	want := "[[3 2024-01-01T10:00:00.999999999Z \"x y\" real] " +
+		"[2 2024-01-01T10:00:01.000000000Z [] real] " +
+		"[1 2024-01-01T10:00:01.500000000Z {\"a\":[1,2],\"b\":{\"c\":\"d e\"}} real]]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("stored\n got %v\nwant %s", got, want)
+	}
+	if n := b.rows(t, `SELECT count(*) FROM forms WHERE price > 500`); fmt.Sprint(n) != "[[2]]" {
+		t.Errorf("price > 500: %v rows, want 2", n)
+	}
+	if n := b.rows(t, `SELECT count(*) FROM forms WHERE ts > '2024-01-01T10:00:01'`); fmt.Sprint(n) != "[[2]]" {
+		t.Errorf("ts after 10:00:01: %v rows, want 2", n)
+	}
+	for _, st := range b.rows(t, `SELECT DISTINCT length(_idemsync_synced_at) FROM forms`) {
+		if fmt.Sprint(st) != "[30]" {
+			t.Errorf("synced_at length %v, want 30 (fixed width)", st)
+		}
+	}
+}
+
+// A table written in the earlier forms (timestamps with as few fractional
+// digits as needed) is neither rewritten by a re-sync of unchanged records
+// nor confused by them: the version guard compares instants, not text.
+func TestSQLiteEarlierForms(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s := b.open(t)
+	tbl := b.table("old", []string{"id"}, col("id", idsync.TypeText), col("v", idsync.TypeText),
+		col("at", idsync.TypeTimestamp), col("n", idsync.TypeNumeric))
+	tbl.Version = "at"
+	mustPrepare(t, s, tbl)
+	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
+	a, c := row("a", "v1", at(0, 500000000), "9"), row("c", "v1", at(2, 0), "9")
+	for _, r := range []idsync.Row{a, c} {
+		b.exec(t, fmt.Sprintf(`INSERT INTO old (id, v, at, n, _idemsync_hash, _idemsync_synced_at) VALUES ('%s', 'v1', '%s', '9', '%s', '2024-01-01T00:00:00Z')`,
+			r.Values[0], r.Values[2].(time.Time).Format(time.RFC3339Nano), r.Hash))
+	}
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2}, a, c)
+	if got := b.rows(t, `SELECT DISTINCT _idemsync_synced_at FROM old`); fmt.Sprint(got) != "[[2024-01-01T00:00:00Z]]" {
+		t.Errorf("unchanged rows rewritten: synced_at %v", got)
+	}
+	// "…00.5Z" stored; "…00.500000000Z" is the same instant (>=: written),
+	// "…00Z" is older (not written) although it sorts after as text.
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Unchanged: 1}, row("a", "v2", at(0, 500000000), "9"), row("c", "stale", at(1, 999999999), "9"))
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, row("a", "stale", at(0, 0), "9"))
+	got := b.rows(t, `SELECT id, v FROM old ORDER BY id`)
+	if fmt.Sprint(got) != "[[a v2] [c v1]]" {
+		t.Errorf("rows %v, want a v2 and c v1", got)
+	}
+}
+
+// A numeric version column stored as exact text compares by value: 10 is
+// newer than 9.
+func TestSQLiteNumericVersion(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s := b.open(t)
+	tbl := b.table("numver", []string{"id"}, col("id", idsync.TypeText), col("rev", idsync.TypeNumeric))
+	tbl.Version = "rev"
+	mustPrepare(t, s, tbl)
+	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, row("a", "9"))
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, row("a", "10"))
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, row("a", "9.5"))
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, row("a", "10.00"))
+	got := b.rows(t, `SELECT rev FROM numver`)
+	if fmt.Sprint(got) != "[[10.00]]" {
+		t.Errorf("rev %v, want 10.00", got)
+	}
+}

@@ -1,0 +1,51 @@
+package sink
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// createSQLiteFile creates the file of an SQLite target that does not exist
+// yet, empty (an empty file is an empty database) and with t.FileMode()
+// whatever the umask, before SQLite opens it: SQLite then creates the -wal
+// and -shm files with the database file's mode. An existing file, a
+// PostgreSQL target and sqlite::memory: are left alone. It fails with an
+// *idsync.Error (ExitPermanent) when the file cannot be created.
+func createSQLiteFile(t *idsync.Target) error {
+	scheme, _, _ := strings.Cut(t.URL, ":")
+	if !strings.EqualFold(scheme, "sqlite") {
+		return nil
+	}
+	path, err := sqlitePath(t.URL)
+	if err != nil || path == ":memory:" {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return idsync.Errorf(idsync.ExitPermanent, "create directory for %s: %w", path, err)
+		}
+	}
+	mode := t.FileMode()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return idsync.Errorf(idsync.ExitPermanent, "create sqlite target %s: %w", path, err)
+	}
+	// The umask may have narrowed the mode asked for; set it exactly.
+	err = f.Chmod(mode)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return idsync.Errorf(idsync.ExitPermanent, "create sqlite target %s: %w", path, err)
+	}
+	return nil
+}
