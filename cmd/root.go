@@ -95,6 +95,9 @@ func exitCode(err error) int {
 // read), a line (and hint) on stderr otherwise.
 func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 	if g.json {
+		if g.jobName == "" {
+			g.jobName = idsync.SpecName(err)
+		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
 		case idsync.ExitLocked:

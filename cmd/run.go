@@ -75,6 +75,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	started := time.Now()
 	job, err := idsync.LoadFile(file)
 	if err != nil {
+		g.jobName = idsync.SpecName(err)
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
 	g.jobName = job.Name
