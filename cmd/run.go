@@ -111,6 +111,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	if bar != nil {
 		eng.OnPage = bar.page
+		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
 	}
 	if g.json {

@@ -63,6 +63,11 @@ type Engine struct {
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
+	// PageLogLevel is the level of the "page committed" line logged for
+	// each page. Defaults to slog.LevelInfo (the zero value); the command
+	// line lowers it to debug while a progress bar shows the pages. The
+	// run's summary line ("run finished") is always INFO.
+	PageLogLevel slog.Level
 	// Failpoint, when set, is called at each durable step of a page with its
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
@@ -480,7 +485,7 @@ func (e *Engine) commit(ctx context.Context, rs *runState, sink Sink, log *slog.
 	rs.records += int64(len(resp.Records))
 	rs.skipped += int64(len(dead))
 	rs.total.Add(counts)
-	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
+	log.Log(ctx, e.PageLogLevel, "page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
 		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", len(dead), "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
