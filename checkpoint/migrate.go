@@ -32,8 +32,9 @@ type migration struct {
 }
 
 // loadMigrations returns the embedded migrations in order. Their numbers
-// must run 1, 2, 3 … without gaps, so user_version names exactly the steps
-// applied.
+// are unique and increasing; a gap is allowed (numbers are handed out to
+// changes made side by side), and user_version is the highest number
+// applied: every migration above it is applied, in order.
 func loadMigrations() ([]migration, error) {
 	entries, err := fs.ReadDir(migrationFS, "migrations")
 	if err != nil {
@@ -57,12 +58,20 @@ func loadMigrations() ([]migration, error) {
 		ms = append(ms, migration{version: v, name: name, sql: string(body)})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected number %d", m.name, i+1)
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share a number", ms[i-1].name, ms[i].name)
 		}
 	}
 	return ms, nil
+}
+
+// latestVersion is the highest migration number, 0 when there is none.
+func latestVersion(ms []migration) int {
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
 }
 
 // schemaVersion returns the file's PRAGMA user_version.
@@ -86,8 +95,8 @@ func checkNotNewer(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if v > len(ms) {
-		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, len(ms))
+	if v > latestVersion(ms) {
+		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latestVersion(ms))
 	}
 	return nil
 }
@@ -101,7 +110,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	latest := len(ms)
+	latest := latestVersion(ms)
 	v, err := schemaVersion(ctx, s.db)
 	if err != nil {
 		return err
@@ -124,7 +133,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latest)
 	}
 	from := v
-	for _, m := range ms[v:] {
+	for _, m := range ms {
+		if m.version <= v {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("apply migration %s: %w", m.name, err)
 		}

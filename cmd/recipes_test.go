@@ -136,6 +136,7 @@ func TestN8nWorkflow(t *testing.T) {
 	job := writeJob(t, dir, "orders.yaml", pageJob("orders", url))
 	failing := writeJob(t, dir, "down.yaml", strings.Replace(pageJob("down", down), "  min_wait: 5ms\n", "  attempts: 2\n  min_wait: 5ms\n", 1))
 	locked := writeJob(t, dir, "locked.yaml", pageJob("locked", url))
+	invalid := writeJob(t, dir, "invalid.yaml", strings.Replace(pageJob("invalid", url), "style: page", "style: pages", 1))
 	store, err := checkpoint.Open(context.Background(), filepath.Join(dir, "state.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,7 @@ func TestN8nWorkflow(t *testing.T) {
 		{[]string{"run", failing}, "retry_later"},
 		{[]string{"run", locked}, "retry_later"},
 		{[]string{"run", filepath.Join(dir, "missing.yaml")}, "alert"},
+		{[]string{"run", invalid}, "alert"},
 		{[]string{"run", strings.Replace(job, "orders.yaml", "down.yaml", 1), "--bogus"}, "alert"},
 	} {
 		r := execute(t, false, append(tc.args, "--json", "--quiet")...)
@@ -189,4 +191,49 @@ func runCodeNode(t *testing.T, node, code, stdout, stderr string) string {
 		t.Fatalf("the Code node returned %s: %v", out, err)
 	}
 	return items[0].JSON.Outcome
+}
+
+// The workflow imports with `n8n import:workflow` (which needs an id) and
+// runs with `n8n execute --id` (which needs a trigger other than the
+// schedule): a Manual Trigger and the schedule both start the same command.
+// The alert names the job from the result, never a hard-coded name.
+func TestN8nWorkflowImportable(t *testing.T) {
+	data, err := os.ReadFile("../examples/n8n/idemsync-workflow.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9]{16}$`).MatchString(top.ID) {
+		t.Errorf("workflow id %q: want 16 letters or digits, as n8n makes them", top.ID)
+	}
+	w := readWorkflow(t)
+	var command string
+	triggers := map[string]string{}
+	for _, n := range w.Nodes {
+		switch n.Type {
+		case "n8n-nodes-base.manualTrigger", "n8n-nodes-base.scheduleTrigger":
+			triggers[n.Type] = n.Name
+		case "n8n-nodes-base.executeCommand":
+			command = n.Name
+		}
+	}
+	if len(triggers) != 2 {
+		t.Fatalf("triggers %v: want a manual trigger and a schedule trigger", triggers)
+	}
+	for typ, name := range triggers {
+		outs := w.Connections[name].Main
+		if len(outs) != 1 || len(outs[0]) != 1 || outs[0][0].Node != command {
+			t.Errorf("%s %q is wired to %+v, want the %q node", typ, name, outs, command)
+		}
+	}
+	msg := w.param(t, "n8n-nodes-base.stopAndError", "errorMessage")
+	if !strings.Contains(msg, "$json.job") || strings.Contains(msg, "orders") {
+		t.Errorf("the alert must name the job from the result, not a fixed name: %q", msg)
+	}
 }

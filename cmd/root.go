@@ -95,6 +95,9 @@ func exitCode(err error) int {
 // read), a line (and hint) on stderr otherwise.
 func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 	if g.json {
+		if g.jobName == "" {
+			g.jobName = idsync.SpecName(err)
+		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
 		case idsync.ExitLocked:
@@ -159,6 +162,8 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 		newRunCmd(g, ios, "resume"),
 		newRunCmd(g, ios, idsync.KindReplay),
 		newStatusCmd(g, ios),
+		newShowCmd(g, ios),
+		newInitCmd(g, ios),
 		newPruneCmd(g, ios),
 		newValidateCmd(g, ios),
 		newVersionCmd(g, ios),

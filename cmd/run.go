@@ -18,6 +18,7 @@ type runOpts struct {
 	maxPages  int
 	timeLimit time.Duration
 	from, to  string
+	metrics   string // --metrics-file
 }
 
 // newRunCmd builds run, resume and replay: they share everything but how
@@ -53,11 +54,12 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 		case idsync.KindReplay:
 			opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
 		}
-		return runJob(c.Context(), g, ios, args[0], opts)
+		return runJob(c.Context(), g, ios, args[0], opts, o.metrics)
 	}
 	f := c.Flags()
 	f.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
 	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
+	f.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
 	if name == idsync.KindRun {
 		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 	}
@@ -68,13 +70,14 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	return c
 }
 
-func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options) error {
+func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string) error {
 	if opts.MaxPages < 0 || opts.TimeLimit < 0 {
 		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 	}
 	started := time.Now()
 	job, err := idsync.LoadFile(file)
 	if err != nil {
+		g.jobName = idsync.SpecName(err)
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
 	g.jobName = job.Name
@@ -98,8 +101,10 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, skeleton(), err, job.Secrets)
 	}
 	defer store.Close()
+	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	fetcher := idsync.NewFetcher(job, log)
 	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
+		metrics.finish(ctx, err)
 		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)
 	}
 	eng := &idsync.Engine{
@@ -110,6 +115,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	if bar != nil {
 		eng.OnPage = bar.page
+		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
 	}
 	if g.json {
@@ -126,8 +132,10 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 			}
 		}
 	}
+	eng.OnPage = metrics.onPage(eng.OnPage)
 	installFailpoint(eng)
 	res, err := eng.Run(ctx, opts)
+	metrics.finish(ctx, err)
 	if bar != nil {
 		bar.finish() // before the result is printed
 	}

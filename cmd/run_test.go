@@ -115,7 +115,7 @@ func TestProgressBarAtATerminal(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"\r", "orders · page 1 · 50 records", "rec/s", "(2/3)", "retrying in 20ms", "rate limited, retrying in", `msg="page committed"`} {
+	for _, want := range []string{"\r", "orders · page 1 · 50 records", "rec/s", "(2/3)", "retrying in 20ms", "rate limited, retrying in", `msg="run finished"`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%q", want, r.stderr)
 		}

@@ -67,6 +67,11 @@ type Engine struct {
 	// first page, with its id and, for a continued run, its totals so far
 	// (Position, Records and Elapsed are zero).
 	OnStart func(PageEvent)
+	// PageLogLevel is the level of the "page committed" line logged for
+	// each page. Defaults to slog.LevelInfo (the zero value); the command
+	// line lowers it to debug while a progress bar shows the pages. The
+	// run's summary line ("run finished") is always INFO.
+	PageLogLevel slog.Level
 	// Failpoint, when set, is called at each durable step of a page with its
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
@@ -534,7 +539,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	rs.records += int64(len(resp.Records))
 	rs.skipped += skipped
 	rs.total.Add(counts)
-	log.Info("page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
+	log.Log(ctx, e.PageLogLevel, "page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
 		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,

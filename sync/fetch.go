@@ -285,6 +285,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 		},
 		Backoff: func(min, max time.Duration, n int, resp *http.Response) time.Duration {
 			wait := Backoff(min, max, n, st.retryAfter, st.hasAfter)
+			if ctx.Err() != nil {
+				return wait // the run is over: the wait ends at once, unannounced
+			}
 			if st.status == http.StatusTooManyRequests {
 				f.pauseAll(wait)
 			}
@@ -377,6 +380,9 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(nil))
+	if ctx.Err() != nil { // the run ended while the body arrived: no retry, nothing to announce
+		return false, ctx.Err()
+	}
 	if int64(len(data)) > limit {
 		st.tooLarge = true
 		return false, fmt.Errorf("body too large")

@@ -61,6 +61,7 @@ var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // and, where known, the line. Its exit code is 2.
 type SpecError struct {
 	File     string
+	Name     string // the job's name: as written, when the file could be read that far; else ""
 	Problems []string
 }
 
@@ -98,7 +99,7 @@ func LoadFile(path string) (*Job, error) {
 // current directory). lookup supplies environment variables.
 func Load(data []byte, file string, lookup LookupFunc) (*Job, error) {
 	fail := func(problems ...string) error {
-		return &Error{Code: ExitUsage, Err: &SpecError{File: file, Problems: problems}}
+		return &Error{Code: ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

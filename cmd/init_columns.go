@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// initColumn is one column init writes: its name, the path of its value in
+// each record and its type.
+type initColumn struct{ name, path, typ string }
+
+// detectColumns maps every top-level field of the records, in the order
+// they first appear, to a column whose type fits every non-null value
+// seen: integer, numeric, boolean, timestamp (RFC 3339 strings), text,
+// and json for objects, arrays and fields whose values differ in kind.
+func detectColumns(recs []gjson.Result) []initColumn {
+	var order []string
+	kinds := map[string]string{}
+	for _, r := range recs {
+		r.ForEach(func(k, v gjson.Result) bool {
+			key := k.String()
+			if _, seen := kinds[key]; !seen {
+				order = append(order, key)
+				kinds[key] = ""
+			}
+			kinds[key] = mergeKind(kinds[key], valueKind(v))
+			return true
+		})
+	}
+	used := map[string]bool{}
+	cols := make([]initColumn, 0, len(order))
+	for _, key := range order {
+		typ := kinds[key]
+		if typ == "" || typ == "null" {
+			typ = "text"
+		}
+		cols = append(cols, initColumn{name: columnName(key, used), path: escapePath(key), typ: typ})
+	}
+	return cols
+}
+
+// valueKind is the column type one value asks for ("null" for null).
+func valueKind(v gjson.Result) string {
+	switch {
+	case v.Type == gjson.Null:
+		return "null"
+	case v.Type == gjson.True || v.Type == gjson.False:
+		return "boolean"
+	case v.Type == gjson.Number:
+		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+			return "integer"
+		}
+		return "numeric"
+	case v.Type == gjson.String:
+		if _, err := time.Parse(time.RFC3339Nano, v.String()); err == nil {
+			return "timestamp"
+		}
+		return "text"
+	}
+	return "json"
+}
+
+// mergeKind is the type fitting values of kinds a and b.
+func mergeKind(a, b string) string {
+	switch {
+	case a == "" || a == "null":
+		return b
+	case b == "null" || a == b:
+		return a
+	case a == "integer" && b == "numeric", a == "numeric" && b == "integer":
+		return "numeric"
+	case a == "timestamp" && b == "text", a == "text" && b == "timestamp":
+		return "text"
+	}
+	return "json"
+}
+
+// columnName turns a JSON key into a lowercase snake_case column name
+// unique among used: createdAt → created_at, "Unit Price" → unit_price.
+func columnName(key string, used map[string]bool) string {
+	var b strings.Builder
+	prevLower := false
+	for _, r := range key {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			if prevLower {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r + 'a' - 'A')
+			prevLower = false
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			prevLower = true
+		default:
+			b.WriteByte('_')
+			prevLower = false
+		}
+	}
+	name := strings.Trim(b.String(), "_")
+	for strings.Contains(name, "__") {
+		name = strings.ReplaceAll(name, "__", "_")
+	}
+	if name == "" || name[0] >= '0' && name[0] <= '9' || strings.HasPrefix(name, "idemsync") {
+		name = "f_" + name
+	}
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	base := name
+	for i := 2; used[name]; i++ {
+		name = base + "_" + strconv.Itoa(i)
+	}
+	used[name] = true
+	return name
+}
+
+// detectKey picks the key column: id (or an id-like field: uuid, key, a
+// field ending in _id or Id) present, scalar and unique in every record;
+// else the first field that is. It returns the column and whether it is
+// only a guess (no id-like field qualified).
+func detectKey(recs []gjson.Result, cols []initColumn) (initColumn, bool) {
+	keyOf := func(c initColumn) string { return strings.ReplaceAll(c.path, `\`, "") }
+	unique := func(c initColumn) bool {
+		if c.typ == "json" || c.typ == "boolean" || c.typ == "numeric" {
+			return false
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			v := r.Get(c.path)
+			if !v.Exists() || v.Type == gjson.Null || seen[v.Raw] {
+				return false
+			}
+			seen[v.Raw] = true
+		}
+		return true
+	}
+	rank := func(k string) int {
+		switch n := normKey(k); {
+		case n == "id":
+			return 0
+		case n == "uuid" || n == "guid" || n == "key":
+			return 1
+		case strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID"):
+			return 2
+		}
+		return 3
+	}
+	for want := 0; want <= 2; want++ {
+		for _, c := range cols {
+			if rank(keyOf(c)) == want && unique(c) {
+				return c, false
+			}
+		}
+	}
+	for _, c := range cols {
+		if unique(c) {
+			return c, true
+		}
+	}
+	return cols[0], true
+}

@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// buildJobFile writes the commented job file for the first page and
+// returns it with a summary (style, records, key, columns) for the
+// command's output. It fails when the page holds no records to learn
+// from.
+func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
+	records, arr, ok := findRecords(p.body)
+	if !ok {
+		return "", nil, &idsync.Error{Code: idsync.ExitPermanent,
+			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", redactQuery(p.url)),
+			Hint: "init learns the columns from the records of the first page: use a URL whose first page lists some"}
+	}
+	recs := arr.Array()
+	pg := detectPagination(p, records, recs)
+	cols := detectColumns(recs)
+	key, guessed := detectKey(recs, cols)
+	table := strings.ReplaceAll(name, "-", "_")
+	if table == "" || table[0] >= '0' && table[0] <= '9' {
+		table = "t_" + table
+	}
+
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Job file written by `idemsync init` from one page of\n#   %s\n", redactQuery(p.url))
+	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
+	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
+	w("name: %s\n", name)
+	w("source:\n")
+	w("  url: %s\n", yamlString(sourceURL(p, pg.owned)))
+	w("  # Credentials: add headers (Authorization: \"Bearer ${API_TOKEN}\") or auth:, never the secret itself.\n")
+	if records == "" {
+		w("  # The body is the array of records (%d on the first page).\n", len(recs))
+	} else {
+		w("  # The largest array of objects in the body: %d records on the first page.\n", len(recs))
+		w("  records: %s\n", yamlString(records))
+	}
+	w("pagination:\n")
+	w("  # %s.\n", strings.ToUpper(pg.why[:1])+pg.why[1:])
+	w("  style: %s\n", pg.style)
+	for _, s := range pg.settings {
+		line := fmt.Sprintf("  %s: %s", s.key, yamlValue(s.value))
+		if s.note != "" {
+			line += "  # " + s.note
+		}
+		w("%s\n", line)
+	}
+	w("target:\n")
+	w("  # SQLite beside this file; for PostgreSQL: postgres://USER:${PGPASSWORD}@HOST:5432/DB\n")
+	w("  url: sqlite:%s.db\n", name)
+	w("  table: %s\n", table)
+	if guessed {
+		w("  # check: no id-like field is unique on the first page; %s is, there. The key must identify a record.\n", key.name)
+	} else {
+		w("  # %s identifies a record (unique on the first page).\n", key.name)
+	}
+	w("  key: [%s]\n", key.name)
+	w("  # One column per field of the records, typed from the first page's values\n")
+	w("  # (check the types; json holds objects, arrays and mixed values as JSON).\n")
+	w("  columns:\n")
+	for _, c := range cols {
+		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
+	}
+	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
+		"key": key.name, "key_guessed": guessed, "columns": len(cols)}
+	return b.String(), sum, nil
+}
+
+// sourceURL is the page's URL without the query parameters the
+// pagination sets itself.
+func sourceURL(p *firstPage, owned []string) string {
+	u := *p.url
+	q := u.Query()
+	for k := range q {
+		if slices.Contains(owned, k) {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+var plainYAML = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9_./:?&=%+-]*$`)
+
+// yamlString quotes s for YAML when it needs it, and doubles every $ so
+// that ${...} in it is not taken for a variable.
+func yamlString(s string) string {
+	s = strings.ReplaceAll(s, "$", "$$")
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~":
+		return strconv.Quote(s)
+	}
+	if plainYAML.MatchString(s) && !strings.Contains(s, ": ") && !strings.Contains(s, " #") {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// yamlValue writes a pagination value: numbers bare, the rest as yamlString.
+func yamlValue(s string) string {
+	if _, err := strconv.Atoi(s); err == nil {
+		return s
+	}
+	return yamlString(s)
+}

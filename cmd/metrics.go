@@ -1,0 +1,156 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/idemsync/idemsync/checkpoint"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// runMetrics counts what one run, resume or replay commits and, when
+// --metrics-file is set, adds it to the job's totals in the state file and
+// writes the file after the run. A nil *runMetrics does nothing.
+type runMetrics struct {
+	path    string
+	store   *checkpoint.Store
+	job     *idsync.Job
+	started time.Time
+	log     *slog.Logger
+	add     checkpoint.RunMetrics
+}
+
+// newRunMetrics returns the tracker for a run, nil when path is "".
+func newRunMetrics(path string, store *checkpoint.Store, job *idsync.Job, started time.Time, log *slog.Logger) *runMetrics {
+	if path == "" {
+		return nil
+	}
+	return &runMetrics{path: path, store: store, job: job, started: started, log: log}
+}
+
+// onPage wraps next (which may be nil) to count each committed page too.
+func (m *runMetrics) onPage(next func(idsync.PageEvent)) func(idsync.PageEvent) {
+	if m == nil {
+		return next
+	}
+	return func(ev idsync.PageEvent) {
+		m.add.Pages++
+		m.add.Inserted += ev.Counts.Inserted
+		m.add.Updated += ev.Counts.Updated
+		m.add.Unchanged += ev.Counts.Unchanged
+		m.add.Skipped += int64(ev.Skipped)
+		if next != nil {
+			next(ev)
+		}
+	}
+}
+
+// finish records the run that ended with err in the state file and writes
+// the metrics file. A failure to do either is logged as a warning and never
+// changes the run's outcome.
+func (m *runMetrics) finish(ctx context.Context, err error) {
+	if m == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
+	m.add.At = time.Now()
+	m.add.Duration = time.Since(m.started)
+	m.add.ExitCode = idsync.ExitCode(err)
+	m.add.Success = err == nil
+	totals, err := m.store.AddRunMetrics(ctx, m.job.Name, m.job.Name, m.add)
+	if err != nil {
+		m.log.Warn("metrics not recorded", "err", err)
+		return
+	}
+	if err := writeMetricsFile(m.path, totals); err != nil {
+		m.log.Warn("metrics file not written", "path", m.path, "err", err)
+	}
+}
+
+// writeMetricsFile writes t in the Prometheus text format to path
+// atomically: a temporary file in the same folder, synced, then renamed
+// over path, so node_exporter's textfile collector never reads half a file.
+func writeMetricsFile(path string, t checkpoint.MetricsTotals) error {
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range metricFamilies(t) {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("encode %s: %w", mf.GetName(), err)
+		}
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// metricFamilies are the metrics of SPEC §11, labelled job and resource.
+func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
+	labels := func(extra ...string) []*dto.LabelPair {
+		ls := []*dto.LabelPair{{Name: proto.String("job"), Value: proto.String(t.Job)},
+			{Name: proto.String("resource"), Value: proto.String(t.Resource)}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			ls = append(ls, &dto.LabelPair{Name: proto.String(extra[i]), Value: proto.String(extra[i+1])})
+		}
+		return ls
+	}
+	gauge := func(name, help string, v float64) *dto.MetricFamily {
+		return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: labels(), Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
+	}
+	counter := func(v int64, extra ...string) *dto.Metric {
+		return &dto.Metric{Label: labels(extra...), Counter: &dto.Counter{Value: proto.Float64(float64(v))}}
+	}
+	records := &dto.MetricFamily{Name: proto.String("idemsync_records_total"), Type: dto.MetricType_COUNTER.Enum(),
+		Help: proto.String("Records committed over the job's life, by outcome."),
+		Metric: []*dto.Metric{
+			counter(t.Inserted, "outcome", "inserted"), counter(t.Updated, "outcome", "updated"),
+			counter(t.Unchanged, "outcome", "unchanged"), counter(t.Skipped, "outcome", "skipped"),
+			counter(t.Deleted, "outcome", "deleted"),
+		}}
+	pages := &dto.MetricFamily{Name: proto.String("idemsync_pages_total"), Type: dto.MetricType_COUNTER.Enum(),
+		Help: proto.String("Pages committed over the job's life."), Metric: []*dto.Metric{counter(t.Pages)}}
+	return []*dto.MetricFamily{
+		gauge("idemsync_last_run_timestamp_seconds", "When the last run ended (Unix time).", unixSeconds(t.LastRun)),
+		gauge("idemsync_last_success_timestamp_seconds", "When the last run that exited 0 ended (Unix time); 0 before the first.", unixSeconds(t.LastSuccess)),
+		gauge("idemsync_run_duration_seconds", "How long the last run took.", t.LastDuration.Seconds()),
+		records,
+		pages,
+		gauge("idemsync_last_exit_code", "The last run's exit code.", float64(t.LastExitCode)),
+	}
+}
+
+// unixSeconds is t as Unix seconds with fractions; 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}

@@ -1,0 +1,121 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemsync/idemsync/sink"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// DefaultShowLimit is show's default --limit.
+const DefaultShowLimit = 20
+
+// showWidth is the widest a value is printed in show's table; --json
+// prints values whole.
+const showWidth = 40
+
+func newShowCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+	var limit int
+	var resource string
+	c := &cobra.Command{
+		Use:   "show JOB.yaml",
+		Short: "Print the latest rows of the job's table",
+		Long: `Print the rows the job wrote most recently (by the table's
+_idemsync_synced_at column, newest first), so the result of a run can be
+seen without a database client. Values are shown as text, NULL as NULL
+(null with --json); wide values are cut to 40 characters in the table.`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: jobFileArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if limit < 1 {
+				return &usageError{err: fmt.Errorf("--limit must be at least 1")}
+			}
+			job, err := idsync.LoadFile(args[0])
+			if err != nil {
+				return err
+			}
+			g.jobName = job.Name
+			if resource != "" && resource != job.Name {
+				return &usageError{err: fmt.Errorf("--resource %q: job %s has one resource, %s", resource, job.Name, job.Name)}
+			}
+			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+			if err != nil {
+				return &usageError{err: err}
+			}
+			target, err := sink.OpenRead(c.Context(), &job.Target, log)
+			if err != nil {
+				return err
+			}
+			defer target.Close()
+			cols, rows, err := target.LatestRows(c.Context(), &job.Table, limit)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				writeJSON(ios, showJSON(job, cols, rows))
+				return nil
+			}
+			printRows(ios, cols, rows)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&limit, "limit", DefaultShowLimit, "how many rows to print")
+	f.StringVar(&resource, "resource", "", "the resource to show (a single-resource job has one, named after the job)")
+	return c
+}
+
+// showJSON is show's --json object: the job, its table, the columns in
+// table order and the rows as objects, newest first.
+func showJSON(job *idsync.Job, cols []string, rows [][]*string) map[string]any {
+	objs := make([]map[string]*string, 0, len(rows))
+	for _, r := range rows {
+		o := make(map[string]*string, len(cols))
+		for i, c := range cols {
+			o[c] = r[i]
+		}
+		objs = append(objs, o)
+	}
+	return map[string]any{"job": job.Name, "resource": job.Name, "table": job.Table.String(), "columns": cols, "rows": objs}
+}
+
+// printRows prints rows as an aligned table with a header line.
+func printRows(ios *IOStreams, cols []string, rows [][]*string) {
+	if len(rows) == 0 {
+		fmt.Fprintln(ios.Out, "(no rows)")
+		return
+	}
+	tw := tabwriter.NewWriter(ios.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, v := range r {
+			cells[i] = showCell(v)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+// showCell is one value as show prints it: NULL for nil, control
+// characters as spaces, cut to showWidth characters with an ellipsis.
+func showCell(v *string) string {
+	if v == nil {
+		return "NULL"
+	}
+	s := strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, *v)
+	if utf8.RuneCountInString(s) > showWidth {
+		s = string([]rune(s)[:showWidth-1]) + "…"
+	}
+	return s
+}
