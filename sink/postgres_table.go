@@ -2,6 +2,11 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -33,9 +38,31 @@ func (p *Postgres) TableState(ctx context.Context, t *idsync.Table) (exists, emp
 	if !found {
 		return false, true, nil
 	}
-	var has bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+quoteTable(t)+`)`).Scan(&has); err != nil {
+	// Reading a row waits for a lock another session holds on the table
+	// (LOCK TABLE, ALTER TABLE, a TRUNCATE not yet committed). Past
+	// tableStateLockWait the table is taken as not empty: the run goes on,
+	// and its first write waits under target.timeout.lock, where a signal
+	// or the time limit can end it cleanly.
+	tx, err := conn.Begin(ctx)
+	if err != nil {
 		return true, false, p.dbError(op, err)
 	}
-	return true, !has, nil
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", tableStateLockWait.Milliseconds())); err != nil {
+		return true, false, p.dbError(op, err)
+	}
+	var has bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+quoteTable(t)+`)`).Scan(&has); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" {
+			p.logger.Info("the target table is locked by another session: not checked for emptiness", "table", t.String())
+			return true, false, nil
+		}
+		return true, false, p.dbError(op, err)
+	}
+	return true, !has, tx.Commit(ctx)
 }
+
+// tableStateLockWait is how long TableState waits for a lock on the table
+// before taking it as not empty.
+const tableStateLockWait = 2 * time.Second

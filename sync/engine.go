@@ -115,9 +115,19 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 			return res, err
 		}
 	}
-	rs, sink, err := e.begin(ctx, o)
+	// The database reads before the first page (the target table's state)
+	// can wait on a lock as a page write can: they get the same grace after
+	// a signal or the time limit.
+	var limitAt time.Time
+	if o.TimeLimit > 0 {
+		limitAt = started.Add(o.TimeLimit)
+	}
+	bctx, stopBegin := writeContext(ctx, limitAt)
+	rs, sink, err := e.begin(bctx, o)
+	stopped, cancelled := writeStopped(bctx)
+	stopBegin()
 	if err != nil {
-		return res, err
+		return e.beginFailed(ctx, res, started, stopped, cancelled, err)
 	}
 	defer sink.Close()
 	res.RunID, res.Kind = rs.info.ID, rs.info.Kind

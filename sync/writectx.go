@@ -60,3 +60,22 @@ func writeStopped(wctx context.Context) (status string, ok bool) {
 	}
 	return "", false
 }
+
+// beginFailed ends a run whose start failed: interrupted (exit 130) when a
+// signal came meanwhile, partial (exit 0) when the time limit passed and
+// the wait for the database was cancelled, failed otherwise.
+func (e *Engine) beginFailed(ctx context.Context, res *Result, started time.Time, stopped string, cancelled bool, err error) (*Result, error) {
+	res.DurationMS = time.Since(started).Milliseconds()
+	switch {
+	case cancelled && stopped == RunPartial:
+		e.Logger.Warn("time limit: the target database did not answer within the grace before the first page; nothing changed",
+			"job", e.Job.Name, "grace", WriteGrace, "err", err)
+		res.Status, res.ExitCode = RunPartial, 0
+		return res, nil
+	case cancelled || ctx.Err() != nil:
+		res.Status, res.ExitCode = RunInterrupted, ExitCode(ErrInterrupted)
+		res.Error = ErrInterrupted.Error()
+		return res, ErrInterrupted
+	}
+	return res, err
+}
