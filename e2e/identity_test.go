@@ -42,7 +42,8 @@ func TestIdentityChangedMidRun(t *testing.T) {
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 }
 
-// A secret header that changed is named, its value never printed.
+// A rotated credential header continues the run; another header that
+// changed is named, and no secret value is ever printed or stored.
 func TestIdentitySecretHeaderChanged(t *testing.T) {
 	t.Parallel()
 	_, url := startAPI(t, fakeapi.Options{Records: 200, Seed: 4})
@@ -50,10 +51,20 @@ func TestIdentitySecretHeaderChanged(t *testing.T) {
 	body := strings.Replace(styleJob("page", url, "sqlite:out.db"), "  timeout: 5s\n",
 		"  timeout: 5s\n  headers: {Authorization: \"Bearer ${API_TOKEN}\"}\n", 1)
 	job := writeJob(t, dir, "job.yaml", body)
-	runCode(t, dir, []string{"API_TOKEN=first-secret-value"}, 0, "run", job, "--max-pages", "2")
-	r := idemsync(t, dir, []string{"API_TOKEN=second-secret-value"}, "run", job)
-	if r.code != 2 || !strings.Contains(r.stderr, "source.headers.Authorization: changed") {
-		t.Fatalf("run with a changed token: exit %d, want 2 naming source.headers.Authorization\n%s", r.code, r.stderr)
+	first := runCode(t, dir, []string{"API_TOKEN=first-secret-value"}, 0, "run", job, "--max-pages", "2")
+	// A rotated credential is not another walk: the run continues.
+	r := idemsync(t, dir, []string{"API_TOKEN=second-secret-value"}, "run", job, "--json")
+	if got := parseRun(t, r); r.code != 0 || got.Status != "completed" || got.RunID != first.RunID {
+		t.Fatalf("run with a rotated token: exit %d %+v, want run %d continued to completion\n%s", r.code, got, first.RunID, r.stderr)
+	}
+	// A header that is not a credential is part of the walk, its value
+	// hidden: a changed one on an unfinished run exits 2 naming it.
+	tenant := strings.Replace(body, "{Authorization:", "{X-Tenant: \"${TENANT}\", Authorization:", 1)
+	writeJob(t, dir, "job.yaml", tenant)
+	runCode(t, dir, []string{"API_TOKEN=second-secret-value", "TENANT=first-secret-value"}, 0, "run", job, "--restart", "--max-pages", "2")
+	r = idemsync(t, dir, []string{"API_TOKEN=second-secret-value", "TENANT=second-secret-value"}, "run", job)
+	if r.code != 2 || !strings.Contains(r.stderr, "source.headers.X-Tenant: changed") {
+		t.Fatalf("run with a changed tenant header: exit %d, want 2 naming source.headers.X-Tenant\n%s", r.code, r.stderr)
 	}
 	for _, s := range []string{"first-secret-value", "second-secret-value"} {
 		if strings.Contains(r.stderr+r.stdout, s) {

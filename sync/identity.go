@@ -51,9 +51,14 @@ func (j *Job) Identity() Identity {
 	set("source.url", s.URL)
 	set("source.method", s.Method)
 	for k, v := range s.Query {
-		set("source.query."+k, v)
+		if !credentialName(k) {
+			set("source.query."+k, v)
+		}
 	}
 	for k, v := range s.Headers {
+		if credentialName(k) {
+			continue
+		}
 		sum := sha256.Sum256([]byte(k + "\x00" + v)) // header values are always secret
 		id["source.headers."+k] = secretPrefix + hex.EncodeToString(sum[:12])
 	}
@@ -90,6 +95,25 @@ func (j *Job) Identity() Identity {
 	set("target.table", j.Target.Table)
 	set("target.key", strings.Join(j.Target.Key, ", "))
 	return id
+}
+
+// credentialName tells whether a header or query parameter carries a
+// credential rather than a part of the walk: Authorization,
+// Proxy-Authorization, Cookie, and any name holding "key", "token",
+// "secret", "auth", "password", "signature" or "session" (X-API-Key,
+// api_key, access_token). Rotating a credential never changes which
+// records a page holds, so it continues an unfinished run.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	if n == "cookie" {
+		return true
+	}
+	for _, part := range []string{"auth", "key", "token", "secret", "password", "signature", "session"} {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // Encode returns the stored form of the identity (JSON, keys sorted).
