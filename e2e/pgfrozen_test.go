@@ -177,7 +177,9 @@ func TestPostgresFrozenSIGTERM(t *testing.T) {
 	if err := fr.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	signalled := time.Now()
 	r := fr.wait()
+	t.Logf("SIGTERM to exit with the server frozen: %s", time.Since(signalled).Round(10*time.Millisecond))
 	got := parseRun(t, r)
 	if r.code != 130 || got.Status != "interrupted" || got.Pages < 1 {
 		t.Fatalf("SIGTERM with the server frozen: exit %d, want 130: %+v\nstderr: %s", r.code, got, r.stderr)

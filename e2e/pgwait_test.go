@@ -158,7 +158,9 @@ func TestPostgresLockSIGTERM(t *testing.T) {
 	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	signalled := time.Now()
 	r := wait()
+	t.Logf("SIGTERM to exit while blocked on the lock: %s", time.Since(signalled).Round(10*time.Millisecond))
 	got := parseRun(t, r)
 	if r.code != 130 || got.Status != "interrupted" || got.RunID == 0 || got.Pages != 1 {
 		t.Fatalf("SIGTERM while blocked: exit %d, want 130 interrupted: %+v\nstderr: %s", r.code, got, r.stderr)
@@ -177,8 +179,10 @@ func TestPostgresLockTimeLimit(t *testing.T) {
 	api, pg, dir, job, table := pgWaitSetup(t, "")
 	before := statusOf(t, dir, job).Checkpoint
 	release := pgLockTable(t, pg, table)
+	started := time.Now()
 	_, wait := pgStart(t, dir, "run", job, "--time-limit", "3s")
 	r := wait()
+	t.Logf("--time-limit 3s: start to exit while blocked on the lock: %s", time.Since(started).Round(10*time.Millisecond))
 	got := parseRun(t, r)
 	if r.code != 0 || got.Status != "partial" || got.Pages != 1 {
 		t.Fatalf("--time-limit while blocked: exit %d, want 0 partial: %+v\nstderr: %s", r.code, got, r.stderr)

@@ -52,6 +52,7 @@ type Postgres struct {
 	password string // only to scrub it out of driver texts
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
+	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
 }
 
 var _ idsync.Sink = (*Postgres)(nil)

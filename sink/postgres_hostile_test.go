@@ -70,3 +70,21 @@ func TestPostgresTriggerDropsRows(t *testing.T) {
 	b.exec(t, `ALTER TABLE `+qname(tbl)+` ENABLE TRIGGER drop_odd`)
 	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Dropped: 1}, row(int64(5), "E"), row(int64(2), "B"))
 }
+
+// With a trigger present, a row the version guard keeps from overwriting a
+// newer one is unchanged, not dropped.
+func TestPostgresTriggerVersionGuard(t *testing.T) {
+	b := newPostgresBackend(t)
+	s := b.open(t)
+	tbl := b.table("guarded", []string{"id"},
+		idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger},
+		idsync.Column{Name: "v", Path: "v", Type: idsync.TypeInteger})
+	tbl.Version = "v"
+	mustPrepare(t, s, tbl)
+	fn := sink.QuoteIdent(b.schema) + ".keep_all"
+	b.exec(t, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)
+	b.exec(t, `CREATE TRIGGER keep_all BEFORE INSERT OR UPDATE ON `+qname(tbl)+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
+	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, row(int64(1), int64(5)))
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, row(int64(1), int64(4)))
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, row(int64(1), int64(6)))
+}

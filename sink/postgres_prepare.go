@@ -51,7 +51,7 @@ func (p *Postgres) Prepare(ctx context.Context, t *idsync.Table) error {
 	op := "prepare table " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.types = nil // columns may change
+	p.types, p.triggers = nil, nil // columns and triggers may change
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return err

@@ -114,7 +114,7 @@ func (p *Postgres) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Ro
 	// Rows neither inserted nor updated are unchanged, unless the
 	// database kept them out (a trigger): count those apart.
 	if n.Inserted+n.Updated < int64(len(kept)) {
-		if n.Dropped, err = p.dropped(ctx, tx, t, types, args[:len(args)-1]); err != nil {
+		if n.Dropped, err = p.dropped(ctx, tx, t, types, args); err != nil {
 			return idsync.Counts{}, p.dbError(op, err)
 		}
 	}

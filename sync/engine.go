@@ -434,7 +434,7 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 		if o.TimeLimit > 0 {
 			limitAt = started.Add(o.TimeLimit)
 		}
-		wctx, stop := writeContext(ctx, limitAt)
+		wctx, stop := writeContext(ctx, limitAt, WriteGrace)
 		done, err := e.commit(ctx, wctx, rs, sink, log, fp)
 		stopped, cancelled := writeStopped(wctx)
 		stop()

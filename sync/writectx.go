@@ -21,23 +21,23 @@ var (
 )
 
 // writeContext returns the context a page write runs under: not cancelled
-// by ctx itself, but WriteGrace after ctx is done (a signal) or WriteGrace
-// after limitAt (zero: none) or after the write starts, whichever is later
-// (a first page started after the time limit still gets its grace). The
+// by ctx itself, but grace after ctx is done (a signal) or grace after
+// limitAt (zero: none) or after the write starts, whichever is later (a
+// first page started after the time limit still gets its grace). The
 // returned stop releases it; call it once the write returned.
-func writeContext(ctx context.Context, limitAt time.Time) (context.Context, func()) {
+func writeContext(ctx context.Context, limitAt time.Time, grace time.Duration) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	var timers []*time.Timer
 	// A timer firing after stop cancels a context already done: harmless.
 	stopSignal := context.AfterFunc(ctx, func() {
-		time.AfterFunc(WriteGrace, func() { cancel(errWriteSignal) })
+		time.AfterFunc(grace, func() { cancel(errWriteSignal) })
 	})
 	if !limitAt.IsZero() {
 		at := limitAt
 		if now := time.Now(); now.After(at) {
 			at = now
 		}
-		timers = append(timers, time.AfterFunc(time.Until(at)+WriteGrace, func() { cancel(errWriteTimeLimit) }))
+		timers = append(timers, time.AfterFunc(time.Until(at)+grace, func() { cancel(errWriteTimeLimit) }))
 	}
 	return wctx, func() {
 		stopSignal()
