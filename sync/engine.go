@@ -122,7 +122,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	if o.TimeLimit > 0 {
 		limitAt = started.Add(o.TimeLimit)
 	}
-	bctx, stopBegin := writeContext(ctx, limitAt)
+	bctx, stopBegin := writeContext(ctx, limitAt, WriteGrace)
 	rs, sink, err := e.begin(bctx, o)
 	stopped, cancelled := writeStopped(bctx)
 	stopBegin()
