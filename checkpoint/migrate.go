@@ -85,7 +85,9 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, nil
 }
 
-// checkNotNewer refuses a file whose schema is newer than this build's.
+// checkNotNewer refuses a file whose schema is newer than this build's:
+// a schema version above the highest it knows, or a migration applied
+// that it does not know.
 func checkNotNewer(ctx context.Context, db *sql.DB) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -95,10 +97,11 @@ func checkNotNewer(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if v > latestVersion(ms) {
-		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latestVersion(ms))
+	applied, _, err := appliedMigrations(ctx, db, v, ms)
+	if err != nil {
+		return err
 	}
-	return nil
+	return notNewer(v, applied, ms)
 }
 
 // migrate brings the schema up to date in one transaction. It does nothing
@@ -110,15 +113,25 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.migrateTo(ctx, ms)
+}
+
+// migrateTo applies the migrations of ms the file lacks, in order, records
+// them in schema_migrations and sets user_version to the highest number.
+func (s *Store) migrateTo(ctx context.Context, ms []migration) error {
 	latest := latestVersion(ms)
 	v, err := schemaVersion(ctx, s.db)
 	if err != nil {
 		return err
 	}
-	if v > latest {
-		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latest)
+	applied, recorded, err := appliedMigrations(ctx, s.db, v, ms)
+	if err != nil {
+		return err
 	}
-	if v == latest {
+	if err := notNewer(v, applied, ms); err != nil {
+		return err
+	}
+	if v == latest && len(pending(applied, ms)) == 0 && (recorded || v == 0) {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -129,32 +142,34 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v, err = schemaVersion(ctx, tx); err != nil {
 		return err
 	}
-	if v > latest {
-		return fmt.Errorf("%w: schema version %d, this idemsync knows %d", errNewer, v, latest)
+	if applied, _, err = appliedMigrations(ctx, tx, v, ms); err != nil {
+		return err
 	}
-	from := v
-	for _, m := range ms {
-		if m.version <= v {
-			continue
-		}
+	if err := notNewer(v, applied, ms); err != nil {
+		return err
+	}
+	todo := pending(applied, ms)
+	for _, m := range todo {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("apply migration %s: %w", m.name, err)
 		}
+		applied[m.version] = true
 	}
-	if from < latest {
-		// PRAGMA arguments cannot be bound; both values are our own integers.
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
-			return fmt.Errorf("set application id: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
-			return fmt.Errorf("set schema version: %w", err)
-		}
+	if err := recordMigrations(ctx, tx, applied, s.stamp()); err != nil {
+		return err
+	}
+	// PRAGMA arguments cannot be bound; both values are our own integers.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+		return fmt.Errorf("set application id: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", latest)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit migration: %w", err)
 	}
-	if from < latest {
-		s.log.Info("state file schema migrated", "path", s.path, "from", from, "to", latest)
+	if len(todo) > 0 {
+		s.log.Info("state file schema migrated", "path", s.path, "from", v, "to", latest)
 	}
 	return nil
 }

@@ -291,18 +291,17 @@ func detectPages(p *firstPage, pg *pagination, page, more field, hasMore bool, s
 		param = qk
 	}
 	pg.why = "the page is numbered (" + page.path + ")"
-	pg.set("param", param, "")
+	note := ""
+	if _, _, ok := p.queryParam(param); !ok && param != "page" {
+		note = "check: the query parameter taking the page number"
+	}
+	pg.set("param", param, note)
 	pg.owned = append(pg.owned, param)
 	if page.val.Exists() && page.val.Int() == 0 {
 		pg.set("start", "0", "the first page is number 0")
 	}
 	if !p.sizeParam(pg, sizes...) {
-		if f, ok := findField(p.body, []string{"perpage", "pagesize", "limit", "size"}, isNumber); ok && f.val.Int() > 0 {
-			k := f.path[strings.LastIndexByte(f.path, '.')+1:]
-			pg.set("size_param", k, "check: the query parameter taking the page size")
-			pg.set("size", fmt.Sprint(f.val.Int()), "")
-			pg.owned = append(pg.owned, k)
-		}
+		bodySize(p, pg)
 	}
 	if f, ok := findField(p.body, []string{"totalpages", "lastpage", "pagecount", "pages", "numpages"}, isNumber); ok {
 		pg.set("total_pages", f.path, "")
@@ -327,7 +326,7 @@ func detectOffset(p *firstPage, pg *pagination, n int, sizes []string) bool {
 	pg.style, pg.why = "offset", "the request or the body carries an offset ("+param+")"
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)
-	if !p.sizeParam(pg, sizes...) {
+	if !p.sizeParam(pg, sizes...) && !bodySize(p, pg) {
 		pg.set("size_param", "limit", "check: the query parameter taking the page size")
 		pg.set("size", strconv.Itoa(max(n, 1)), "the records on the first page")
 		pg.owned = append(pg.owned, "limit")
@@ -364,5 +363,19 @@ func detectHWM(p *firstPage, pg *pagination, recs []gjson.Result, sizes []string
 		pg.set("size", strconv.Itoa(max(len(recs), 1)), "the records on the first page")
 		pg.owned = append(pg.owned, "limit")
 	}
+	return true
+}
+
+// bodySize sets size_param and size from a page size the body reports
+// (per_page, page_size, limit, maxResults), and reports whether it did.
+func bodySize(p *firstPage, pg *pagination) bool {
+	f, ok := findField(p.body, []string{"perpage", "pagesize", "limit", "size", "maxresults"}, isNumber)
+	if !ok || f.val.Int() <= 0 {
+		return false
+	}
+	k := f.path[strings.LastIndexByte(f.path, '.')+1:]
+	pg.set("size_param", k, "check: the query parameter taking the page size")
+	pg.set("size", fmt.Sprint(f.val.Int()), "")
+	pg.owned = append(pg.owned, k)
 	return true
 }

@@ -1,0 +1,102 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+)
+
+// Migrations numbered side by side: a file migrated by a build that knew
+// 1 and 3 gets 2 from a build that knows all three, although its
+// user_version is already 3; a build that does not know an applied
+// migration refuses the file as newer.
+func TestMigrationGapFilledLater(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", dsn(statePath(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	s := &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}
+	one := migration{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x INTEGER) STRICT"}
+	two := migration{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x INTEGER) STRICT"}
+	three := migration{version: 3, name: "0003_c.sql", sql: "CREATE TABLE c (x INTEGER) STRICT"}
+	tables := func() map[string]bool {
+		t.Helper()
+		rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]bool{}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			out[n] = true
+		}
+		return out
+	}
+	version := func() int {
+		t.Helper()
+		v, err := schemaVersion(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	if err := s.migrateTo(ctx, []migration{one, three}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tables(); !got["a"] || got["b"] || !got["c"] || version() != 3 {
+		t.Fatalf("after 1 and 3: tables %v, user_version %d", got, version())
+	}
+	if err := s.migrateTo(ctx, []migration{one, two, three}); err != nil {
+		t.Fatalf("migrate with 2 added: %v", err)
+	}
+	if got := tables(); !got["b"] || version() != 3 {
+		t.Errorf("migration 2 not applied to a file at version 3: tables %v, user_version %d", got, version())
+	}
+	if err := s.migrateTo(ctx, []migration{one, two, three}); err != nil {
+		t.Errorf("a second migrate is not a no-op: %v", err)
+	}
+	if err := s.migrateTo(ctx, []migration{one, three}); !errors.Is(err, errNewer) {
+		t.Errorf("a build without migration 2 accepted the file: %v", err)
+	}
+}
+
+// A file migrated before applied migrations were recorded (numbers without
+// gaps, user_version the count) is read as having every number up to its
+// user_version, and gets the later ones.
+func TestMigrationFromUnrecordedFile(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", dsn(statePath(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"CREATE TABLE a (x INTEGER) STRICT", "CREATE TABLE b (x INTEGER) STRICT", "PRAGMA user_version = 2"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}
+	ms := []migration{
+		{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x INTEGER) STRICT"},
+		{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x INTEGER) STRICT"},
+		{version: 4, name: "0004_d.sql", sql: "CREATE TABLE d (x INTEGER) STRICT"},
+	}
+	if err := s.migrateTo(ctx, ms); err != nil {
+		t.Fatalf("migrate: %v (1 and 2 were taken as applied again?)", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 3 {
+		t.Errorf("schema_migrations holds %d rows, want 3 (%v)", n, err)
+	}
+}
