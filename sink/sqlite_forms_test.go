@@ -19,6 +19,10 @@ func TestSQLiteTriggerDroppedRows(t *testing.T) {
 	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 2, Dropped: 1}, rows...)
 	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2, Dropped: 1}, rows...)
 	assertRows(t, b.read(t, tbl), want(t, tbl, rows[0], rows[2]))
+	// An update a trigger drops leaves the stored row: unchanged.
+	b.exec(t, `CREATE TRIGGER keep_cy BEFORE UPDATE ON people WHEN OLD.name = 'Cy' BEGIN SELECT RAISE(IGNORE); END`)
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Unchanged: 1}, row("a", "Ann", int64(10)), row("c", "Cyril", int64(3)))
+	assertRows(t, b.read(t, tbl), want(t, tbl, row("a", "Ann", int64(10)), rows[2]))
 }
 
 // Stored forms that keep SQL comparisons right: timestamps in one
