@@ -19,6 +19,10 @@ func TestSQLiteTriggerDroppedRows(t *testing.T) {
 	mustUpsert(t, s, tbl, idsync.Counts{Inserted: 2, Dropped: 1}, rows...)
 	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2, Dropped: 1}, rows...)
 	assertRows(t, b.read(t, tbl), want(t, tbl, rows[0], rows[2]))
+	// An update a trigger drops leaves the stored row: unchanged.
+	b.exec(t, `CREATE TRIGGER keep_cy BEFORE UPDATE ON people WHEN OLD.name = 'Cy' BEGIN SELECT RAISE(IGNORE); END`)
+	mustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Unchanged: 1}, row("a", "Ann", int64(10)), row("c", "Cyril", int64(3)))
+	assertRows(t, b.read(t, tbl), want(t, tbl, row("a", "Ann", int64(10)), rows[2]))
 }
 
 // Stored forms that keep SQL comparisons right: timestamps in one
@@ -100,5 +104,33 @@ func TestSQLiteNumericVersion(t *testing.T) {
 	got := b.rows(t, `SELECT rev FROM numver`)
 	if fmt.Sprint(got) != "[[10.00]]" {
 		t.Errorf("rev %v, want 10.00", got)
+	}
+}
+
+// Keys written in the earlier forms (a timestamp with as few fractional
+// digits as needed, a numeric as given) are brought to the current form
+// when the table is prepared, so a re-sync finds their rows instead of
+// adding a second row for the same key.
+func TestSQLiteEarlierKeyForms(t *testing.T) {
+	b := newSQLiteBackend(t)
+	tbl := b.table("oldkeys", []string{"at", "n"}, col("at", idsync.TypeTimestamp), col("n", idsync.TypeNumeric),
+		col("v", idsync.TypeText))
+	b.exec(t, `CREATE TABLE oldkeys (at TEXT NOT NULL, n TEXT NOT NULL, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT, PRIMARY KEY (at, n))`)
+	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
+	old := []idsync.Row{row(at(0, 500000000), "1.50", "a"), row(at(1, 0), "2", "b"), row(at(2, 0), "1e1", "c"), row(at(3, 0), "7", "d")}
+	for _, r := range old {
+		b.exec(t, fmt.Sprintf(`INSERT INTO oldkeys VALUES ('%s', '%s', '%s', '%s', '2024-01-01T00:00:00Z')`,
+			r.Values[0].(time.Time).Format(time.RFC3339Nano), r.Values[1], r.Values[2], r.Hash))
+	}
+	// A value-duplicate an earlier version let in: kept, not merged.
+	b.exec(t, `INSERT INTO oldkeys VALUES ('2024-01-01T10:00:03Z', '7.0', 'dup', 'x', '2024-01-01T00:00:00Z')`)
+	s := b.open(t)
+	mustPrepare(t, s, tbl)
+	mustUpsert(t, s, tbl, idsync.Counts{Unchanged: 3, Updated: 1}, old[0], old[1], old[2], row(at(3, 0), "7", "d2"))
+	got := b.rows(t, `SELECT at, n, v FROM oldkeys ORDER BY at, n`)
+	want := "[[2024-01-01T10:00:00.500000000Z 1.5 a] [2024-01-01T10:00:01.000000000Z 2 b] " +
+		"[2024-01-01T10:00:02.000000000Z 10 c] [2024-01-01T10:00:03.000000000Z 7 d2] [2024-01-01T10:00:03.000000000Z 7.0 dup]]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("rows\n got %v\nwant %s", got, want)
 	}
 }

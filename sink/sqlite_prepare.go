@@ -104,20 +104,21 @@ func sqliteCreate(t *idsync.Table) string {
 // alter checks the unique key of an existing table and adds missing columns.
 func (s *SQLite) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 	op := "prepare table " + t.String()
-	have := map[string]bool{} // lower-cased: SQLite folds ASCII case in names
+	have := map[string]bool{}   // lower-cased: SQLite folds ASCII case in names
+	decl := map[string]string{} // declared types, by lower-cased name
 	var pk []string
-	rows, err := tx.QueryContext(ctx, `SELECT name, pk FROM pragma_table_info(?)`, t.Name)
+	rows, err := tx.QueryContext(ctx, `SELECT name, type, pk FROM pragma_table_info(?)`, t.Name)
 	if err != nil {
 		return s.wrap(op, err)
 	}
 	for rows.Next() {
-		var name string
+		var name, typ string
 		var pos int
-		if err := rows.Scan(&name, &pos); err != nil {
+		if err := rows.Scan(&name, &typ, &pos); err != nil {
 			rows.Close()
 			return s.wrap(op, err)
 		}
-		have[asciiLower(name)] = true
+		have[asciiLower(name)], decl[asciiLower(name)] = true, typ
 		if pos > 0 {
 			pk = append(pk, name)
 		}
@@ -147,6 +148,9 @@ func (s *SQLite) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 			Msg:  fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
 			Hint: "remove duplicate keys, then run: " + stmt,
 		}
+	}
+	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {
+		return s.wrap(op, err)
 	}
 	cols := append([]idsync.Column{}, t.Columns...)
 	cols = append(cols,
