@@ -72,10 +72,9 @@ func TestConcurrentChaosConverges(t *testing.T) {
 	t.Logf("concurrency 4, 30%% faults: converged after %d run(s); faults %v", runs, api.FaultCounts())
 }
 
-// rate_limit holds across all workers: no one-second window sees more
-// requests than the limit, counted where they arrive.
+// rate_limit holds across all workers, counted where the requests arrive.
 func TestRateLimitHoldsAcrossWorkers(t *testing.T) {
-	api := fakeapi.New(fakeapi.Options{Records: 600})
+	api := fakeapi.New(fakeapi.Options{Records: 1500})
 	var mu gosync.Mutex
 	var arrivals []time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -94,6 +93,16 @@ func TestRateLimitHoldsAcrossWorkers(t *testing.T) {
 	}
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
+	if len(arrivals) < 50 {
+		t.Fatalf("only %d requests: the job did not page through", len(arrivals))
+	}
+	// The server sees arrivals, not sends: a request delayed on a loaded
+	// machine lands in the next second beside one sent on time. So any
+	// one-second window may hold one arrival more than the limit, and the
+	// rate over the whole run (about six seconds, where a late first
+	// arrival of up to 300 ms weighs 5%) must stay within 5% of it. Eight
+	// workers without the shared limiter would send the 61 requests in
+	// well under a second; a limiter 10% too fast fails too.
 	worst := 0
 	for i := range arrivals {
 		n := 0
@@ -102,11 +111,13 @@ func TestRateLimitHoldsAcrossWorkers(t *testing.T) {
 		}
 		worst = max(worst, n)
 	}
-	t.Logf("%d requests, at most %d in any one-second window (limit %d)", len(arrivals), worst, limit)
-	if worst > limit {
+	span := arrivals[len(arrivals)-1].Sub(arrivals[0]).Seconds()
+	avg := float64(len(arrivals)-1) / span
+	t.Logf("%d requests over %.2fs (%.2f/s), at most %d in any one-second window (limit %d)", len(arrivals), span, avg, worst, limit)
+	if worst > limit+1 {
 		t.Errorf("%d requests in one second, limit %d", worst, limit)
 	}
-	if len(arrivals) < 25 {
-		t.Errorf("only %d requests: the job did not page through", len(arrivals))
+	if avg > limit*1.05 {
+		t.Errorf("%.2f requests per second over the run, limit %d", avg, limit)
 	}
 }
