@@ -1,4 +1,4 @@
--- 0005: the rotated OAuth2 refresh token of a job (source.auth type
+-- 0003: the rotated OAuth2 refresh token of a job (source.auth type
 -- oauth2_refresh_token). The one secret the state file holds; never
 -- printed. seed_hash is the SHA-256 of the spec's seed token, so that a
 -- changed seed replaces the stored token. pending = 1 while an exchange
