@@ -27,6 +27,10 @@ type jobStatus struct {
 	Holder      string              `json:"lock_holder,omitempty"`
 	Runs        []runStatus         `json:"runs,omitempty"`
 	Dead        []idsync.DeadLetter `json:"dead_letter_records,omitempty"`
+	// WalkChanges (status JOB.yaml only) lists what the job file changed
+	// in the walk of the unfinished run (the next run exits 2) or of the
+	// last completed run (the next run starts from the beginning).
+	WalkChanges []string `json:"walk_changes,omitempty"`
 }
 
 // runStatus is a stored run: the fields of run --json, plus when it
@@ -130,6 +134,9 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		if err != nil {
 			return err
 		}
+		if job != nil {
+			s.WalkChanges = walkChanges(job, &states[i])
+		}
 		out = append(out, s)
 	}
 	return printStatus(ios, g, out, path)
@@ -203,4 +210,21 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string) e
 		writeJobTable(ios.Out, j)
 	}
 	return nil
+}
+
+// walkChanges compares the job file's walk with the one the job's
+// unfinished run started with or, when none, with its last run's; nil
+// when nothing changed or nothing is stored.
+func walkChanges(job *idsync.Job, js *idsync.JobState) []string {
+	stored := js.Identity
+	if r := js.LastRun; r != nil && r.Unfinished() {
+		stored = r.Identity
+	} else if js.LastSync == nil {
+		return nil
+	}
+	old, err := idsync.DecodeIdentity(stored)
+	if err != nil {
+		return nil
+	}
+	return job.Identity().Changes(old)
 }

@@ -35,9 +35,18 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped",
 			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped))
 		row("last error", oneLine(r.Error, 200))
+		changes := strings.Join(j.WalkChanges, "; ")
 		switch r.Status {
 		case idsync.RunPartial, idsync.RunInterrupted, idsync.RunFailed:
-			row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunNumber, r.Checkpoint))
+			if changes != "" {
+				row("next run", fmt.Sprintf("refused (exit 2): the job file changed the walk of run #%d: %s (--restart starts over)", r.RunNumber, changes))
+			} else {
+				row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunNumber, r.Checkpoint))
+			}
+		case idsync.RunCompleted, idsync.RunAbandoned:
+			if changes != "" {
+				row("next run", "starts from the beginning: the job file changed the walk: "+changes)
+			}
 		}
 	}
 	if s := j.LastSync; s != nil && j.LastRun != nil && s.RunID != j.LastRun.RunID {

@@ -226,3 +226,36 @@ func TestStatusRunningAndKilled(t *testing.T) {
 		t.Errorf("status --json of a killed run: %s", r.stdout)
 	}
 }
+
+// status JOB.yaml says when the job file no longer describes the walk of
+// the unfinished run (the next run exits 2) or of the last completed one
+// (the next run starts from the beginning).
+func TestStatusWalkChanged(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 120, Seed: 7})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "orders.yaml", pageJob("orders", url))
+	if r := execute(t, false, "run", job, "--max-pages", "1", "--quiet"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	writeJob(t, dir, "orders.yaml", strings.Replace(pageJob("orders", url), "size: 50", "size: 40", 1))
+	r := execute(t, false, "status", job)
+	if !strings.Contains(r.stdout, "refused (exit 2)") || !strings.Contains(r.stdout, "pagination.size: 50 → 40") {
+		t.Fatalf("status over a changed walk of an unfinished run:\n%s", r.stdout)
+	}
+	r = execute(t, false, "status", job, "--json")
+	if !strings.Contains(r.stdout, `"walk_changes":["pagination.size: 50 → 40"]`) {
+		t.Fatalf("status --json over a changed walk: %s", r.stdout)
+	}
+	if r := execute(t, false, "run", job, "--restart", "--quiet"); r.code != 0 {
+		t.Fatalf("run --restart: %d %s", r.code, r.stderr)
+	}
+	writeJob(t, dir, "orders.yaml", pageJob("orders", url))
+	r = execute(t, false, "status", job)
+	if !strings.Contains(r.stdout, "starts from the beginning") || !strings.Contains(r.stdout, "pagination.size: 40 → 50") {
+		t.Fatalf("status over a changed walk of a completed job:\n%s", r.stdout)
+	}
+	writeJob(t, dir, "orders.yaml", strings.Replace(pageJob("orders", url), "size: 50", "size: 40", 1))
+	if r := execute(t, false, "status", job); strings.Contains(r.stdout, "walk") || strings.Contains(r.stdout, "refused") {
+		t.Fatalf("status with the walk unchanged:\n%s", r.stdout)
+	}
+}

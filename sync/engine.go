@@ -254,41 +254,10 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 
 	rs := &runState{seen: map[string]bool{}, hwm: js.HWM, to: to}
 	if run != nil {
-		if err := e.Store.Reopen(ctx, run.ID); err != nil {
+		if err := e.continueRun(ctx, run, rs, cur); err != nil {
 			sink.Close()
 			return nil, nil, err
 		}
-		if run.Identity == "" { // a state file older than identities
-			if err := e.Store.AdoptIdentity(ctx, job.Name, run.ID, cur.Encode()); err != nil {
-				sink.Close()
-				return nil, nil, err
-			}
-		}
-		rs.info, rs.resumed = run, true
-		if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
-			sink.Close()
-			return nil, nil, err
-		}
-		if run.Kind == KindReplay && run.To != "" {
-			if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
-				rs.to = &p
-			}
-		}
-		pages, err := e.Store.Pages(ctx, run.ID)
-		if err != nil {
-			sink.Close()
-			return nil, nil, err
-		}
-		for _, p := range pages {
-			if pos, err := DecodePosition(p.Position); err == nil {
-				rs.seen[loopKey(pos)] = true
-			}
-			rs.prev = p.Hash
-		}
-		rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
-		rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged}
-		e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
-			"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
 		return rs, sink, nil
 	}
 
@@ -341,6 +310,46 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind,
 		"from", rs.pos.Describe(job.Pagination.Style, job.Secrets), "window", info.Window)
 	return rs, sink, nil
+}
+
+// continueRun takes up the unfinished run: reopens it (adopting the
+// current walk when the state file predates identities) and restores its
+// position, replay bound, loop guard and counts into rs.
+func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cur Identity) error {
+	job := e.Job
+	if err := e.Store.Reopen(ctx, run.ID); err != nil {
+		return err
+	}
+	if run.Identity == "" { // a state file older than identities
+		if err := e.Store.AdoptIdentity(ctx, job.Name, run.ID, cur.Encode()); err != nil {
+			return err
+		}
+	}
+	rs.info, rs.resumed = run, true
+	var err error
+	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
+		return err
+	}
+	if run.Kind == KindReplay && run.To != "" {
+		if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
+			rs.to = &p
+		}
+	}
+	pages, err := e.Store.Pages(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, p := range pages {
+		if pos, err := DecodePosition(p.Position); err == nil {
+			rs.seen[loopKey(pos)] = true
+		}
+		rs.prev = p.Hash
+	}
+	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
+	rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged}
+	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
+		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
+	return nil
 }
 
 // feedPosition returns where a continue: true job's new run starts: the last

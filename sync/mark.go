@@ -42,7 +42,7 @@ func markFromJSON(v gjson.Result) (string, error) {
 	return "", fmt.Errorf("value %s is neither an RFC 3339 timestamp nor a number", elide(v.Raw, 40))
 }
 
-// CompareMarks compares two normalised marks: timestamps as instants,
+// CompareMarks compares two marks by value: timestamps as instants,
 // numbers numerically, anything else as strings. "" sorts first.
 func CompareMarks(a, b string) int {
 	switch {
