@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"os"
 	"sync"
@@ -103,7 +104,7 @@ func (s *Store) unlock(h *held) {
 // writeHolder records who holds the job's lock. The text only informs
 // status, so a failure is logged, not returned.
 func (s *Store) writeHolder(ctx context.Context, job, text string) {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.noteTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO locks (job, holder, token) VALUES (?, ?, ?)
 			ON CONFLICT (job) DO UPDATE SET holder = excluded.holder, token = excluded.token`, job, text, s.token)
 		return err
@@ -113,10 +114,46 @@ func (s *Store) writeHolder(ctx context.Context, job, text string) {
 	}
 }
 
+// holderBusyTimeout is how long the lock's holder note waits for another
+// process's write lock on the state file: the note is best effort (the
+// OS lock is what excludes), so a busy state file costs the run one busy
+// timeout (its first real write, exit 3), not three.
+const holderBusyTimeout = time.Second
+
+// noteTx runs fn in a transaction on a connection of its own that waits
+// at most holderBusyTimeout for the write lock, then gives the connection
+// back to the pool with the full busy timeout.
+func (s *Store) noteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", holderBusyTimeout.Milliseconds())); err != nil {
+		return err
+	}
+	defer func() {
+		// A connection left with the short timeout would make a page
+		// commit fail early: without the reset it must not go back.
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout.Milliseconds())); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // clearHolder removes the holder text this Store wrote.
 func (s *Store) clearHolder(job string) {
 	ctx := context.Background()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.noteTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE job = ? AND token = ?`, job, s.token)
 		return err
 	})

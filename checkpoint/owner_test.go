@@ -111,3 +111,36 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 		t.Errorf("no hint: %v", err)
 	}
 }
+
+// The lock's holder note is best effort: with the state file kept busy by
+// another process, taking and releasing the lock wait holderBusyTimeout
+// for it, not the full busy timeout each (a run against a busy state file
+// used to spend three busy timeouts before its exit 3).
+func TestLockHolderNoteDoesNotWaitOutBusyTimeout(t *testing.T) {
+	old := busyTimeout
+	busyTimeout = time.Minute
+	t.Cleanup(func() { busyTimeout = old })
+	path := statePath(t)
+	s := openAt(t, path)
+	other := openAt(t, path)
+	tx, err := other.db.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	start := time.Now()
+	unlock, err := s.Lock(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	// Far below one busy timeout of a minute: the two notes gave up.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("Lock and unlock took %v with the state file busy", took)
+	}
+	// The pool's connections still wait the full busy timeout afterwards.
+	var ms int64
+	if err := s.db.QueryRow("PRAGMA busy_timeout").Scan(&ms); err != nil || ms != busyTimeout.Milliseconds() {
+		t.Fatalf("busy_timeout after the note: %d (%v), want %d", ms, err, busyTimeout.Milliseconds())
+	}
+}
