@@ -16,25 +16,6 @@ import (
 // names would be truncated silently, so they are rejected.
 const pgMaxIdent = 63
 
-// pgType maps a column type to its PostgreSQL type (see Postgres).
-func pgType(t idsync.ColumnType) string {
-	switch t {
-	case idsync.TypeInteger:
-		return "bigint"
-	case idsync.TypeReal:
-		return "double precision"
-	case idsync.TypeNumeric:
-		return "numeric"
-	case idsync.TypeBoolean:
-		return "boolean"
-	case idsync.TypeTimestamp:
-		return "timestamptz"
-	case idsync.TypeJSON:
-		return "jsonb"
-	}
-	return "text"
-}
-
 // Prepare makes sure the table exists with a unique key on t.Key and every
 // column of t (see idsync.Sink), in one transaction. It creates the table
 // with PRIMARY KEY (key) when missing and t.Create is set (the schema must

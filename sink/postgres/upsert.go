@@ -10,7 +10,6 @@ import (
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
@@ -34,7 +33,7 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		return n, nil
 	}
 	op := "upsert into " + t.String()
-	kept, _ := sqlkit.CanonicalKeys(t, rows)
+	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
 	data := make([][]any, len(kept))
 	for i, r := range kept {
 		if len(r.Values) != len(t.Columns) {
@@ -174,80 +173,6 @@ RETURNING (%s.xmax = 0)`,
 		target)
 }
 
-// binaryParam reports whether column c has, in the table, the type idemsync
-// gives its column type (so its values can be sent in binary form).
-func binaryParam(c *idsync.Column, types map[string]string) bool {
-	typ := types[c.Name]
-	switch c.Type {
-	case idsync.TypeInteger:
-		return typ == "bigint"
-	case idsync.TypeReal:
-		return typ == "double precision"
-	case idsync.TypeNumeric:
-		return typ == "numeric"
-	case idsync.TypeBoolean:
-		return typ == "boolean"
-	case idsync.TypeTimestamp:
-		return typ == "timestamp with time zone"
-	case idsync.TypeText:
-		return typ == "text"
-	}
-	return false // json: sent as text, parsed by jsonb
-}
-
-// binaryArray is column j of data (pgValue results) as a typed array.
-func binaryArray(c *idsync.Column, data [][]any, j int) any {
-	switch c.Type {
-	case idsync.TypeInteger:
-		out := make([]*int64, len(data))
-		for i, r := range data {
-			if v, ok := r[j].(int64); ok {
-				out[i] = &v
-			}
-		}
-		return out
-	case idsync.TypeReal:
-		out := make([]*float64, len(data))
-		for i, r := range data {
-			if v, ok := r[j].(float64); ok {
-				out[i] = &v
-			}
-		}
-		return out
-	case idsync.TypeNumeric:
-		out := make([]pgtype.Numeric, len(data))
-		for i, r := range data {
-			if v, ok := r[j].(pgtype.Numeric); ok {
-				out[i] = v
-			}
-		}
-		return out
-	case idsync.TypeBoolean:
-		out := make([]*bool, len(data))
-		for i, r := range data {
-			if v, ok := r[j].(bool); ok {
-				out[i] = &v
-			}
-		}
-		return out
-	case idsync.TypeTimestamp:
-		out := make([]*time.Time, len(data))
-		for i, r := range data {
-			if v, ok := r[j].(time.Time); ok {
-				out[i] = &v
-			}
-		}
-		return out
-	}
-	out := make([]*string, len(data))
-	for i, r := range data {
-		if v, ok := r[j].(string); ok {
-			out[i] = &v
-		}
-	}
-	return out
-}
-
 // columnTypes returns the type of each column of t as the server names it
 // (format_type), cached until the next Prepare.
 func (p *Sink) columnTypes(ctx context.Context, tx pgx.Tx, t *idsync.Table) (map[string]string, error) {
@@ -302,46 +227,4 @@ func pgText(c *idsync.Column, v any) (*string, error) {
 		return nil, sqlkit.ValueError(c, v)
 	}
 	return &s, nil
-}
-
-// pgValue converts an engine value to what pgx encodes for the column.
-// Numerics become pgtype.Numeric built from the decimal digits, so no digit
-// is lost; JSON text is sent as is.
-func pgValue(c *idsync.Column, v any) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	switch c.Type {
-	case idsync.TypeText:
-		if s, ok := v.(string); ok {
-			return s, nil
-		}
-	case idsync.TypeInteger:
-		if i, ok := sqlkit.AsInt64(v); ok {
-			return i, nil
-		}
-	case idsync.TypeReal:
-		if f, ok := sqlkit.AsFloat64(v); ok {
-			return f, nil
-		}
-	case idsync.TypeNumeric:
-		if s, ok := v.(string); ok {
-			if d, ok := sqlkit.ParseDecimal(s); ok {
-				return pgtype.Numeric{Int: d.Int, Exp: d.Exp, Valid: true}, nil
-			}
-		}
-	case idsync.TypeBoolean:
-		if b, ok := v.(bool); ok {
-			return b, nil
-		}
-	case idsync.TypeTimestamp:
-		if tm, ok := v.(time.Time); ok {
-			return tm.UTC(), nil
-		}
-	case idsync.TypeJSON:
-		if s, ok := sqlkit.AsJSON(v); ok {
-			return s, nil
-		}
-	}
-	return nil, sqlkit.ValueError(c, v)
 }

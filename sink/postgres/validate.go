@@ -51,15 +51,19 @@ func pgTextProblem(typ idsync.ColumnType, s string) string {
 	if !utf8.ValidString(s) {
 		return "value is not valid UTF-8, which PostgreSQL cannot store"
 	}
-	switch typ {
-	case idsync.TypeJSON:
-		if hasNULEscape(s) {
-			return `JSON holds the escape \u0000, which PostgreSQL's jsonb cannot store`
-		}
-	default:
-		if strings.IndexByte(s, 0) >= 0 {
-			return `value holds a NUL character (\u0000), which PostgreSQL text cannot store`
-		}
+	if f := typeOf(typ).problem; f != nil {
+		return f(s)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return `value holds a NUL character (\u0000), which PostgreSQL text cannot store`
+	}
+	return ""
+}
+
+// jsonProblem refuses JSON holding the escape \u0000.
+func jsonProblem(s string) string {
+	if hasNULEscape(s) {
+		return `JSON holds the escape \u0000, which PostgreSQL's jsonb cannot store`
 	}
 	return ""
 }

@@ -77,16 +77,14 @@ func sqliteKeyValue(typ idsync.ColumnType, aff string, v any) any {
 		case int64:
 			return strconv.FormatInt(x, 10)
 		case string:
-			if typ == idsync.TypeNumeric {
-				if d, ok := sqlkit.ParseDecimal(x); ok {
-					return canonicalDecimal(d)
-				}
+			if out, ok := keyText(typ, x); ok {
+				return out
 			}
 		}
 	default: // BLOB: stored as bound; numbers compare by value
-		if s, ok := v.(string); ok && typ == idsync.TypeNumeric {
-			if d, ok := sqlkit.ParseDecimal(s); ok {
-				return canonicalDecimal(d)
+		if s, ok := v.(string); ok {
+			if out, ok := keyText(typ, s); ok {
+				return out
 			}
 		}
 	}
@@ -94,6 +92,15 @@ func sqliteKeyValue(typ idsync.ColumnType, aff string, v any) any {
 		return float64(0) // -0 is 0
 	}
 	return v
+}
+
+// keyText returns s in the one text form of its column type (see
+// columnType.keyText); false when the type has none or s does not parse.
+func keyText(typ idsync.ColumnType, s string) (string, bool) {
+	if f := typeOf(typ).keyText; f != nil {
+		return f(s)
+	}
+	return "", false
 }
 
 // keyIdentity renders bound key values as one string, equal for values

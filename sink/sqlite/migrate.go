@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"time"
 
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -26,38 +25,13 @@ func init() {
 			if !ok {
 				return args[1], nil
 			}
-			switch idsync.ColumnType(typ) {
-			case idsync.TypeTimestamp:
-				if ts, err := time.Parse(time.RFC3339Nano, s); err == nil {
-					return formatTime(ts), nil
-				}
-			case idsync.TypeNumeric:
-				if d, ok := sqlkit.ParseDecimal(s); ok {
-					return canonicalDecimal(d), nil
+			if f := typeOf(idsync.ColumnType(typ)).keyText; f != nil {
+				if out, ok := f(s); ok {
+					return out, nil
 				}
 			}
 			return s, nil
 		})
-}
-
-// earlierKeyForms returns, for a key column of type typ, a condition true
-// of the stored values that may be in an earlier form and need
-// sqliteKeyFormFunc: timestamps not 30 characters long (earlier versions
-// wrote as few fractional digits as needed), numeric text that is not
-// canonical (an exponent, a sign or spaces, leading zeros, trailing
-// fractional zeros). It returns "" for the other types. The condition is
-// cheap (no function call) so that a table already in the current form is
-// checked quickly.
-func earlierKeyForms(typ idsync.ColumnType, col string) string {
-	switch typ {
-	case idsync.TypeTimestamp:
-		return fmt.Sprintf("typeof(%[1]s) = 'text' AND length(%[1]s) <> 30", col)
-	case idsync.TypeNumeric:
-		return fmt.Sprintf("typeof(%[1]s) = 'text' AND (%[1]s GLOB '*[^0-9.-]*' OR %[1]s GLOB '?*-*' OR %[1]s GLOB '*.*.*'"+
-			" OR %[1]s GLOB '*.*0' OR %[1]s GLOB '*.' OR %[1]s GLOB '0[0-9]*' OR %[1]s GLOB '-0[0-9]*'"+
-			" OR %[1]s GLOB '.*' OR %[1]s GLOB '-.*' OR %[1]s = '-0')", col)
-	}
-	return ""
 }
 
 // rewriteKeyForms brings the timestamp and numeric key values of an

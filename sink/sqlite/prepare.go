@@ -11,18 +11,6 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// sqliteType maps a column type to its declared SQLite type (see SQLite).
-func sqliteType(t idsync.ColumnType) string {
-	switch t {
-	case idsync.TypeInteger, idsync.TypeBoolean:
-		return "INTEGER"
-	case idsync.TypeReal:
-		return "REAL"
-	}
-	// text, numeric (exact decimal text), timestamp (RFC 3339 text), json
-	return "TEXT"
-}
-
 // Prepare makes sure the table exists with a unique key on t.Key and every
 // column of t (see idsync.Sink). It creates the table with
 // PRIMARY KEY (key) when missing and t.Create is set, and adds missing

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -111,49 +110,6 @@ func (s *Sink) Close() error {
 	defer s.mu.Unlock()
 	s.dropStatements()
 	return s.db.Close()
-}
-
-// sqliteValue converts an engine value to what the SQLite column stores.
-func sqliteValue(c *idsync.Column, v any) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	switch c.Type {
-	case idsync.TypeText:
-		if s, ok := v.(string); ok {
-			return s, nil
-		}
-	case idsync.TypeInteger:
-		if i, ok := sqlkit.AsInt64(v); ok {
-			return i, nil
-		}
-	case idsync.TypeReal:
-		if f, ok := sqlkit.AsFloat64(v); ok {
-			return f, nil
-		}
-	case idsync.TypeNumeric:
-		if s, ok := v.(string); ok {
-			if _, ok := sqlkit.ParseDecimal(s); ok {
-				return s, nil
-			}
-		}
-	case idsync.TypeBoolean:
-		if b, ok := v.(bool); ok {
-			if b {
-				return int64(1), nil
-			}
-			return int64(0), nil
-		}
-	case idsync.TypeTimestamp:
-		if tm, ok := v.(time.Time); ok {
-			return formatTime(tm), nil
-		}
-	case idsync.TypeJSON:
-		if s, ok := sqlkit.CompactJSON(v); ok {
-			return s, nil
-		}
-	}
-	return nil, sqlkit.ValueError(c, v)
 }
 
 // wrap translates an SQLite error into an *idsync.Error: busy or locked is

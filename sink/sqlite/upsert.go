@@ -24,7 +24,7 @@ func init() {
 		func(_ *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
 			typ, _ := args[0].(string)
 			name, _ := args[1].(string)
-			ok, err := sqlkit.VersionNewer(&idsync.Column{Name: name, Type: idsync.ColumnType(typ)}, args[2], args[3])
+			ok, err := sqlkit.VersionNewer(&idsync.Column{Name: name}, typeOf(idsync.ColumnType(typ)).order, args[2], args[3])
 			if err != nil || !ok {
 				return int64(0), err
 			}

@@ -160,22 +160,26 @@ func CompactJSON(v any) (string, bool) {
 	return b.String(), true
 }
 
+// KeyForm maps key values that a database holds equal to one Go value,
+// for CanonicalKeys. Values it does not know are returned as they are.
+type KeyForm func(v any) any
+
 // CanonicalKeys returns the rows to write for one page: idsync.Dedupe's
 // result, except that key values equal in the database but different in Go
 // (numeric "1.0" and "1", timestamps in different zones, -0 and 0) count as
-// the same key. PostgreSQL would otherwise refuse the page ("ON CONFLICT DO
-// UPDATE command cannot affect row a second time").
-func CanonicalKeys(t *idsync.Table, rows []idsync.Row) ([]idsync.Row, int) {
+// the same key. form returns the KeyForm of a column type, nil where Go's
+// equality is the database's. PostgreSQL would otherwise refuse the page
+// ("ON CONFLICT DO UPDATE command cannot affect row a second time").
+func CanonicalKeys(t *idsync.Table, rows []idsync.Row, form func(idsync.ColumnType) KeyForm) ([]idsync.Row, int) {
 	keyIdx := make([]int, 0, len(t.Key))
+	forms := make([]KeyForm, 0, len(t.Key))
 	needed := false
 	for i, c := range t.Columns {
 		for _, k := range t.Key {
 			if c.Name == k {
-				keyIdx = append(keyIdx, i)
-				switch c.Type {
-				case idsync.TypeNumeric, idsync.TypeTimestamp, idsync.TypeReal:
-					needed = true
-				}
+				f := form(c.Type)
+				keyIdx, forms = append(keyIdx, i), append(forms, f)
+				needed = needed || f != nil
 			}
 		}
 	}
@@ -186,8 +190,10 @@ func CanonicalKeys(t *idsync.Table, rows []idsync.Row) ([]idsync.Row, int) {
 	for i, r := range rows {
 		vals := make([]any, len(r.Values))
 		copy(vals, r.Values)
-		for _, j := range keyIdx {
-			vals[j] = canonicalValue(t.Columns[j].Type, vals[j])
+		for n, j := range keyIdx {
+			if forms[n] != nil {
+				vals[j] = forms[n](vals[j])
+			}
 		}
 		shadow[i] = idsync.Row{Values: vals, Hash: strconv.Itoa(i)}
 	}
@@ -203,70 +209,89 @@ func CanonicalKeys(t *idsync.Table, rows []idsync.Row) ([]idsync.Row, int) {
 	return out, dropped
 }
 
-// canonicalValue maps values PostgreSQL considers equal to one Go value.
-func canonicalValue(typ idsync.ColumnType, v any) any {
-	switch typ {
-	case idsync.TypeNumeric:
-		if s, ok := v.(string); ok {
-			if d, ok := ParseDecimal(s); ok {
-				return "n:" + d.Rat().RatString()
-			}
-		}
-	case idsync.TypeTimestamp:
-		if tm, ok := v.(time.Time); ok {
-			return tm.UTC().Round(0)
-		}
-	case idsync.TypeReal:
-		if f, ok := AsFloat64(v); ok && f == 0 {
-			return float64(0)
+// NumericKey is the KeyForm of exact decimals: "1.0", "1" and "1e0" are
+// one value.
+func NumericKey(v any) any {
+	if s, ok := v.(string); ok {
+		if d, ok := ParseDecimal(s); ok {
+			return "n:" + d.Rat().RatString()
 		}
 	}
 	return v
 }
 
+// TimeKey is the KeyForm of timestamps: one instant in any zone is one
+// value.
+func TimeKey(v any) any {
+	if tm, ok := v.(time.Time); ok {
+		return tm.UTC().Round(0)
+	}
+	return v
+}
+
+// RealKey is the KeyForm of floats: -0 and 0 are one value.
+func RealKey(v any) any {
+	if f, ok := AsFloat64(v); ok && f == 0 {
+		return float64(0)
+	}
+	return v
+}
+
+// Compare orders an engine value a against a stored value b: negative,
+// zero or positive. It fails when the two cannot be compared.
+type Compare func(a, b any) (int, error)
+
 // VersionNewer reports whether a row whose version is next may overwrite a
 // stored row whose version is stored: true when stored is NULL, false when
-// next is NULL (and stored is not), otherwise next >= stored in the column's
-// type. stored comes from the database (SQLite storage classes); next from
-// the engine. It fails when the two cannot be compared.
-func VersionNewer(c *idsync.Column, next, stored any) (bool, error) {
+// next is NULL (and stored is not), otherwise next >= stored by cmp, the
+// Compare of the column's type. stored comes from the database (SQLite
+// storage classes); next from the engine. It fails when the two cannot be
+// compared.
+func VersionNewer(c *idsync.Column, cmp Compare, next, stored any) (bool, error) {
 	if stored == nil {
 		return true, nil
 	}
 	if next == nil {
 		return false, nil
 	}
-	cmp, err := compareValues(c.Type, next, stored)
+	n, err := cmp(next, stored)
 	if err != nil {
 		return false, fmt.Errorf("compare version column %q: %w", c.Name, err)
 	}
-	return cmp >= 0, nil
+	return n >= 0, nil
 }
 
-// compareValues compares an engine value a with a stored value b.
-func compareValues(typ idsync.ColumnType, a, b any) (int, error) {
-	switch typ {
-	case idsync.TypeInteger, idsync.TypeReal, idsync.TypeNumeric, idsync.TypeBoolean:
-		ra, err := toRat(a)
-		if err != nil {
-			return 0, err
-		}
-		rb, err := toRat(b)
-		if err != nil {
-			return 0, err
-		}
-		return ra.Cmp(rb), nil
-	case idsync.TypeTimestamp:
-		ta, err := toTime(a)
-		if err != nil {
-			return 0, err
-		}
-		tb, err := toTime(b)
-		if err != nil {
-			return 0, err
-		}
-		return ta.Compare(tb), nil
+// CompareNumbers is the Compare of numbers and booleans: by exact value,
+// whether each is an integer, a float, decimal text or a bool (true is 1).
+func CompareNumbers(a, b any) (int, error) {
+	ra, err := toRat(a)
+	if err != nil {
+		return 0, err
 	}
+	rb, err := toRat(b)
+	if err != nil {
+		return 0, err
+	}
+	return ra.Cmp(rb), nil
+}
+
+// CompareTimes is the Compare of timestamps: by instant, each a time.Time
+// or RFC 3339 text.
+func CompareTimes(a, b any) (int, error) {
+	ta, err := toTime(a)
+	if err != nil {
+		return 0, err
+	}
+	tb, err := toTime(b)
+	if err != nil {
+		return 0, err
+	}
+	return ta.Compare(tb), nil
+}
+
+// CompareTexts is the Compare of text: by bytes, any value rendered by
+// ToText. It never fails.
+func CompareTexts(a, b any) (int, error) {
 	return strings.Compare(ToText(a), ToText(b)), nil
 }
 
@@ -310,6 +335,8 @@ func toTime(v any) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%T is not a timestamp", v)
 }
 
+// ToText renders a stored value as text: strings and bytes as they are,
+// anything else with fmt.Sprint.
 func ToText(v any) string {
 	switch x := v.(type) {
 	case string:

@@ -4,9 +4,6 @@ import (
 	"math/big"
 	"strconv"
 	"testing"
-	"time"
-
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func TestParseDecimal(t *testing.T) {
@@ -63,40 +60,4 @@ func FuzzParseDecimal(f *testing.F) {
 			t.Fatalf("%q: parsed %s, math/big says %s", s, d.Rat().RatString(), r.RatString())
 		}
 	})
-}
-
-func TestVersionNewer(t *testing.T) {
-	ts := &idsync.Column{Name: "v", Type: idsync.TypeTimestamp}
-	num := &idsync.Column{Name: "v", Type: idsync.TypeNumeric}
-	at := func(s string) time.Time { tm, _ := time.Parse(time.RFC3339Nano, s); return tm }
-	for _, tc := range []struct {
-		c            *idsync.Column
-		next, stored any
-		want         bool
-	}{
-		{ts, at("2024-01-01T00:00:01Z"), "2024-01-01T00:00:00.5Z", true}, // text order would say older
-		{ts, at("2024-01-01T00:00:00Z"), "2024-01-01T00:00:00.5Z", false},
-		{ts, at("2024-01-01T00:00:00.5Z"), "2024-01-01T00:00:00.5Z", true},
-		{ts, nil, "2024-01-01T00:00:00Z", false},
-		{ts, at("2000-01-01T00:00:00Z"), nil, true},
-		{num, "10.0", "9.99", true},
-		{num, "9.99", "10", false},
-		{&idsync.Column{Name: "v", Type: idsync.TypeInteger}, int64(2), int64(10), false},
-		{&idsync.Column{Name: "v", Type: idsync.TypeBoolean}, true, int64(0), true},
-	} {
-		got, err := VersionNewer(tc.c, tc.next, tc.stored)
-		if err != nil || got != tc.want {
-			t.Errorf("VersionNewer(%s, %v, %v) = %v, %v; want %v", tc.c.Type, tc.next, tc.stored, got, err, tc.want)
-		}
-	}
-}
-
-func TestCanonicalKeys(t *testing.T) {
-	tbl := &idsync.Table{Name: "t", Key: []string{"k"}, Columns: []idsync.Column{
-		{Name: "k", Type: idsync.TypeNumeric}, {Name: "v", Type: idsync.TypeText}}}
-	rows := []idsync.Row{{Values: []any{"1.0", "a"}}, {Values: []any{"2", "b"}}, {Values: []any{"1", "c"}}}
-	kept, dropped := CanonicalKeys(tbl, rows)
-	if dropped != 1 || len(kept) != 2 || kept[0].Values[1] != "b" || kept[1].Values[1] != "c" {
-		t.Fatalf("CanonicalKeys = %v, %d; want [2 b] [1 c], 1 dropped", kept, dropped)
-	}
 }
