@@ -29,6 +29,12 @@
 // schema other than "main" is rejected), stores non-key numerics as exact
 // text and keeps timestamps to the nanosecond (PostgreSQL to the
 // microsecond).
+//
+// A new database is a leaf package beside sink/sqlite and sink/postgres
+// (its Sink, Schemes, OpenTarget, OpenRead and a types.go with its table of
+// column types), a test that passes it to sinktest.Run, and one line in
+// drivers below. The job loader (sync/defaults.go, TargetURL) still checks
+// and resolves target URLs by scheme, so a new scheme is added there too.
 package sink
 
 import (
@@ -56,6 +62,9 @@ type Driver struct {
 	// Schemes are the URL schemes (before the first colon, lower case)
 	// that name this database.
 	Schemes []string
+	// Example is a target URL of this database, shown in the hint for an
+	// unknown scheme.
+	Example string
 	// OpenTarget opens a job's target for writing, creating what the
 	// database needs first (an SQLite file with target.mode).
 	OpenTarget opener[idsync.Sink]
@@ -73,9 +82,10 @@ type database interface {
 
 // newDriver builds a Driver from a leaf's exported Schemes, OpenTarget and
 // OpenRead, turning a failed open's typed nil into a plain nil.
-func newDriver[S database](schemes []string, write, read opener[S]) Driver {
+func newDriver[S database](schemes []string, example string, write, read opener[S]) Driver {
 	return Driver{
 		Schemes: schemes,
+		Example: example,
 		OpenTarget: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (idsync.Sink, error) {
 			s, err := write(ctx, t, l)
 			if err != nil {
@@ -94,13 +104,14 @@ func newDriver[S database](schemes []string, write, read opener[S]) Driver {
 }
 
 // drivers is the one table of databases. A new database is a leaf package
-// with Schemes, OpenTarget and OpenRead, and one line here. The table is
+// with Schemes, OpenTarget and OpenRead, and one line here (see the
+// package comment). The table is
 // explicit rather than filled by each leaf's init: the list is read in one
 // place, a leaf never imports this package, and no blank import is needed
 // to make a database known.
 var drivers = []Driver{
-	newDriver(sqlite.Schemes, sqlite.OpenTarget, sqlite.OpenRead),
-	newDriver(postgres.Schemes, postgres.OpenTarget, postgres.OpenRead),
+	newDriver(sqlite.Schemes, "sqlite:PATH", sqlite.OpenTarget, sqlite.OpenRead),
+	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", postgres.OpenTarget, postgres.OpenRead),
 }
 
 // Lookup returns the Driver for rawURL's scheme (compared
@@ -115,10 +126,14 @@ func Lookup(rawURL string) (Driver, error) {
 			}
 		}
 	}
+	examples := make([]string, len(drivers))
+	for i, d := range drivers {
+		examples[i] = d.Example
+	}
 	return Driver{}, &idsync.Error{
 		Code: idsync.ExitUsage,
 		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use sqlite:PATH or postgres://user:password@host:5432/database",
+		Hint: "use " + strings.Join(examples, " or "),
 	}
 }
 
