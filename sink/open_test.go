@@ -57,12 +57,35 @@ func TestOpenSQLiteForms(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	for _, raw := range []string{"mysql://u:s3cret@db/x", "sqlite:", "sqlite://", "", "orders.db"} {
-		_, err := sink.Open(context.Background(), raw, nil)
+		s, err := sink.Open(context.Background(), raw, nil)
+		if s != nil {
+			t.Errorf("open %q: sink %#v with error %v, want nil", raw, s, err)
+		}
 		if code := idsync.ExitCode(err); code != idsync.ExitUsage {
 			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, idsync.ExitUsage)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("open %q: password in %v", raw, err)
+		}
+	}
+}
+
+// An unknown scheme is refused with a hint naming every database's URL
+// form, and with the password hidden.
+func TestLookupUnknownScheme(t *testing.T) {
+	_, err := sink.Lookup("mysql://app:s3cret@db/x")
+	if code := idsync.ExitCode(err); code != idsync.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", code, err, idsync.ExitUsage)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("password in %v", err)
+	}
+	if hint := idsync.Hint(err); hint != "use sqlite:PATH or postgres://user:password@host:5432/database" {
+		t.Errorf("hint %q", hint)
+	}
+	for _, raw := range []string{"sqlite:x.db", "SQLite:x.db", "postgres://db/x", "POSTGRESQL://db/x"} {
+		if _, err := sink.Lookup(raw); err != nil {
+			t.Errorf("lookup %q: %v", raw, err)
 		}
 	}
 }
