@@ -54,7 +54,7 @@ type ReadTarget interface {
 	Close() error
 }
 
-// opener opens a job's target; see Driver.
+// opener is a leaf's OpenTarget or OpenRead, returning its own *Sink.
 type opener[S any] func(context.Context, *idsync.Target, *slog.Logger) (S, error)
 
 // Driver is one database a target URL can name.
@@ -67,10 +67,10 @@ type Driver struct {
 	Example string
 	// OpenTarget opens a job's target for writing, creating what the
 	// database needs first (an SQLite file with target.mode).
-	OpenTarget opener[idsync.Sink]
+	OpenTarget func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error)
 	// OpenRead opens a job's target to read its table back and never
 	// creates anything.
-	OpenRead opener[ReadTarget]
+	OpenRead func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (ReadTarget, error)
 }
 
 // database is what a leaf's *Sink must be: a sink whose rows can be read
@@ -104,11 +104,10 @@ func newDriver[S database](schemes []string, example string, write, read opener[
 }
 
 // drivers is the one table of databases. A new database is a leaf package
-// with Schemes, OpenTarget and OpenRead, and one line here (see the
-// package comment). The table is
-// explicit rather than filled by each leaf's init: the list is read in one
-// place, a leaf never imports this package, and no blank import is needed
-// to make a database known.
+// with Schemes, OpenTarget and OpenRead, and one line here (see the package
+// comment). The table is explicit rather than filled by each leaf's init:
+// the list is read in one place, a leaf never imports this package, and no
+// blank import is needed to make a database known.
 var drivers = []Driver{
 	newDriver(sqlite.Schemes, "sqlite:PATH", sqlite.OpenTarget, sqlite.OpenRead),
 	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", postgres.OpenTarget, postgres.OpenRead),
