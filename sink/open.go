@@ -1,7 +1,10 @@
-// Package sink holds the backends that write pages of rows into the target
-// table: SQLite (embedded, the default) and PostgreSQL. Both implement
-// idsync.Sink with the same semantics, checked by one conformance suite
-// (conformance_test.go) that runs against each:
+// Package sink opens the database a job writes to. Each database is a leaf
+// package that implements idsync.Sink: sink/sqlite (embedded, the default)
+// and sink/postgres. This package holds only the table of databases
+// (drivers below), which maps a target URL's scheme to its leaf, so that
+// cmd/ names no database. The leaves share sink/sqlkit (quoting, value
+// conversion, key canonicalisation, URL redaction) and pass one
+// conformance suite, sink/sinktest:
 //
 //   - a page is written in one transaction; on error nothing of it is
 //     committed;
@@ -11,7 +14,7 @@
 //   - with Table.Version set, a stored row is overwritten only by a row whose
 //     version is >= the stored one; a stored NULL version is always
 //     overwritten, a NULL incoming version never overwrites a stored one;
-//   - every identifier is quoted (QuoteIdent);
+//   - every identifier is quoted (sqlkit.QuoteIdent);
 //   - errors are *idsync.Error with an exit code, and never contain a
 //     password.
 //
@@ -26,25 +29,121 @@
 // schema other than "main" is rejected), stores non-key numerics as exact
 // text and keeps timestamps to the nanosecond (PostgreSQL to the
 // microsecond).
+//
+// A new database is a leaf package beside sink/sqlite and sink/postgres
+// (its Sink, Schemes, OpenTarget, OpenRead and a types.go with its table of
+// column types), a test that passes it to sinktest.Run, and one line in
+// drivers below. The job loader (sync/defaults.go, TargetURL) still checks
+// and resolves target URLs by scheme, so a new scheme is added there too.
 package sink
 
 import (
 	"context"
 	"log/slog"
-	"net/url"
-	"regexp"
 	"strings"
 
+	"github.com/idemsync/idemsync/sink/postgres"
+	"github.com/idemsync/idemsync/sink/sqlite"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// Open connects to the target database named by rawURL and returns its Sink.
+// ReadTarget is a target opened to be read: its rows and how to close it.
+type ReadTarget interface {
+	idsync.RowReader
+	Close() error
+}
+
+// opener is a leaf's OpenTarget or OpenRead, returning its own *Sink.
+type opener[S any] func(context.Context, *idsync.Target, *slog.Logger) (S, error)
+
+// Driver is one database a target URL can name.
+type Driver struct {
+	// Schemes are the URL schemes (before the first colon, lower case)
+	// that name this database.
+	Schemes []string
+	// Example is a target URL of this database, shown in the hint for an
+	// unknown scheme.
+	Example string
+	// OpenTarget opens a job's target for writing, creating what the
+	// database needs first (an SQLite file with target.mode).
+	OpenTarget func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error)
+	// OpenRead opens a job's target to read its table back and never
+	// creates anything.
+	OpenRead func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (ReadTarget, error)
+}
+
+// database is what a leaf's *Sink must be: a sink whose rows can be read
+// back.
+type database interface {
+	idsync.Sink
+	ReadTarget
+}
+
+// newDriver builds a Driver from a leaf's exported Schemes, OpenTarget and
+// OpenRead, turning a failed open's typed nil into a plain nil.
+func newDriver[S database](schemes []string, example string, write, read opener[S]) Driver {
+	return Driver{
+		Schemes: schemes,
+		Example: example,
+		OpenTarget: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (idsync.Sink, error) {
+			s, err := write(ctx, t, l)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		OpenRead: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (ReadTarget, error) {
+			s, err := read(ctx, t, l)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+	}
+}
+
+// drivers is the one table of databases. A new database is a leaf package
+// with Schemes, OpenTarget and OpenRead, and one line here (see the package
+// comment). The table is explicit rather than filled by each leaf's init:
+// the list is read in one place, a leaf never imports this package, and no
+// blank import is needed to make a database known.
+var drivers = []Driver{
+	newDriver(sqlite.Schemes, "sqlite:PATH", sqlite.OpenTarget, sqlite.OpenRead),
+	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", postgres.OpenTarget, postgres.OpenRead),
+}
+
+// Lookup returns the Driver for rawURL's scheme (compared
+// case-insensitively), or an *idsync.Error (ExitUsage) naming the URL,
+// password redacted, when no database has that scheme.
+func Lookup(rawURL string) (Driver, error) {
+	scheme, _, _ := strings.Cut(rawURL, ":")
+	for _, d := range drivers {
+		for _, s := range d.Schemes {
+			if strings.EqualFold(s, scheme) {
+				return d, nil
+			}
+		}
+	}
+	examples := make([]string, len(drivers))
+	for i, d := range drivers {
+		examples[i] = d.Example
+	}
+	return Driver{}, &idsync.Error{
+		Code: idsync.ExitUsage,
+		Msg:  "unsupported target url " + RedactURL(rawURL),
+		Hint: "use " + strings.Join(examples, " or "),
+	}
+}
+
+// Open connects to the target database named by rawURL and returns its
+// Sink: OpenTarget for a target with no other option set.
 //
 // Accepted forms:
 //   - sqlite:PATH, sqlite://PATH and sqlite:///abs/path: an SQLite file, PATH
 //     absolute or relative to the working directory; its parent directory is
-//     created (mode 0700) when missing. sqlite::memory: opens a private
-//     in-memory database.
+//     created (mode 0700) and the file (mode 0600) when missing.
+//     sqlite::memory: opens a private in-memory database.
 //   - postgres://… and postgresql://…: a PostgreSQL server, in any form pgx
 //     accepts (connect_timeout defaults to 10s).
 //
@@ -53,109 +152,41 @@ import (
 // be reached, ExitPermanent when it refuses the connection (authentication,
 // missing database). Error texts never contain the URL's password.
 func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	scheme, _, _ := strings.Cut(rawURL, ":")
-	switch strings.ToLower(scheme) {
-	case "sqlite":
-		path, err := sqlitePath(rawURL)
-		if err != nil {
-			return nil, err
-		}
-		return OpenSQLite(ctx, path, logger)
-	case "postgres", "postgresql":
-		return OpenPostgres(ctx, rawURL, logger)
-	}
-	return nil, &idsync.Error{
-		Code: idsync.ExitUsage,
-		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use sqlite:PATH or postgres://user:password@host:5432/database",
-	}
+	return OpenTarget(ctx, &idsync.Target{URL: rawURL}, logger)
 }
 
-// OpenTarget opens the sink for a job's target: Open on t.URL, with the
-// target's options applied by the backend that reads them: PostgreSQL
-// bounds every statement by t.Timeout (nil: lock 30s, statement 5m). It
-// fails as Open does.
+// OpenTarget opens the sink for a job's target: its database's OpenTarget,
+// with the target's options applied by the backend that reads them (SQLite:
+// target.mode for a new file; PostgreSQL: every statement bounded by
+// t.Timeout, nil: lock 30s, statement 5m). It fails as Open does.
 func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
-	if err := createSQLiteFile(t); err != nil { // target.mode: see sqlite_mode.go
+	d, err := Lookup(t.URL)
+	if err != nil {
 		return nil, err
 	}
+	return d.OpenTarget(ctx, t, discardNil(logger))
+}
+
+// OpenRead opens a job's target to read its table back. Unlike OpenTarget
+// it never creates anything: a SQLite file that does not exist yet is an
+// *idsync.Error (exit 1) saying that the job has not written anything. It
+// otherwise fails as Open does.
+func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (ReadTarget, error) {
+	d, err := Lookup(t.URL)
+	if err != nil {
+		return nil, err
+	}
+	return d.OpenRead(ctx, t, discardNil(logger))
+}
+
+// RedactURL returns s with any password replaced by xxxxx; see
+// sqlkit.RedactURL. It never fails.
+func RedactURL(s string) string { return sqlkit.RedactURL(s) }
+
+// discardNil returns logger, or a logger that discards when it is nil.
+func discardNil(logger *slog.Logger) *slog.Logger {
 	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+		return slog.New(slog.DiscardHandler)
 	}
-	scheme, _, _ := strings.Cut(t.URL, ":")
-	switch strings.ToLower(scheme) {
-	case "postgres", "postgresql":
-		return openPostgres(ctx, t.URL, logger, t.Timeout)
-	}
-	return Open(ctx, t.URL, logger)
-}
-
-// sqlitePath extracts the file path from a sqlite: URL.
-func sqlitePath(rawURL string) (string, error) {
-	path := rawURL[len("sqlite:"):]
-	path = strings.TrimPrefix(path, "//") // sqlite://rel/path and sqlite:///abs/path
-	if path == "" {
-		return "", &idsync.Error{
-			Code: idsync.ExitUsage,
-			Msg:  "target url " + rawURL + " has no file path",
-			Hint: "use sqlite:PATH, e.g. sqlite:out/orders.db",
-		}
-	}
-	return path, nil
-}
-
-const redacted = "xxxxx"
-
-var (
-	// dsnPassword matches password=... in a key=value DSN or a URL query,
-	// quoted ('it''s' or 'a\'b') or not.
-	dsnPassword = regexp.MustCompile(`(?i)\b((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.|'')*'|[^\s&]*)`)
-	// urlUserinfo matches scheme://user:password@ when url.Parse fails; it
-	// swallows up to the last @ so a password containing @ is hidden too.
-	urlUserinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*:).*@`)
-)
-
-// RedactURL returns s with any password replaced by xxxxx: the password of a
-// URL's userinfo, password= and sslpassword= query parameters, and
-// password=... in a key=value DSN ("host=db password=secret"). Everything
-// else is kept so the result still says which server is meant. It never fails;
-// a string it cannot parse is redacted by pattern, erring on hiding too much.
-func RedactURL(s string) string {
-	if strings.Contains(s, "://") {
-		if u, err := url.Parse(s); err == nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), redacted)
-			}
-			if u.RawQuery != "" {
-				u.RawQuery = dsnPassword.ReplaceAllString(u.RawQuery, "${1}"+redacted)
-			}
-			return u.String()
-		}
-		s = urlUserinfo.ReplaceAllString(s, "${1}"+redacted+"@")
-	}
-	return dsnPassword.ReplaceAllString(s, "${1}"+redacted)
-}
-
-// safeError carries a message already cleaned of secrets while keeping the
-// original error reachable for errors.Is/As (context.Canceled, driver types).
-type safeError struct {
-	msg string
-	err error
-}
-
-func (e *safeError) Error() string { return e.msg }
-func (e *safeError) Unwrap() error { return e.err }
-
-// scrub removes every occurrence of secret (raw and URL-escaped) from s.
-func scrub(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	for _, v := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
-		s = strings.ReplaceAll(s, v, redacted)
-	}
-	return s
+	return logger
 }

@@ -2,64 +2,15 @@ package sink_test
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/idemsync/idemsync/sink"
+	"github.com/idemsync/idemsync/sink/sqlite"
 	idsync "github.com/idemsync/idemsync/sync"
 )
-
-func TestRedactURL(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"postgres://app:s3cret@db:5432/orders?sslmode=disable", "postgres://app:xxxxx@db:5432/orders?sslmode=disable"},
-		{"postgresql://app@db/orders", "postgresql://app@db/orders"},
-		{"postgres://db/orders?user=app&password=s3cret&sslmode=require", "postgres://db/orders?user=app&password=xxxxx&sslmode=require"},
-		{"postgres://app:p%40ss%2Fw@db/x", "postgres://app:xxxxx@db/x"},
-		{"postgres://app:pa/ss@db/x", "postgres://app:xxxxx@db/x"}, // unescaped / breaks url.Parse
-		{"postgres://app:pa#ss@db/x", "postgres://app:xxxxx@db/x"}, // unescaped #
-		{"host=db user=app password=s3cret dbname=x", "host=db user=app password=xxxxx dbname=x"},
-		{"host=db password='it''s secret' dbname=x", "host=db password=xxxxx dbname=x"},
-		{"host=db PASSWORD = s3cret", "host=db PASSWORD = xxxxx"},
-		{"host=db sslpassword=s3cret", "host=db sslpassword=xxxxx"},
-		{"sqlite:out/orders.db", "sqlite:out/orders.db"},
-		{"sqlite:///abs/orders.db", "sqlite:///abs/orders.db"},
-	} {
-		got := sink.RedactURL(tc.in)
-		if got != tc.want {
-			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		for _, secret := range []string{"s3cret", "pa/ss", "pa#ss", "p%40ss"} {
-			if strings.Contains(got, secret) {
-				t.Errorf("RedactURL(%q) = %q leaks %q", tc.in, got, secret)
-			}
-		}
-	}
-}
-
-// FuzzRedactURL checks that a password set through url.UserPassword never
-// survives redaction.
-func FuzzRedactURL(f *testing.F) {
-	for _, s := range []string{"s3cret", "p@ss", "a/b", "x:y", "%41", "🙂"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, pw string) {
-		if len(pw) < 6 {
-			return // short passwords match unrelated text by chance
-		}
-		raw := (&url.URL{Scheme: "postgres", User: url.UserPassword("app", pw), Host: "db:5432", Path: "/orders"}).String()
-		got := sink.RedactURL(raw)
-		u, err := url.Parse(got)
-		if err != nil {
-			t.Fatalf("RedactURL(%q) = %q: %v", raw, got, err)
-		}
-		if p, _ := u.User.Password(); p != "xxxxx" || strings.Contains(got, url.UserPassword("app", pw).String()) {
-			t.Fatalf("RedactURL(%q) = %q", raw, got)
-		}
-	})
-}
 
 func TestOpenSQLiteForms(t *testing.T) {
 	ctx := context.Background()
@@ -93,7 +44,7 @@ func TestOpenSQLiteForms(t *testing.T) {
 			t.Errorf("open %s: parent dir mode %v, %v; want 0700", tc.url, fi.Mode().Perm(), err)
 		}
 		var mode string
-		s2, err := sink.OpenSQLite(ctx, tc.file, nil)
+		s2, err := sqlite.Open(ctx, tc.file, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,12 +57,35 @@ func TestOpenSQLiteForms(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	for _, raw := range []string{"mysql://u:s3cret@db/x", "sqlite:", "sqlite://", "", "orders.db"} {
-		_, err := sink.Open(context.Background(), raw, nil)
+		s, err := sink.Open(context.Background(), raw, nil)
+		if s != nil {
+			t.Errorf("open %q: sink %#v with error %v, want nil", raw, s, err)
+		}
 		if code := idsync.ExitCode(err); code != idsync.ExitUsage {
 			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, idsync.ExitUsage)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("open %q: password in %v", raw, err)
+		}
+	}
+}
+
+// An unknown scheme is refused with a hint naming every database's URL
+// form, and with the password hidden.
+func TestLookupUnknownScheme(t *testing.T) {
+	_, err := sink.Lookup("mysql://app:s3cret@db/x")
+	if code := idsync.ExitCode(err); code != idsync.ExitUsage {
+		t.Fatalf("exit %d (%v), want %d", code, err, idsync.ExitUsage)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("password in %v", err)
+	}
+	if hint := idsync.Hint(err); hint != "use sqlite:PATH or postgres://user:password@host:5432/database" {
+		t.Errorf("hint %q", hint)
+	}
+	for _, raw := range []string{"sqlite:x.db", "SQLite:x.db", "postgres://db/x", "POSTGRESQL://db/x"} {
+		if _, err := sink.Lookup(raw); err != nil {
+			t.Errorf("lookup %q: %v", raw, err)
 		}
 	}
 }

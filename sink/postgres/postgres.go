@@ -1,0 +1,288 @@
+// Package postgres is the PostgreSQL target of idemsync (pgx/v5): Sink
+// implements idsync.Sink, Schemes and OpenTarget make it known to the opener
+// in package sink, and types.go holds its one table of column types. It
+// passes the suite of sink/sinktest.
+package postgres
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ConnectTimeout is the default limit on establishing a connection,
+// used unless the URL sets connect_timeout.
+const ConnectTimeout = 10 * time.Second
+
+// Sink is the PostgreSQL sink (pgx/v5). Each page is written in one
+// transaction by one INSERT … SELECT FROM unnest(one array per column)
+// ON CONFLICT (key) DO UPDATE … WHERE the hash differs.
+//
+// Type mapping:
+//
+//	text      text
+//	integer   bigint
+//	real      double precision
+//	numeric   numeric, sent exactly (parsed from the decimal string, never
+//	          through float64)
+//	boolean   boolean
+//	timestamp timestamptz
+//	json      jsonb
+//
+// plus _idemsync_hash text and _idemsync_synced_at timestamptz. Table.Schema
+// names the schema (it must exist); "" means the search_path.
+//
+// It holds one connection, used by one call at a time, and reconnects on the
+// next call after the connection was lost.
+type Sink struct {
+	mu       sync.Mutex // serializes calls; guards conn
+	cfg      *pgx.ConnConfig
+	conn     *pgx.Conn
+	addr     string // host:port, for messages
+	user     string
+	password string // only to scrub it out of driver texts
+	logger   *slog.Logger
+	types    map[string]map[string]string // column types by quoted table, until Prepare
+	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
+}
+
+var _ idsync.Sink = (*Sink)(nil)
+
+// Open connects to the PostgreSQL server named by dsn (a
+// postgres:// URL or a key=value DSN, anything pgx accepts; libpq's PG*
+// environment variables and ~/.pgpass fill in what it omits).
+// connect_timeout defaults to ConnectTimeout. It connects before
+// returning. A nil logger discards logs.
+//
+// Errors are *idsync.Error naming host:port but never the password:
+// ExitUsage for a malformed dsn, ExitTransient when the server cannot be
+// reached or is starting up, ExitPermanent for failed authentication, a
+// missing database or a rejected TLS certificate.
+//
+// Every statement is bounded by the defaults of idsync.TargetTimeout
+// (lock_timeout 30s, statement_timeout 5m); OpenTarget applies the job's
+// target.timeout instead. A cancelled context cancels the statement in
+// flight on the server.
+func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Sink, error) {
+	return openPostgres(ctx, dsn, logger, nil)
+}
+
+// openPostgresConfig connects as Open does, with configure applied
+// to the parsed configuration first.
+func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, configure func(*pgx.ConnConfig)) (*Sink, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// Driver parse errors may quote the URL; build our own message.
+		return nil, &idsync.Error{
+			Code: idsync.ExitUsage,
+			Msg:  "invalid postgres url " + sqlkit.RedactURL(dsn),
+			Hint: "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
+		}
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = ConnectTimeout
+	}
+	configure(cfg)
+	p := &Sink{
+		cfg:      cfg,
+		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
+		user:     cfg.User,
+		password: cfg.Password,
+		logger:   logger,
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		p.addr = cfg.Host // unix socket directory
+	}
+	if _, err := p.connect(ctx); err != nil {
+		return nil, err
+	}
+	logger.Debug("opened postgres target", "addr", p.addr, "user", p.user, "database", cfg.Database)
+	return p, nil
+}
+
+// connect returns the open connection, establishing a new one when there is
+// none or the last one was lost. The caller holds p.mu (or owns p).
+func (p *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
+	if p.conn != nil && !p.conn.IsClosed() {
+		return p.conn, nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, p.cfg)
+	if err != nil {
+		return nil, p.connectError(err)
+	}
+	p.conn = conn
+	return conn, nil
+}
+
+// Close closes the connection. Errors while saying goodbye to the server
+// are ignored: there is nothing left to lose.
+func (p *Sink) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.conn.Close(ctx)
+		p.conn = nil
+	}
+	return nil
+}
+
+// connectError translates a failure to establish a connection. The message
+// is built from the parsed configuration, never from the driver's text,
+// except for the innermost cause, scrubbed of the password.
+func (p *Sink) connectError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("connect to postgres at %s: %w", p.addr, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "28P01", "28000":
+			return &idsync.Error{
+				Code: idsync.ExitPermanent,
+				Msg:  fmt.Sprintf("authentication failed for user %q at %s", p.user, p.addr),
+				Hint: "check the user and password in target.url",
+				Err:  &sqlkit.SafeError{Msg: "SQLSTATE " + pgErr.Code, Err: err},
+			}
+		case "3D000":
+			return &idsync.Error{
+				Code: idsync.ExitPermanent,
+				Msg:  "connect to postgres at " + p.addr,
+				Hint: "create the database or fix target.url",
+				Err:  p.safe(pgErr.Message, err),
+			}
+		}
+		return p.dbError("connect to postgres at "+p.addr, err)
+	}
+	var verifyErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalidErr x509.CertificateInvalidError
+	if errors.As(err, &verifyErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalidErr) {
+		return &idsync.Error{
+			Code: idsync.ExitPermanent,
+			Msg:  "postgres at " + p.addr + ": TLS certificate rejected",
+			Hint: "fix sslmode/sslrootcert in target.url",
+			Err:  p.safe(innermost(err).Error(), err),
+		}
+	}
+	why := innermost(err).Error()
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		why = dnsErr.Error()
+	case errors.As(err, &opErr):
+		why = opErr.Err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		why = "timed out after " + p.cfg.ConnectTimeout.String()
+	}
+	return &idsync.Error{
+		Code: idsync.ExitTransient,
+		Msg:  "cannot reach postgres at " + p.addr,
+		Hint: "check that the server is running and reachable, then run again: the checkpoint is intact",
+		Err:  p.safe(why, err),
+	}
+}
+
+// dbError translates an error from a statement: connection loss,
+// serialization failures, deadlocks, lack of resources and server shutdowns
+// are transient; every other SQLSTATE and any other error permanent. The
+// message carries the SQLSTATE and the server's message with the password
+// scrubbed. Context errors are returned wrapped as they are.
+func (p *Sink) dbError(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if e := p.waitError(op, pgErr, err); e != nil {
+			return e
+		}
+		code := idsync.ExitPermanent
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "53"),          // insufficient resources
+			pgErr.Code == "40001", pgErr.Code == "40P01", // serialization failure, deadlock
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, starting up
+			code = idsync.ExitTransient
+		}
+		msg := "postgres error " + pgErr.Code + ": " + pgErr.Message
+		if pgErr.Detail != "" {
+			msg += " (" + pgErr.Detail + ")"
+		}
+		return &idsync.Error{Code: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
+		return &idsync.Error{
+			Code: idsync.ExitTransient,
+			Msg:  op + ": lost connection to postgres at " + p.addr,
+			Err:  p.safe(innermost(err).Error(), err),
+		}
+	}
+	return &idsync.Error{Code: idsync.ExitPermanent, Msg: op, Err: p.safe(err.Error(), err)}
+}
+
+// safe wraps err with msg, scrubbed of the password, as its printed text.
+func (p *Sink) safe(msg string, err error) error {
+	return &sqlkit.SafeError{Msg: p.scrub(msg), Err: err}
+}
+
+func (p *Sink) scrub(s string) string { return sqlkit.Scrub(s, p.password) }
+
+// innermost returns the last error of err's Unwrap chain, following the
+// first branch of joined errors.
+func innermost(err error) error {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
+		}
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// Schemes are the URL schemes that name a PostgreSQL target, compared
+// case-insensitively: postgres://… and postgresql://….
+var Schemes = []string{"postgres", "postgresql"}
+
+// OpenTarget connects to the server of a job's target as Open does, with
+// every statement bounded by t.Timeout (nil: lock 30s, statement 5m). It
+// fails as Open does.
+func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
+	return openPostgres(ctx, t.URL, logger, t.Timeout)
+}
+
+// OpenRead connects to the server of a job's target to read its table
+// back, as Open does (the default statement bounds). It fails as Open does.
+func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
+	return Open(ctx, t.URL, logger)
+}

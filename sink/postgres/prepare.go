@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pgMaxIdent is PostgreSQL's identifier limit (NAMEDATALEN-1 bytes); longer
+// names would be truncated silently, so they are rejected.
+const pgMaxIdent = 63
+
+// Prepare makes sure the table exists with a unique key on t.Key and every
+// column of t (see idsync.Sink), in one transaction. It creates the table
+// with PRIMARY KEY (key) when missing and t.Create is set (the schema must
+// exist), and adds missing columns with ALTER TABLE … ADD COLUMN IF NOT
+// EXISTS. It may be called again with more columns. Errors are
+// *idsync.Error: ExitUsage for invalid names (empty, NUL, longer than 63
+// bytes); ExitPermanent when the table is missing and t.Create is unset,
+// when a key column is missing, or when no unique constraint or index covers
+// exactly the key columns (the Hint holds the ALTER TABLE … ADD UNIQUE
+// statement that fixes it); database errors as described for Upsert.
+func (p *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
+	if err := sqlkit.CheckTable(t, pgMaxIdent); err != nil {
+		return err
+	}
+	op := "prepare table " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.types, p.triggers = nil, nil // columns and triggers may change
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	// Parallel first runs would race CREATE TABLE IF NOT EXISTS on the
+	// catalog (a duplicate pg_type row): one transaction at a time looks
+	// the table up and creates it. The lock is released at commit.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, prepareLockKey(t)); err != nil {
+		return p.dbError(op, err)
+	}
+
+	var oid uint32
+	var kind string
+	err = tx.QueryRow(ctx,
+		`SELECT c.oid, c.relkind::text FROM pg_class c WHERE c.oid = to_regclass($1)`,
+		sqlkit.QuoteTable(t)).Scan(&oid, &kind)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if !t.Create {
+			return &idsync.Error{
+				Code: idsync.ExitPermanent,
+				Msg:  fmt.Sprintf("table %s does not exist", t),
+				Hint: "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
+			}
+		}
+		if _, err := tx.Exec(ctx, pgCreate(t)); err != nil {
+			e := p.dbError(op, err)
+			var pgErr *pgconn.PgError
+			var ie *idsync.Error
+			if errors.As(err, &pgErr) && pgErr.Code == "3F000" && errors.As(e, &ie) {
+				ie.Hint = "create the schema first: CREATE SCHEMA " + sqlkit.QuoteIdent(t.Schema) + ";"
+			}
+			return e
+		}
+		p.logger.Info("created table", "table", t.String(), "key", t.Key)
+	case err != nil:
+		return p.dbError(op, err)
+	case kind != "r" && kind != "p":
+		return idsync.Errorf(idsync.ExitPermanent, "%s: %s is not a table (relkind %s)", op, t, kind)
+	default:
+		if err := p.alter(ctx, tx, t, oid); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return p.dbError(op, err)
+	}
+	return nil
+}
+
+// prepareLockKey is the advisory lock key text of Prepare for t.
+func prepareLockKey(t *idsync.Table) string {
+	return "idemsync.prepare:" + sqlkit.QuoteTable(t)
+}
+
+// pgCreate returns the CREATE TABLE statement for t.
+func pgCreate(t *idsync.Table) string {
+	var defs []string
+	for _, c := range t.Columns {
+		defs = append(defs, sqlkit.QuoteIdent(c.Name)+" "+pgType(c.Type))
+	}
+	defs = append(defs,
+		sqlkit.QuoteIdent(idsync.ColHash)+" text",
+		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" timestamptz",
+		"PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
+	return "CREATE TABLE IF NOT EXISTS " + sqlkit.QuoteTable(t) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
+}
+
+// alter checks the unique key of an existing table and adds missing columns.
+func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *idsync.Table, oid uint32) error {
+	op := "prepare table " + t.String()
+	rows, err := tx.Query(ctx,
+		`SELECT attname::text FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, oid)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	for _, k := range t.Key {
+		if !have[k] {
+			return &idsync.Error{
+				Code: idsync.ExitPermanent,
+				Msg:  fmt.Sprintf("table %s has no key column %q", t, k),
+				Hint: "add the column and a unique constraint on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+			}
+		}
+	}
+	// Full (non-partial, non-expression) unique indexes, key columns only
+	// (INCLUDE columns excluded). ON CONFLICT (key) can infer any of them.
+	rows, err = tx.Query(ctx, `
+		SELECT array_agg(a.attname::text ORDER BY k.n)
+		FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = $1 AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+		  AND k.n <= i.indnkeyatts
+		GROUP BY i.indexrelid`, oid)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	indexes, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	unique := false
+	for _, cols := range indexes {
+		unique = unique || sqlkit.SameSet(cols, t.Key, false)
+	}
+	if !unique {
+		stmt := fmt.Sprintf("ALTER TABLE %s ADD UNIQUE (%s);", sqlkit.QuoteTable(t), sqlkit.QuoteList(t.Key))
+		return &idsync.Error{
+			Code: idsync.ExitPermanent,
+			Msg:  fmt.Sprintf("table %s has no unique constraint on exactly (%s)", t, strings.Join(t.Key, ", ")),
+			Hint: "remove duplicate keys, then run: " + stmt,
+		}
+	}
+	cols := append([]idsync.Column{}, t.Columns...)
+	cols = append(cols,
+		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
+		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+	for _, c := range cols {
+		if have[c.Name] {
+			continue
+		}
+		q := fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", sqlkit.QuoteTable(t), sqlkit.QuoteIdent(c.Name), pgType(c.Type))
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return p.dbError(op, err)
+		}
+		have[c.Name] = true
+		p.logger.Info("added column", "table", t.String(), "column", c.Name, "type", string(c.Type))
+	}
+	return nil
+}

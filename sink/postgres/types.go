@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// columnType is how PostgreSQL stores one idemsync column type: the one
+// place a column type is described for this database (see Sink for the
+// mapping).
+type columnType struct {
+	// decl is the type in CREATE TABLE and ADD COLUMN.
+	decl string
+	// binary is the type as format_type names it, when values of this
+	// column type are sent in binary form (as array) to a column of that
+	// type; "" sends them as text.
+	binary string
+	// value converts an engine value to what pgx encodes; false when v
+	// has a Go type the column cannot take.
+	value func(v any) (any, bool)
+	// array builds the typed array of column j of data (value results)
+	// sent for a binary column.
+	array func(data [][]any, j int) any
+	// key maps key values PostgreSQL holds equal to one Go value; nil
+	// where Go's equality is PostgreSQL's.
+	key sqlkit.KeyForm
+	// problem, when set, says why PostgreSQL cannot store text s in the
+	// column ("" when it can), checked after UTF-8; nil refuses NUL
+	// characters, as text does.
+	problem func(s string) string
+}
+
+// columnTypes is the table of column types; a new column type is one entry
+// here.
+var columnTypes = map[idsync.ColumnType]columnType{
+	idsync.TypeText: {decl: "text", binary: "text", array: ptrArray[string],
+		value: func(v any) (any, bool) { s, ok := v.(string); return s, ok }},
+	idsync.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64],
+		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
+	idsync.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: sqlkit.RealKey,
+		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
+	// Sent exactly: parsed from the decimal string, never through float64.
+	idsync.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: sqlkit.NumericKey,
+		value: numericValue},
+	idsync.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool],
+		value: func(v any) (any, bool) { b, ok := v.(bool); return b, ok }},
+	idsync.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: sqlkit.TimeKey,
+		value: timestampValue},
+	// Sent as text, parsed by jsonb.
+	idsync.TypeJSON: {decl: "jsonb", problem: jsonProblem,
+		value: func(v any) (any, bool) { return sqlkit.AsJSON(v) }},
+}
+
+// typeOf returns the entry of t in columnTypes; an unknown type (which
+// sqlkit.CheckTable rejects before any SQL is built) is stored as text.
+func typeOf(t idsync.ColumnType) columnType {
+	if ct, ok := columnTypes[t]; ok {
+		return ct
+	}
+	return columnTypes[idsync.TypeText]
+}
+
+// pgType maps a column type to its PostgreSQL type.
+func pgType(t idsync.ColumnType) string { return typeOf(t).decl }
+
+// keyForm is the sqlkit.KeyForm of a column type, for CanonicalKeys.
+func keyForm(t idsync.ColumnType) sqlkit.KeyForm { return typeOf(t).key }
+
+// binaryParam reports whether column c has, in the table, the type idemsync
+// gives its column type (so its values can be sent in binary form).
+func binaryParam(c *idsync.Column, types map[string]string) bool {
+	b := typeOf(c.Type).binary
+	return b != "" && types[c.Name] == b
+}
+
+// binaryArray is column j of data (pgValue results) as a typed array.
+func binaryArray(c *idsync.Column, data [][]any, j int) any {
+	return typeOf(c.Type).array(data, j)
+}
+
+// pgValue converts an engine value to what pgx encodes for the column (nil
+// is NULL). It fails with sqlkit.ValueError when v does not fit.
+func pgValue(c *idsync.Column, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if out, ok := typeOf(c.Type).value(v); ok {
+		return out, nil
+	}
+	return nil, sqlkit.ValueError(c, v)
+}
+
+// ptrArray is column j of data as []*T, nil where a value is not a T
+// (NULL).
+func ptrArray[T any](data [][]any, j int) any {
+	out := make([]*T, len(data))
+	for i, r := range data {
+		if v, ok := r[j].(T); ok {
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+// valueArray is column j of data as []T, the zero T (NULL for pgtype
+// values) where a value is not a T.
+func valueArray[T any](data [][]any, j int) any {
+	out := make([]T, len(data))
+	for i, r := range data {
+		if v, ok := r[j].(T); ok {
+			out[i] = v
+		}
+	}
+	return out
+}
+
+func numericValue(v any) (any, bool) {
+	if s, ok := v.(string); ok {
+		if d, ok := sqlkit.ParseDecimal(s); ok {
+			return pgtype.Numeric{Int: d.Int, Exp: d.Exp, Valid: true}, true
+		}
+	}
+	return nil, false
+}
+
+func timestampValue(v any) (any, bool) {
+	tm, ok := v.(time.Time)
+	if !ok {
+		return nil, false
+	}
+	return tm.UTC(), true
+}

@@ -1,0 +1,230 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+)
+
+// Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
+// page is sent as one array parameter per column and merged with one
+// INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE … WHERE the stored hash
+// differs (and, with t.Version set, the stored version is NULL or not newer),
+// RETURNING (xmax = 0) to tell inserts from updates. Keys PostgreSQL deems
+// equal ("1.0" and "1" in a numeric key) count as duplicates, so a page
+// never fails with "cannot affect row a second time". Rows not inserted or
+// updated count as Unchanged, except those the table does not hold as
+// written after the statement (a trigger returned NULL): those count as
+// Dropped.
+//
+// On error nothing is committed. Errors are *idsync.Error: ExitTransient for
+// lost connections, serialization failures, deadlocks and server shutdown;
+// ExitPermanent for every other database error (with its SQLSTATE) and for a
+// value that does not fit its column. A cancelled ctx is returned wrapped.
+func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (idsync.Counts, error) {
+	var n idsync.Counts
+	if len(rows) == 0 {
+		return n, nil
+	}
+	op := "upsert into " + t.String()
+	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
+	data := make([][]any, len(kept))
+	for i, r := range kept {
+		if len(r.Values) != len(t.Columns) {
+			return n, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+		}
+		vals := make([]any, len(t.Columns)+1)
+		for j := range t.Columns {
+			v, err := pgValue(&t.Columns[j], r.Values[j])
+			if err != nil {
+				return n, fmt.Errorf("%s: %w", op, err)
+			}
+			vals[j] = v
+		}
+		vals[len(t.Columns)] = r.Hash
+		data[i] = vals
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return n, err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return n, p.dbError(op, err)
+	}
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	types, err := p.columnTypes(ctx, tx, t)
+	if err != nil {
+		return n, p.dbError(op, err)
+	}
+	// One array parameter per column, unnested by the server: the page is
+	// written once, with no temporary table. Columns of the type idemsync
+	// creates travel in binary; others as text cast to the column's type.
+	args := make([]any, 0, len(t.Columns)+2)
+	for j := range t.Columns {
+		c := &t.Columns[j]
+		if binaryParam(c, types) {
+			args = append(args, binaryArray(c, data, j))
+			continue
+		}
+		col := make([]*string, len(data))
+		for i := range data {
+			if col[i], err = pgText(c, kept[i].Values[j]); err != nil {
+				return n, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		args = append(args, col)
+	}
+	hashes := make([]string, len(data))
+	for i := range data {
+		hashes[i] = data[i][len(t.Columns)].(string)
+	}
+	args = append(args, hashes, time.Now().UTC())
+	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
+	if err != nil {
+		return n, p.dbError(op, err)
+	}
+	for res.Next() {
+		var inserted bool
+		if err := res.Scan(&inserted); err != nil {
+			res.Close()
+			return idsync.Counts{}, p.dbError(op, err)
+		}
+		if inserted {
+			n.Inserted++
+		} else {
+			n.Updated++
+		}
+	}
+	if err := res.Err(); err != nil {
+		return idsync.Counts{}, p.dbError(op, err)
+	}
+	// Rows neither inserted nor updated are unchanged, unless the
+	// database kept them out (a trigger): count those apart.
+	if n.Inserted+n.Updated < int64(len(kept)) {
+		if n.Dropped, err = p.dropped(ctx, tx, t, types, args); err != nil {
+			return idsync.Counts{}, p.dbError(op, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return idsync.Counts{}, p.dbError(op, err)
+	}
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	return n, nil
+}
+
+// pgMergeSQL returns the INSERT … ON CONFLICT statement writing a page into
+// t: $1…$n are text arrays, one per column, $n+1 the hashes and $n+2 the
+// synced-at time; types gives each column's type in the table.
+func pgMergeSQL(t *idsync.Table, types map[string]string) string {
+	const target = `"_t"`
+	var cols, sels, params, names, sets []string
+	for i, c := range t.Columns {
+		q := sqlkit.QuoteIdent(c.Name)
+		cols = append(cols, q)
+		typ := types[c.Name]
+		if typ == "" {
+			typ = pgType(c.Type)
+		}
+		u := fmt.Sprintf("c%d", i)
+		names = append(names, u)
+		if binaryParam(&c, types) {
+			params = append(params, fmt.Sprintf("$%d::%s[]", i+1, typ))
+			sels = append(sels, "u."+u)
+		} else {
+			params = append(params, fmt.Sprintf("$%d::text[]", i+1))
+			sels = append(sels, fmt.Sprintf("u.%s::%s", u, typ))
+		}
+		if !sqlkit.IsKey(t, c.Name) {
+			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", q))
+		}
+	}
+	n := len(t.Columns)
+	params = append(params, fmt.Sprintf("$%d::text[]", n+1))
+	names = append(names, "h")
+	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
+	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
+	where := fmt.Sprintf("%s.%s IS DISTINCT FROM EXCLUDED.%[2]s", target, hash)
+	if t.Version != "" {
+		v := sqlkit.QuoteIdent(t.Version)
+		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)
+	}
+	return fmt.Sprintf(`INSERT INTO %s AS %s (%s, %s, %s)
+SELECT %s, u.h, $%d::timestamptz FROM unnest(%s) AS u(%s)
+ON CONFLICT (%s) DO UPDATE SET %s
+WHERE %s
+RETURNING (%s.xmax = 0)`,
+		sqlkit.QuoteTable(t), target, strings.Join(cols, ", "), hash, synced,
+		strings.Join(sels, ", "), n+2, strings.Join(params, ", "), strings.Join(names, ", "),
+		sqlkit.QuoteList(t.Key), strings.Join(sets, ", "),
+		where,
+		target)
+}
+
+// columnTypes returns the type of each column of t as the server names it
+// (format_type), cached until the next Prepare.
+func (p *Sink) columnTypes(ctx context.Context, tx pgx.Tx, t *idsync.Table) (map[string]string, error) {
+	key := sqlkit.QuoteTable(t)
+	if m, ok := p.types[key]; ok {
+		return m, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, key)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		m[name] = typ
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if p.types == nil {
+		p.types = map[string]map[string]string{}
+	}
+	p.types[key] = m
+	return m, nil
+}
+
+// pgText is a value in PostgreSQL's text input form for its column (nil is
+// NULL): exact decimals as written, floats in their shortest exact form,
+// timestamps in RFC 3339 at microsecond precision.
+func pgText(c *idsync.Column, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		s = strconv.FormatBool(x)
+	case time.Time:
+		s = x.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	default:
+		return nil, sqlkit.ValueError(c, v)
+	}
+	return &s, nil
+}

@@ -1,0 +1,65 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/idemsync/idemsync/sink/sinktest"
+	"github.com/idemsync/idemsync/sink/sqlite"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// BenchmarkSQLiteUpsert upserts 100,000 records in pages of 1,000 into an
+// SQLite file and reports records/s for a first load and an unchanged
+// re-sync.
+func BenchmarkSQLiteUpsert(b *testing.B) {
+	const total, pageSize = 100_000, 1_000
+	ctx := context.Background()
+	pages := sinktest.BenchPages(total, pageSize)
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	load := func(b *testing.B, tbl *idsync.Table) idsync.Counts {
+		var sum idsync.Counts
+		for _, page := range pages {
+			n, err := s.Upsert(ctx, tbl, page)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum.Add(n)
+		}
+		return sum
+	}
+	b.Run("first_load", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			tbl := sinktest.BenchTable("", fmt.Sprintf("first_%d_%s", i, sinktest.RandomHex(3)))
+			if err := s.Prepare(ctx, tbl); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if n := load(b, tbl); n.Inserted != total {
+				b.Fatalf("inserted %d, want %d", n.Inserted, total)
+			}
+		}
+		b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		tbl := sinktest.BenchTable("", "unchanged")
+		if err := s.Prepare(ctx, tbl); err != nil {
+			b.Fatal(err)
+		}
+		load(b, tbl)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if n := load(b, tbl); n.Unchanged != total {
+				b.Fatalf("unchanged %d, want %d", n.Unchanged, total)
+			}
+		}
+		b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+}

@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// sqliteSameSQL returns the query that finds, among n rows bound as
+// (position, hash, key…), those whose key names a stored row with the same
+// hash: the database compares the keys, with the key columns' affinity.
+func sqliteSameSQL(t *idsync.Table, n int) string {
+	names := []string{"p", "h"}
+	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
+	for i, k := range t.Key {
+		names = append(names, fmt.Sprintf("k%d", i))
+		on = append(on, fmt.Sprintf("%s.%s = v.k%d", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(k), i))
+	}
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	return fmt.Sprintf("WITH v(%s) AS (VALUES %s) SELECT v.p FROM v JOIN %s ON %s",
+		strings.Join(names, ", "), strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "),
+		sqlkit.QuoteIdent(t.Name), strings.Join(on, " AND "))
+}
+
+// unchangedRows returns the indexes among kept of the rows whose stored row
+// (same key, as the database compares keys) has the same hash.
+func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsync.Row, all [][]any, kept []int) (map[int]bool, error) {
+	same := map[int]bool{}
+	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)))
+	for start := 0; start < len(kept); start += st.sameBatch {
+		batch := kept[start:min(start+st.sameBatch, len(kept))]
+		args = args[:0]
+		for _, ri := range batch {
+			args = append(args, int64(ri), rows[ri].Hash)
+			for _, i := range st.keyIdx {
+				args = append(args, all[ri][i])
+			}
+		}
+		var res *sql.Rows
+		var err error
+		if p, ok := st.same[len(batch)]; ok {
+			res, err = tx.StmtContext(ctx, p).QueryContext(ctx, args...)
+		} else {
+			res, err = tx.QueryContext(ctx, st.sameSQL(len(batch)), args...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for res.Next() {
+			var ri int64
+			if err := res.Scan(&ri); err != nil {
+				res.Close()
+				return nil, err
+			}
+			same[int(ri)] = true
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return same, nil
+}
+
+// droppedRows returns how many of the kept rows have no stored row with
+// their key after the writes: rows a trigger dropped (RAISE(IGNORE)). A
+// table without triggers drops nothing, and is not asked.
+func droppedRows(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, all [][]any, kept []int) (int, error) {
+	var triggers int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE`,
+		t.Name).Scan(&triggers); err != nil || triggers == 0 {
+		return 0, err
+	}
+	keyCols := sqlkit.QuoteList(t.Key)
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Key)), ", ") + ")"
+	present := 0
+	for start := 0; start < len(kept); start += countBatch {
+		batch := kept[start:min(start+countBatch, len(kept))]
+		args := make([]any, 0, len(batch)*len(t.Key))
+		for _, ri := range batch {
+			for _, i := range st.keyIdx {
+				args = append(args, all[ri][i])
+			}
+		}
+		q := fmt.Sprintf("SELECT count(*) FROM %s WHERE (%s) IN (VALUES %s)", sqlkit.QuoteIdent(t.Name), keyCols,
+			strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", "))
+		var c int
+		if err := tx.QueryRowContext(ctx, q, args...).Scan(&c); err != nil {
+			return 0, err
+		}
+		present += c
+	}
+	return len(kept) - present, nil
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// columnType is how SQLite stores one idemsync column type: the one place
+// a column type is described for this database (see Sink for the mapping).
+type columnType struct {
+	// decl is the declared type in CREATE TABLE and ADD COLUMN; it sets
+	// the column's affinity.
+	decl string
+	// value converts an engine value to the stored one; false when v has
+	// a Go type the column cannot take.
+	value func(v any) (any, bool)
+	// order compares an engine value with a stored one, for the version
+	// guard.
+	order sqlkit.Compare
+	// keyText, when set, is the one text form of a key value: what a
+	// key column that keeps text is bound with, and what stored keys an
+	// earlier version wrote differently are rewritten to. False leaves
+	// text it cannot parse as it is.
+	keyText func(s string) (string, bool)
+	// earlier, when set, is a cheap SQL condition (fmt verb %[1]s: the
+	// quoted column) true of stored key values that may be in a form an
+	// earlier version wrote and keyText rewrites.
+	earlier string
+}
+
+// columnTypes is the table of column types; a new column type is one entry
+// here.
+var columnTypes = map[idsync.ColumnType]columnType{
+	idsync.TypeText: {decl: "TEXT", value: textValue, order: sqlkit.CompareTexts},
+	idsync.TypeInteger: {decl: "INTEGER", order: sqlkit.CompareNumbers,
+		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
+	idsync.TypeReal: {decl: "REAL", order: sqlkit.CompareNumbers,
+		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
+	// Exact decimal text: NUMERIC affinity would turn it into a REAL or
+	// INTEGER and lose digits.
+	idsync.TypeNumeric: {decl: "TEXT", value: numericValue, order: sqlkit.CompareNumbers, keyText: numericKeyText,
+		earlier: "typeof(%[1]s) = 'text' AND (%[1]s GLOB '*[^0-9.-]*' OR %[1]s GLOB '?*-*' OR %[1]s GLOB '*.*.*'" +
+			" OR %[1]s GLOB '*.*0' OR %[1]s GLOB '*.' OR %[1]s GLOB '0[0-9]*' OR %[1]s GLOB '-0[0-9]*'" +
+			" OR %[1]s GLOB '.*' OR %[1]s GLOB '-.*' OR %[1]s = '-0')"},
+	idsync.TypeBoolean: {decl: "INTEGER", value: booleanValue, order: sqlkit.CompareNumbers},
+	// Earlier versions wrote as few fractional digits as needed.
+	idsync.TypeTimestamp: {decl: "TEXT", value: timestampValue, order: sqlkit.CompareTimes, keyText: timestampKeyText,
+		earlier: "typeof(%[1]s) = 'text' AND length(%[1]s) <> 30"},
+	idsync.TypeJSON: {decl: "TEXT", order: sqlkit.CompareTexts,
+		value: func(v any) (any, bool) { return sqlkit.CompactJSON(v) }},
+}
+
+// typeOf returns the entry of t in columnTypes; an unknown type (which
+// sqlkit.CheckTable rejects before any SQL is built) is stored as text.
+func typeOf(t idsync.ColumnType) columnType {
+	if ct, ok := columnTypes[t]; ok {
+		return ct
+	}
+	return columnTypes[idsync.TypeText]
+}
+
+// sqliteType maps a column type to its declared SQLite type.
+func sqliteType(t idsync.ColumnType) string { return typeOf(t).decl }
+
+// sqliteValue converts an engine value to what the SQLite column stores
+// (nil is NULL). It fails with sqlkit.ValueError when v does not fit.
+func sqliteValue(c *idsync.Column, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if out, ok := typeOf(c.Type).value(v); ok {
+		return out, nil
+	}
+	return nil, sqlkit.ValueError(c, v)
+}
+
+// earlierKeyForms returns, for a key column of type typ, a condition true
+// of the stored values that may be in an earlier form and need
+// sqliteKeyFormFunc (the type's earlier entry with col filled in), or ""
+// when the type has none. The condition is cheap (no function call) so
+// that a table already in the current form is checked quickly.
+func earlierKeyForms(typ idsync.ColumnType, col string) string {
+	if e := typeOf(typ).earlier; e != "" {
+		return fmt.Sprintf(e, col)
+	}
+	return ""
+}
+
+func textValue(v any) (any, bool) {
+	s, ok := v.(string)
+	return s, ok
+}
+
+func numericValue(v any) (any, bool) {
+	if s, ok := v.(string); ok {
+		if _, ok := sqlkit.ParseDecimal(s); ok {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+func booleanValue(v any) (any, bool) {
+	b, ok := v.(bool)
+	if !ok {
+		return nil, false
+	}
+	if b {
+		return int64(1), true
+	}
+	return int64(0), true
+}
+
+func timestampValue(v any) (any, bool) {
+	tm, ok := v.(time.Time)
+	if !ok {
+		return nil, false
+	}
+	return formatTime(tm), true
+}
+
+// numericKeyText is canonical decimal text ("1.00" and "1e0" are "1").
+func numericKeyText(s string) (string, bool) {
+	d, ok := sqlkit.ParseDecimal(s)
+	if !ok {
+		return "", false
+	}
+	return canonicalDecimal(d), true
+}
+
+// timestampKeyText is the stored timestamp form (nine fractional digits).
+func timestampKeyText(s string) (string, bool) {
+	ts, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return "", false
+	}
+	return formatTime(ts), true
+}
+
+// sqliteTimeLayout is the one form the SQLite sink stores timestamps in:
+// UTC, RFC 3339 with always nine fractional digits, so that text order is
+// time order.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// formatTime renders a timestamp the way the SQLite sink stores it
+// (sqliteTimeLayout), e.g. 2024-05-01T12:00:00.500000000Z.
+func formatTime(t time.Time) string {
+	return t.UTC().Format(sqliteTimeLayout)
+}

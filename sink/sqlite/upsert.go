@@ -1,0 +1,373 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	sqlitedrv "modernc.org/sqlite"
+)
+
+// sqliteVersionFunc is the SQL function the version guard calls:
+// idemsync_version_ge(type, column, next, stored) is 1 when next >= stored
+// in the column type (sqlkit.VersionNewer's comparison: numerics by value,
+// timestamps by instant whatever their stored form), 0 otherwise.
+const sqliteVersionFunc = "idemsync_version_ge"
+
+func init() {
+	sqlitedrv.MustRegisterDeterministicScalarFunction(sqliteVersionFunc, 4,
+		func(_ *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
+			typ, _ := args[0].(string)
+			name, _ := args[1].(string)
+			ok, err := sqlkit.VersionNewer(&idsync.Column{Name: name}, typeOf(idsync.ColumnType(typ)).order, args[2], args[3])
+			if err != nil || !ok {
+				return int64(0), err
+			}
+			return int64(1), nil
+		})
+}
+
+// insertBatch is how many rows one statement writes, at most.
+const insertBatch = 50
+
+// countBatch is how many keys one presence count asks for.
+const countBatch = 400
+
+// sameBatch is how many rows one unchanged-rows query asks about, at most.
+const sameBatch = 1000
+
+// sameCached is how many sizes of the unchanged-rows query are kept
+// prepared: the full batch and the usual remainders (a last page).
+const sameCached = 8
+
+// sqliteStmts are the prepared statements of one table and column set (for
+// full batches; smaller ones run unprepared) and the affinity of each key
+// column.
+type sqliteStmts struct {
+	batch          int                 // rows per full insert or upsert
+	insert, upsert *sql.Stmt           // st.batch rows; see sqliteUpsertSQL
+	same           map[int]*sql.Stmt   // by rows asked about; see sqliteSameSQL
+	sameBatch      int                 // rows per full unchanged-rows query
+	keyAff         []string            // affinity of each key column, as t.Key
+	keyIdx         []int               // index in t.Columns of each key column
+	sql            func(int) [2]string // insert and upsert statements for n rows
+	sameSQL        func(int) string    // unchanged-rows query for n rows
+}
+
+func (s *Sink) dropStatements() {
+	for k, st := range s.stmts {
+		st.close()
+		delete(s.stmts, k)
+	}
+}
+
+func (st *sqliteStmts) close() {
+	for _, p := range []*sql.Stmt{st.insert, st.upsert} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	for _, p := range st.same {
+		p.Close()
+	}
+}
+
+// statements returns the statements of t's current column set, preparing
+// them on first use. They are reused across pages until the next Prepare
+// (which may add columns) drops them.
+func (s *Sink) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "%q %q %q", t.Name, t.Key, t.Version)
+	for _, c := range t.Columns {
+		fmt.Fprintf(&sig, " %q", c.Name)
+	}
+	if st, ok := s.stmts[sig.String()]; ok {
+		return st, nil
+	}
+	st, err := s.newStatements(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	q := st.sql(st.batch)
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&st.insert, q[0]}, {&st.upsert, q[1]}} {
+		if *p.stmt, err = s.db.PrepareContext(ctx, p.sql); err != nil {
+			st.close()
+			return nil, err
+		}
+	}
+	s.stmts[sig.String()] = st
+	return st, nil
+}
+
+// prepareSame prepares the unchanged-rows queries a page of n kept rows
+// needs, unless sameCached sizes already are (then the odd size runs
+// unprepared).
+func (s *Sink) prepareSame(ctx context.Context, st *sqliteStmts, n int) error {
+	for _, size := range []int{min(n, st.sameBatch), n % st.sameBatch} {
+		if _, ok := st.same[size]; ok || size == 0 || len(st.same) >= sameCached {
+			continue
+		}
+		p, err := s.db.PrepareContext(ctx, st.sameSQL(size))
+		if err != nil {
+			return err
+		}
+		st.same[size] = p
+	}
+	return nil
+}
+
+// newStatements reads the key columns' declared types and builds the SQL
+// of t's statements:
+//
+//	insert: INSERT … VALUES … ON CONFLICT (key) DO NOTHING
+//	upsert: INSERT … VALUES … ON CONFLICT (key) DO UPDATE SET …
+//	        WHERE the stored hash differs [and the version guard allows]
+//
+// Both let the database decide which stored row a key names.
+func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
+	decl := map[string]string{}
+	rows, err := s.db.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?)`, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		decl[sqlkit.ASCIILower(name)] = typ
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	st := &sqliteStmts{
+		batch:     max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
+		sameBatch: max(1, min(sameBatch, 32000/(len(t.Key)+2))),
+		same:      map[int]*sql.Stmt{},
+	}
+	for _, k := range t.Key {
+		for i, c := range t.Columns {
+			if c.Name != k {
+				continue
+			}
+			d, ok := decl[sqlkit.ASCIILower(k)]
+			if !ok {
+				d = sqliteType(c.Type)
+			}
+			st.keyIdx, st.keyAff = append(st.keyIdx, i), append(st.keyAff, affinity(d))
+		}
+	}
+	if len(st.keyIdx) != len(t.Key) {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "table %s: a key column is not among the mapped columns", t)
+	}
+	st.sql = func(n int) [2]string { return sqliteUpsertSQL(t, n) }
+	st.sameSQL = func(n int) string { return sqliteSameSQL(t, n) }
+	return st, nil
+}
+
+// sqliteUpsertSQL returns the insert and upsert statements writing n rows
+// into t (see newStatements).
+func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
+	const target = `"_t"`
+	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
+	var cols, sets []string
+	for _, c := range t.Columns {
+		q := sqlkit.QuoteIdent(c.Name)
+		cols = append(cols, q)
+		if !sqlkit.IsKey(t, c.Name) {
+			sets = append(sets, q+" = excluded."+q)
+		}
+	}
+	sets = append(sets, hash+" = excluded."+hash, synced+" = excluded."+synced)
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+2), ", ") + ")"
+	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
+		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
+		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
+	where := fmt.Sprintf("%s.%s IS NOT excluded.%[2]s", target, hash)
+	if t.Version != "" {
+		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
+		where += fmt.Sprintf(" AND (%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",
+			target, v, sqliteVersionFunc, quoteLiteral(string(c.Type)), quoteLiteral(c.Name))
+	}
+	return [2]string{head + "NOTHING", head + "UPDATE SET " + strings.Join(sets, ", ") + " WHERE " + where}
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// Upsert writes rows in one transaction (see idsync.Sink). Key values are
+// first brought to the form their column stores (sqliteKeyValue), and among
+// rows with equal keys the last is kept, the others counting as Unchanged.
+// Then the database decides: a query joining the page to the table by key
+// and hash finds the unchanged rows; of the others, st.batch rows per
+// statement, an INSERT … ON CONFLICT DO NOTHING inserts the new keys (its
+// change count is Inserted) and, for rows it did not insert, an INSERT … ON
+// CONFLICT DO UPDATE … WHERE the hash differs (and the version guard
+// allows) updates the changed ones (its change count is Updated). Rows
+// neither inserted nor updated are Unchanged, except rows a trigger dropped
+// (their key is absent afterwards): those count as Dropped.
+//
+// On error nothing is committed; the error is an *idsync.Error
+// (ExitTransient when the file is locked by another process past
+// BusyTimeout, ExitPermanent otherwise), or wraps ctx's error.
+func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (idsync.Counts, error) {
+	var n idsync.Counts
+	if len(rows) == 0 {
+		return n, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op := "upsert into " + t.String()
+	st, err := s.statements(ctx, t)
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
+	all, err := sqliteRows(t, st, rows)
+	if err != nil {
+		return n, fmt.Errorf("%s: %w", op, err)
+	}
+	kept := lastOfEachKey(st, all)
+	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
+		return n, s.wrap(op, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
+	defer tx.Rollback()
+	same, err := unchangedRows(ctx, tx, st, rows, all, kept)
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
+	write := kept[:0:0]
+	for _, ri := range kept {
+		if !same[ri] {
+			write = append(write, ri)
+		}
+	}
+	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	if err := tx.Commit(); err != nil {
+		return idsync.Counts{}, s.wrap(op, err)
+	}
+	return n, nil
+}
+
+// write inserts or updates the rows at the indexes in write, st.batch at a
+// time (see Upsert), and returns Inserted, Updated and Dropped.
+func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, rows []idsync.Row, all [][]any, write []int) (idsync.Counts, error) {
+	var n idsync.Counts
+	now := formatTime(time.Now())
+	perRow := len(t.Columns) + 2
+	args := make([]any, 0, st.batch*perRow)
+	for start := 0; start < len(write); start += st.batch {
+		chunk := write[start:min(start+st.batch, len(write))]
+		args = args[:0]
+		for _, i := range chunk {
+			args = append(append(args, all[i]...), rows[i].Hash, now)
+		}
+		insert, upsert := st.insert, st.upsert
+		var q [2]string
+		if len(chunk) != st.batch {
+			insert, upsert, q = nil, nil, st.sql(len(chunk))
+		}
+		ins, err := execCount(ctx, tx, insert, q[0], args)
+		if err != nil {
+			return n, err
+		}
+		n.Inserted += ins
+		if ins == int64(len(chunk)) {
+			continue
+		}
+		upd, err := execCount(ctx, tx, upsert, q[1], args)
+		if err != nil {
+			return n, err
+		}
+		n.Updated += upd
+	}
+	if n.Inserted+n.Updated < int64(len(write)) {
+		dropped, err := droppedRows(ctx, tx, t, st, all, write)
+		if err != nil {
+			return n, err
+		}
+		n.Dropped = int64(dropped)
+	}
+	return n, nil
+}
+
+// execCount runs a statement in tx, prepared (stmt) or not (query), and
+// returns how many rows it changed.
+func execCount(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string, args []any) (int64, error) {
+	var res sql.Result
+	var err error
+	if stmt != nil {
+		res, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	} else {
+		res, err = tx.ExecContext(ctx, query, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// sqliteRows converts every row to the values SQLite stores, key columns in
+// their stored form (sqliteKeyValue).
+func sqliteRows(t *idsync.Table, st *sqliteStmts, rows []idsync.Row) ([][]any, error) {
+	all := make([][]any, len(rows))
+	for ri, r := range rows {
+		if len(r.Values) != len(t.Columns) {
+			return nil, idsync.Errorf(idsync.ExitPermanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
+		}
+		vals := make([]any, len(t.Columns))
+		for i := range t.Columns {
+			v, err := sqliteValue(&t.Columns[i], r.Values[i])
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		for k, i := range st.keyIdx {
+			vals[i] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], vals[i])
+		}
+		all[ri] = vals
+	}
+	return all, nil
+}
+
+// lastOfEachKey returns the indexes of the rows to write: the last row of
+// each key (keyIdentity), in the order of those last rows.
+func lastOfEachKey(st *sqliteStmts, all [][]any) []int {
+	var b strings.Builder
+	key := make([]any, len(st.keyIdx))
+	ids := make([]string, len(all))
+	last := make(map[string]int, len(all))
+	for ri, vals := range all {
+		for k, i := range st.keyIdx {
+			key[k] = vals[i]
+		}
+		ids[ri] = keyIdentity(&b, key)
+		last[ids[ri]] = ri
+	}
+	kept := make([]int, 0, len(last))
+	for ri := range all {
+		if last[ids[ri]] == ri {
+			kept = append(kept, ri)
+		}
+	}
+	return kept
+}
