@@ -49,18 +49,22 @@ func AsFloat64(v any) (float64, bool) {
 // AsJSON accepts JSON text as a string, []byte or json.RawMessage and returns
 // it as a string after checking it is valid JSON.
 func AsJSON(v any) (string, bool) {
-	var s string
+	s, ok := jsonText(v)
+	return s, ok && json.Valid([]byte(s))
+}
+
+// jsonText returns v as text when it is a string, []byte or
+// json.RawMessage, unchecked.
+func jsonText(v any) (string, bool) {
 	switch x := v.(type) {
 	case string:
-		s = x
+		return x, true
 	case []byte:
-		s = string(x)
+		return string(x), true
 	case json.RawMessage:
-		s = string(x)
-	default:
-		return "", false
+		return string(x), true
 	}
-	return s, json.Valid([]byte(s))
+	return "", false
 }
 
 // Decimal is an exact decimal number: Int × 10^Exp.
@@ -139,15 +143,8 @@ func Exp10(e int32) *big.Int {
 // CompactJSON accepts JSON text as AsJSON does and returns it without
 // insignificant whitespace, checking it is valid JSON on the way.
 func CompactJSON(v any) (string, bool) {
-	var s string
-	switch x := v.(type) {
-	case string:
-		s = x
-	case []byte:
-		s = string(x)
-	case json.RawMessage:
-		s = string(x)
-	default:
+	s, ok := jsonText(v)
+	if !ok {
 		return "", false
 	}
 	b := bytes.NewBuffer(make([]byte, 0, len(s)))
