@@ -14,7 +14,7 @@ import (
 // TerminateProcess on Windows: no deferred code runs) the N-th time (default
 // 1) it reaches STEP, one of request (an HTTP attempt is about to be sent),
 // fetched, target-committed, checkpoint-committed. Unset, it costs nothing.
-func installFailpoint(e *idsync.Engine) {
+func installFailpoint(e *idsync.Engine, f *idsync.Fetcher) {
 	spec := os.Getenv("IDEMSYNC_TEST_FAILPOINT")
 	if spec == "" {
 		return
@@ -41,5 +41,5 @@ func installFailpoint(e *idsync.Engine) {
 		}
 	}
 	e.Failpoint = hit
-	e.Fetcher.BeforeRequest = func() { hit("request") }
+	f.BeforeRequest = func() { hit("request") }
 }

@@ -108,7 +108,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)
 	}
 	eng := &idsync.Engine{
-		Job: job, Store: store, Fetcher: fetcher, Logger: log,
+		Job: job, Store: store, Source: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
 			return sink.OpenTarget(ctx, &job.Target, log)
 		},
@@ -133,7 +133,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		}
 	}
 	eng.OnPage = metrics.onPage(eng.OnPage)
-	installFailpoint(eng)
+	installFailpoint(eng, fetcher)
 	res, err := eng.Run(ctx, opts)
 	metrics.finish(ctx, err)
 	if bar != nil {

@@ -26,14 +26,14 @@ func epPager(t *testing.T, records, pagination string) (*pager, *bytes.Buffer) {
 	}
 	var logs bytes.Buffer
 	f := NewFetcher(job, slog.New(slog.NewTextHandler(&logs, nil)))
-	return &pager{job: job, f: f}, &logs
+	return &pager{job: job, src: f, log: f.logger}, &logs
 }
 
 // epResp is a 200 response with body and header pairs, its records read as
 // Fetch reads them.
 func epResp(t *testing.T, p *pager, body string, header ...string) (*Response, string) {
 	t.Helper()
-	recs, err := p.f.records([]byte(body))
+	recs, err := p.src.(*Fetcher).records([]byte(body))
 	if err != nil {
 		t.Fatalf("records of %s: %v", body, err)
 	}
@@ -50,7 +50,7 @@ func epResp(t *testing.T, p *pager, body string, header ...string) (*Response, s
 		}
 	}
 	return &Response{URL: "http://api.test/x", Status: 200, Header: h, Body: []byte(body), Records: recs,
-		Raw: p.f.rawCount([]byte(body), recs)}, max
+		Raw: p.src.(*Fetcher).rawCount([]byte(body), recs)}, max
 }
 
 // epRecs is n records with ids (and marks u) from..from+n-1; active every
@@ -406,8 +406,8 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 				}
 				var logs bytes.Buffer
 				log := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
-				e := &Engine{Job: job, Fetcher: NewFetcher(job, log), Logger: log}
-				start := (&pager{job: job, f: e.Fetcher}).start("")
+				e := &Engine{Job: job, Source: NewFetcher(job, log), Logger: log}
+				start := (&pager{job: job, src: e.Source, log: log}).start("")
 				next := 1
 				ends := 0
 				for fp := range e.pipeline(context.Background(), start, "", nil, 0) {

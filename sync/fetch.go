@@ -23,26 +23,14 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Response is one fetched page: its body, validated as JSON, and its records.
-type Response struct {
-	URL     string // request URL (not redacted; redact before printing)
-	Status  int
-	Header  http.Header
-	Body    []byte
-	Records []gjson.Result // the records array's elements
-	// Raw is how many elements the array the API returned holds, before
-	// any GJSON filter, modifier or flatten in source.records: what the
-	// short-page rule counts (see rawCount).
-	Raw      int
-	Attempts int
-}
-
 // RetryEvent describes a retry about to wait; the progress bar shows it.
 type RetryEvent struct {
 	Attempt int
 	Wait    time.Duration
 	Reason  string
 }
+
+var _ PageSource = (*Fetcher)(nil)
 
 // Fetcher requests pages with the job's source and retry settings: classified
 // retries with capped exponential backoff and jitter, Retry-After honoured,
