@@ -1,4 +1,4 @@
-package sync
+package httpsource
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // hit is one request as the test server saw it.
@@ -98,7 +100,7 @@ source:
 // and the buffer its debug-level logger writes to.
 func newTestFetcher(t *testing.T, spec string, envVars map[string]string) (*Fetcher, *bytes.Buffer) {
 	t.Helper()
-	job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(envVars))
+	job, err := idsync.Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(envVars))
 	if err != nil {
 		t.Fatalf("load spec: %v\n%s", err, spec)
 	}
@@ -119,15 +121,15 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func fetchErr(t *testing.T, f *Fetcher, url string) *Error {
+func fetchErr(t *testing.T, f *Fetcher, url string) *idsync.Error {
 	t.Helper()
 	resp, err := f.Fetch(context.Background(), url)
 	if err == nil {
 		t.Fatalf("fetch succeeded with %d records, want an error", len(resp.Records))
 	}
-	var e *Error
+	var e *idsync.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %T %v is not an *Error", err, err)
+		t.Fatalf("error %T %v is not an *idsync.Error", err, err)
 	}
 	return e
 }
@@ -210,8 +212,8 @@ func TestFetchStopsAtAttempts(t *testing.T) {
 			if got := len(srv.requests()); got != attempts {
 				t.Errorf("%d requests, want exactly %d", got, attempts)
 			}
-			if e.Code != ExitTransient {
-				t.Errorf("exit code %d, want %d", e.Code, ExitTransient)
+			if e.Code != idsync.ExitTransient {
+				t.Errorf("exit code %d, want %d", e.Code, idsync.ExitTransient)
 			}
 			for _, want := range []string{"HTTP 503", fmt.Sprintf("after %d attempt(s)", attempts), `{"error":"down"}`} {
 				if !strings.Contains(e.Error(), want) {
@@ -239,16 +241,16 @@ func TestFetchPermanentStatusFailsAtOnce(t *testing.T) {
 			if got := len(srv.requests()); got != 1 {
 				t.Errorf("%d requests, want 1 (no retry)", got)
 			}
-			if e.Code != ExitPermanent {
-				t.Errorf("exit code %d, want %d", e.Code, ExitPermanent)
+			if e.Code != idsync.ExitPermanent {
+				t.Errorf("exit code %d, want %d", e.Code, idsync.ExitPermanent)
 			}
 			for _, want := range []string{fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), "nope"} {
 				if !strings.Contains(e.Error(), want) {
 					t.Errorf("error %q does not say %q", e.Error(), want)
 				}
 			}
-			if !strings.Contains(Hint(e), "not retried") {
-				t.Errorf("hint %q does not say the status was not retried", Hint(e))
+			if !strings.Contains(idsync.Hint(e), "not retried") {
+				t.Errorf("hint %q does not say the status was not retried", idsync.Hint(e))
 			}
 		})
 	}
@@ -338,8 +340,8 @@ func TestFetchRetriesTransientFailures(t *testing.T) {
 			always := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.fault(w, r) })
 			f, _ = newTestFetcher(t, fetchSpec(always.URL, source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
 			e := fetchErr(t, f, always.URL)
-			if e.Code != ExitTransient {
-				t.Errorf("exit code %d, want %d: %v", e.Code, ExitTransient, e)
+			if e.Code != idsync.ExitTransient {
+				t.Errorf("exit code %d, want %d: %v", e.Code, idsync.ExitTransient, e)
 			}
 			if n := len(always.requests()); n != 2 {
 				t.Errorf("%d requests, want 2", n)
@@ -380,8 +382,8 @@ func TestFetchErrorPath(t *testing.T) {
 		switch {
 		case tt.failed && err == nil:
 			t.Errorf("%s in %s: accepted as a page", tt.path, tt.body)
-		case tt.failed && (ExitCode(err) != ExitTransient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
-			t.Errorf("%s in %s: %v (exit %d), want exit 3 naming the path", tt.path, tt.body, err, ExitCode(err))
+		case tt.failed && (idsync.ExitCode(err) != idsync.ExitTransient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
+			t.Errorf("%s in %s: %v (exit %d), want exit 3 naming the path", tt.path, tt.body, err, idsync.ExitCode(err))
 		case tt.failed && len(srv.requests()) != 2:
 			t.Errorf("%s in %s: %d requests, want 2 (retried)", tt.path, tt.body, len(srv.requests()))
 		case !tt.failed && err != nil:
@@ -394,7 +396,7 @@ func TestFetchErrorPath(t *testing.T) {
 		writeJSON(w, 200, `{"error":{"message":"internal"}}`)
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-	if e := fetchErr(t, f, srv.URL); e.Code != ExitPermanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
+	if e := fetchErr(t, f, srv.URL); e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
 		t.Errorf("error payload without error_path: %v (exit %d)", e, e.Code)
 	}
 }
@@ -407,7 +409,7 @@ func TestFetchBodyLimit(t *testing.T) {
 	srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, body) })
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
+	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
 		t.Errorf("over max_body: %v (exit %d)", e, e.Code)
 	}
 	if n := len(srv.requests()); n != 1 {
@@ -434,7 +436,7 @@ func TestFetchDeeplyNestedJSON(t *testing.T) {
 		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
 		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 		e := fetchErr(t, f, srv.URL)
-		if e.Code != ExitPermanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
+		if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
 			t.Errorf("%d levels: %v (exit %d)", n, e, e.Code)
 		}
 		if got := len(srv.requests()); got != 1 {
@@ -442,7 +444,7 @@ func TestFetchDeeplyNestedJSON(t *testing.T) {
 		}
 		// The same body as an error response is described, not parsed.
 		srv.setHandle(func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 500, body) })
-		if e := fetchErr(t, f, srv.URL); e.Code != ExitTransient || !strings.Contains(e.Error(), "HTTP 500") {
+		if e := fetchErr(t, f, srv.URL); e.Code != idsync.ExitTransient || !strings.Contains(e.Error(), "HTTP 500") {
 			t.Errorf("%d levels in a 500: %v (exit %d)", n, e, e.Code)
 		}
 	}
@@ -510,8 +512,8 @@ func TestFetchRecordsPath(t *testing.T) {
 			t.Errorf("records %q in %s: %v", tt.records, tt.body, err)
 		case tt.err == "" && len(resp.Records) != tt.n:
 			t.Errorf("records %q in %s: %d records, want %d", tt.records, tt.body, len(resp.Records), tt.n)
-		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || ExitCode(err) != ExitPermanent):
-			t.Errorf("records %q in %s: %v (exit %d), want exit 1 saying %q", tt.records, tt.body, err, ExitCode(err), tt.err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || idsync.ExitCode(err) != idsync.ExitPermanent):
+			t.Errorf("records %q in %s: %v (exit %d), want exit 1 saying %q", tt.records, tt.body, err, idsync.ExitCode(err), tt.err)
 		case tt.err != "" && len(srv.requests()) != 1:
 			t.Errorf("records %q in %s: %d requests, want 1", tt.records, tt.body, len(srv.requests()))
 		}
@@ -536,7 +538,7 @@ func TestFetchRetryablehttpLogsThroughSlog(t *testing.T) {
 		t.Fatalf("the API did not get the query parameter: %+v", hits)
 	}
 	out := logs.String()
-	for _, want := range []string{"http client: performing request", "http client: retrying request", "level=DEBUG", Redacted} {
+	for _, want := range []string{"http client: performing request", "http client: retrying request", "level=DEBUG", idsync.Redacted} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
@@ -606,7 +608,7 @@ func TestFetchVerifiesTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != ExitPermanent || !strings.Contains(e.Error(), "certificate") {
+	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "certificate") {
 		t.Errorf("self-signed certificate: %v (exit %d)", e, e.Code)
 	}
 	f, logs := newTestFetcher(t, fetchSpec(srv.URL, "  insecure_skip_tls_verify: true\n", ""), nil)
@@ -740,7 +742,7 @@ func TestFetchGzipBomb(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1MiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
+	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
 		t.Errorf("gzip bomb (%d KiB compressed): %v (exit %d)", zipped.Len()>>10, e, e.Code)
 	}
 }
@@ -753,10 +755,14 @@ func TestFetchRedirectLoop(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != ExitPermanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
+	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
 		t.Errorf("redirect loop: %v (exit %d)", e, e.Code)
 	}
 	if n := len(srv.requests()); n != 10 {
 		t.Errorf("%d requests, want 10 (one attempt, not retried)", n)
 	}
+}
+
+func env(m map[string]string) idsync.LookupFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
