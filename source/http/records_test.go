@@ -139,3 +139,122 @@ func TestFetchRawCountsTheReturnedArray(t *testing.T) {
 		})
 	}
 }
+
+// A body larger than source.max_body is a permanent error naming the limit,
+// read no further than the limit and not retried.
+func TestFetchBodyLimit(t *testing.T) {
+	const limit = 1024
+	body := `{"data":[{"id":1,"pad":"` + strings.Repeat("x", limit) + `"}]}`
+	srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, body) })
+	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
+	e := fetchErr(t, f, srv.URL)
+	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
+		t.Errorf("over max_body: %v (exit %d)", e, e.Code)
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	exact := `{"data":[{"id":1,"pad":"` + strings.Repeat("x", limit-len(`{"data":[{"id":1,"pad":""}]}`)) + `"}]}`
+	srv = newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, exact) })
+	f, _ = newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
+	if _, err := f.Fetch(context.Background(), srv.URL); err != nil {
+		t.Errorf("a body of exactly max_body (%d bytes): %v", len(exact), err)
+	}
+}
+
+// nested returns a page whose one record holds n nested arrays.
+func nested(n int) string {
+	return `{"data":[{"id":1,"deep":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}]}`
+}
+
+// Deeply nested JSON is refused with a clear permanent error; it must not
+// overflow the stack (10 million levels did, in gjson, before the check).
+func TestFetchDeeplyNestedJSON(t *testing.T) {
+	for _, n := range []int{100_000, 10_000_000} {
+		body := nested(n)
+		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
+		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
+		e := fetchErr(t, f, srv.URL)
+		if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
+			t.Errorf("%d levels: %v (exit %d)", n, e, e.Code)
+		}
+		if got := len(srv.requests()); got != 1 {
+			t.Errorf("%d levels: %d requests, want 1", n, got)
+		}
+		// The same body as an error response is described, not parsed.
+		srv.setHandle(func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 500, body) })
+		if e := fetchErr(t, f, srv.URL); e.Code != idsync.ExitTransient || !strings.Contains(e.Error(), "HTTP 500") {
+			t.Errorf("%d levels in a 500: %v (exit %d)", n, e, e.Code)
+		}
+	}
+	body := nested(MaxJSONDepth - 3)
+	srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
+	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
+	if resp, err := f.Fetch(context.Background(), srv.URL); err != nil || len(resp.Records) != 1 {
+		t.Errorf("%d levels (within the limit): %v", MaxJSONDepth-3, err)
+	}
+}
+
+func TestJSONDepthExceeds(t *testing.T) {
+	tests := []struct {
+		in    string
+		limit int
+		want  bool
+	}{
+		{`[[[]]]`, 3, false},
+		{`[[[[]]]]`, 3, true},
+		{`{"a":{"b":{"c":1}}}`, 3, false},
+		{`{"a":{"b":{"c":{}}}}`, 3, true},
+		{`["[[[[[[", "{{{{"]`, 1, false},
+		{`["\"[[[[", {}]`, 1, true},
+		{`["\\", [[]]]`, 2, true},
+		{`"[[[["`, 0, false},
+	}
+	for _, tt := range tests {
+		if got := jsonDepthExceeds([]byte(tt.in), tt.limit); got != tt.want {
+			t.Errorf("jsonDepthExceeds(%s, %d) = %v, want %v", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}
+
+// The records path must lead to an array; anything else is a permanent
+// error naming the path and what it found.
+func TestFetchRecordsPath(t *testing.T) {
+	tests := []struct {
+		records, body string
+		n             int
+		err           string
+	}{
+		{"data", `{"data":[{"id":1},{"id":2}]}`, 2, ""},
+		{"data", `{"data":null}`, 0, ""},
+		{"data", `{"data":[]}`, 0, ""},
+		{"data.items", `{"data":{"items":[{"id":1}]}}`, 1, ""},
+		{"data", `{"data":{"id":1}}`, 0, "records path data is an object, not an array of records"},
+		{"data", `{"data":"x"}`, 0, "records path data is a string, not an array of records"},
+		{"data", `{"data":3}`, 0, "records path data is a number"},
+		{"data", `{"items":[],"meta":{}}`, 0, "records path data not found in the response (top-level keys: items, meta)"},
+		{"", `{"id":1}`, 0, "the response body is an object, not an array of records"},
+		{"", `[{"id":1}]`, 1, ""},
+	}
+	for _, tt := range tests {
+		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, tt.body) })
+		spec := fetchSpec(srv.URL, "", "")
+		if tt.records == "" {
+			spec = strings.Replace(spec, "  records: data\n", "", 1)
+		} else {
+			spec = strings.Replace(spec, "records: data", "records: "+tt.records, 1)
+		}
+		f, _ := newTestFetcher(t, spec, nil)
+		resp, err := f.Fetch(context.Background(), srv.URL)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("records %q in %s: %v", tt.records, tt.body, err)
+		case tt.err == "" && len(resp.Records) != tt.n:
+			t.Errorf("records %q in %s: %d records, want %d", tt.records, tt.body, len(resp.Records), tt.n)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || idsync.ExitCode(err) != idsync.ExitPermanent):
+			t.Errorf("records %q in %s: %v (exit %d), want exit 1 saying %q", tt.records, tt.body, err, idsync.ExitCode(err), tt.err)
+		case tt.err != "" && len(srv.requests()) != 1:
+			t.Errorf("records %q in %s: %d requests, want 1", tt.records, tt.body, len(srv.requests()))
+		}
+	}
+}
