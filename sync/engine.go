@@ -59,7 +59,7 @@ type Engine struct {
 	Job      *Job
 	Store    Store
 	OpenSink func(ctx context.Context) (Sink, error)
-	Source   PageSource
+	Source   PageSource // fetches the pages: source/http's Fetcher in the binary
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
