@@ -179,3 +179,33 @@ func TestEngineConcurrentPagesCommitInOrder(t *testing.T) {
 		}
 	}
 }
+
+// A page whose target write fails is not checkpointed: the run fails with
+// the checkpoint at that page, and the next run writes it again.
+func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
+	rig := newEngineRig()
+	job := engineJob(t, "", cursorStyle)
+	rig.sink.upsert = func(_ context.Context, rows []Row) error {
+		if rows[0].Values[0] == int64(4) {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	res, err := rig.engine(job, &fakeSource{records: "data", serve: cursorAPI(7, 3)}).Run(context.Background(), Options{})
+	if err == nil || res.Status != RunFailed || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("run: %+v, %v; want failed naming the write error", res, err)
+	}
+	run := rig.store.lastRun()
+	if run.Pages != 1 || run.Checkpoint != `{"cursor":"4"}` {
+		t.Errorf("run %+v: want 1 page committed, checkpoint at cursor 4", run)
+	}
+	if events := rig.trace.all(); !slices.Equal(events, []string{"upsert [1 2 3]", "checkpoint {}"}) {
+		t.Errorf("events %q: the failed page was checkpointed", events)
+	}
+
+	rig.sink.upsert = nil
+	res, err = rig.engine(job, &fakeSource{records: "data", serve: cursorAPI(7, 3)}).Run(context.Background(), Options{})
+	if err != nil || res.Status != RunCompleted || !res.Resumed || rig.sink.count() != 7 {
+		t.Fatalf("next run: %+v, %v with %d rows; want the failed run continued to 7 rows", res, err, rig.sink.count())
+	}
+}
