@@ -307,8 +307,8 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var logs bytes.Buffer
-				log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs}, nil))
+				logs := &lockedWriter{w: &bytes.Buffer{}} // pipeline goroutines may still log after the last page
+				log := slog.New(slog.NewTextHandler(logs, nil))
 				e := &Engine{Job: job, Source: src, Logger: log}
 				start := (&pager{job: job, src: e.Source, log: log}).start("")
 				next := 1
