@@ -6,6 +6,7 @@ import (
 	"strings"
 	gosync "sync"
 
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -14,7 +15,7 @@ import (
 // TerminateProcess on Windows: no deferred code runs) the N-th time (default
 // 1) it reaches STEP, one of request (an HTTP attempt is about to be sent),
 // fetched, target-committed, checkpoint-committed. Unset, it costs nothing.
-func installFailpoint(e *idsync.Engine) {
+func installFailpoint(e *idsync.Engine, f *httpsource.Fetcher) {
 	spec := os.Getenv("IDEMSYNC_TEST_FAILPOINT")
 	if spec == "" {
 		return
@@ -41,5 +42,5 @@ func installFailpoint(e *idsync.Engine) {
 		}
 	}
 	e.Failpoint = hit
-	e.Fetcher.BeforeRequest = func() { hit("request") }
+	f.BeforeRequest = func() { hit("request") }
 }

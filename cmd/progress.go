@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -88,7 +89,7 @@ func (p *progress) page(ev idsync.PageEvent) {
 }
 
 // retry shows a retry being waited for, until the next page commits.
-func (p *progress) retry(ev idsync.RetryEvent) {
+func (p *progress) retry(ev httpsource.RetryEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	reason := ev.Reason

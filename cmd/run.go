@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/sink"
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -102,13 +103,13 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	defer store.Close()
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
-	fetcher := idsync.NewFetcher(job, log)
+	fetcher := httpsource.NewFetcher(job, log)
 	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
 		metrics.finish(ctx, err)
 		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)
 	}
 	eng := &idsync.Engine{
-		Job: job, Store: store, Fetcher: fetcher, Logger: log,
+		Job: job, Store: store, Source: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
 			return sink.OpenTarget(ctx, &job.Target, log)
 		},
@@ -133,7 +134,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		}
 	}
 	eng.OnPage = metrics.onPage(eng.OnPage)
-	installFailpoint(eng)
+	installFailpoint(eng, fetcher)
 	res, err := eng.Run(ctx, opts)
 	metrics.finish(ctx, err)
 	if bar != nil {

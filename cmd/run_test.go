@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -163,11 +164,11 @@ func TestProgressEvents(t *testing.T) {
 	if got := p.describe(); got != "orders · page 1 · 100 records · 50 rec/s" {
 		t.Errorf("after a page: %q", got)
 	}
-	p.retry(idsync.RetryEvent{Attempt: 1, Wait: 4 * time.Second, Reason: "HTTP 429"})
+	p.retry(httpsource.RetryEvent{Attempt: 1, Wait: 4 * time.Second, Reason: "HTTP 429"})
 	if got := p.describe(); !strings.HasSuffix(got, " · rate limited, retrying in 4s") {
 		t.Errorf("after a 429: %q", got)
 	}
-	p.retry(idsync.RetryEvent{Attempt: 2, Wait: 1500 * time.Millisecond, Reason: "HTTP 503"})
+	p.retry(httpsource.RetryEvent{Attempt: 2, Wait: 1500 * time.Millisecond, Reason: "HTTP 503"})
 	if got := p.describe(); !strings.HasSuffix(got, " · HTTP 503, retrying in 2s") {
 		t.Errorf("after a 503: %q", got)
 	}

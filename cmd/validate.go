@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/sink"
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -56,7 +57,7 @@ to the target database.`,
 
 // checkConnect fetches the first page (writing nothing) and opens the sink.
 func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
-	f := idsync.NewFetcher(job, log)
+	f := httpsource.NewFetcher(job, log)
 	var store *checkpoint.Store
 	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {
 		s, err := checkpoint.Open(ctx, g.statePath(job), log) // a rotated token must be kept

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"encoding/base64"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -110,17 +109,4 @@ func (j *Job) authDefaults(bad func(key, format string, args ...any)) {
 	if a.Type != AuthAPIKey && a.In != "" {
 		bad("source.auth.in", "is not used with auth type %s", a.Type)
 	}
-}
-
-// statusHint is the hint of a permanent HTTP status: a 401 names the auth
-// type that was refused.
-func (f *Fetcher) statusHint(status int) string {
-	if a := f.job.Source.Auth; a != nil && (status == 401 || status == 403) {
-		switch a.Type {
-		case AuthClientCredentials, AuthRefreshToken, AuthCommand:
-			return fmt.Sprintf("the API refused the credentials of source.auth (type %s) even with a fresh token; check them", a.Type)
-		}
-		return fmt.Sprintf("the API refused the credentials of source.auth (type %s); check them", a.Type)
-	}
-	return "HTTP status not in retry.on_status: not retried"
 }

@@ -6,10 +6,10 @@ import (
 )
 
 // CheckConnectWith is validate --connect: it requests the job's first page
-// with f (built by cmd/, with its auth installed), writing nothing, then
+// with src (built by cmd/, with its auth installed), writing nothing, then
 // opens and closes the target. Errors name the side, source or target.
-func CheckConnectWith(ctx context.Context, job *Job, f *Fetcher, openSink func(context.Context) (Sink, error)) error {
-	pg := &pager{job: job, f: f}
+func CheckConnectWith(ctx context.Context, job *Job, src PageSource, openSink func(context.Context) (Sink, error)) error {
+	pg := &pager{job: job, src: src}
 	window := ""
 	if job.Incremental != nil {
 		window = job.Incremental.Initial
@@ -18,7 +18,7 @@ func CheckConnectWith(ctx context.Context, job *Job, f *Fetcher, openSink func(c
 	if err != nil {
 		return Errorf(ExitPermanent, "source: %w", err)
 	}
-	if _, err := f.Fetch(ctx, u); err != nil {
+	if _, err := src.Fetch(ctx, u); err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
 	s, err := openSink(ctx)

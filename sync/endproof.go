@@ -57,7 +57,7 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
 		if size := p.job.Pagination.Size; (style == StyleCursor || style == StyleLink) && size > 0 && resp.Raw >= size {
-			p.f.logger.Warn("the last page is full: if the API has more records, its end signal is wrong",
+			p.log.Warn("the last page is full: if the API has more records, its end signal is wrong",
 				"page", where, "records", resp.Raw, "size", size, "why", why)
 		}
 		return end, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,22 +26,22 @@ func epPager(t *testing.T, records, pagination string) (*pager, *bytes.Buffer) {
 		t.Fatalf("load: %v\n%s", err, spec)
 	}
 	var logs bytes.Buffer
-	f := NewFetcher(job, slog.New(slog.NewTextHandler(&logs, nil)))
-	return &pager{job: job, f: f}, &logs
+	return &pager{job: job, src: &fakeSource{records: job.Source.Records}, log: slog.New(slog.NewTextHandler(&logs, nil))}, &logs
 }
 
-// epResp is a 200 response with body and header pairs, its records read as
-// Fetch reads them.
+// epResp is a 200 response with body and header pairs, its records read at
+// the job's (plain) records path.
 func epResp(t *testing.T, p *pager, body string, header ...string) (*Response, string) {
 	t.Helper()
-	recs, err := p.f.records([]byte(body))
-	if err != nil {
-		t.Fatalf("records of %s: %v", body, err)
-	}
 	h := http.Header{}
 	for i := 0; i+1 < len(header); i += 2 {
 		h.Add(header[i], header[i+1])
 	}
+	resp, err := fakeResponse("http://api.test/x", p.job.Source.Records, body, h)
+	if err != nil {
+		t.Fatalf("records of %s: %v", body, err)
+	}
+	recs := resp.Records
 	max := ""
 	if field := p.job.Pagination.Field; field != "" {
 		for _, r := range recs {
@@ -49,8 +50,7 @@ func epResp(t *testing.T, p *pager, body string, header ...string) (*Response, s
 			}
 		}
 	}
-	return &Response{URL: "http://api.test/x", Status: 200, Header: h, Body: []byte(body), Records: recs,
-		Raw: p.f.rawCount([]byte(body), recs)}, max
+	return resp, max
 }
 
 // epRecs is n records with ids (and marks u) from..from+n-1; active every
@@ -141,11 +141,6 @@ func TestDecideEnd(t *testing.T) {
 			epData(26, 25, `"tp":4`), nil, "", want{next: Position{Page: 3, Size: 25}}},
 		{"page without size ends only when empty", "data", "  style: page\n", Position{Page: 2},
 			epData(11, 3, ""), nil, "", want{next: Position{Page: 3}}},
-		{"filtered records count the raw array", "data.#(active==true)#", epPageStyle, Position{Page: 1},
-			epData(1, 25, ""), nil, "", want{next: Position{Page: 2}}},
-		{"flattened records count the raw array", "#.c|@flatten", epPageStyle, Position{Page: 1},
-			`[` + strings.Repeat(`{"c":[]},`, 24) + `{"c":[{"id":1}]}]`, nil, "", want{next: Position{Page: 2}}},
-
 		// offset style
 		{"offset full", "data", epOffset, Position{Offset: 50}, epData(51, 25, ""), nil, "", want{next: Position{Offset: 75}}},
 		{"offset short, total says last", "data", epOffset + "  total: total\n", Position{Offset: 75},
@@ -263,100 +258,6 @@ func TestDecideEndWarnsFullLastPage(t *testing.T) {
 	}
 }
 
-func TestPlainPrefix(t *testing.T) {
-	for _, tt := range []struct {
-		path, prefix string
-		plain        bool
-	}{
-		{"", "", true},
-		{"data", "data", true},
-		{"data.items", "data.items", true},
-		{`a\.b.c`, `a\.b.c`, true},
-		{"data.#(active==true)#", "data", false},
-		{"#.comments|@flatten", "", false},
-		{"data.items|@reverse", "data.items", false},
-		{"data.@reverse", "data", false},
-		{"results.*.x", "results", false},
-	} {
-		prefix, plain := plainPrefix(tt.path)
-		if prefix != tt.prefix || plain != tt.plain {
-			t.Errorf("plainPrefix(%q) = %q, %v; want %q, %v", tt.path, prefix, plain, tt.prefix, tt.plain)
-		}
-	}
-}
-
-// 204 is an empty page; a 2xx body that is not JSON at all is permanent
-// (one request); JSON with a wrong content type is still JSON.
-func TestFetchEndProofBodies(t *testing.T) {
-	tests := []struct {
-		name     string
-		respond  func(w http.ResponseWriter)
-		code     int // 0: success
-		records  int
-		requests int
-		says     string
-	}{
-		{"204", func(w http.ResponseWriter) { w.WriteHeader(204) }, 0, 0, 1, ""},
-		{"html login page", func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = w.Write([]byte("<!DOCTYPE html><html><body>Sign in</body></html>"))
-		}, ExitPermanent, 0, 1, "HTTP 200 body is not JSON (Content-Type text/html): <!DOCTYPE html>"},
-		{"plain text", func(w http.ResponseWriter) { _, _ = w.Write([]byte("Unauthorized")) }, ExitPermanent, 0, 1, "not JSON"},
-		{"HTML served as JSON", func(w http.ResponseWriter) { writeJSON(w, 200, "<html>oops</html>") }, ExitPermanent, 0, 1, "not JSON"},
-		{"truncated JSON", func(w http.ResponseWriter) { writeJSON(w, 200, `{"data":[{"id":1},`) }, ExitTransient, 0, 3, "invalid JSON body"},
-		{"truncated JSON labelled HTML", func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html")
-			_, _ = w.Write([]byte(`{"data":[{"id":1},`))
-		}, ExitPermanent, 0, 1, "not JSON"},
-		{"JSON labelled HTML", func(w http.ResponseWriter) {
-			w.Header().Set("Content-Type", "text/html")
-			_, _ = w.Write([]byte(okPage))
-		}, 0, 2, 1, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.respond(w) })
-			f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-			resp, err := f.Fetch(context.Background(), srv.URL)
-			if n := len(srv.requests()); n != tt.requests {
-				t.Errorf("%d requests, want %d", n, tt.requests)
-			}
-			if tt.code == 0 {
-				if err != nil || len(resp.Records) != tt.records || resp.Raw != tt.records {
-					t.Fatalf("%v; want %d records", err, tt.records)
-				}
-				return
-			}
-			if err == nil || ExitCode(err) != tt.code || !strings.Contains(err.Error(), tt.says) {
-				t.Errorf("error %v (exit %d), want exit %d saying %q", err, ExitCode(err), tt.code, tt.says)
-			}
-		})
-	}
-}
-
-func TestNotJSON(t *testing.T) {
-	for _, tt := range []struct {
-		body, ct string
-		want     bool
-	}{
-		{`{"data":[`, "application/json", false},
-		{`  [1,`, "", false},
-		{`tr`, "", false},
-		{`nul`, "application/json", false},
-		{``, "application/json", false},
-		{`this is not JSON`, "application/json", true},
-		{`<html>`, "", true},
-		{`{"data":`, "text/html; charset=utf-8", true},
-		{"\ufeff<?xml version=\"1.0\"?>", "application/xml", true},
-		{`Unauthorized`, "text/plain", true},
-	} {
-		if got := notJSON([]byte(tt.body), tt.ct); got != tt.want {
-			t.Errorf("notJSON(%q, %q) = %v, want %v", tt.body, tt.ct, got, tt.want)
-		}
-	}
-}
-
-// pagination.total with size gives the progress bar its number of pages.
 func TestTotalPagesFromTotal(t *testing.T) {
 	p, _ := epPager(t, "data", epPageStyle+"  total: header:X-Total-Count\n")
 	resp, _ := epResp(t, p, epData(1, 25, ""), "X-Total-Count", "110")
@@ -367,9 +268,11 @@ func TestTotalPagesFromTotal(t *testing.T) {
 
 // epCapAPI serves n records by offset or page, at most cap per page whatever
 // the request asks, with total and total_pages computed for the cap.
-func epCapAPI(t *testing.T, n, cap int) *apiServer {
-	return newAPIServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+// epCapAPI serves n records in pages of at most cap, by page or offset,
+// with total and total_pages.
+func epCapAPI(n, cap int) *fakeSource {
+	return &fakeSource{records: "data", serve: func(_ context.Context, u *url.URL) (string, error) {
+		q := u.Query()
 		var size, from int
 		fmt.Sscan(q.Get("limit"), &size)
 		size = min(size, cap)
@@ -381,8 +284,8 @@ func epCapAPI(t *testing.T, n, cap int) *apiServer {
 			fmt.Sscan(q.Get("offset"), &from)
 		}
 		k := max(0, min(size, n-from))
-		writeJSON(w, 200, fmt.Sprintf(`{"data":%s,"total":%d,"total_pages":%d}`, epRecs(from+1, k), n, (n+cap-1)/cap))
-	})
+		return fmt.Sprintf(`{"data":%s,"total":%d,"total_pages":%d}`, epRecs(from+1, k), n, (n+cap-1)/cap), nil
+	}}
 }
 
 // The pipeline under a page-size cap with requests in flight: every record
@@ -396,18 +299,18 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 	} {
 		for _, workers := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/%d", tt.name, workers), func(t *testing.T) {
-				srv := epCapAPI(t, 260, 25)
+				src := epCapAPI(260, 25)
 				spec := fmt.Sprintf("name: ep\nsource:\n  url: %s\n  records: data\n  concurrency: %d\npagination:\n%s"+
 					"retry:\n  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\ntarget:\n  url: sqlite:out.db\n  table: t\n  key: [id]\n"+
-					"  columns:\n    id: {path: id, type: integer}\n", srv.URL, workers, tt.pag)
+					"  columns:\n    id: {path: id, type: integer}\n", "http://api.test/x", workers, tt.pag)
 				job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
 				if err != nil {
 					t.Fatal(err)
 				}
-				var logs bytes.Buffer
-				log := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
-				e := &Engine{Job: job, Fetcher: NewFetcher(job, log), Logger: log}
-				start := (&pager{job: job, f: e.Fetcher}).start("")
+				logs := &lockedWriter{w: &bytes.Buffer{}} // pipeline goroutines may still log after the last page
+				log := slog.New(slog.NewTextHandler(logs, nil))
+				e := &Engine{Job: job, Source: src, Logger: log}
+				start := (&pager{job: job, src: e.Source, log: log}).start("")
 				next := 1
 				ends := 0
 				for fp := range e.pipeline(context.Background(), start, "", nil, 0) {
@@ -430,7 +333,7 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 				if !strings.Contains(logs.String(), "at most 25 records per page") {
 					t.Errorf("no warning naming the cap: %s", logs.String())
 				}
-				t.Logf("%d requests", len(srv.requests()))
+				t.Logf("%d requests", len(src.requests()))
 			})
 		}
 	}

@@ -59,7 +59,7 @@ type Engine struct {
 	Job      *Job
 	Store    Store
 	OpenSink func(ctx context.Context) (Sink, error)
-	Fetcher  *Fetcher
+	Source   PageSource // fetches the pages: source/http's Fetcher in the binary
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
@@ -175,7 +175,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 // begin picks the run to continue or starts a new one, and opens the sink.
 func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) {
 	job := e.Job
-	pg := &pager{job: job, f: e.Fetcher}
+	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	js, err := e.Store.Job(ctx, job.Name)
 	if err != nil {
 		return nil, nil, err

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,7 +15,8 @@ import (
 // which position follows a fetched page.
 type pager struct {
 	job *Job
-	f   *Fetcher
+	src PageSource
+	log *slog.Logger // warnings about the walk
 }
 
 // start returns the position of a new run's first page. mark is the hwm
@@ -67,7 +69,7 @@ func (p *pager) url(pos Position, window string) (string, error) {
 			params.Set(pg.Param, pos.Mark)
 		}
 	}
-	return p.f.BuildURL(base, params, isNext)
+	return p.src.BuildURL(base, params, isNext)
 }
 
 // ownEnd is what a page's own pagination style says about the end.
@@ -133,7 +135,7 @@ func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, own
 				if err != nil {
 					return Position{}, 0, "", fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
 				}
-				v = p.f.CheckpointURL(abs)
+				v = p.src.CheckpointURL(abs)
 			}
 		}
 		if v == "" {
@@ -152,7 +154,7 @@ func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, own
 		if err != nil {
 			return Position{}, 0, "", fmt.Errorf("link header next URL: %w", err)
 		}
-		return Position{URL: p.f.CheckpointURL(abs)}, goesOn, "", nil
+		return Position{URL: p.src.CheckpointURL(abs)}, goesOn, "", nil
 	case StyleHWM:
 		if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
 			if pos.Size > 0 && pos.Size < pg.Size && n >= size {

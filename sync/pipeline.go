@@ -46,7 +46,7 @@ type markOf struct {
 // writes.
 func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to *Position, pre *Response) fetched {
 	job := e.Job
-	pg := &pager{job: job, f: e.Fetcher}
+	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	fp := fetched{pos: pos, t0: time.Now()}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
 	u, err := pg.url(pos, window)
@@ -59,7 +59,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 		if err != nil {
 			return nil, "", Errorf(ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}
-		resp, err := e.Fetcher.Fetch(ctx, pu)
+		resp, err := e.Source.Fetch(ctx, pu)
 		if err != nil {
 			return nil, "", fmt.Errorf("fetch %s (to tell whether %s is the last page): %w", next.Describe(job.Pagination.Style, job.Secrets), where, err)
 		}
@@ -70,7 +70,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 	for attempt := 1; ; attempt++ {
 		resp := pre
 		if pre == nil {
-			if resp, err = e.Fetcher.Fetch(ctx, u); err != nil {
+			if resp, err = e.Source.Fetch(ctx, u); err != nil {
 				fp.err = fmt.Errorf("fetch %s: %w", where, err)
 				return fp
 			}

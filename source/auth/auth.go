@@ -1,6 +1,6 @@
 // Package auth authenticates the requests of a job's source (SPEC §9
 // source.auth): each type is an http.RoundTripper wrapper, installed on
-// the fetcher with idsync.Fetcher.SetAuth, which only routes requests to
+// the fetcher with httpsource.Fetcher.SetAuth, which only routes requests to
 // the source's origin through it.
 package auth
 
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -23,7 +24,7 @@ type Options struct {
 // Install builds the auth chain of job's source.auth and installs it on f.
 // A job without auth is left as is. It returns an *idsync.Error (exit 1)
 // when the chain cannot be built (oauth2_refresh_token without a store).
-func Install(ctx context.Context, job *idsync.Job, f *idsync.Fetcher, o Options) error {
+func Install(ctx context.Context, job *idsync.Job, f *httpsource.Fetcher, o Options) error {
 	a := job.Source.Auth
 	if a == nil {
 		return nil

@@ -1,4 +1,4 @@
-package sync
+package httpsource
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	gosync "sync"
 	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Waiting for the rate limiter does not consume a request's timeout: with
@@ -47,7 +49,7 @@ func TestTimeoutStillBoundsSlowBody(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(api.URL, "  timeout: 200ms\n", "  attempts: 1\n"), nil)
 	e := fetchErr(t, f, api.URL)
-	if e.Code != ExitTransient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
+	if e.Code != idsync.ExitTransient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
 		t.Errorf("got exit %d %v, want a transient timeout", e.Code, e)
 	}
 }

@@ -1,8 +1,10 @@
-package sync
+package httpsource
 
 import (
 	"strings"
 	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -43,7 +45,7 @@ func FuzzRecords(f *testing.F) {
 				t.Fatalf("depth guard disagrees with the walk (depth %d) on %q", d, body)
 			}
 		}
-		job := &Job{Spec: Spec{Source: Source{Records: path, ErrorPath: errPath}}, Secrets: NewRedactor()}
+		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: path, ErrorPath: errPath}}, Secrets: idsync.NewRedactor()}
 		fe := &Fetcher{job: job}
 		_ = gjson.GetBytes(body, errPath).String()
 		recs, err := fe.records(body)

@@ -1,0 +1,327 @@
+package httpsource
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/tidwall/gjson"
+	"golang.org/x/time/rate"
+)
+
+// RetryEvent describes a retry about to wait; the progress bar shows it.
+type RetryEvent struct {
+	Attempt int
+	Wait    time.Duration
+	Reason  string
+}
+
+var _ idsync.PageSource = (*Fetcher)(nil)
+
+// Fetcher requests pages with the job's source and retry settings: classified
+// retries with capped exponential backoff and jitter, Retry-After honoured,
+// a shared rate limit, bodies bounded by max_body and validated as JSON.
+type Fetcher struct {
+	job     *idsync.Job
+	http    *http.Client
+	logger  *slog.Logger
+	rlog    retryablehttp.LeveledLogger
+	limiter *rate.Limiter
+	// pausedUntil (UnixNano) holds all requests after a 429.
+	pausedUntil atomic.Int64
+	// foreignWarned is set once a request left the source's origin.
+	foreignWarned atomic.Bool
+	// plain sends a request as is; authed (SetAuth) authenticates it first.
+	plain, authed http.RoundTripper
+	// OnRetry, when set, is called before each retry wait.
+	OnRetry func(RetryEvent)
+	// BeforeRequest, when set, is called before each attempt is sent (a
+	// failpoint for crash tests).
+	BeforeRequest func()
+}
+
+// NewFetcher builds the fetcher of a job. The HTTP client verifies TLS unless
+// the job opts out, and never carries the job's headers to another origin.
+func NewFetcher(job *idsync.Job, logger *slog.Logger) *Fetcher {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if job.Source.InsecureSkipTLSVerify {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
+		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
+	}
+	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}, plain: tr}
+	if job.Source.RateLimit > 0 {
+		f.limiter = newLimiter(job.Source.RateLimit)
+	}
+	f.http = &http.Client{
+		Transport:     &limitedTransport{base: &originTransport{f: f}, f: f},
+		CheckRedirect: f.checkRedirect,
+		// No Client.Timeout: it would count the rate limit's waits;
+		// limitedTransport bounds each attempt after them.
+	}
+	return f
+}
+
+// limitedTransport holds every attempt until the job's shared pause (set by
+// a 429) is over and the rate limiter grants it.
+type limitedTransport struct {
+	base http.RoundTripper
+	f    *Fetcher
+}
+
+func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if until := t.f.pausedUntil.Load(); until > 0 {
+		if d := time.Until(time.Unix(0, until)); d > 0 {
+			timer := time.NewTimer(d)
+			select {
+			case <-req.Context().Done():
+				timer.Stop()
+				return nil, req.Context().Err()
+			case <-timer.C:
+			}
+		}
+	}
+	if t.f.limiter != nil {
+		if err := t.f.limiter.Wait(req.Context()); err != nil {
+			return nil, err
+		}
+	}
+	if t.f.BeforeRequest != nil {
+		t.f.BeforeRequest()
+	}
+	return timedRoundTrip(t.base, req, t.f.job.Source.Timeout.Duration)
+}
+
+// newLimiter enforces source.rate_limit as users and APIs count it: at most
+// rate requests start in any one second, across every worker. The token
+// bucket has a burst of 1 (a burst of rate would let almost twice the rate
+// through in one second) and runs 1% slow, so that an API counting
+// arrivals after network jitter still never sees more than the limit.
+func newLimiter(perSecond float64) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(perSecond/1.01), 1)
+}
+
+// pauseAll holds every request of the job (all workers) for d: a 429 slows
+// the whole job down instead of each worker retrying into the limit.
+func (f *Fetcher) pauseAll(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := f.pausedUntil.Load()
+		if cur >= until || f.pausedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// attempt carries what CheckRetry learned about the latest attempt.
+type attempt struct {
+	n           int
+	status      int
+	body        []byte
+	reason      string
+	contentType string
+	retryAfter  time.Duration
+	hasAfter    bool
+	tooLarge    bool
+	tooDeep     bool
+	notJSON     bool // a 2xx body that is no JSON at all (an HTML page)
+}
+
+// Fetch requests rawURL with retries and returns the page. Errors are *idsync.Error
+// with exit code 3 for transient failures that exhausted their retries and 1
+// for permanent ones; both name the status or cause and a body excerpt with
+// secrets redacted. A cancelled ctx returns ctx's error.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, error) {
+	src := f.job.Source
+	rc := f.job.Retry
+	st := &attempt{}
+	var body io.Reader
+	if src.Body != "" {
+		body = strings.NewReader(src.Body)
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, src.Method, rawURL, body)
+	if err != nil {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
+	}
+	if f.sameOrigin(rawURL) {
+		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
+			req.Header.Set(k, src.Headers[k])
+		}
+	} else {
+		f.warnForeignOrigin(rawURL)
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	if src.Body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
+	}
+
+	c := &retryablehttp.Client{
+		HTTPClient:   f.http,
+		Logger:       f.rlog,
+		RetryWaitMin: rc.MinWait.Duration,
+		RetryWaitMax: rc.MaxWait.Duration,
+		RetryMax:     rc.Attempts - 1,
+		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+			return f.checkRetry(ctx, st, resp, err)
+		},
+		Backoff: func(min, max time.Duration, n int, resp *http.Response) time.Duration {
+			wait := idsync.Backoff(min, max, n, st.retryAfter, st.hasAfter)
+			if ctx.Err() != nil {
+				return wait // the run is over: the wait ends at once, unannounced
+			}
+			if st.status == http.StatusTooManyRequests {
+				f.pauseAll(wait)
+			}
+			f.logger.Warn("retrying request", "url", f.redact(rawURL), "attempt", n+1, "of", rc.Attempts, "wait", wait.Round(time.Millisecond).String(), "reason", st.reason)
+			if f.OnRetry != nil {
+				f.OnRetry(RetryEvent{Attempt: n + 1, Wait: wait, Reason: st.reason})
+			}
+			return wait
+		},
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	ctx2, cancel := context.WithTimeout(ctx, time.Duration(rc.Attempts)*(src.Timeout.Duration+rc.MaxWait.Duration)+time.Minute)
+	defer cancel()
+	req = req.WithContext(ctx2)
+	resp, err := c.Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	where := fmt.Sprintf("%s %s", src.Method, f.redact(rawURL))
+	tries := fmt.Sprintf("after %d attempt(s)", st.n)
+	switch {
+	case st.tooLarge:
+		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
+	case st.tooDeep:
+		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
+	case st.notJSON:
+		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
+		if ex := excerpt(st.body); ex != "" {
+			msg += ": " + f.redact(ex)
+		}
+		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: msg,
+			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
+	case err != nil && st.status == 0:
+		return nil, f.transportError(where, tries, err)
+	case st.reason != "" && st.status >= 200 && st.status < 300:
+		return nil, &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
+			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
+	case st.status < 200 || st.status >= 300:
+		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
+		if len(st.body) > 0 && (jsonDepthExceeds(st.body, MaxJSONDepth) || !gjson.ValidBytes(st.body)) {
+			msg += describeContentType(st.contentType, st.body)
+		}
+		if ex := excerpt(st.body); ex != "" {
+			msg += ": " + f.redact(ex)
+		}
+		if slices.Contains(rc.OnStatus, st.status) {
+			return nil, &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
+		}
+		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
+	}
+	out := &idsync.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
+	if st.status == http.StatusNoContent {
+		out.Body = nil // an empty page
+		return out, nil
+	}
+	recs, err := f.records(st.body)
+	if err != nil {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", where, err)
+	}
+	out.Records = recs
+	out.Raw = f.rawCount(st.body, recs)
+	return out, nil
+}
+
+// checkRetry classifies one attempt and reads a successful body, so that
+// truncated or invalid JSON is retried like any transient failure.
+func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Response, err error) (bool, error) {
+	st.n++
+	st.status, st.body, st.reason, st.hasAfter, st.retryAfter, st.contentType = 0, nil, "", false, 0, ""
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		if permanentTransportError(err) {
+			return false, err
+		}
+		st.reason = f.redact(shortErr(err))
+		return true, nil
+	}
+	st.status = resp.StatusCode
+	st.contentType = resp.Header.Get("Content-Type")
+	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		st.retryAfter, st.hasAfter = d, true
+	}
+	limit := int64(f.job.Source.MaxBody)
+	data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(nil))
+	if ctx.Err() != nil { // the run ended while the body arrived: no retry, nothing to announce
+		return false, ctx.Err()
+	}
+	if int64(len(data)) > limit {
+		st.tooLarge = true
+		return false, fmt.Errorf("body too large")
+	}
+	st.body = data
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		if slices.Contains(f.job.Retry.OnStatus, resp.StatusCode) {
+			st.reason = fmt.Sprintf("HTTP %d", resp.StatusCode)
+			return true, nil
+		}
+		return false, nil
+	}
+	if rerr != nil {
+		st.reason = "body cut short: " + f.redact(shortErr(rerr))
+		return true, nil
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		return false, nil // no body: an empty page
+	}
+	// gjson validates and queries recursively: a body nested millions of
+	// levels deep would overflow the stack and kill the process, so such a
+	// body is refused before gjson sees it.
+	if jsonDepthExceeds(data, MaxJSONDepth) {
+		st.tooDeep = true
+		return false, errors.New("JSON nested too deep")
+	}
+	if !gjson.ValidBytes(data) {
+		if notJSON(data, st.contentType) {
+			st.notJSON = true
+			return false, errors.New("body is not JSON")
+		}
+		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
+		return true, nil
+	}
+	if p := f.job.Source.ErrorPath; p != "" {
+		if v := gjson.GetBytes(data, p); v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]" {
+			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (f *Fetcher) redact(s string) string { return f.job.Secrets.Redact(s) }

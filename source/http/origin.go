@@ -1,0 +1,175 @@
+package httpsource
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// sameOrigin reports whether rawURL is on the origin (scheme, host, port)
+// of source.url: the only origin that receives the job's credentials
+// (configured headers, auth, source.query values, URL userinfo).
+func (f *Fetcher) sameOrigin(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	src, err := url.Parse(f.job.Source.URL)
+	if err != nil {
+		return false
+	}
+	return origin(u) == origin(src)
+}
+
+// warnForeignOrigin logs, once per fetcher, that a next link or URL left
+// the source's origin and is followed without credentials.
+func (f *Fetcher) warnForeignOrigin(rawURL string) {
+	if f.foreignWarned.CompareAndSwap(false, true) {
+		u, _ := url.Parse(rawURL)
+		to := ""
+		if u != nil {
+			to = origin(u)
+		}
+		f.logger.Warn("next page is on another origin: followed without the job's credentials (headers, auth, query)", "to", f.redact(to))
+	}
+}
+
+// pathMarker stands, in a stored next URL, for segment i of source.url's
+// path when that segment holds a secret (a ${VAR}).
+func pathMarker(i int) string { return "{$" + strconv.Itoa(i) + "}" }
+
+// stripPathSecrets replaces the segments of u's path that repeat a secret
+// segment of source.url's path (same origin only) with markers; it reports
+// whether it changed u.
+func (f *Fetcher) stripPathSecrets(u *url.URL) bool {
+	src, err := url.Parse(f.job.Source.URL)
+	if err != nil || origin(u) != origin(src) {
+		return false
+	}
+	srcSegs := strings.Split(src.Path, "/")
+	segs := strings.Split(u.Path, "/")
+	changed := false
+	for i := range segs {
+		if i < len(srcSegs) && segs[i] == srcSegs[i] && segs[i] != "" && f.redact(segs[i]) != segs[i] {
+			segs[i], changed = pathMarker(i), true
+		}
+	}
+	if changed {
+		u.Path, u.RawPath = strings.Join(segs, "/"), ""
+	}
+	return changed
+}
+
+// restorePathSecrets puts source.url's path segments back where a stored
+// next URL has markers.
+func (f *Fetcher) restorePathSecrets(u *url.URL) {
+	if !strings.Contains(u.Path, "{$") {
+		return
+	}
+	src, err := url.Parse(f.job.Source.URL)
+	if err != nil || origin(u) != origin(src) {
+		return
+	}
+	srcSegs := strings.Split(src.Path, "/")
+	segs := strings.Split(u.Path, "/")
+	for i := range segs {
+		if i < len(srcSegs) && segs[i] == pathMarker(i) {
+			segs[i] = srcSegs[i]
+		}
+	}
+	u.Path, u.RawPath = strings.Join(segs, "/"), ""
+}
+
+// checkRedirect strips the job's configured headers when a redirect leaves
+// the origin of the original request (Go keeps custom headers otherwise).
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		for k := range f.job.Source.Headers {
+			req.Header.Del(k)
+		}
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
+		f.logger.Warn("redirect to another origin: configured headers not sent", "to", origin(req.URL))
+	}
+	return nil
+}
+
+func origin(u *url.URL) string {
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// BuildURL returns the request URL: base (source.url or a next URL) with the
+// job's fixed query, then params, added. A next URL keeps its own values:
+// fixed query parameters are only added where it lacks them.
+func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("invalid URL %q", f.job.Secrets.Redact(base))
+	}
+	if isNext {
+		src, _ := url.Parse(f.job.Source.URL)
+		if !u.IsAbs() {
+			u = src.ResolveReference(u)
+		} else if u.User == nil && src.User != nil && origin(u) == origin(src) {
+			u.User = src.User // the source's credentials, on its own origin only
+		}
+		f.restorePathSecrets(u)
+	}
+	q := u.Query()
+	foreign := isNext && !f.sameOrigin(u.String())
+	for _, k := range slices.Sorted(maps.Keys(f.job.Source.Query)) {
+		if foreign {
+			break // source.query may hold API keys: never to another origin
+		}
+		if !isNext || !q.Has(k) {
+			q.Set(k, f.job.Source.Query[k])
+		}
+	}
+	for k, vs := range params {
+		if isNext && q.Has(k) && k != f.job.Pagination.Param {
+			continue
+		}
+		q[k] = vs
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// CheckpointURL returns a next-page URL as it may be stored in the state
+// file: without the source.query parameters it repeats with their
+// configured values (APIs echo the request's query into their next links,
+// and those values may be ${VAR} secrets) and without the source URL's
+// credentials. BuildURL puts both back on every request (the credentials
+// only on the source's own origin). Other URLs are returned unchanged.
+func (f *Fetcher) CheckpointURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	changed := false
+	if src, err := url.Parse(f.job.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
+		u.User, changed = nil, true
+	}
+	if f.stripPathSecrets(u) {
+		changed = true
+	}
+	q := u.Query()
+	for k, v := range f.job.Source.Query {
+		if vs := q[k]; len(vs) == 1 && vs[0] == v {
+			q.Del(k)
+			u.RawQuery, changed = q.Encode(), true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	return u.String()
+}

@@ -1,0 +1,196 @@
+package httpsource
+
+import (
+	"bytes"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// notJSON reports whether an invalid 2xx body is not JSON at all (an HTML
+// login or error page: permanent) rather than JSON cut short (transient):
+// its first non-space byte cannot start a JSON value, or it says it is
+// HTML. An empty body counts as cut short.
+func notJSON(body []byte, contentType string) bool {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == "text/html" || mt == "application/xhtml+xml" {
+		return true
+	}
+	b := bytes.TrimLeft(body, " \t\r\n\ufeff") // and a byte order mark
+	if len(b) == 0 {
+		return false
+	}
+	switch c := b[0]; {
+	case c == '{', c == '[', c == '"', c == '-', c >= '0' && c <= '9':
+		return false
+	case c == 't', c == 'f', c == 'n':
+		for _, lit := range []string{"true", "false", "null"} {
+			if k := min(len(b), len(lit)); string(b[:k]) == lit[:k] {
+				return false // the literal, or its start cut short
+			}
+		}
+	}
+	return true
+}
+
+// rawCount is how many elements the array the API returned holds: the
+// records themselves when source.records is a plain path, else the array
+// at the longest plain-key prefix of the path (the page of posts of
+// "#.comments|@flatten", the data of "data.#(active==true)#"). When that
+// prefix is not an array, the records are counted.
+func (f *Fetcher) rawCount(body []byte, recs []gjson.Result) int {
+	prefix, plain := plainPrefix(f.job.Source.Records)
+	if plain {
+		return len(recs)
+	}
+	v := gjson.ParseBytes(body)
+	if prefix != "" {
+		v = v.Get(prefix)
+	}
+	if !v.IsArray() {
+		return len(recs)
+	}
+	n := 0
+	v.ForEach(func(_, _ gjson.Result) bool {
+		n++
+		return true
+	})
+	return n
+}
+
+// plainPrefix splits a GJSON path at its first component that is not a
+// plain key (a wildcard, a # query or count, a @modifier, a | pipe, a
+// multipath): it returns the plain components before it, joined as a path,
+// and whether the whole path was plain.
+func plainPrefix(path string) (prefix string, plain bool) {
+	var comps []string
+	var cur strings.Builder
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		switch {
+		case c == '\\' && i+1 < len(path):
+			cur.WriteByte(c)
+			cur.WriteByte(path[i+1])
+			i++
+		case c == '.':
+			comps = append(comps, cur.String())
+			cur.Reset()
+		case c == '|':
+			comps = append(comps, cur.String())
+			return strings.Join(comps, "."), false
+		case strings.IndexByte("*?#@!=<>%()[]{},", c) >= 0:
+			return strings.Join(comps, "."), false
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	return path, true
+}
+
+// MaxJSONDepth is the deepest nesting of arrays and objects a response body
+// may have, the same limit as encoding/json's. A deeper body is a permanent
+// error rather than a stack overflow.
+const MaxJSONDepth = 10000
+
+// jsonDepthExceeds reports whether data nests arrays and objects more than
+// limit levels deep, ignoring brackets inside strings. It does not validate.
+func jsonDepthExceeds(data []byte, limit int) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '[', '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}
+
+func describeContentType(ct string, body []byte) string {
+	mt, _, _ := mime.ParseMediaType(ct)
+	if mt == "" {
+		mt = "none"
+	}
+	if len(body) == 0 {
+		return " (empty body, Content-Type " + mt + ")"
+	}
+	return " (Content-Type " + mt + ")"
+}
+
+// records extracts the records array from a valid JSON body.
+func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
+	path := f.job.Source.Records
+	v := gjson.ParseBytes(body)
+	where := "the response body"
+	if path != "" {
+		v = v.Get(path)
+		where = "records path " + path
+		if !v.Exists() {
+			return nil, fmt.Errorf("records path %s not found in the response (top-level keys: %s)", path, topKeys(body))
+		}
+		// gjson answers a path into a top-level string with a slice of the
+		// string's text (`"[["` at "0" is `["`): never take that for records.
+		if v.IsArray() && !gjson.Valid(v.Raw) {
+			return nil, fmt.Errorf("records path %s does not select JSON in the response (the body is %s)", path, kindOf(gjson.ParseBytes(body)))
+		}
+	}
+	switch {
+	case v.Type == gjson.Null:
+		return nil, nil
+	case !v.IsArray():
+		return nil, fmt.Errorf("%s is %s, not an array of records", where, kindOf(v))
+	}
+	return v.Array(), nil
+}
+
+func topKeys(body []byte) string {
+	var keys []string
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		keys = append(keys, k.String())
+		return len(keys) < 10
+	})
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
+}
+
+func kindOf(v gjson.Result) string {
+	switch {
+	case v.IsObject():
+		return "an object"
+	case v.Type == gjson.String:
+		return "a string"
+	case v.Type == gjson.Number:
+		return "a number"
+	case v.Type == gjson.True, v.Type == gjson.False:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// excerpt returns at most 200 bytes of a body, on one line.
+func excerpt(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,249 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	gosync "sync"
+	"time"
+)
+
+// memStore is an in-memory Store for engine tests: the state file's
+// contract (runs, committed pages, checkpoint, marks) without SQLite.
+// Every committed page is kept, in order, and appended to trace.
+type memStore struct {
+	mu    gosync.Mutex
+	runs  []*RunInfo
+	pages map[int64][]PageInfo
+	hwm   string
+	cols  []Column
+	trace *eventLog
+}
+
+func newMemStore(trace *eventLog) *memStore {
+	return &memStore{pages: map[int64][]PageInfo{}, trace: trace}
+}
+
+var _ Store = (*memStore)(nil)
+
+func (s *memStore) Lock(context.Context, string) (func(), error) { return func() {}, nil }
+
+func (s *memStore) Job(_ context.Context, job string) (*JobState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := &JobState{Name: job, HWM: s.hwm, Columns: slices.Clone(s.cols)}
+	for _, r := range slices.Backward(s.runs) {
+		c := *r
+		if js.LastRun == nil {
+			js.LastRun, js.Identity = &c, r.Identity
+		}
+		if js.LastSync == nil && r.Kind == KindRun {
+			js.LastSync = &c
+		}
+	}
+	return js, nil
+}
+
+func (s *memStore) Jobs(ctx context.Context) ([]JobState, error) { return nil, nil }
+
+func (s *memStore) Unfinished(context.Context, string) (*RunInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.runs); n > 0 && s.runs[n-1].Unfinished() {
+		c := *s.runs[n-1]
+		return &c, nil
+	}
+	return nil, nil
+}
+
+func (s *memStore) StartRun(_ context.Context, r *RunInfo) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *r
+	c.ID = int64(len(s.runs) + 1)
+	s.runs = append(s.runs, &c)
+	return c.ID, nil
+}
+
+func (s *memStore) run(id int64) (*RunInfo, error) {
+	if id < 1 || int(id) > len(s.runs) {
+		return nil, fmt.Errorf("no run %d", id)
+	}
+	return s.runs[id-1], nil
+}
+
+func (s *memStore) Reopen(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil {
+		r.Status = RunRunning
+	}
+	return err
+}
+
+func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(p.RunID)
+	if err != nil {
+		return err
+	}
+	if r.Status != RunRunning {
+		return fmt.Errorf("run %d is %s, not running", r.ID, r.Status)
+	}
+	r.Checkpoint, r.Last = p.Next, p.Position
+	r.Pages++
+	r.Records += p.Records
+	r.Inserted += p.Counts.Inserted
+	r.Updated += p.Counts.Updated
+	r.Unchanged += p.Counts.Unchanged
+	r.Skipped += p.Skipped
+	if p.MaxMark != "" {
+		r.MaxMark = p.MaxMark
+	}
+	if p.HWM != "" {
+		s.hwm = p.HWM
+	}
+	if p.Columns != nil {
+		s.cols = slices.Clone(p.Columns)
+	}
+	if !p.FinishedAt.IsZero() {
+		r.Status, r.FinishedAt = RunCompleted, p.FinishedAt
+	}
+	s.pages[r.ID] = append(s.pages[r.ID], PageInfo{RunID: r.ID, Seq: int64(len(s.pages[r.ID]) + 1),
+		Position: p.Position, Next: p.Next, Records: p.Records, Hash: p.Hash, CommittedAt: time.Now()})
+	s.trace.add("checkpoint " + p.Position)
+	return nil
+}
+
+func (s *memStore) FinishRun(_ context.Context, id int64, status, errMsg, hwm string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err != nil {
+		return err
+	}
+	r.Status, r.Error, r.FinishedAt = status, errMsg, time.Now()
+	if status == RunCompleted && hwm != "" {
+		s.hwm = hwm
+	}
+	return nil
+}
+
+func (s *memStore) ClearMark(context.Context, string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hwm = ""
+	return nil
+}
+
+func (s *memStore) AdoptIdentity(_ context.Context, _ string, id int64, identity string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil && r.Identity == "" {
+		r.Identity = identity
+	}
+	return err
+}
+
+func (s *memStore) Pages(_ context.Context, id int64) ([]PageInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.pages[id]), nil
+}
+
+func (s *memStore) Runs(_ context.Context, _ string, n int) ([]RunInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []RunInfo
+	for _, r := range slices.Backward(s.runs) {
+		if n > 0 && len(out) == n {
+			break
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, error) { return nil, nil }
+
+func (s *memStore) Close() error { return nil }
+
+// lastRun returns a copy of the latest run.
+func (s *memStore) lastRun() RunInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.runs[len(s.runs)-1]
+}
+
+// memSink is an in-memory Sink: rows by key, each upsert appended to
+// trace with the first column's values (the id in these tests). upsert, when set, runs first and may fail the page.
+type memSink struct {
+	mu     gosync.Mutex
+	rows   map[string]Row
+	trace  *eventLog
+	upsert func(ctx context.Context, rows []Row) error
+}
+
+var _ Sink = (*memSink)(nil)
+
+func (s *memSink) Prepare(context.Context, *Table) error { return nil }
+
+func (s *memSink) Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error) {
+	if s.upsert != nil {
+		if err := s.upsert(ctx, rows); err != nil {
+			return Counts{}, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c Counts
+	ids := make([]any, 0, len(rows))
+	for _, r := range rows {
+		k := KeyString(t, r)
+		ids = append(ids, r.Values[0])
+		old, ok := s.rows[k]
+		switch {
+		case !ok:
+			c.Inserted++
+		case fmt.Sprint(old.Values) == fmt.Sprint(r.Values):
+			c.Unchanged++
+		default:
+			c.Updated++
+		}
+		s.rows[k] = r
+	}
+	s.trace.add(fmt.Sprintf("upsert %v", ids))
+	return c, nil
+}
+
+func (s *memSink) Close() error { return nil }
+
+func (s *memSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.rows)
+}
+
+// eventLog records the engine's durable steps in the order they happen.
+type eventLog struct {
+	mu     gosync.Mutex
+	events []string
+}
+
+func (l *eventLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *eventLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}

@@ -1,0 +1,46 @@
+package sync
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/tidwall/gjson"
+)
+
+// PageSource is what the engine consumes from an API: one request in, one
+// validated response out, plus the two URL rules pagination depends on.
+// (Source, the type, is the job's source block.)
+// The HTTP implementation is source/http's Fetcher; its wiring (auth,
+// retry and request hooks) stays on the concrete type. Implementations
+// must be safe for concurrent use: page and offset styles keep several
+// requests in flight.
+type PageSource interface {
+	// Fetch requests rawURL (as BuildURL returned it) and returns the
+	// page, its records extracted and counted. Failures are *Error values
+	// carrying the exit code (ExitTransient once retries are exhausted,
+	// ExitPermanent otherwise); a cancelled ctx returns ctx's error.
+	Fetch(ctx context.Context, rawURL string) (*Response, error)
+	// BuildURL returns the URL of a request: base (source.url, or a next
+	// URL when isNext) with the source's fixed query and params added. It
+	// returns an error naming the URL (redacted) when base is not one.
+	BuildURL(base string, params url.Values, isNext bool) (string, error)
+	// CheckpointURL returns a next-page URL as the checkpoint may store it:
+	// without the secrets BuildURL puts back on every request. A URL it
+	// cannot parse is returned unchanged.
+	CheckpointURL(raw string) string
+}
+
+// Response is one fetched page: its body, validated as JSON, and its records.
+type Response struct {
+	URL     string // request URL (not redacted; redact before printing)
+	Status  int
+	Header  http.Header
+	Body    []byte
+	Records []gjson.Result // the records array's elements
+	// Raw is how many elements the array the API returned holds, before
+	// any GJSON filter, modifier or flatten in source.records: what the
+	// short-page rule counts.
+	Raw      int
+	Attempts int
+}
