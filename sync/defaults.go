@@ -2,7 +2,6 @@ package sync
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,29 @@ func (j *Job) finish(lines map[string]int) []string {
 	if j.File != "" {
 		dir = filepath.Dir(j.File)
 	}
+	j.jobDefaults(bad, dir)
+	j.sourceDefaults(bad)
+
+	// pagination
+	s := &j.Source
+	pg := &j.Pagination
+	if pg.Style == "" {
+		pg.Style = StyleNone
+	}
+	j.pagingDefaults(bad)
+	if s.Concurrency > 1 && pg.Style != StylePage && pg.Style != StyleOffset {
+		bad("source.concurrency", "only page and offset styles fetch pages concurrently")
+	}
+
+	j.incrementalDefaults(bad)
+	j.retryDefaults(bad)
+	j.targetDefaults(bad, dir, lines)
+	return p
+}
+
+// jobDefaults fills and checks the job's own keys: name, state (resolved
+// against dir) and retention.
+func (j *Job) jobDefaults(bad func(key, format string, args ...any), dir string) {
 	resolve := func(path string) string {
 		if path == "" || filepath.IsAbs(path) {
 			return path
@@ -28,7 +50,6 @@ func (j *Job) finish(lines map[string]int) []string {
 		return abs
 	}
 
-	// name
 	switch {
 	case j.Name == "":
 		bad("name", "is required")
@@ -42,186 +63,6 @@ func (j *Job) finish(lines map[string]int) []string {
 	if j.Retention.Duration == 0 {
 		j.Retention.Duration = DefaultRetention
 	}
-
-	// source
-	s := &j.Source
-	if s.URL == "" {
-		bad("source.url", "is required")
-	} else if err := validURL(s.URL); err != nil {
-		bad("source.url", "%v", err)
-	} else if u, _ := url.Parse(s.URL); u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			j.Secrets.Add(pw)
-		}
-	}
-	s.Method = strings.ToUpper(s.Method)
-	switch s.Method {
-	case "":
-		s.Method = http.MethodGet
-	case http.MethodGet, http.MethodPost:
-	default:
-		bad("source.method", "%q must be GET or POST", s.Method)
-	}
-	if s.Body != "" && s.Method != http.MethodPost {
-		bad("source.body", "is only allowed with method: POST")
-	}
-	for _, k := range sortedKeys(s.Headers) {
-		j.Secrets.Add(s.Headers[k])
-	}
-	j.authDefaults(bad)
-	if s.Timeout.Duration == 0 {
-		s.Timeout.Duration = DefaultTimeout
-	}
-	if s.MaxBody == 0 {
-		s.MaxBody = DefaultMaxBody
-	}
-	if s.Concurrency == 0 {
-		s.Concurrency = 1
-	}
-	if s.Concurrency < 0 || s.Concurrency > 64 {
-		bad("source.concurrency", "%d must be between 1 and 64", s.Concurrency)
-	}
-	if s.RateLimit < 0 {
-		bad("source.rate_limit", "must not be negative")
-	}
-
-	// pagination
-	pg := &j.Pagination
-	if pg.Style == "" {
-		pg.Style = StyleNone
-	}
-	j.pagingDefaults(bad)
-	if s.Concurrency > 1 && pg.Style != StylePage && pg.Style != StyleOffset {
-		bad("source.concurrency", "only page and offset styles fetch pages concurrently")
-	}
-
-	// incremental
-	if inc := j.Incremental; inc != nil {
-		if pg.Style == StyleHWM {
-			bad("incremental", "is not used with style %s (hwm keeps its own mark)", pg.Style)
-		}
-		if inc.Field == "" {
-			bad("incremental.field", "is required")
-		}
-		if inc.Param == "" {
-			bad("incremental.param", "is required")
-		}
-		if err := checkOverlap(inc.Overlap); err != nil {
-			bad("incremental.overlap", "%v", err)
-		}
-		if inc.Initial != "" {
-			if _, err := CheckMark(inc.Initial); err != nil {
-				bad("incremental.initial", "%v", err)
-			}
-		}
-		if inc.Format == "" {
-			inc.Format = FormatAsReceived
-		}
-		if err := checkMarkFormat(inc.Format); err != nil {
-			bad("incremental.format", "%v", err)
-		}
-		if inc.MaxFuture.Duration == 0 {
-			inc.MaxFuture.Duration = DefaultMaxFuture
-		}
-	}
-
-	// retry
-	r := &j.Retry
-	if r.Attempts == 0 {
-		r.Attempts = DefaultAttempts
-	}
-	if r.Attempts < 1 {
-		bad("retry.attempts", "must be at least 1")
-	}
-	if r.MinWait.Duration == 0 {
-		r.MinWait.Duration = DefaultMinWait
-	}
-	if r.MaxWait.Duration == 0 {
-		r.MaxWait.Duration = max(DefaultMaxWait, r.MinWait.Duration)
-	}
-	if r.MaxWait.Duration < r.MinWait.Duration {
-		bad("retry.max_wait", "must not be less than retry.min_wait")
-	}
-	if r.OnStatus == nil {
-		r.OnStatus = append([]int(nil), DefaultRetryStatus...)
-	}
-	for _, c := range r.OnStatus {
-		if c < 100 || c > 599 {
-			bad("retry.on_status", "%d is not an HTTP status", c)
-		}
-	}
-
-	// target
-	t := &j.Target
-	if t.URL == "" {
-		bad("target.url", "is required")
-	} else if u, err := TargetURL(t.URL, dir); err != nil {
-		bad("target.url", "%v", err)
-	} else {
-		t.URL = u
-		if pu, err := url.Parse(u); err == nil && pu.User != nil {
-			if pw, ok := pu.User.Password(); ok {
-				j.Secrets.Add(pw)
-			}
-		}
-	}
-	if t.Table == "" {
-		bad("target.table", "is required")
-	}
-	if len(t.Key) == 0 {
-		bad("target.key", "is required (the column or columns that identify a record)")
-	}
-	if t.Create == nil {
-		yes := true
-		t.Create = &yes
-	}
-	switch t.OnBadRecord {
-	case "":
-		t.OnBadRecord = DefaultOnBadRecord
-	case "fail", "skip":
-	default:
-		bad("target.on_bad_record", "%q must be fail or skip", t.OnBadRecord)
-	}
-	t.finishTimeout(bad)
-	checkTargetMode(t, bad)
-	j.Table = Table{Key: t.Key, Version: t.Version, Create: *t.Create}
-	j.Table.Schema, j.Table.Name = splitTable(t.Table)
-	j.Infer = len(t.Columns) == 0
-	names := map[string]bool{}
-	for _, c := range t.Columns {
-		key := "target.columns." + c.Name
-		if c.Line > 0 {
-			lines[key] = c.Line
-		}
-		if c.Name == "" || strings.HasPrefix(c.Name, "_idemsync_") {
-			bad(key, "invalid column name (the _idemsync_ prefix is reserved)")
-		}
-		if names[c.Name] {
-			bad(key, "duplicate column")
-		}
-		names[c.Name] = true
-		if c.Path == "" {
-			c.Path = c.Name
-		}
-		if c.Type == "" {
-			c.Type = TypeText
-		}
-		if !c.Type.Valid() {
-			bad(key+".type", "%q is not one of %v", c.Type, ColumnTypes)
-		}
-		j.Table.Columns = append(j.Table.Columns, Column{Name: c.Name, Path: c.Path, Type: c.Type})
-	}
-	if !j.Infer {
-		for _, k := range t.Key {
-			if !names[k] {
-				bad("target.key", "column %q is not in target.columns", k)
-			}
-		}
-		if t.Version != "" && !names[t.Version] {
-			bad("target.version", "column %q is not in target.columns", t.Version)
-		}
-	}
-	return p
 }
 
 // pagingDefaults fills and checks the pagination block for its style.

@@ -1,0 +1,283 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// begin picks the run to continue or starts a new one, and opens the sink.
+func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) {
+	job := e.Job
+	js, err := e.Store.Job(ctx, job.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := e.Store.Unfinished(ctx, job.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	from, to, err := e.replayRange(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if run, err = e.pickRun(o, run); err != nil {
+		return nil, nil, err
+	}
+
+	cur := job.Identity()
+	if run != nil {
+		if err := e.checkUnfinished(run, cur); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	// The target is reached before the run is recorded, so an unreachable
+	// database leaves the checkpoint untouched.
+	sink, err := e.OpenSink(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, err := e.startOrContinue(ctx, o, sink, js, run, cur, from, to)
+	if err != nil {
+		sink.Close()
+		return nil, nil, err
+	}
+	return rs, sink, nil
+}
+
+// replayRange parses a replay's --from and --to (nil, nil for other kinds).
+// It fails with ExitUsage on a position the style cannot read or a --to
+// before --from.
+func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
+	job := e.Job
+	if o.Kind != KindReplay {
+		return nil, nil, nil
+	}
+	p, err := ParsePosition(job.Pagination.Style, o.From)
+	if err != nil {
+		return nil, nil, Errorf(ExitUsage, "replay --from: %v", err)
+	}
+	from = &p
+	if o.To != "" {
+		p, err := ParsePosition(job.Pagination.Style, o.To)
+		if err != nil {
+			return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
+		}
+		to = &p
+		if st := job.Pagination.Style; st != StyleCursor && st != StyleLink && lastBefore(st, *from, *from, p) {
+			return nil, nil, Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+		}
+	}
+	return from, to, nil
+}
+
+// pickRun decides whether the unfinished run (nil when none) is continued:
+// it returns it, or nil when o starts over (a different replay, --restart).
+// --resume without an unfinished run fails with ErrNothingToResume.
+func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
+	job := e.Job
+	switch {
+	case o.Resume && run == nil:
+		return nil, ErrNothingToResume
+	case o.Resume:
+	case o.Kind == KindReplay && run != nil && (run.Kind != KindReplay || run.From != o.From || run.To != o.To):
+		e.Logger.Warn("abandoning the unfinished run to start the replay", "job", job.Name, "run_id", run.ID)
+		run = nil
+	case o.Restart && run != nil:
+		e.Logger.Info("abandoning the unfinished run (--restart)", "job", job.Name, "run_id", run.ID)
+		run = nil
+	}
+	return run, nil
+}
+
+// startOrContinue prepares the opened target and then continues run, or,
+// when run is nil, abandons any unfinished run and records a new one. The
+// caller closes sink when it fails.
+func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *JobState, run *RunInfo, cur Identity, from, to *Position) (*runState, error) {
+	job := e.Job
+	fresh := false
+	if o.Kind == KindRun {
+		var err error
+		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
+			return nil, err
+		}
+	}
+	e.validator, _ = sink.(RowValidator)
+	if job.Infer && len(js.Columns) > 0 {
+		job.Table.Columns = append([]Column(nil), js.Columns...)
+	}
+	if !job.Infer || len(job.Table.Columns) > 0 {
+		if err := sink.Prepare(ctx, &job.Table); err != nil {
+			return nil, err
+		}
+	}
+
+	if run == nil {
+		if err := e.abandonUnfinished(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	rs := &runState{seen: map[string]bool{}, hwm: js.HWM, to: to}
+	if run != nil {
+		if err := e.continueRun(ctx, run, rs, cur); err != nil {
+			return nil, err
+		}
+		return rs, nil
+	}
+	if err := e.startRun(ctx, o, js, rs, cur, from, fresh); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// startRun records a new run starting where startPosition says and sets
+// rs's run and position. The incremental window or start mark that cannot
+// be read fails with ExitUsage.
+func (e *Engine) startRun(ctx context.Context, o Options, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
+	job := e.Job
+	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
+	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
+		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
+		if err != nil {
+			return Errorf(ExitUsage, "incremental: %v", err)
+		}
+		info.Window = w
+	}
+	pos, err := e.startPosition(ctx, js, from, fresh)
+	if err != nil {
+		return err
+	}
+	rs.pos = pos
+	if from != nil {
+		info.From, info.To = o.From, o.To
+	}
+	info.Checkpoint = rs.pos.Encode()
+	id, err := e.Store.StartRun(ctx, info)
+	if err != nil {
+		return err
+	}
+	info.ID = id
+	rs.info = info
+	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind,
+		"from", rs.pos.Describe(job.Pagination.Style, job.Secrets), "window", info.Window)
+	return nil
+}
+
+// startPosition is where a new run starts: a replay's --from, the feed's
+// last position for a continue: true job (unless the target starts fresh),
+// or the style's first position (from the saved mark for hwm style).
+func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position, fresh bool) (Position, error) {
+	job := e.Job
+	pg := &pager{job: job, src: e.Source, log: e.Logger}
+	feed := ""
+	if job.Pagination.Continue && from == nil && !fresh {
+		var err error
+		if feed, err = e.feedPosition(ctx, js); err != nil {
+			return Position{}, err
+		}
+	}
+	switch {
+	case from != nil:
+		return *from, nil
+	case feed != "":
+		p, err := DecodePosition(feed)
+		if err != nil {
+			return Position{}, err
+		}
+		p.End = false
+		return p, nil
+	default:
+		m := ""
+		if job.Pagination.Style == StyleHWM {
+			var err error
+			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
+				return Position{}, Errorf(ExitUsage, "pagination: %v", err)
+			}
+		}
+		return pg.start(m), nil
+	}
+}
+
+// continueRun takes up the unfinished run: reopens it (adopting the
+// current walk when the state file predates identities) and restores its
+// position, replay bound, loop guard and counts into rs.
+func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cur Identity) error {
+	job := e.Job
+	if err := e.Store.Reopen(ctx, run.ID); err != nil {
+		return err
+	}
+	if run.Identity == "" { // a state file older than identities
+		if err := e.Store.AdoptIdentity(ctx, job.Name, run.ID, cur.Encode()); err != nil {
+			return err
+		}
+	}
+	rs.info, rs.resumed = run, true
+	var err error
+	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
+		return err
+	}
+	if run.Kind == KindReplay && run.To != "" {
+		if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
+			rs.to = &p
+		}
+	}
+	pages, err := e.Store.Pages(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	for _, p := range pages {
+		if pos, err := DecodePosition(p.Position); err == nil {
+			rs.seen[loopKey(pos)] = true
+		}
+		rs.prev = p.Hash
+	}
+	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
+	rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged}
+	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
+		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
+	return nil
+}
+
+// feedPosition returns where a continue: true job's new run starts: the last
+// committed position of its latest run of kind run when that run completed,
+// else "" (from the beginning). Replays are passed over: where one stopped
+// says nothing about how far the feed itself was read.
+func (e *Engine) feedPosition(ctx context.Context, js *JobState) (string, error) {
+	last := js.LastRun
+	if last != nil && last.Kind != KindRun {
+		runs, err := e.Store.Runs(ctx, js.Name, 0)
+		if err != nil {
+			return "", err
+		}
+		last = nil
+		for i := range runs {
+			if runs[i].Kind == KindRun {
+				last = &runs[i]
+				break
+			}
+		}
+	}
+	if last == nil || last.Status != RunCompleted {
+		return "", nil
+	}
+	return last.Last, nil
+}
+
+// startMark returns the mark a new run starts from: the saved mark (or the
+// initial one) minus overlap.
+func (e *Engine) startMark(saved, initial, overlap string) (string, error) {
+	m := saved
+	if m == "" {
+		if initial == "" {
+			return "", nil
+		}
+		n, err := CheckMark(initial)
+		if err != nil {
+			return "", fmt.Errorf("initial: %v", err)
+		}
+		return n, nil // the initial mark is not moved back
+	}
+	return SubtractOverlap(m, overlap)
+}

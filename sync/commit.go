@@ -1,0 +1,209 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// commit moves one fetched page to its committed checkpoint: validate and
+// map all records, upsert them in one target transaction, then commit the
+// checkpoint and page row in the state file. It returns true when the page
+// completed the run. Once the upsert starts the page is finished even if a
+// signal arrives, unless the database does not answer within WriteGrace
+// (see writeContext): then the page rolls back.
+func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
+	job := e.Job
+	where := fp.pos.Describe(job.Pagination.Style, job.Secrets)
+
+	// 1. Validate and map every record (already done while fetching, unless
+	// columns are inferred: inference must see the pages in order).
+	ncols := len(job.Table.Columns)
+	rows, dead := fp.rows, fp.dead
+	if !fp.mapped {
+		var err error
+		if rows, dead, err = e.mapRecords(&fp, &job.Table, where); err != nil {
+			return false, err
+		}
+	}
+	for i := range dead {
+		dead[i].RunID = rs.info.ID
+	}
+
+	// 2. Refuse loops before writing.
+	if err := e.checkLoop(rs, &fp, where); err != nil {
+		return false, err
+	}
+
+	// 3. Upsert the page in one target transaction, under wctx: a signal
+	// or the time limit cancels it only after WriteGrace.
+	counts, cols, err := e.writeTarget(wctx, sink, rows, ncols, where)
+	if err != nil {
+		return false, err
+	}
+	e.failpoint("target-committed")
+	skipped := int64(len(dead)) + counts.Dropped
+	if counts.Dropped > 0 {
+		log.Warn("the target database kept rows of the page out of the table although the write succeeded (a trigger returning NULL?); counted as skipped",
+			"position", where, "rows", counts.Dropped)
+	}
+
+	// 4. Commit checkpoint and page row.
+	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: fp.next.Encode(), Records: int64(len(fp.resp.Records)),
+		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
+	e.saveMarks(rs, &fp, pc)
+	if fp.next.End {
+		pc.FinishedAt = time.Now().UTC()
+	}
+	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
+		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
+	}
+	e.failpoint("checkpoint-committed")
+
+	// 5. Move the run past the page and report it.
+	e.advance(ctx, rs, log, &fp, pc, where)
+	return fp.next.End, nil
+}
+
+// checkLoop fails with ExitPermanent when the page repeats the previous one
+// or its next position was already read in this run.
+func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
+	job := e.Job
+	style := job.Pagination.Style
+	pos, next := fp.pos, fp.next
+	if len(fp.resp.Records) > 0 && fp.hash == rs.prev {
+		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
+			Hint: "the API ignored the pagination parameter; check pagination.param"}
+	}
+	if !next.End {
+		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
+			return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
+		}
+	}
+	return nil
+}
+
+// writeTarget adds the columns inferred on this page to the table (ncols
+// is how many it had before) and upserts rows in one target transaction.
+// It returns the counts and, when columns were added, the table's new
+// columns for the checkpoint; a failed write names the page and table.
+func (e *Engine) writeTarget(wctx context.Context, sink Sink, rows []Row, ncols int, where string) (Counts, []Column, error) {
+	job := e.Job
+	var cols []Column
+	if len(job.Table.Columns) != ncols {
+		PadRows(&job.Table, rows)
+		if err := sink.Prepare(wctx, &job.Table); err != nil {
+			return Counts{}, nil, err
+		}
+		cols = append([]Column(nil), job.Table.Columns...)
+	}
+	var counts Counts
+	if len(rows) > 0 {
+		var err error
+		if counts, err = sink.Upsert(wctx, &job.Table, rows); err != nil {
+			return Counts{}, nil, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
+		}
+	}
+	return counts, cols, nil
+}
+
+// saveMarks sets the marks pc saves for a run of kind run: the job's mark
+// for hwm style, and for an incremental job the run's furthest mark and,
+// on its last page, the job's mark.
+func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
+	job := e.Job
+	style := job.Pagination.Style
+	kind := rs.info.Kind
+	saveMax := e.savableMax(fp, rs.info.StartedAt, &rs.future)
+	switch {
+	case style == StyleHWM && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+		pc.HWM = saveMax
+	case job.Incremental != nil && kind == KindRun:
+		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {
+			pc.MaxMark = saveMax
+			rs.info.MaxMark = saveMax
+		}
+		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.next.End && CompareMarks(saved, rs.hwm) > 0 {
+			pc.HWM = saved
+		}
+	}
+}
+
+// advance moves rs past the committed page pc, logs it and calls OnPage.
+func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, where string) {
+	job := e.Job
+	resp, counts, skipped := fp.resp, pc.Counts, pc.Skipped
+	if pc.HWM != "" {
+		rs.hwm = pc.HWM
+	}
+	if k := loopKey(fp.pos); k != "" {
+		rs.seen[k] = true
+	}
+	rs.prev, rs.pos = fp.hash, fp.next
+	rs.pages++
+	rs.records += int64(len(resp.Records))
+	rs.skipped += skipped
+	rs.total.Add(counts)
+	log.Log(ctx, e.PageLogLevel, "page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
+		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
+	if e.OnPage != nil {
+		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
+			Skipped: int(skipped), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, TotalPgs: totalPages(job, resp)})
+	}
+}
+
+// loopKey identifies a position for loop detection.
+func loopKey(p Position) string {
+	switch {
+	case p.URL != "":
+		return "u:" + p.URL
+	case p.Cursor != "":
+		return "c:" + p.Cursor
+	}
+	return ""
+}
+
+// mapRecords validates and converts every record of a fetched page to a row
+// of t (adding inferred columns to t when the job infers them). Bad records
+// become dead letters under on_bad_record: skip, and fail the page
+// otherwise, naming the page, the record, the column and the reason.
+func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadLetter, error) {
+	job := e.Job
+	rows := make([]Row, 0, len(fp.resp.Records))
+	var dead []DeadLetter
+	mapper := Mapper{Table: t, Infer: job.Infer}
+	for i, rec := range fp.resp.Records {
+		row, _, err := mapper.Map(i, rec)
+		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
+			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+		}
+		if err == nil {
+			err = checkRow(e.validator, t, row, i)
+		}
+		if err != nil {
+			var bad *BadRecord
+			if !errors.As(err, &bad) {
+				return nil, nil, err
+			}
+			if job.Target.OnBadRecord != "skip" {
+				return nil, nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
+			}
+			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, dead, nil
+}
+
+func totalPages(job *Job, resp *Response) int64 {
+	if p := job.Pagination.TotalPages; p != "" {
+		return gjson.GetBytes(resp.Body, p).Int()
+	}
+	return totalPagesFromTotal(job, resp)
+}

@@ -1,0 +1,82 @@
+package sync
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// loop commits the pages the pipeline fetches, in order, until the end, a
+// limit, an interrupt or an error. It returns the run's status and the error
+// that ended it.
+func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := e.pipeline(pctx, rs.pos, rs.info.Window, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	committed := 0
+	for {
+		if ctx.Err() != nil {
+			return RunInterrupted, nil
+		}
+		// A time limit stops after at least one page, so every run progresses.
+		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
+			log.Info("stopping: limit reached; the next run continues", "pages", committed)
+			return RunPartial, nil
+		}
+		var fp fetched
+		select {
+		case f, ok := <-pages:
+			if !ok { // the pipeline stopped at its fetch limit
+				log.Info("stopping: limit reached; the next run continues", "pages", committed)
+				return RunPartial, nil
+			}
+			fp = f
+		case <-ctx.Done():
+			return RunInterrupted, nil
+		}
+		if fp.err != nil {
+			if ctx.Err() != nil {
+				return RunInterrupted, nil
+			}
+			return RunFailed, fp.err
+		}
+		var limitAt time.Time
+		if o.TimeLimit > 0 {
+			limitAt = started.Add(o.TimeLimit)
+		}
+		wctx, stop := writeContext(ctx, limitAt, WriteGrace)
+		done, err := e.commit(ctx, wctx, rs, sink, log, fp)
+		stopped, cancelled := writeStopped(wctx)
+		stop()
+		if err != nil {
+			if cancelled {
+				log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
+					"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
+				return stopped, nil
+			}
+			return RunFailed, err
+		}
+		committed++
+		if done {
+			return RunCompleted, nil
+		}
+	}
+}
+
+// fetchLimit is how many pages the pipeline may fetch: --max-pages, or for
+// page style the pages up to a replay's --to (0: no limit). An offset
+// range has no page count: an API that caps its pages serves it in more
+// pages than pagination.size says, so the pipeline's own --to check ends it.
+func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
+	limit := int64(maxPages)
+	if to != nil {
+		n := int64(-1)
+		if job.Pagination.Style == StylePage {
+			n = to.Page - pos.Page + 1
+		}
+		if n >= 0 && (limit == 0 || n < limit) {
+			limit = max(n, 1)
+		}
+	}
+	return int(limit)
+}
