@@ -147,6 +147,44 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 	src := f.job.Source
 	rc := f.job.Retry
 	st := &attempt{}
+	req, err := f.newRequest(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	c := f.client(ctx, st, rawURL)
+	ctx2, cancel := context.WithTimeout(ctx, time.Duration(rc.Attempts)*(src.Timeout.Duration+rc.MaxWait.Duration)+time.Minute)
+	defer cancel()
+	req = req.WithContext(ctx2)
+	resp, err := c.Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	where := fmt.Sprintf("%s %s", src.Method, f.redact(rawURL))
+	if err := f.failure(st, where, err); err != nil {
+		return nil, err
+	}
+	out := &idsync.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
+	if st.status == http.StatusNoContent {
+		out.Body = nil // an empty page
+		return out, nil
+	}
+	recs, err := f.records(st.body)
+	if err != nil {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", where, err)
+	}
+	out.Records = recs
+	out.Raw = f.rawCount(st.body, recs)
+	return out, nil
+}
+
+// newRequest builds the request for rawURL with the source's method, body
+// and headers (the configured headers only for the source's own origin).
+// An invalid URL fails with exit code 1.
+func (f *Fetcher) newRequest(ctx context.Context, rawURL string) (*retryablehttp.Request, error) {
+	src := f.job.Source
 	var body io.Reader
 	if src.Body != "" {
 		body = strings.NewReader(src.Body)
@@ -171,8 +209,15 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
 	}
+	return req, nil
+}
 
-	c := &retryablehttp.Client{
+// client is the retrying client for one Fetch: st records each attempt,
+// and each retry is logged, reported to OnRetry and, after a 429, pauses
+// every request of the fetcher.
+func (f *Fetcher) client(ctx context.Context, st *attempt, rawURL string) *retryablehttp.Client {
+	rc := f.job.Retry
+	return &retryablehttp.Client{
 		HTTPClient:   f.http,
 		Logger:       f.rlog,
 		RetryWaitMin: rc.MinWait.Duration,
@@ -197,35 +242,31 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 		},
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	ctx2, cancel := context.WithTimeout(ctx, time.Duration(rc.Attempts)*(src.Timeout.Duration+rc.MaxWait.Duration)+time.Minute)
-	defer cancel()
-	req = req.WithContext(ctx2)
-	resp, err := c.Do(req)
-	if resp != nil {
-		resp.Body.Close()
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	where := fmt.Sprintf("%s %s", src.Method, f.redact(rawURL))
+}
+
+// failure turns the last attempt of a Fetch into its error (nil when it
+// succeeded); err is what the client returned.
+func (f *Fetcher) failure(st *attempt, where string, err error) error {
+	src := f.job.Source
+	rc := f.job.Retry
 	tries := fmt.Sprintf("after %d attempt(s)", st.n)
 	switch {
 	case st.tooLarge:
-		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
+		return idsync.Errorf(idsync.ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
 	case st.tooDeep:
-		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+		return &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
 	case st.notJSON:
 		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
 		if ex := excerpt(st.body); ex != "" {
 			msg += ": " + f.redact(ex)
 		}
-		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: msg,
+		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
 	case err != nil && st.status == 0:
-		return nil, f.transportError(where, tries, err)
+		return f.transportError(where, tries, err)
 	case st.reason != "" && st.status >= 200 && st.status < 300:
-		return nil, &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
+		return &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
 	case st.status < 200 || st.status >= 300:
 		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
@@ -236,22 +277,11 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 			msg += ": " + f.redact(ex)
 		}
 		if slices.Contains(rc.OnStatus, st.status) {
-			return nil, &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
+			return &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
 		}
-		return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
+		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
 	}
-	out := &idsync.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
-	if st.status == http.StatusNoContent {
-		out.Body = nil // an empty page
-		return out, nil
-	}
-	recs, err := f.records(st.body)
-	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", where, err)
-	}
-	out.Records = recs
-	out.Raw = f.rawCount(st.body, recs)
-	return out, nil
+	return nil
 }
 
 // checkRetry classifies one attempt and reads a successful body, so that
