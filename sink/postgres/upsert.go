@@ -34,21 +34,9 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	}
 	op := "upsert into " + t.String()
 	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
-	data := make([][]any, len(kept))
-	for i, r := range kept {
-		if len(r.Values) != len(t.Columns) {
-			return n, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
-		}
-		vals := make([]any, len(t.Columns)+1)
-		for j := range t.Columns {
-			v, err := pgValue(&t.Columns[j], r.Values[j])
-			if err != nil {
-				return n, fmt.Errorf("%s: %w", op, err)
-			}
-			vals[j] = v
-		}
-		vals[len(t.Columns)] = r.Hash
-		data[i] = vals
+	data, err := pageValues(op, t, kept)
+	if err != nil {
+		return n, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -69,9 +57,49 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	// One array parameter per column, unnested by the server: the page is
-	// written once, with no temporary table. Columns of the type idemsync
-	// creates travel in binary; others as text cast to the column's type.
+	args, err := mergeArgs(op, t, kept, data, types)
+	if err != nil {
+		return n, err
+	}
+	if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
+		return idsync.Counts{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return idsync.Counts{}, p.dbError(op, err)
+	}
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	return n, nil
+}
+
+// pageValues converts the values of the deduplicated rows to PostgreSQL's
+// forms, each row followed by its hash. A row with the wrong number of
+// values or a value that does not fit its column fails with ExitPermanent.
+func pageValues(op string, t *idsync.Table, kept []idsync.Row) ([][]any, error) {
+	data := make([][]any, len(kept))
+	for i, r := range kept {
+		if len(r.Values) != len(t.Columns) {
+			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+		}
+		vals := make([]any, len(t.Columns)+1)
+		for j := range t.Columns {
+			v, err := pgValue(&t.Columns[j], r.Values[j])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+			vals[j] = v
+		}
+		vals[len(t.Columns)] = r.Hash
+		data[i] = vals
+	}
+	return data, nil
+}
+
+// mergeArgs returns the parameters of pgMergeSQL: one array parameter per
+// column, unnested by the server, so the page is written once, with no
+// temporary table. Columns of the type idemsync creates travel in binary;
+// others as text cast to the column's type. The hashes and the synced-at
+// time follow.
+func mergeArgs(op string, t *idsync.Table, kept []idsync.Row, data [][]any, types map[string]string) ([]any, error) {
 	args := make([]any, 0, len(t.Columns)+2)
 	for j := range t.Columns {
 		c := &t.Columns[j]
@@ -81,8 +109,9 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		}
 		col := make([]*string, len(data))
 		for i := range data {
+			var err error
 			if col[i], err = pgText(c, kept[i].Values[j]); err != nil {
-				return n, fmt.Errorf("%s: %w", op, err)
+				return nil, fmt.Errorf("%s: %w", op, err)
 			}
 		}
 		args = append(args, col)
@@ -91,10 +120,17 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	for i := range data {
 		hashes[i] = data[i][len(t.Columns)].(string)
 	}
-	args = append(args, hashes, time.Now().UTC())
+	return append(args, hashes, time.Now().UTC()), nil
+}
+
+// merge runs the merge statement in tx and counts the rows it inserted and
+// updated, and, when fewer than kept, those the table does not hold as
+// written (Dropped). Database errors are translated by dbError.
+func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, args []any, kept int) (idsync.Counts, error) {
+	var n idsync.Counts
 	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
 	if err != nil {
-		return n, p.dbError(op, err)
+		return idsync.Counts{}, p.dbError(op, err)
 	}
 	for res.Next() {
 		var inserted bool
@@ -113,15 +149,11 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	}
 	// Rows neither inserted nor updated are unchanged, unless the
 	// database kept them out (a trigger): count those apart.
-	if n.Inserted+n.Updated < int64(len(kept)) {
+	if n.Inserted+n.Updated < int64(kept) {
 		if n.Dropped, err = p.dropped(ctx, tx, t, types, args); err != nil {
 			return idsync.Counts{}, p.dbError(op, err)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
-	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
 	return n, nil
 }
 
