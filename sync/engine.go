@@ -135,8 +135,14 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	status, runErr := e.loop(ctx, o, rs, sink, log, started)
+	return e.end(ctx, res, rs, status, runErr, log, started)
+}
 
-	// Record how the run ended, even when ctx was cancelled.
+// end records how the run ended, even when ctx was cancelled, fills res
+// from rs and logs the summary line. It returns res and the error that
+// ended the run (ErrInterrupted for an interrupted one).
+func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status string, runErr error, log *slog.Logger, started time.Time) (*Result, error) {
+	job := e.Job
 	bg := context.WithoutCancel(ctx)
 	msg := ""
 	if runErr != nil && status == RunFailed {

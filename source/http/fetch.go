@@ -323,11 +323,18 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 		}
 		return false, nil
 	}
+	return f.checkBody(st, resp.StatusCode, data, rerr)
+}
+
+// checkBody classifies the body of a 2xx answer (data, read with error
+// rerr): cut short, invalid JSON and an error payload are retried; a body
+// nested too deep or no JSON at all fail at once.
+func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (bool, error) {
 	if rerr != nil {
 		st.reason = "body cut short: " + f.redact(shortErr(rerr))
 		return true, nil
 	}
-	if resp.StatusCode == http.StatusNoContent {
+	if status == http.StatusNoContent {
 		return false, nil // no body: an empty page
 	}
 	// gjson validates and queries recursively: a body nested millions of
