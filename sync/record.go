@@ -150,72 +150,105 @@ func Convert(v gjson.Result, t ColumnType) (any, error) {
 		}
 		return v.Raw, nil
 	case TypeInteger:
-		s := v.Raw
-		if v.Type == gjson.String {
-			s = strings.TrimSpace(v.Str)
-		} else if v.Type != gjson.Number {
-			return nil, fmt.Errorf("want an integer, got %s", describe(v))
-		}
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return n, nil
-		}
-		r, ok := new(big.Rat).SetString(s)
-		if !ok || !r.IsInt() || !r.Num().IsInt64() {
-			return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
-		}
-		return r.Num().Int64(), nil
+		return convertInteger(v)
 	case TypeReal:
-		s := v.Raw
-		if v.Type == gjson.String {
-			s = strings.TrimSpace(v.Str)
-		} else if v.Type != gjson.Number {
-			return nil, fmt.Errorf("want a number, got %s", describe(v))
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("want a number, got %s", describe(v))
-		}
-		return f, nil
+		return convertReal(v)
 	case TypeNumeric:
-		s := v.Raw
-		if v.Type == gjson.String {
-			s = strings.TrimSpace(v.Str)
-		} else if v.Type != gjson.Number {
-			return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
-		}
-		if !isDecimal(s) {
-			return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
-		}
-		return s, nil
+		return convertNumeric(v)
 	case TypeBoolean:
-		switch {
-		case v.Type == gjson.True:
-			return true, nil
-		case v.Type == gjson.False:
-			return false, nil
-		case v.Type == gjson.String:
-			if b, err := strconv.ParseBool(strings.TrimSpace(v.Str)); err == nil {
-				return b, nil
-			}
-		case v.Raw == "0" || v.Raw == "1":
-			return v.Raw == "1", nil
-		}
-		return nil, fmt.Errorf("want a boolean, got %s", describe(v))
+		return convertBoolean(v)
 	case TypeTimestamp:
-		if v.Type == gjson.String {
-			s := strings.TrimSpace(v.Str)
-			if ts, ok := parseTime(s); ok {
-				return ts.UTC(), nil
-			}
-			if d, err := time.Parse(time.DateOnly, s); err == nil {
-				return d.UTC(), nil
-			}
-		}
-		return nil, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
+		return convertTimestamp(v)
 	case TypeJSON:
 		return v.Raw, nil
 	}
 	return nil, fmt.Errorf("unknown column type %q", t)
+}
+
+// numberText is the text of a JSON number, or of a string holding one
+// (trimmed); any other JSON type fails with "want WANT".
+func numberText(v gjson.Result, want string) (string, error) {
+	if v.Type == gjson.String {
+		return strings.TrimSpace(v.Str), nil
+	} else if v.Type != gjson.Number {
+		return "", fmt.Errorf("want %s, got %s", want, describe(v))
+	}
+	return v.Raw, nil
+}
+
+// convertInteger converts a number or numeric string with an integral
+// value (1, "2", 3.0, 4e2) that fits in 64 bits.
+func convertInteger(v gjson.Result) (any, error) {
+	s, err := numberText(v, "an integer")
+	if err != nil {
+		return nil, err
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
+	}
+	return r.Num().Int64(), nil
+}
+
+// convertReal converts a number or numeric string to a finite float64.
+func convertReal(v gjson.Result) (any, error) {
+	s, err := numberText(v, "a number")
+	if err != nil {
+		return nil, err
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, fmt.Errorf("want a number, got %s", describe(v))
+	}
+	return f, nil
+}
+
+// convertNumeric keeps a decimal number (see isDecimal) as its text.
+func convertNumeric(v gjson.Result) (any, error) {
+	s, err := numberText(v, "a decimal number")
+	if err != nil {
+		return nil, err
+	}
+	if !isDecimal(s) {
+		return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
+	}
+	return s, nil
+}
+
+// convertBoolean converts true and false, the strings strconv.ParseBool
+// reads, and the numbers 0 and 1.
+func convertBoolean(v gjson.Result) (any, error) {
+	switch {
+	case v.Type == gjson.True:
+		return true, nil
+	case v.Type == gjson.False:
+		return false, nil
+	case v.Type == gjson.String:
+		if b, err := strconv.ParseBool(strings.TrimSpace(v.Str)); err == nil {
+			return b, nil
+		}
+	case v.Raw == "0" || v.Raw == "1":
+		return v.Raw == "1", nil
+	}
+	return nil, fmt.Errorf("want a boolean, got %s", describe(v))
+}
+
+// convertTimestamp converts a string holding an RFC 3339 timestamp (or a
+// form parseTime reads) or a date, in UTC.
+func convertTimestamp(v gjson.Result) (any, error) {
+	if v.Type == gjson.String {
+		s := strings.TrimSpace(v.Str)
+		if ts, ok := parseTime(s); ok {
+			return ts.UTC(), nil
+		}
+		if d, err := time.Parse(time.DateOnly, s); err == nil {
+			return d.UTC(), nil
+		}
+	}
+	return nil, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
 }
 
 // isDecimal reports whether s is a decimal number: an optional sign, digits
