@@ -88,7 +88,18 @@ func demo() error {
 	}
 
 	say("check: the table against the API")
-	db, err := sql.Open("sqlite", filepath.Join(out, "orders.db"))
+	if err := checkTable(filepath.Join(out, "orders.db"), records, srv.API.TotalRequests()); err != nil {
+		return err
+	}
+	fmt.Printf("\nno duplicates, no holes. Files are in %s\n", out)
+	return nil
+}
+
+// checkTable prints a sample of the demo's table and fails unless it holds
+// exactly the API's records, once each; requests is how many page requests
+// the API saw.
+func checkTable(path string, records, requests int) error {
+	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		return err
 	}
@@ -113,11 +124,10 @@ func demo() error {
 	r.Close()
 	fmt.Print(sample.String())
 	fmt.Printf("%d rows, %d distinct ids, %d records in the API; %d page requests in all for 20 pages\n",
-		rows, keys, records, srv.API.TotalRequests())
+		rows, keys, records, requests)
 	if rows != records || keys != records {
 		return fmt.Errorf("table has %d rows (%d distinct ids), want %d", rows, keys, records)
 	}
-	fmt.Printf("\nno duplicates, no holes. Files are in %s\n", out)
 	return nil
 }
 
