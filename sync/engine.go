@@ -197,7 +197,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 				return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
 			}
 			to = &p
-			if st := job.Pagination.Style; st != StyleCursor && st != StyleLink && lastBefore(st, *from, *from, p) {
+			if st := job.Pagination.Style; styleOf(st).traits().ordered && lastBefore(st, *from, *from, p) {
 				return nil, nil, Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
 			}
 		}
@@ -291,7 +291,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 		rs.pos = p
 	default:
 		m := ""
-		if job.Pagination.Style == StyleHWM {
+		if styleOf(job.Pagination.Style).traits().keepsMark {
 			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
 				sink.Close()
 				return nil, nil, Errorf(ExitUsage, "pagination: %v", err)
@@ -529,7 +529,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	kind := rs.info.Kind
 	saveMax := e.savableMax(&fp, rs.info.StartedAt, &rs.future)
 	switch {
-	case style == StyleHWM && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+	case styleOf(style).traits().keepsMark && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
 		pc.HWM = saveMax
 	case job.Incremental != nil && kind == KindRun:
 		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {
@@ -609,7 +609,7 @@ func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
 	limit := int64(maxPages)
 	if to != nil {
 		n := int64(-1)
-		if job.Pagination.Style == StylePage {
+		if styleOf(job.Pagination.Style).traits().pageNumbers {
 			n = to.Page - pos.Page + 1
 		}
 		if n >= 0 && (limit == 0 || n < limit) {
