@@ -229,6 +229,7 @@ func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 	pg := &j.Pagination
 	if knownStyle(pg.Style) {
 		styleOf(pg.Style).fill(pg, bad)
+		rejectUnused(pg, bad)
 	} else {
 		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(pagingStyle) bool { return true }), ", "))
 	}

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -67,6 +68,9 @@ type styleTraits struct {
 	// ownsLink: a Link rel="next" header is the style's own signal, not
 	// evidence of more pages.
 	ownsLink bool
+	// uses are the optional pagination keys the style reads; the loader
+	// rejects the others of pagingKeys when set.
+	uses []string
 	// The JSON Schema's rules, as the style's fill checks them: required
 	// keys, one-of keys, and whether pagination.size needs size_param.
 	required       []string
@@ -138,11 +142,30 @@ func concurrentStyles() string {
 	return strings.Join(styleNames(func(s pagingStyle) bool { _, ok := s.(numberedStyle); return ok }), " and ")
 }
 
-// unused reports each set key as not used with style.
-func unused(bad badFunc, style string, keys map[string]bool) {
-	for k, set := range keys {
-		if set {
-			bad("pagination."+k, "is not used with style %s", style)
+// pagingKey is a pagination key that only some styles use, and whether
+// the spec sets it.
+type pagingKey struct {
+	name string
+	set  bool
+}
+
+// pagingKeys are the pagination keys that only some styles use.
+func pagingKeys(pg *Pagination) []pagingKey {
+	return []pagingKey{
+		{"param", pg.Param != ""}, {"start", pg.Start != nil}, {"total_pages", pg.TotalPages != ""},
+		{"total", pg.Total != ""}, {"continue", pg.Continue}, {"next", pg.Next != ""},
+		{"next_header", pg.NextHeader != ""}, {"next_url", pg.NextURL != ""}, {"field", pg.Field != ""},
+		{"initial", pg.Initial != ""}, {"overlap", pg.Overlap != ""},
+	}
+}
+
+// rejectUnused reports each key of pagingKeys the spec sets but the style
+// does not use (fill only sets defaults of keys its style uses).
+func rejectUnused(pg *Pagination, bad badFunc) {
+	t := styleOf(pg.Style).traits()
+	for _, k := range pagingKeys(pg) {
+		if k.set && !slices.Contains(t.uses, k.name) {
+			bad("pagination."+k.name, "is not used with style %s", t.name)
 		}
 	}
 }

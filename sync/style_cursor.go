@@ -18,7 +18,7 @@ const StyleCursor = "cursor"
 type cursorPaging struct{}
 
 func (cursorPaging) traits() styleTraits {
-	return styleTraits{name: StyleCursor, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
+	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
 }
 
 func (cursorPaging) fill(pg *Pagination, bad badFunc) {
@@ -33,7 +33,6 @@ func (cursorPaging) fill(pg *Pagination, bad badFunc) {
 		bad("pagination", "style cursor needs exactly one of next, next_header or next_url")
 	}
 	sizeNeedsParam(pg, bad)
-	unused(bad, StyleCursor, map[string]bool{"field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
 }
 
 func (cursorPaging) start(Pagination, string) Position { return Position{} }

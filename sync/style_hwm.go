@@ -14,7 +14,7 @@ const StyleHWM = "hwm"
 type hwmPaging struct{}
 
 func (hwmPaging) traits() styleTraits {
-	return styleTraits{name: StyleHWM, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
+	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
 }
 
 func (hwmPaging) fill(pg *Pagination, bad badFunc) {
@@ -39,7 +39,6 @@ func (hwmPaging) fill(pg *Pagination, bad badFunc) {
 			bad("pagination.initial", "%v", err)
 		}
 	}
-	unused(bad, StyleHWM, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "total": pg.Total != ""})
 }
 
 func (hwmPaging) start(_ Pagination, mark string) Position { return Position{Mark: mark} }

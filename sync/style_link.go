@@ -12,12 +12,11 @@ const StyleLink = "link"
 type linkPaging struct{}
 
 func (linkPaging) traits() styleTraits {
-	return styleTraits{name: StyleLink, trustsEnd: true, ownsLink: true, sizeNeedsParam: true}
+	return styleTraits{name: StyleLink, uses: []string{"total", "continue"}, trustsEnd: true, ownsLink: true, sizeNeedsParam: true}
 }
 
 func (linkPaging) fill(pg *Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
-	unused(bad, StyleLink, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
 }
 
 func (linkPaging) start(Pagination, string) Position { return Position{} }

@@ -13,9 +13,8 @@ type nonePaging struct{}
 
 func (nonePaging) traits() styleTraits { return styleTraits{name: StyleNone} }
 
-func (nonePaging) fill(pg *Pagination, bad badFunc) {
-	unused(bad, StyleNone, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total": pg.Total != ""})
-}
+// fill has nothing to fill: none uses no key of pagingKeys.
+func (nonePaging) fill(*Pagination, badFunc) {}
 
 func (nonePaging) start(Pagination, string) Position { return Position{} }
 

@@ -14,7 +14,7 @@ const StyleOffset = "offset"
 type offsetPaging struct{}
 
 func (offsetPaging) traits() styleTraits {
-	return styleTraits{name: StyleOffset, ordered: true, required: []string{"size"}}
+	return styleTraits{name: StyleOffset, uses: []string{"param", "total", "continue"}, ordered: true, required: []string{"size"}}
 }
 
 func (offsetPaging) fill(pg *Pagination, bad badFunc) {
@@ -25,7 +25,6 @@ func (offsetPaging) fill(pg *Pagination, bad badFunc) {
 	if pg.Size <= 0 {
 		bad("pagination.size", "is required with style offset (records per page)")
 	}
-	unused(bad, StyleOffset, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
 }
 
 func (offsetPaging) start(Pagination, string) Position { return Position{} }

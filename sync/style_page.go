@@ -15,7 +15,7 @@ const StylePage = "page"
 type pagePaging struct{}
 
 func (pagePaging) traits() styleTraits {
-	return styleTraits{name: StylePage, ordered: true, pageNumbers: true, sizeNeedsParam: true}
+	return styleTraits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue"}, ordered: true, pageNumbers: true, sizeNeedsParam: true}
 }
 
 func (pagePaging) fill(pg *Pagination, bad badFunc) {
@@ -28,7 +28,6 @@ func (pagePaging) fill(pg *Pagination, bad badFunc) {
 		bad("pagination.size", "must be positive")
 	}
 	sizeNeedsParam(pg, bad)
-	unused(bad, StylePage, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != ""})
 }
 
 func (pagePaging) start(pg Pagination, _ string) Position { return Position{Page: *pg.Start} }

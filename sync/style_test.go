@@ -162,3 +162,29 @@ func TestOffsetArithmetic(t *testing.T) {
 		t.Errorf("step = %+v, %v, %v; want offset 45 size 7, shortEnd", next, own, err)
 	}
 }
+
+// Each style rejects the pagination keys it does not use, naming the key
+// and the style, and accepts those it does.
+func TestStyleUnusedKeys(t *testing.T) {
+	values := map[string]string{"param": "since", "start": "2", "total_pages": "meta.pages", "total": "meta.total",
+		"continue": "true", "next": "meta.next", "next_header": "X-Next", "next_url": "links.next",
+		"field": "ts", "initial": "2024-01-01T00:00:00Z", "overlap": "1h"}
+	uses := map[string][]string{
+		StylePage:   {"param", "start", "total_pages", "total", "continue"},
+		StyleOffset: {"param", "total", "continue"},
+		StyleCursor: {"param", "total", "continue", "next", "next_header", "next_url"},
+		StyleLink:   {"total", "continue"},
+		StyleHWM:    {"param", "field", "initial", "overlap"},
+		StyleNone:   nil,
+	}
+	for _, r := range StyleRules() {
+		for key, v := range values {
+			spec := strings.Replace(styleSpec(r.Name, nil), "  style: "+r.Name+"\n", "  style: "+r.Name+"\n  "+key+": "+v+"\n", 1)
+			p := strings.Join(loadProblems(t, spec), "\n")
+			rejected := strings.Contains(p, "pagination."+key+": is not used with style "+r.Name)
+			if want := !slices.Contains(uses[r.Name], key); rejected != want {
+				t.Errorf("%s with %s: problems %q; rejected = %v, want %v", r.Name, key, p, rejected, want)
+			}
+		}
+	}
+}
