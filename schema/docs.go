@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"strings"
+
 	"fmt"
 
 	idsync "github.com/idemsync/idemsync/sync"
@@ -63,7 +65,7 @@ var docs = map[string]doc{
 	"source.auth.ttl":                 {text: "command: how long the token is reused before the command runs again (it also runs again on a 401).", def: idsync.DefaultAuthCommandTTL.String()},
 
 	"pagination":       {text: "How to walk the pages. See docs/pagination.md."},
-	"pagination.style": {text: "page | offset | cursor | link | hwm | none.", def: idsync.StyleNone},
+	"pagination.style": {text: strings.Join(styleNames(), " | ") + ".", def: idsync.StyleNone},
 	"pagination.has_more": {text: "GJSON path of a boolean: false ends pagination; true forbids ending on an empty page.",
 		examples: []any{"has_more", "meta.has_more"}},
 	"pagination.param": {text: "Query parameter carrying the position. page: defaults to page; offset: offset; cursor: cursor; hwm: required (receives the mark). Not used with link and none."},

@@ -274,8 +274,11 @@ var overrides = map[string]func() *Schema{
 		return withEnv(&Schema{Type: "integer", Minimum: num(0), Maximum: num(64)})
 	},
 	"pagination.style": func() *Schema {
-		return withEnv(&Schema{Type: "string", Enum: []any{
-			idsync.StylePage, idsync.StyleOffset, idsync.StyleCursor, idsync.StyleLink, idsync.StyleHWM, idsync.StyleNone}})
+		var names []any
+		for _, n := range styleNames() {
+			names = append(names, n)
+		}
+		return withEnv(&Schema{Type: "string", Enum: names})
 	},
 	"pagination.start":    func() *Schema { return withEnv(&Schema{Type: "integer"}) },
 	"pagination.initial":  scalarText,
@@ -310,14 +313,32 @@ func addPaginationRules(p *Schema) {
 		If:   &Schema{Required: []string{"size"}, Properties: &Properties{{Name: "size", Schema: &Schema{Not: &Schema{Const: 0}}}}},
 		Then: &Schema{Required: []string{"size_param"}},
 	}
-	p.AllOf = []*Schema{
-		when([]any{idsync.StyleOffset}, &Schema{Required: []string{"size"}}),
-		when([]any{idsync.StyleHWM}, &Schema{Required: []string{"field", "param", "size"}}),
-		when([]any{idsync.StyleCursor}, &Schema{OneOf: []*Schema{
-			{Required: []string{"next"}}, {Required: []string{"next_header"}}, {Required: []string{"next_url"}},
-		}}),
-		when([]any{idsync.StylePage, idsync.StyleCursor, idsync.StyleLink, idsync.StyleHWM}, sized),
+	var withSize []any
+	for _, r := range idsync.StyleRules() {
+		if len(r.Required) > 0 {
+			p.AllOf = append(p.AllOf, when([]any{r.Name}, &Schema{Required: r.Required}))
+		}
+		if len(r.OneOf) > 0 {
+			one := &Schema{}
+			for _, k := range r.OneOf {
+				one.OneOf = append(one.OneOf, &Schema{Required: []string{k}})
+			}
+			p.AllOf = append(p.AllOf, when([]any{r.Name}, one))
+		}
+		if r.SizeNeedsParam {
+			withSize = append(withSize, r.Name)
+		}
 	}
+	p.AllOf = append(p.AllOf, when(withSize, sized))
+}
+
+// styleNames lists the pagination styles, as the loader's table does.
+func styleNames() []string {
+	var out []string
+	for _, r := range idsync.StyleRules() {
+		out = append(out, r.Name)
+	}
+	return out
 }
 
 func join(path, key string) string {

@@ -65,7 +65,7 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 			return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
 		}
 		to = &p
-		if st := job.Pagination.Style; st != StyleCursor && st != StyleLink && lastBefore(st, *from, *from, p) {
+		if st := job.Pagination.Style; styleOf(st).traits().ordered && lastBefore(st, *from, *from, p) {
 			return nil, nil, Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
 		}
 	}
@@ -190,7 +190,7 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 		return p, nil
 	default:
 		m := ""
-		if job.Pagination.Style == StyleHWM {
+		if styleOf(job.Pagination.Style).traits().keepsMark {
 			var err error
 			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
 				return Position{}, Errorf(ExitUsage, "pagination: %v", err)

@@ -120,7 +120,7 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 	kind := rs.info.Kind
 	saveMax := e.savableMax(fp, rs.info.StartedAt, &rs.future)
 	switch {
-	case style == StyleHWM && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+	case styleOf(style).traits().keepsMark && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
 		pc.HWM = saveMax
 	case job.Incremental != nil && kind == KindRun:
 		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {

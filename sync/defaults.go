@@ -29,8 +29,8 @@ func (j *Job) finish(lines map[string]int) []string {
 		pg.Style = StyleNone
 	}
 	j.pagingDefaults(bad)
-	if s.Concurrency > 1 && pg.Style != StylePage && pg.Style != StyleOffset {
-		bad("source.concurrency", "only page and offset styles fetch pages concurrently")
+	if _, numbered := styleOf(pg.Style).(numberedStyle); s.Concurrency > 1 && !numbered {
+		bad("source.concurrency", "only %s styles fetch pages concurrently", concurrentStyles())
 	}
 
 	j.incrementalDefaults(bad)
@@ -68,92 +68,13 @@ func (j *Job) jobDefaults(bad func(key, format string, args ...any), dir string)
 // pagingDefaults fills and checks the pagination block for its style.
 func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
 	pg := &j.Pagination
-	setParam := func(def string) {
-		if pg.Param == "" {
-			pg.Param = def
-		}
+	if knownStyle(pg.Style) {
+		styleOf(pg.Style).fill(pg, bad)
+		rejectUnused(pg, bad)
+	} else {
+		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(pagingStyle) bool { return true }), ", "))
 	}
-	unused := func(style string, keys map[string]bool) {
-		for k, set := range keys {
-			if set {
-				bad("pagination."+k, "is not used with style %s", style)
-			}
-		}
-	}
-	switch pg.Style {
-	case StylePage:
-		setParam("page")
-		if pg.Start == nil {
-			one := int64(1)
-			pg.Start = &one
-		}
-		if pg.Size < 0 {
-			bad("pagination.size", "must be positive")
-		}
-		if pg.Size > 0 && pg.SizeParam == "" {
-			bad("pagination.size_param", "is required when pagination.size is set")
-		}
-		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != ""})
-	case StyleOffset:
-		setParam("offset")
-		if pg.SizeParam == "" {
-			pg.SizeParam = "limit"
-		}
-		if pg.Size <= 0 {
-			bad("pagination.size", "is required with style offset (records per page)")
-		}
-		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
-	case StyleCursor:
-		setParam("cursor")
-		n := 0
-		for _, s := range []string{pg.Next, pg.NextHeader, pg.NextURL} {
-			if s != "" {
-				n++
-			}
-		}
-		if n != 1 {
-			bad("pagination", "style cursor needs exactly one of next, next_header or next_url")
-		}
-		if pg.Size > 0 && pg.SizeParam == "" {
-			bad("pagination.size_param", "is required when pagination.size is set")
-		}
-		unused(pg.Style, map[string]bool{"field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
-	case StyleLink:
-		if pg.Size > 0 && pg.SizeParam == "" {
-			bad("pagination.size_param", "is required when pagination.size is set")
-		}
-		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil})
-	case StyleHWM:
-		if pg.Field == "" {
-			bad("pagination.field", "is required with style hwm (path of the mark in each record)")
-		}
-		if pg.Param == "" {
-			bad("pagination.param", "is required with style hwm (query parameter receiving the mark)")
-		}
-		if pg.Size <= 0 {
-			bad("pagination.size", "is required with style hwm (records per page: a short page ends the walk)")
-		}
-		if pg.Size > 0 && pg.SizeParam == "" {
-			bad("pagination.size_param", "is required when pagination.size is set")
-		}
-		if err := checkOverlap(pg.Overlap); err != nil {
-			bad("pagination.overlap", "%v", err)
-		}
-		if pg.MaxFuture.Duration == 0 {
-			pg.MaxFuture.Duration = DefaultMaxFuture
-		}
-		if pg.Initial != "" {
-			if _, err := CheckMark(pg.Initial); err != nil {
-				bad("pagination.initial", "%v", err)
-			}
-		}
-		unused(pg.Style, map[string]bool{"next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "total": pg.Total != ""})
-	case StyleNone:
-		unused(pg.Style, map[string]bool{"param": pg.Param != "", "next": pg.Next != "", "next_header": pg.NextHeader != "", "next_url": pg.NextURL != "", "field": pg.Field != "", "total_pages": pg.TotalPages != "", "start": pg.Start != nil, "continue": pg.Continue, "initial": pg.Initial != "", "overlap": pg.Overlap != "", "total": pg.Total != ""})
-	default:
-		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styles, ", "))
-	}
-	if pg.Style != StyleHWM && pg.MaxFuture.Duration != 0 {
+	if !styleOf(pg.Style).traits().keepsMark && pg.MaxFuture.Duration != 0 {
 		bad("pagination.max_future", "is not used with style %s (incremental.max_future is)", pg.Style)
 	}
 	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {

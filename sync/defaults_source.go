@@ -56,8 +56,8 @@ func (j *Job) sourceDefaults(bad func(key, format string, args ...any)) {
 // is one.
 func (j *Job) incrementalDefaults(bad func(key, format string, args ...any)) {
 	if inc := j.Incremental; inc != nil {
-		if j.Pagination.Style == StyleHWM {
-			bad("incremental", "is not used with style %s (hwm keeps its own mark)", j.Pagination.Style)
+		if st := j.Pagination.Style; styleOf(st).traits().keepsMark {
+			bad("incremental", "is not used with style %s (%s keeps its own mark)", st, st)
 		}
 		if inc.Field == "" {
 			bad("incremental.field", "is required")

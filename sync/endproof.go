@@ -56,7 +56,7 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 		if len(more) > 0 {
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
-		if size := p.job.Pagination.Size; (style == StyleCursor || style == StyleLink) && size > 0 && resp.Raw >= size {
+		if size := p.job.Pagination.Size; p.style().traits().trustsEnd && size > 0 && resp.Raw >= size {
 			p.log.Warn("the last page is full: if the API has more records, its end signal is wrong",
 				"page", where, "records", resp.Raw, "size", size, "why", why)
 		}
@@ -99,7 +99,7 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 		return endResult{}, err
 	}
 	n, m := resp.Raw, pr.Raw
-	if m == 0 || style == StyleHWM && CompareMarks(prMax, hwmMax) <= 0 && m < p.size(pos) {
+	if m == 0 || p.style().traits().keepsMark && CompareMarks(prMax, hwmMax) <= 0 && m < p.size(pos) {
 		if len(more) > 0 {
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
@@ -107,7 +107,7 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 		end.next.End = true
 		return end, nil
 	}
-	if style == StylePage && (m > n || !p.firstPage(pos)) {
+	if p.style().traits().pageNumbers && (m > n || !p.firstPage(pos)) {
 		// Pages are numbered by one size: a page after a short one that
 		// holds anything means the short page came back incomplete (or
 		// records arrived meanwhile). Going on would skip what it lacked.
@@ -136,7 +136,7 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 // still asked at pagination.size.
 func (p *pager) firstPage(pos Position) bool {
 	pg := p.job.Pagination
-	return pg.Style == StylePage && pos.Page == *pg.Start && pos.Size == 0
+	return p.style().traits().pageNumbers && pos.Page == *pg.Start && pos.Size == 0
 }
 
 // signals reads the signals of a response other than the style's own:
@@ -153,7 +153,7 @@ func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
 			}
 		}
 	}
-	if pg.Style == StylePage && pg.TotalPages != "" {
+	if p.style().traits().pageNumbers && pg.TotalPages != "" {
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
 			switch lastPage := v.Int() + *pg.Start - 1; {
@@ -177,7 +177,7 @@ func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
 			}
 		}
 	}
-	if pg.Style != StyleLink && NextLink(resp.Header.Values("Link")) != "" {
+	if !p.style().traits().ownsLink && NextLink(resp.Header.Values("Link")) != "" {
 		more = append(more, `the response has a Link rel="next" header`)
 	}
 	return more, last
@@ -207,13 +207,8 @@ func (p *pager) total(resp *Response) (int64, string, bool) {
 // page at pos, when the style's positions tell it (page style with a
 // known size, offset style).
 func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
-	switch p.job.Pagination.Style {
-	case StyleOffset:
-		return pos.Offset + int64(resp.Raw), true
-	case StylePage:
-		if size := p.size(pos); size > 0 {
-			return (pos.Page-*p.job.Pagination.Start)*int64(size) + int64(resp.Raw), true
-		}
+	if s, ok := p.style().(numberedStyle); ok {
+		return s.seenThrough(p.job.Pagination, pos, p.size(pos), resp.Raw)
 	}
 	return 0, false
 }

@@ -22,7 +22,7 @@ type futureMarks struct {
 // no mark.
 func (e *Engine) maxFuture() time.Duration {
 	switch {
-	case e.Job.Pagination.Style == StyleHWM:
+	case styleOf(e.Job.Pagination.Style).traits().keepsMark:
 		return e.Job.Pagination.MaxFuture.Duration
 	case e.Job.Incremental != nil:
 		return e.Job.Incremental.MaxFuture.Duration

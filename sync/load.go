@@ -43,18 +43,6 @@ const (
 // DefaultRetryStatus is the default retry.on_status list.
 var DefaultRetryStatus = []int{408, 425, 429, 500, 502, 503, 504}
 
-// Pagination styles.
-const (
-	StylePage   = "page"
-	StyleOffset = "offset"
-	StyleCursor = "cursor"
-	StyleLink   = "link"
-	StyleHWM    = "hwm"
-	StyleNone   = "none"
-)
-
-var styles = []string{StylePage, StyleOffset, StyleCursor, StyleLink, StyleHWM, StyleNone}
-
 var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // SpecError is an invalid job spec: one or more problems, each naming the key

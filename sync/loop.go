@@ -71,7 +71,7 @@ func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
 	limit := int64(maxPages)
 	if to != nil {
 		n := int64(-1)
-		if job.Pagination.Style == StylePage {
+		if styleOf(job.Pagination.Style).traits().pageNumbers {
 			n = to.Page - pos.Page + 1
 		}
 		if n >= 0 && (limit == 0 || n < limit) {

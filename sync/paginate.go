@@ -19,17 +19,13 @@ type pager struct {
 	log *slog.Logger // warnings about the walk
 }
 
+// style is the job's pagination style.
+func (p *pager) style() pagingStyle { return styleOf(p.job.Pagination.Style) }
+
 // start returns the position of a new run's first page. mark is the hwm
 // style's starting mark (saved mark minus overlap, or initial).
 func (p *pager) start(mark string) Position {
-	pg := p.job.Pagination
-	switch pg.Style {
-	case StylePage:
-		return Position{Page: *pg.Start}
-	case StyleHWM:
-		return Position{Mark: mark}
-	}
-	return Position{}
+	return p.style().start(p.job.Pagination, mark)
 }
 
 // url returns the request URL for the page at pos; window is the
@@ -47,29 +43,10 @@ func (p *pager) url(pos Position, window string) (string, error) {
 	if size := p.size(pos); size > 0 && pg.SizeParam != "" {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
-	base, isNext := p.job.Source.URL, false
-	switch pg.Style {
-	case StylePage:
-		params.Set(pg.Param, strconv.FormatInt(pos.Page, 10))
-	case StyleOffset:
-		params.Set(pg.Param, strconv.FormatInt(pos.Offset, 10))
-	case StyleCursor:
-		switch {
-		case pos.URL != "":
-			base, isNext = pos.URL, true
-		case pos.Cursor != "":
-			params.Set(pg.Param, pos.Cursor)
-		}
-	case StyleLink:
-		if pos.URL != "" {
-			base, isNext = pos.URL, true
-		}
-	case StyleHWM:
-		if pos.Mark != "" {
-			params.Set(pg.Param, pos.Mark)
-		}
+	if next := p.style().request(pg, pos, params); next != "" {
+		return p.src.BuildURL(next, params, true)
 	}
-	return p.src.BuildURL(base, params, isNext)
+	return p.src.BuildURL(p.job.Source.URL, params, false)
 }
 
 // ownEnd is what a page's own pagination style says about the end.
@@ -114,62 +91,10 @@ func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, own
 	case size > 0 && n < size:
 		own, why = shortEnd, fmt.Sprintf("is short (%d of %d records)", n, size)
 	}
-	switch pg.Style {
-	case StyleNone:
-		return pos, styleEnd, "is the only page", nil
-	case StylePage:
-		return Position{Page: pos.Page + 1, Size: pos.Size}, own, why, nil
-	case StyleOffset:
-		return Position{Offset: pos.Offset + int64(n), Size: pos.Size}, own, why, nil
-	case StyleCursor:
-		var v, where string
-		switch {
-		case pg.Next != "":
-			v, where = scalar(gjson.GetBytes(resp.Body, pg.Next)), "has no next cursor (at "+pg.Next+")"
-		case pg.NextHeader != "":
-			v, where = strings.TrimSpace(resp.Header.Get(pg.NextHeader)), "has no "+pg.NextHeader+" header"
-		default:
-			v, where = scalar(gjson.GetBytes(resp.Body, pg.NextURL)), "has no next URL (at "+pg.NextURL+")"
-			if v != "" {
-				abs, err := resolveURL(resp.URL, v)
-				if err != nil {
-					return Position{}, 0, "", fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
-				}
-				v = p.src.CheckpointURL(abs)
-			}
-		}
-		if v == "" {
-			return pos, styleEnd, where, nil
-		}
-		if pg.NextURL != "" {
-			return Position{URL: v}, goesOn, "", nil
-		}
-		return Position{Cursor: v}, goesOn, "", nil
-	case StyleLink:
-		next := NextLink(resp.Header.Values("Link"))
-		if next == "" {
-			return pos, styleEnd, `has no Link rel="next"`, nil
-		}
-		abs, err := resolveURL(resp.URL, next)
-		if err != nil {
-			return Position{}, 0, "", fmt.Errorf("link header next URL: %w", err)
-		}
-		return Position{URL: p.src.CheckpointURL(abs)}, goesOn, "", nil
-	case StyleHWM:
-		if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
-			if pos.Size > 0 && pos.Size < pg.Size && n >= size {
-				return pos, cappedTie, "", nil // decideEnd asks again at pagination.size
-			}
-			if size > 0 && n >= size {
-				return Position{}, 0, "", &Error{Code: ExitPermanent,
-					Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
-					Hint: "more than pagination.size records share one mark: raise pagination.size"}
-			}
-			return pos, styleEnd, fmt.Sprintf("makes no progress (%d of %d records)", n, size), nil
-		}
-		return Position{Mark: hwmMax, Size: pos.Size}, own, why, nil
+	if !knownStyle(pg.Style) {
+		return Position{}, 0, "", fmt.Errorf("unknown pagination style %q", pg.Style)
 	}
-	return Position{}, 0, "", fmt.Errorf("unknown pagination style %q", pg.Style)
+	return p.style().step(p, pos, resp, hwmMax, own, why)
 }
 
 // scalar returns a JSON value as a cursor string: "" for missing, null,

@@ -170,7 +170,7 @@ func (e *Engine) noteCap(fp fetched) {
 // incremental field, or "" when the job keeps no mark.
 func (e *Engine) markPath() string {
 	switch {
-	case e.Job.Pagination.Style == StyleHWM:
+	case styleOf(e.Job.Pagination.Style).traits().keepsMark:
 		return e.Job.Pagination.Field
 	case e.Job.Incremental != nil:
 		return e.Job.Incremental.Field
@@ -187,9 +187,8 @@ func (e *Engine) markPath() string {
 // memory. Cancel ctx to stop it; the channel is closed after the last page
 // (one that ended pagination or failed).
 func (e *Engine) pipeline(ctx context.Context, start Position, window string, to *Position, limit int) <-chan fetched {
-	style := e.Job.Pagination.Style
 	workers := e.Job.Source.Concurrency
-	if workers <= 1 || (style != StylePage && style != StyleOffset) {
+	if _, numbered := styleOf(e.Job.Pagination.Style).(numberedStyle); workers <= 1 || !numbered {
 		return e.sequential(ctx, start, window, to, limit)
 	}
 	return e.concurrent(ctx, start, window, to, limit, workers)
@@ -278,14 +277,11 @@ func (e *Engine) concurrent(ctx context.Context, start Position, window string, 
 // stepPos is the position k pages after pos (page and offset styles), in
 // pages of the size the API serves at pos.
 func (e *Engine) stepPos(pos Position, k int64) Position {
-	if e.Job.Pagination.Style == StylePage {
-		return Position{Page: pos.Page + k, Size: pos.Size}
-	}
-	size := int64(pos.Size)
+	size := pos.Size
 	if size == 0 {
-		size = int64(e.Job.Pagination.Size)
+		size = e.Job.Pagination.Size
 	}
-	return Position{Offset: pos.Offset + k*size, Size: pos.Size}
+	return styleOf(e.Job.Pagination.Style).(numberedStyle).ahead(pos, k, size)
 }
 
 // batch fetches pages start, start+1, … with up to workers requests in

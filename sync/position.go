@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -41,39 +40,10 @@ func DecodePosition(s string) (Position, error) {
 }
 
 // Describe returns the position as a person reads it for the given style:
-// "page 3", "offset 200", "cursor abc", a URL, or a mark. r redacts secrets
-// that a next URL may carry.
+// "page 3", "offset 200", "cursor abc", a URL, or a mark ("start" for none
+// or an unknown style). r redacts secrets that a next URL may carry.
 func (p Position) Describe(style string, r *Redactor) string {
-	var s string
-	switch style {
-	case StylePage:
-		s = "page " + strconv.FormatInt(p.Page, 10)
-	case StyleOffset:
-		s = "offset " + strconv.FormatInt(p.Offset, 10)
-	case StyleCursor:
-		switch {
-		case p.URL != "":
-			s = r.Redact(p.URL)
-		case p.Cursor != "":
-			s = "cursor " + r.Redact(p.Cursor)
-		default:
-			s = "first page"
-		}
-	case StyleLink:
-		if p.URL == "" {
-			s = "first page"
-		} else {
-			s = r.Redact(p.URL)
-		}
-	case StyleHWM:
-		if p.Mark == "" {
-			s = "no mark"
-		} else {
-			s = "mark " + p.Mark
-		}
-	default:
-		s = "start"
-	}
+	s := styleOf(style).describe(p, r)
 	if p.End {
 		s += " (end)"
 	}
@@ -82,36 +52,13 @@ func (p Position) Describe(style string, r *Redactor) string {
 
 // ParsePosition reads a user-given position (replay --from/--to) for a
 // style: a page number, an offset, a cursor token, a next URL, or a mark.
+// It fails for a value the style cannot read, and for none or an unknown
+// style.
 func ParsePosition(style, v string) (Position, error) {
-	v = strings.TrimSpace(v)
-	switch style {
-	case StylePage, StyleOffset:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return Position{}, fmt.Errorf("%q is not a %s number", v, style)
-		}
-		if style == StylePage {
-			return Position{Page: n}, nil
-		}
-		return Position{Offset: n}, nil
-	case StyleCursor:
-		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-			return Position{URL: v}, nil
-		}
-		return Position{Cursor: v}, nil
-	case StyleLink:
-		if err := validURL(v); err != nil {
-			return Position{}, fmt.Errorf("%q is not a next-page URL: %v", v, err)
-		}
-		return Position{URL: v}, nil
-	case StyleHWM:
-		m, err := CheckMark(v)
-		if err != nil {
-			return Position{}, err
-		}
-		return Position{Mark: m}, nil
+	if !knownStyle(style) {
+		return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
 	}
-	return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
+	return styleOf(style).parse(strings.TrimSpace(v))
 }
 
 // lastBefore reports whether the page at pos is the last one a replay
@@ -120,21 +67,7 @@ func ParsePosition(style, v string) (Position, error) {
 // still have records to come); for cursor and link styles when pos is to
 // itself (URLs compared whatever the order of their query parameters).
 func lastBefore(style string, pos, next, to Position) bool {
-	switch style {
-	case StylePage:
-		return next.Page > to.Page
-	case StyleOffset:
-		return next.Offset > to.Offset
-	case StyleHWM:
-		return CompareMarks(next.Mark, to.Mark) > 0
-	}
-	switch {
-	case to.URL != "":
-		return sameURL(pos.URL, to.URL)
-	case to.Cursor != "":
-		return pos.Cursor == to.Cursor
-	}
-	return false
+	return styleOf(style).lastBefore(pos, next, to)
 }
 
 // sameURL reports whether two URLs are equal but for the order of their

@@ -47,19 +47,13 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 	return res
 }
 
-// guessStyle picks the style that explains a stored position best.
+// guessStyle picks the style that explains a stored position best: none
+// when no style holds it.
 func guessStyle(p Position) string {
-	switch {
-	case p.URL != "":
-		return StyleLink
-	case p.Cursor != "":
-		return StyleCursor
-	case p.Mark != "":
-		return StyleHWM
-	case p.Offset != 0:
-		return StyleOffset
-	case p.Page != 0:
-		return StylePage
+	for _, s := range styleTable {
+		if s.holds(p) {
+			return s.traits().name
+		}
 	}
 	return StyleNone
 }

@@ -1,0 +1,198 @@
+package sync
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// pagingStyle is one pagination style: everything idemsync does
+// differently for it. Each style is one type in its own file
+// (style_page.go, style_offset.go, ...), listed once in styleTable.
+type pagingStyle interface {
+	// traits are the style's fixed properties.
+	traits() styleTraits
+	// fill fills the pagination block's defaults for the style and reports
+	// through bad the keys it lacks or does not use.
+	fill(pg *Pagination, bad badFunc)
+	// start is the position of a new run's first page; mark is the hwm
+	// style's starting mark.
+	start(pg Pagination, mark string) Position
+	// request sets the style's query parameters for the page at pos on q.
+	// It returns the URL the position holds (a next URL), "" to request
+	// source.url.
+	request(pg Pagination, pos Position, q url.Values) string
+	// step returns the position after the page fetched at pos and what the
+	// style alone says about the end (see pager.step); own and why are the
+	// verdict of the page's record count (empty, short).
+	step(p *pager, pos Position, resp *Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error)
+	// describe returns pos as a person reads it, without " (end)".
+	describe(pos Position, r *Redactor) string
+	// parse reads a user-given position (replay --from/--to).
+	parse(v string) (Position, error)
+	// lastBefore reports whether the page at pos, followed by next, is the
+	// last one a replay bounded by to re-reads.
+	lastBefore(pos, next, to Position) bool
+	// holds reports whether a stored position is one of the style's (status
+	// without the job file guesses the style by it).
+	holds(pos Position) bool
+}
+
+// numberedStyle is a style whose pages are addressed by number (page,
+// offset): the position k pages ahead is known before fetching, so pages
+// are fetched concurrently, and the records up to a page are counted.
+type numberedStyle interface {
+	pagingStyle
+	// ahead is the position k pages of size records after pos.
+	ahead(pos Position, k int64, size int) Position
+	// seenThrough is how many records the walk holds up to and including
+	// a page of n records at pos (false when the style cannot tell).
+	seenThrough(pg Pagination, pos Position, size, n int) (int64, bool)
+}
+
+// styleTraits are the fixed properties of a pagination style.
+type styleTraits struct {
+	name string
+	// keepsMark: the style keeps its own mark (hwm): incremental is not
+	// used with it, and it has pagination.max_future.
+	keepsMark bool
+	// ordered: positions compare, so replay --to can come before --from.
+	ordered bool
+	// pageNumbers: pages are numbered by one size (page): a page after a
+	// short one cannot skip what it lacked, a page-size cap is only taken
+	// from the first page, and a replay's --to counts its pages.
+	pageNumbers bool
+	// trustsEnd: the style's end is a missing next cursor, URL or link, not
+	// a short page: a full last page earns a warning.
+	trustsEnd bool
+	// ownsLink: a Link rel="next" header is the style's own signal, not
+	// evidence of more pages.
+	ownsLink bool
+	// uses are the optional pagination keys the style reads; the loader
+	// rejects the others of pagingKeys when set.
+	uses []string
+	// The JSON Schema's rules, as the style's fill checks them: required
+	// keys, one-of keys, and whether pagination.size needs size_param.
+	required       []string
+	oneOf          []string
+	sizeNeedsParam bool
+}
+
+// badFunc reports a problem with a key of the job spec.
+type badFunc func(key, format string, args ...any)
+
+// styleTable is the one table of pagination styles, in the order errors
+// and the JSON Schema list them.
+var styleTable = []pagingStyle{pagePaging{}, offsetPaging{}, cursorPaging{}, linkPaging{}, hwmPaging{}, nonePaging{}}
+
+// styleOf returns the named style; an unknown name (a spec the loader
+// rejects) gets none.
+func styleOf(name string) pagingStyle {
+	for _, s := range styleTable {
+		if s.traits().name == name {
+			return s
+		}
+	}
+	return nonePaging{}
+}
+
+// knownStyle reports whether name is a pagination style.
+func knownStyle(name string) bool {
+	for _, s := range styleTable {
+		if s.traits().name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StyleRule is what the JSON Schema says of one pagination style.
+type StyleRule struct {
+	Name           string   // the value of pagination.style
+	Required       []string // keys of pagination the style requires
+	OneOf          []string // keys of which the style requires exactly one
+	SizeNeedsParam bool     // pagination.size requires pagination.size_param
+}
+
+// StyleRules returns every pagination style with its schema rules, in the
+// order the documentation lists them. It never fails.
+func StyleRules() []StyleRule {
+	out := make([]StyleRule, 0, len(styleTable))
+	for _, s := range styleTable {
+		t := s.traits()
+		out = append(out, StyleRule{Name: t.name, Required: t.required, OneOf: t.oneOf, SizeNeedsParam: t.sizeNeedsParam})
+	}
+	return out
+}
+
+// styleNames returns the names of the styles with a trait, in table order.
+func styleNames(with func(pagingStyle) bool) []string {
+	var out []string
+	for _, s := range styleTable {
+		if with(s) {
+			out = append(out, s.traits().name)
+		}
+	}
+	return out
+}
+
+// concurrentStyles is how the loader names the styles that fetch pages
+// concurrently: "page and offset".
+func concurrentStyles() string {
+	return strings.Join(styleNames(func(s pagingStyle) bool { _, ok := s.(numberedStyle); return ok }), " and ")
+}
+
+// pagingKey is a pagination key that only some styles use, and whether
+// the spec sets it.
+type pagingKey struct {
+	name string
+	set  bool
+}
+
+// pagingKeys are the pagination keys that only some styles use.
+func pagingKeys(pg *Pagination) []pagingKey {
+	return []pagingKey{
+		{"param", pg.Param != ""}, {"start", pg.Start != nil}, {"total_pages", pg.TotalPages != ""},
+		{"total", pg.Total != ""}, {"continue", pg.Continue}, {"next", pg.Next != ""},
+		{"next_header", pg.NextHeader != ""}, {"next_url", pg.NextURL != ""}, {"field", pg.Field != ""},
+		{"initial", pg.Initial != ""}, {"overlap", pg.Overlap != ""},
+	}
+}
+
+// rejectUnused reports each key of pagingKeys the spec sets but the style
+// does not use (fill only sets defaults of keys its style uses).
+func rejectUnused(pg *Pagination, bad badFunc) {
+	t := styleOf(pg.Style).traits()
+	for _, k := range pagingKeys(pg) {
+		if k.set && !slices.Contains(t.uses, k.name) {
+			bad("pagination."+k.name, "is not used with style %s", t.name)
+		}
+	}
+}
+
+// sizeNeedsParam reports a pagination.size without pagination.size_param.
+func sizeNeedsParam(pg *Pagination, bad badFunc) {
+	if pg.Size > 0 && pg.SizeParam == "" {
+		bad("pagination.size_param", "is required when pagination.size is set")
+	}
+}
+
+// setParam sets pagination.param to def when it is unset.
+func setParam(pg *Pagination, def string) {
+	if pg.Param == "" {
+		pg.Param = def
+	}
+}
+
+// sameAt is lastBefore for styles whose positions do not compare (cursor,
+// link): the page at pos is the last when it is to itself (URLs compared
+// whatever the order of their query parameters).
+func sameAt(pos, to Position) bool {
+	switch {
+	case to.URL != "":
+		return sameURL(pos.URL, to.URL)
+	case to.Cursor != "":
+		return pos.Cursor == to.Cursor
+	}
+	return false
+}
