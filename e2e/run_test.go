@@ -58,7 +58,10 @@ func TestCleanRunEqualsSource(t *testing.T) {
 // Several runs of one job at once: exactly one proceeds, the others exit 4
 // at once and change nothing.
 func TestOverlappingRuns(t *testing.T) {
-	api, url := startAPI(t, fakeapi.Options{Records: 200, Latency: 20 * time.Millisecond})
+	// 9 requests of 250 ms: the winner's run outlasts the start of the
+	// other four processes even on a loaded machine (at 20 ms a late
+	// starter found the run over and ran again).
+	api, url := startAPI(t, fakeapi.Options{Records: 200, Latency: 250 * time.Millisecond})
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
 	const n = 5
