@@ -51,7 +51,9 @@ func (j *Job) Identity() Identity {
 	set("source.url", s.URL)
 	set("source.method", s.Method)
 	for k, v := range s.Query {
-		if !credentialName(k) {
+		// A literal value is a filter whatever its name (partition_key):
+		// only a secret under a credential's name is left out.
+		if !credentialName(k) || j.Secrets.Redact(v) == v {
 			set("source.query."+k, v)
 		}
 	}
@@ -102,7 +104,8 @@ func (j *Job) Identity() Identity {
 // Proxy-Authorization, Cookie, and any name holding "key", "token",
 // "secret", "auth", "password", "signature" or "session" (X-API-Key,
 // api_key, access_token). Rotating a credential never changes which
-// records a page holds, so it continues an unfinished run.
+// records a page holds, so it continues an unfinished run. A query
+// parameter counts as one only when its value holds a secret.
 func credentialName(name string) bool {
 	n := strings.ToLower(name)
 	if n == "cookie" {

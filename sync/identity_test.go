@@ -67,3 +67,20 @@ func TestLoadMarkFormat(t *testing.T) {
 		}
 	}
 }
+
+// A query parameter is left out of the walk only when it carries a secret
+// under a credential's name: a literal partition_key is a filter.
+func TestIdentityQueryCredentials(t *testing.T) {
+	spec := func(part string) string {
+		return strings.Replace(validSpec, "  records: data.items\n",
+			"  records: data.items\n  query: {partition_key: "+part+", api_key: \"${API_KEY}\"}\n", 1)
+	}
+	base := loadIdentity(t, spec("eu"), map[string]string{"API_TOKEN": "token-one", "API_KEY": "key-one"})
+	if got := loadIdentity(t, spec("eu"), map[string]string{"API_TOKEN": "token-one", "API_KEY": "key-two"}).Changes(base); got != nil {
+		t.Errorf("a rotated api_key changed the walk: %q", got)
+	}
+	got := loadIdentity(t, spec("us"), map[string]string{"API_TOKEN": "token-one", "API_KEY": "key-one"}).Changes(base)
+	if strings.Join(got, "|") != "source.query.partition_key: eu → us" {
+		t.Errorf("a changed partition_key: changes %q", got)
+	}
+}
