@@ -117,30 +117,9 @@ target:
 `, url, pag)
 }
 
-// vmRows reads id → name of the target.
-func vmRows(t *testing.T, dir string) map[int]string {
-	t.Helper()
-	db := openSQLite(t, filepath.Join(dir, "out.db"))
-	rows, err := db.Query(`SELECT id, name FROM orders`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[int]string{}
-	for rows.Next() {
-		var id int
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = name
-	}
-	return out
-}
-
 func assertVMRows(t *testing.T, dir string, a *vmAPI) {
 	t.Helper()
-	got := vmRows(t, dir)
+	got := readNames(t, filepath.Join(dir, "out.db"), "orders")
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for id, r := range a.recs {
