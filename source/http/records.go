@@ -140,15 +140,22 @@ func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
 	v := gjson.ParseBytes(body)
 	where := "the response body"
 	if path != "" {
+		// gjson reads a path into a top-level string as the string's text
+		// (`"[[1]]"` at 0 is `[1]`): a path selects only in an object or
+		// an array.
+		if !v.IsObject() && !v.IsArray() {
+			return nil, fmt.Errorf("records path %s: the response body is %s, not an object or an array", path, kindOf(v))
+		}
 		v = v.Get(path)
 		where = "records path " + path
 		if !v.Exists() {
 			return nil, fmt.Errorf("records path %s not found in the response (top-level keys: %s)", path, topKeys(body))
 		}
-		// gjson answers a path into a top-level string with a slice of the
-		// string's text (`"[["` at "0" is `["`): never take that for records.
-		if v.IsArray() && !gjson.Valid(v.Raw) {
-			return nil, fmt.Errorf("records path %s does not select JSON in the response (the body is %s)", path, kindOf(gjson.ParseBytes(body)))
+		// After a pipe or a modifier gjson may read a string value's text
+		// the same way (`x|0` on {"x":"[[\"a\"]]"}); a plain path never
+		// does, so only those selections are checked.
+		if _, plain := plainPrefix(path); !plain && v.IsArray() && !gjson.Valid(v.Raw) {
+			return nil, fmt.Errorf("records path %s does not select JSON in the response", path)
 		}
 	}
 	switch {

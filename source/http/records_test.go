@@ -258,3 +258,24 @@ func TestFetchRecordsPath(t *testing.T) {
 		}
 	}
 }
+
+// A records path never reads records out of a JSON string's text: gjson
+// descends into a top-level string (`"[[1]]"` at 0 is `[1]`) and, after a
+// pipe, into a string value; both are refused, naming the path.
+func TestRecordsNotFromStringText(t *testing.T) {
+	for _, tt := range []struct{ body, path string }{
+		{`"[[1]]"`, "0"},
+		{`"[["`, "0"},
+		{`{"x":"[[\"a\"]]"}`, "x|0"},
+	} {
+		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: tt.path}}, Secrets: idsync.NewRedactor()}
+		recs, err := (&Fetcher{job: job}).records([]byte(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.path) {
+			t.Errorf("%s at %s: records %v, err %v; want an error naming the path", tt.body, tt.path, recs, err)
+		}
+	}
+	job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: "data|@reverse"}}, Secrets: idsync.NewRedactor()}
+	if recs, err := (&Fetcher{job: job}).records([]byte(`{"data":[{"id":1},{"id":2}]}`)); err != nil || len(recs) != 2 {
+		t.Errorf("a modifier on an array: %v %v", recs, err)
+	}
+}
