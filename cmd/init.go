@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
@@ -89,7 +91,7 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 			return err
 		}
 	}
-	if _, err := idsync.Load([]byte(spec), abs, os.LookupEnv); err != nil {
+	if _, err := jobfile.Load([]byte(spec), abs, os.LookupEnv); err != nil {
 		return idsync.Errorf(idsync.ExitPermanent, "init wrote a job file that does not validate (please report it): %w\n%s", err, spec)
 	}
 	if out == "-" {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
@@ -30,7 +32,7 @@ func initJob(t *testing.T, dir, rawURL, name string) *idsync.Job {
 		data, _ := os.ReadFile(out)
 		t.Fatalf("validate the file init wrote: exit %d\n%s\n%s", r.code, r.stderr, data)
 	}
-	job, err := idsync.LoadFile(out)
+	job, err := jobfile.LoadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestInitRecordedAPIs(t *testing.T) {
 			if r := execute(t, false, "validate", out); r.code != 0 {
 				t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
 			}
-			job, err := idsync.LoadFile(out)
+			job, err := jobfile.LoadFile(out)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -72,7 +74,7 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	var job *idsync.Job
 	red := idsync.NewRedactor()
 	if len(args) == 1 {
-		if job, err = idsync.LoadFile(args[0]); err != nil {
+		if job, err = jobfile.LoadFile(args[0]); err != nil {
 			return err
 		}
 		red, g.jobName = job.Secrets, job.Name

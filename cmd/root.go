@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	idsync "github.com/idemsync/idemsync/sync"
@@ -96,7 +98,7 @@ func exitCode(err error) int {
 func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 	if g.json {
 		if g.jobName == "" {
-			g.jobName = idsync.SpecName(err)
+			g.jobName = jobfile.SpecName(err)
 		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -76,9 +78,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 	}
 	started := time.Now()
-	job, err := idsync.LoadFile(file)
+	job, err := jobfile.LoadFile(file)
 	if err != nil {
-		g.jobName = idsync.SpecName(err)
+		g.jobName = jobfile.SpecName(err)
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
 	g.jobName = job.Name

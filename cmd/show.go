@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/sink"
@@ -35,7 +37,7 @@ seen without a database client. Values are shown as text, NULL as NULL
 			if limit < 1 {
 				return &usageError{err: fmt.Errorf("--limit must be at least 1")}
 			}
-			job, err := idsync.LoadFile(args[0])
+			job, err := jobfile.LoadFile(args[0])
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -91,7 +93,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	name := ""
 	if len(args) == 1 {
 		var err error
-		if job, err = idsync.LoadFile(args[0]); err != nil {
+		if job, err = jobfile.LoadFile(args[0]); err != nil {
 			return err
 		}
 		red, name = job.Secrets, job.Name

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -24,7 +26,7 @@ to the target database.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			job, err := idsync.LoadFile(args[0])
+			job, err := jobfile.LoadFile(args[0])
 			if err != nil {
 				return err
 			}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
-
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 var update = flag.Bool("update", false, "rewrite job.schema.json from the Go types")
@@ -95,7 +95,7 @@ func TestExamplesValidate(t *testing.T) {
 				t.Errorf("schema: %v", err)
 			}
 			abs, _ := filepath.Abs(f)
-			if _, err := idsync.Load(data, abs, noEnv); err != nil {
+			if _, err := jobfile.Load(data, abs, noEnv); err != nil {
 				t.Errorf("loader: %v", err)
 			}
 		})
@@ -160,7 +160,7 @@ func TestRequiredKeysAgree(t *testing.T) {
 			if err := validateYAML(t, s, []byte(m.spec)); err != nil {
 				t.Fatalf("schema rejects the minimal spec: %v", err)
 			}
-			if _, err := idsync.Load([]byte(m.spec), "/jobs/orders.yaml", noEnv); err != nil {
+			if _, err := jobfile.Load([]byte(m.spec), "/jobs/orders.yaml", noEnv); err != nil {
 				t.Fatalf("loader rejects the minimal spec: %v", err)
 			}
 			for _, key := range m.removable {
@@ -169,7 +169,7 @@ func TestRequiredKeysAgree(t *testing.T) {
 				if err := validateYAML(t, s, data); err == nil {
 					t.Errorf("without %s: the schema accepts the spec, the loader requires the key", key)
 				}
-				_, err := idsync.Load(data, "/jobs/orders.yaml", noEnv)
+				_, err := jobfile.Load(data, "/jobs/orders.yaml", noEnv)
 				if err == nil {
 					t.Errorf("without %s: the loader accepts the spec, the schema requires the key", key)
 				} else if last := key[strings.LastIndex(key, ".")+1:]; !strings.Contains(err.Error(), last) {
@@ -190,7 +190,7 @@ func TestRequiredKeysAgree(t *testing.T) {
 		if err := validateYAML(t, s, []byte(spec)); err != nil {
 			t.Errorf("%s: schema: %v", alt, err)
 		}
-		if _, err := idsync.Load([]byte(spec), "", noEnv); err != nil {
+		if _, err := jobfile.Load([]byte(spec), "", noEnv); err != nil {
 			t.Errorf("%s: loader: %v", alt, err)
 		}
 	}
@@ -198,7 +198,7 @@ func TestRequiredKeysAgree(t *testing.T) {
 	if validateYAML(t, s, []byte(both)) == nil {
 		t.Error("the schema accepts a cursor spec with both next and next_url")
 	}
-	if _, err := idsync.Load([]byte(both), "", noEnv); err == nil {
+	if _, err := jobfile.Load([]byte(both), "", noEnv); err == nil {
 		t.Error("the loader accepts a cursor spec with both next and next_url")
 	}
 }
@@ -303,7 +303,7 @@ target:
 				t.Fatalf("%q not found in the base spec", tt.from)
 			}
 			serr := validateYAML(t, s, []byte(spec))
-			_, lerr := idsync.Load([]byte(spec), "/jobs/orders.yaml", env)
+			_, lerr := jobfile.Load([]byte(spec), "/jobs/orders.yaml", env)
 			if (serr == nil) != tt.valid {
 				t.Errorf("schema: valid=%v, want %v (%v)", serr == nil, tt.valid, serr)
 			}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,10 +20,7 @@ func epPager(t *testing.T, records, pagination string) (*pager, *bytes.Buffer) {
 		spec += "  records: " + fmt.Sprintf("%q", records) + "\n"
 	}
 	spec += "pagination:\n" + pagination + "target:\n  url: sqlite:out.db\n  table: t\n  key: [id]\n"
-	job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
-	if err != nil {
-		t.Fatalf("load: %v\n%s", err, spec)
-	}
+	job := testJob(t, spec)
 	var logs bytes.Buffer
 	return &pager{job: job, src: &fakeSource{records: job.Source.Records}, log: slog.New(slog.NewTextHandler(&logs, nil))}, &logs
 }
@@ -303,10 +299,7 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 				spec := fmt.Sprintf("name: ep\nsource:\n  url: %s\n  records: data\n  concurrency: %d\npagination:\n%s"+
 					"retry:\n  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\ntarget:\n  url: sqlite:out.db\n  table: t\n  key: [id]\n"+
 					"  columns:\n    id: {path: id, type: integer}\n", "http://api.test/x", workers, tt.pag)
-				job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
-				if err != nil {
-					t.Fatal(err)
-				}
+				job := testJob(t, spec)
 				logs := &lockedWriter{w: &bytes.Buffer{}} // pipeline goroutines may still log after the last page
 				log := slog.New(slog.NewTextHandler(logs, nil))
 				e := &Engine{Job: job, Source: src, Logger: log}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,10 +28,7 @@ func engineJob(t *testing.T, source, pagination string) *Job {
 		"pagination:\n" + pagination +
 		"retry:\n  attempts: 3\n  min_wait: 1ms\n  max_wait: 2ms\n" +
 		"target:\n  url: sqlite:out.db\n  table: items\n  key: [id]\n  columns:\n    id: {path: id, type: integer}\n"
-	job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
-	if err != nil {
-		t.Fatalf("load: %v\n%s", err, spec)
-	}
+	job := testJob(t, spec)
 	return job
 }
 

@@ -172,5 +172,5 @@ func shown(v string) string {
 	if v == "" {
 		return "(unset)"
 	}
-	return elide(v, 80)
+	return Elide(v, 80)
 }

@@ -21,14 +21,14 @@ func CheckMark(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if t, ok := parseTime(s); ok {
 		if t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
-			return "", fmt.Errorf("%q is out of range once in UTC", elide(s, 40))
+			return "", fmt.Errorf("%q is out of range once in UTC", Elide(s, 40))
 		}
 		return s, nil
 	}
 	if isDecimal(s) {
 		return s, nil
 	}
-	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", elide(s, 40))
+	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", Elide(s, 40))
 }
 
 // markFromJSON reads a mark from a record's field value, verbatim.
@@ -39,7 +39,7 @@ func markFromJSON(v gjson.Result) (string, error) {
 	case gjson.Number:
 		return CheckMark(v.Raw)
 	}
-	return "", fmt.Errorf("value %s is neither an RFC 3339 timestamp nor a number", elide(v.Raw, 40))
+	return "", fmt.Errorf("value %s is neither an RFC 3339 timestamp nor a number", Elide(v.Raw, 40))
 }
 
 // CompareMarks compares two marks by value: timestamps as instants,
@@ -112,7 +112,7 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 	return r.FloatString(9), nil
 }
 
-func checkOverlap(s string) error {
+func CheckOverlap(s string) error {
 	if s == "" {
 		return nil
 	}

@@ -16,9 +16,9 @@ const (
 	FormatUnixMS     = "unix_ms"     // milliseconds since 1970
 )
 
-// checkMarkFormat accepts the named formats and Go layouts that write a
+// CheckMarkFormat accepts the named formats and Go layouts that write a
 // year and parse back what they wrote.
-func checkMarkFormat(f string) error {
+func CheckMarkFormat(f string) error {
 	switch f {
 	case FormatAsReceived, FormatRFC3339, FormatDate, FormatUnix, FormatUnixMS:
 		return nil
@@ -47,7 +47,7 @@ func FormatMark(mark, format string) (string, error) {
 		if isDecimal(mark) && (format == FormatUnix || format == FormatUnixMS) {
 			return mark, nil
 		}
-		return "", fmt.Errorf("mark %q is not a timestamp, so incremental.format %s cannot write it", elide(mark, 40), format)
+		return "", fmt.Errorf("mark %q is not a timestamp, so incremental.format %s cannot write it", Elide(mark, 40), format)
 	}
 	t = t.UTC()
 	switch format {

@@ -70,8 +70,8 @@ func TestFormatMark(t *testing.T) {
 		{FormatUnixMS, "1710003845987"},
 		{"2006-01-02 15:04:05", "2024-03-09 17:04:05"},
 	} {
-		if err := checkMarkFormat(tc.format); tc.format != "" && err != nil {
-			t.Errorf("checkMarkFormat(%q): %v", tc.format, err)
+		if err := CheckMarkFormat(tc.format); tc.format != "" && err != nil {
+			t.Errorf("CheckMarkFormat(%q): %v", tc.format, err)
 		}
 		got, err := FormatMark(m, tc.format)
 		if err != nil || got != tc.want {
@@ -85,8 +85,8 @@ func TestFormatMark(t *testing.T) {
 		t.Error("a numeric mark was written as rfc3339")
 	}
 	for _, bad := range []string{"iso", "15:04", "yyyy-mm-dd"} {
-		if err := checkMarkFormat(bad); err == nil {
-			t.Errorf("checkMarkFormat(%q) accepted", bad)
+		if err := CheckMarkFormat(bad); err == nil {
+			t.Errorf("CheckMarkFormat(%q) accepted", bad)
 		}
 	}
 }

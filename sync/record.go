@@ -304,7 +304,7 @@ func describe(v gjson.Result) string {
 	case v.IsObject():
 		kind = "an object"
 	}
-	return kind + " " + elide(v.Raw, 40)
+	return kind + " " + Elide(v.Raw, 40)
 }
 
 // hash returns the content hash of a row: xxhash64 over the non-null values

@@ -28,7 +28,7 @@ func (hwmPaging) fill(pg *Pagination, bad badFunc) {
 		bad("pagination.size", "is required with style hwm (records per page: a short page ends the walk)")
 	}
 	sizeNeedsParam(pg, bad)
-	if err := checkOverlap(pg.Overlap); err != nil {
+	if err := CheckOverlap(pg.Overlap); err != nil {
 		bad("pagination.overlap", "%v", err)
 	}
 	if pg.MaxFuture.Duration == 0 {

@@ -43,7 +43,7 @@ func (linkPaging) describe(pos Position, r *Redactor) string {
 }
 
 func (linkPaging) parse(v string) (Position, error) {
-	if err := validURL(v); err != nil {
+	if err := ValidURL(v); err != nil {
 		return Position{}, fmt.Errorf("%q is not a next-page URL: %v", v, err)
 	}
 	return Position{URL: v}, nil

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile"
+
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -97,7 +99,7 @@ source:
 // and the buffer its debug-level logger writes to.
 func newTestFetcher(t *testing.T, spec string, envVars map[string]string) (*Fetcher, *bytes.Buffer) {
 	t.Helper()
-	job, err := idsync.Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(envVars))
+	job, err := jobfile.Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(envVars))
 	if err != nil {
 		t.Fatalf("load spec: %v\n%s", err, spec)
 	}
@@ -398,6 +400,6 @@ func TestFetchErrorPath(t *testing.T) {
 	}
 }
 
-func env(m map[string]string) idsync.LookupFunc {
+func env(m map[string]string) jobfile.LookupFunc {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

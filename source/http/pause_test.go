@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/jobfile"
 )
 
 // A 429 holds every worker of the job, not only the one that got it: no
@@ -35,7 +35,7 @@ func TestTooManyRequestsPausesAllWorkers(t *testing.T) {
 		w.Write([]byte(`[]`))
 	}))
 	defer srv.Close()
-	job, err := idsync.Load([]byte("name: p\nsource: {url: '"+srv.URL+"'}\nretry: {min_wait: 10ms, max_wait: 5s}\ntarget: {url: 'sqlite:x.db', table: t, key: id}\n"), "", nil)
+	job, err := jobfile.Load([]byte("name: p\nsource: {url: '"+srv.URL+"'}\nretry: {min_wait: 10ms, max_wait: 5s}\ntarget: {url: 'sqlite:x.db', table: t, key: id}\n"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

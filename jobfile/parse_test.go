@@ -1,6 +1,8 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ func TestNextLink(t *testing.T) {
 		{[]string{`<https://a/2>; REL="NEXT"`}, "https://a/2"},
 	}
 	for _, tt := range tests {
-		if got := NextLink(tt.in); got != tt.want {
+		if got := idsync.NextLink(tt.in); got != tt.want {
 			t.Errorf("NextLink(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -33,7 +35,7 @@ func FuzzNextLink(f *testing.F) {
 	f.Add(`<https://a/x?page=2>; rel="next", <https://a/x?page=5>; rel="last"`)
 	f.Add(`<a>; rel=next,,<`)
 	f.Fuzz(func(t *testing.T, h string) {
-		got := NextLink([]string{h})
+		got := idsync.NextLink([]string{h})
 		if got != "" && !containsStr(h, got) {
 			t.Fatalf("NextLink(%q) = %q, not a substring", h, got)
 		}
@@ -53,7 +55,7 @@ func TestBackoff(t *testing.T) {
 	min, max := 100*time.Millisecond, time.Second
 	for n := 0; n < 10; n++ {
 		for i := 0; i < 50; i++ {
-			d := Backoff(min, max, n, 0, false)
+			d := idsync.Backoff(min, max, n, 0, false)
 			ceil := min << n
 			if ceil > max {
 				ceil = max
@@ -63,31 +65,31 @@ func TestBackoff(t *testing.T) {
 			}
 		}
 	}
-	if d := Backoff(min, max, 0, 5*time.Second, true); d != max {
+	if d := idsync.Backoff(min, max, 0, 5*time.Second, true); d != max {
 		t.Errorf("Retry-After not capped by max_wait: %v", d)
 	}
-	if d := Backoff(min, max, 0, 300*time.Millisecond, true); d != 300*time.Millisecond {
+	if d := idsync.Backoff(min, max, 0, 300*time.Millisecond, true); d != 300*time.Millisecond {
 		t.Errorf("Retry-After not honoured: %v", d)
 	}
 }
 
 func TestMarks(t *testing.T) {
-	if n, _ := CheckMark(" 2024-01-01T02:00:00.000+02:00 "); n != "2024-01-01T02:00:00.000+02:00" {
+	if n, _ := idsync.CheckMark(" 2024-01-01T02:00:00.000+02:00 "); n != "2024-01-01T02:00:00.000+02:00" {
 		t.Errorf("CheckMark rewrote the mark: %q", n)
 	}
-	if CompareMarks("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+02:00") <= 0 {
+	if idsync.CompareMarks("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+02:00") <= 0 {
 		t.Error("offsets not compared as instants")
 	}
-	if CompareMarks("9", "10") >= 0 {
+	if idsync.CompareMarks("9", "10") >= 0 {
 		t.Error("numbers compared as strings")
 	}
-	if m, _ := SubtractOverlap("2024-01-01T00:10:00Z", "10m"); m != "2024-01-01T00:00:00Z" {
+	if m, _ := idsync.SubtractOverlap("2024-01-01T00:10:00Z", "10m"); m != "2024-01-01T00:00:00Z" {
 		t.Errorf("overlap = %q", m)
 	}
-	if m, _ := SubtractOverlap("100", "5"); m != "95" {
+	if m, _ := idsync.SubtractOverlap("100", "5"); m != "95" {
 		t.Errorf("numeric overlap = %q", m)
 	}
-	if _, err := CheckMark("yesterday"); err == nil {
+	if _, err := idsync.CheckMark("yesterday"); err == nil {
 		t.Error("garbage mark accepted")
 	}
 }
@@ -96,33 +98,33 @@ func TestConvert(t *testing.T) {
 	ts := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		json string
-		typ  ColumnType
+		typ  idsync.ColumnType
 		want any
 		bad  bool
 	}{
-		{`"a"`, TypeText, "a", false},
-		{`5`, TypeText, "5", false},
-		{`42`, TypeInteger, int64(42), false},
-		{`"42"`, TypeInteger, int64(42), false},
-		{`42.0`, TypeInteger, int64(42), false},
-		{`42.5`, TypeInteger, nil, true},
-		{`9223372036854775808`, TypeInteger, nil, true},
-		{`1.5`, TypeReal, 1.5, false},
-		{`"x"`, TypeReal, nil, true},
-		{`12345678901234567890.123456789`, TypeNumeric, "12345678901234567890.123456789", false},
-		{`"12.50"`, TypeNumeric, "12.50", false},
-		{`"12,50"`, TypeNumeric, nil, true},
-		{`true`, TypeBoolean, true, false},
-		{`"false"`, TypeBoolean, false, false},
-		{`"maybe"`, TypeBoolean, nil, true},
-		{`"2024-01-01T02:00:00+02:00"`, TypeTimestamp, ts, false},
-		{`"2024-01-01"`, TypeTimestamp, ts, false},
-		{`"01/01/2024"`, TypeTimestamp, nil, true},
-		{`{"a":[1]}`, TypeJSON, `{"a":[1]}`, false},
-		{`null`, TypeInteger, nil, false},
+		{`"a"`, idsync.TypeText, "a", false},
+		{`5`, idsync.TypeText, "5", false},
+		{`42`, idsync.TypeInteger, int64(42), false},
+		{`"42"`, idsync.TypeInteger, int64(42), false},
+		{`42.0`, idsync.TypeInteger, int64(42), false},
+		{`42.5`, idsync.TypeInteger, nil, true},
+		{`9223372036854775808`, idsync.TypeInteger, nil, true},
+		{`1.5`, idsync.TypeReal, 1.5, false},
+		{`"x"`, idsync.TypeReal, nil, true},
+		{`12345678901234567890.123456789`, idsync.TypeNumeric, "12345678901234567890.123456789", false},
+		{`"12.50"`, idsync.TypeNumeric, "12.50", false},
+		{`"12,50"`, idsync.TypeNumeric, nil, true},
+		{`true`, idsync.TypeBoolean, true, false},
+		{`"false"`, idsync.TypeBoolean, false, false},
+		{`"maybe"`, idsync.TypeBoolean, nil, true},
+		{`"2024-01-01T02:00:00+02:00"`, idsync.TypeTimestamp, ts, false},
+		{`"2024-01-01"`, idsync.TypeTimestamp, ts, false},
+		{`"01/01/2024"`, idsync.TypeTimestamp, nil, true},
+		{`{"a":[1]}`, idsync.TypeJSON, `{"a":[1]}`, false},
+		{`null`, idsync.TypeInteger, nil, false},
 	}
 	for _, tt := range tests {
-		got, err := Convert(gjson.Parse(tt.json), tt.typ)
+		got, err := idsync.Convert(gjson.Parse(tt.json), tt.typ)
 		if (err != nil) != tt.bad {
 			t.Errorf("Convert(%s, %s) error = %v, want bad=%v", tt.json, tt.typ, err, tt.bad)
 			continue
@@ -140,32 +142,32 @@ func TestConvert(t *testing.T) {
 }
 
 func TestMapperBadRecordsAndDedupe(t *testing.T) {
-	tbl := &Table{Key: []string{"id"}, Columns: []Column{{"id", "id", TypeInteger}, {"n", "n", TypeText}}}
-	m := Mapper{Table: tbl}
+	tbl := &idsync.Table{Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}, {Name: "n", Path: "n", Type: idsync.TypeText}}}
+	m := idsync.Mapper{Table: tbl}
 	if _, _, err := m.Map(3, gjson.Parse(`{"n":"x"}`)); err == nil || err.Error() != "record 3: column id: key is missing or null (path id)" {
 		t.Errorf("missing key: %v", err)
 	}
 	a, _, _ := m.Map(0, gjson.Parse(`{"id":1,"n":"a"}`))
 	b, _, _ := m.Map(1, gjson.Parse(`{"id":2,"n":"b"}`))
 	c, _, _ := m.Map(2, gjson.Parse(`{"id":1,"n":"c"}`))
-	rows, dropped := Dedupe(tbl, []Row{a, b, c})
+	rows, dropped := idsync.Dedupe(tbl, []idsync.Row{a, b, c})
 	if dropped != 1 || len(rows) != 2 || rows[1].Values[1] != "c" {
 		t.Errorf("dedupe = %+v, %d", rows, dropped)
 	}
 	if a.Hash == c.Hash {
 		t.Error("different content, same hash")
 	}
-	inf := &Table{Key: []string{"id"}}
-	mi := Mapper{Table: inf, Infer: true}
+	inf := &idsync.Table{Key: []string{"id"}}
+	mi := idsync.Mapper{Table: inf, Infer: true}
 	r, added, err := mi.Map(0, gjson.Parse(`{"id":1,"price":1.50,"tags":["a"],"ok":true,"a.b":"dot","nil":null}`))
 	if err != nil || !added {
 		t.Fatal(err)
 	}
-	types := map[string]ColumnType{}
+	types := map[string]idsync.ColumnType{}
 	for _, c := range inf.Columns {
 		types[c.Name] = c.Type
 	}
-	want := map[string]ColumnType{"id": TypeInteger, "price": TypeReal, "tags": TypeJSON, "ok": TypeBoolean, "a.b": TypeText}
+	want := map[string]idsync.ColumnType{"id": idsync.TypeInteger, "price": idsync.TypeReal, "tags": idsync.TypeJSON, "ok": idsync.TypeBoolean, "a.b": idsync.TypeText}
 	for k, v := range want {
 		if types[k] != v {
 			t.Errorf("inferred %s = %q, want %q (all: %v)", k, types[k], v, types)

@@ -1,47 +1,18 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
-
-// Job is a loaded, validated job: the spec with defaults filled in, paths
-// resolved against the job file's folder, and the derived target table.
-type Job struct {
-	Spec
-	File      string // absolute path of the job file; "" when loaded from bytes
-	StatePath string // absolute state file path (before --state / IDEMSYNC_STATE)
-	Table     Table  // target table; Columns empty when they are inferred
-	Infer     bool   // columns are inferred from the records (target.columns omitted)
-	Secrets   *Redactor
-}
-
-// Defaults of the job file, filled in one place (applyDefaults).
-const (
-	DefaultStateFile   = ".idemsync/state.db"
-	DefaultRetention   = 30 * 24 * time.Hour // runs and page rows kept by the automatic prune
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxBody     = 64 << 20
-	DefaultAttempts    = 5
-	DefaultMinWait     = time.Second
-	DefaultMaxWait     = 30 * time.Second
-	DefaultOnBadRecord = "fail"
-	DefaultMaxFuture   = time.Hour // incremental.max_future, pagination.max_future (hwm)
-)
-
-// DefaultRetryStatus is the default retry.on_status list.
-var DefaultRetryStatus = []int{408, 425, 429, 500, 502, 503, 504}
 
 var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
@@ -65,19 +36,19 @@ func (e *SpecError) Error() string {
 }
 
 // ExitCode returns 2.
-func (e *SpecError) ExitCode() int { return ExitUsage }
+func (e *SpecError) ExitCode() int { return idsync.ExitUsage }
 
 // LoadFile reads and validates the job file at path, expanding ${VAR} from
 // the environment. It returns a *SpecError (wrapped in an *Error with exit
 // code 2) for any problem.
-func LoadFile(path string) (*Job, error) {
+func LoadFile(path string) (*idsync.Job, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &Error{Code: ExitUsage, Msg: "job file " + path, Err: err}
+		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, &Error{Code: ExitUsage, Msg: "read job file", Err: err}
+		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
 	}
 	return Load(data, abs, os.LookupEnv)
 }
@@ -85,9 +56,9 @@ func LoadFile(path string) (*Job, error) {
 // Load parses and validates a job file's bytes. file is its absolute path
 // (relative paths in the spec resolve against its folder; "" means the
 // current directory). lookup supplies environment variables.
-func Load(data []byte, file string, lookup LookupFunc) (*Job, error) {
+func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
 	fail := func(problems ...string) error {
-		return &Error{Code: ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
+		return &idsync.Error{Code: idsync.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -100,20 +71,20 @@ func Load(data []byte, file string, lookup LookupFunc) (*Job, error) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, fail(fmt.Sprintf("line %d: a job file is a mapping with name, source, pagination, target", doc.Line))
 	}
-	red := NewRedactor()
+	red := idsync.NewRedactor()
 	var problems []string
 	lines := map[string]int{"": doc.Line}
-	checkNode(doc, reflect.TypeOf(Spec{}), "", lines, &problems)
+	checkNode(doc, reflect.TypeOf(idsync.Spec{}), "", lines, &problems)
 	expandNode(doc, "", lookup, red, &problems)
 	if len(problems) > 0 {
 		return nil, fail(problems...)
 	}
-	var spec Spec
+	var spec idsync.Spec
 	if err := doc.Decode(&spec); err != nil {
 		return nil, fail(keyedProblems(err, lines)...)
 	}
-	job := &Job{Spec: spec, File: file, Secrets: red}
-	if p := job.finish(lines); len(p) > 0 {
+	job := &idsync.Job{Spec: spec, File: file, Secrets: red}
+	if p := (loading{job}).finish(lines); len(p) > 0 {
 		return nil, fail(p...)
 	}
 	return job, nil
@@ -229,7 +200,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int, 
 
 // expandNode expands ${VAR} in every scalar value, value by value, so that a
 // variable's content can never inject YAML structure.
-func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *Redactor, problems *[]string) {
+func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *idsync.Redactor, problems *[]string) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -316,30 +287,3 @@ func lineOf(lines map[string]int, key string) string {
 		k = k[:i]
 	}
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// validURL checks an http(s) URL.
-func validURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("not a URL")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("scheme must be http or https")
-	}
-	if u.Host == "" {
-		return fmt.Errorf("missing host")
-	}
-	return nil
-}
-
-var _ = slices.Contains[[]string]

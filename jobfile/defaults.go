@@ -1,16 +1,22 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 )
 
+// loading is a job being loaded: the checks that fill its defaults and
+// validate it are its methods.
+type loading struct{ *idsync.Job }
+
 // finish fills defaults (the only place that does), resolves relative paths,
 // validates the spec and derives the target table. It returns the problems
 // found, each naming the key and line.
-func (j *Job) finish(lines map[string]int) []string {
+func (j loading) finish(lines map[string]int) []string {
 	var p []string
 	bad := func(key, format string, args ...any) {
 		p = append(p, lineOf(lines, key)+key+": "+fmt.Sprintf(format, args...))
@@ -22,17 +28,7 @@ func (j *Job) finish(lines map[string]int) []string {
 	j.jobDefaults(bad, dir)
 	j.sourceDefaults(bad)
 
-	// pagination
-	s := &j.Source
-	pg := &j.Pagination
-	if pg.Style == "" {
-		pg.Style = StyleNone
-	}
-	j.pagingDefaults(bad)
-	if _, numbered := styleOf(pg.Style).(numberedStyle); s.Concurrency > 1 && !numbered {
-		bad("source.concurrency", "only %s styles fetch pages concurrently", concurrentStyles())
-	}
-
+	idsync.FillPagination(&j.Pagination, j.Source.Concurrency, bad)
 	j.incrementalDefaults(bad)
 	j.retryDefaults(bad)
 	j.targetDefaults(bad, dir, lines)
@@ -41,7 +37,7 @@ func (j *Job) finish(lines map[string]int) []string {
 
 // jobDefaults fills and checks the job's own keys: name, state (resolved
 // against dir) and retention.
-func (j *Job) jobDefaults(bad func(key, format string, args ...any), dir string) {
+func (j loading) jobDefaults(bad func(key, format string, args ...any), dir string) {
 	resolve := func(path string) string {
 		if path == "" || filepath.IsAbs(path) {
 			return path
@@ -57,28 +53,11 @@ func (j *Job) jobDefaults(bad func(key, format string, args ...any), dir string)
 		bad("name", "%q may only contain letters, digits, _ and -", j.Name)
 	}
 	if j.State == "" {
-		j.State = DefaultStateFile
+		j.State = idsync.DefaultStateFile
 	}
 	j.StatePath = resolve(j.State)
 	if j.Retention.Duration == 0 {
-		j.Retention.Duration = DefaultRetention
-	}
-}
-
-// pagingDefaults fills and checks the pagination block for its style.
-func (j *Job) pagingDefaults(bad func(key, format string, args ...any)) {
-	pg := &j.Pagination
-	if knownStyle(pg.Style) {
-		styleOf(pg.Style).fill(pg, bad)
-		rejectUnused(pg, bad)
-	} else {
-		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(pagingStyle) bool { return true }), ", "))
-	}
-	if !styleOf(pg.Style).traits().keepsMark && pg.MaxFuture.Duration != 0 {
-		bad("pagination.max_future", "is not used with style %s (incremental.max_future is)", pg.Style)
-	}
-	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
-		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")
+		j.Retention.Duration = idsync.DefaultRetention
 	}
 }
 

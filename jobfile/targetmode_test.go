@@ -1,6 +1,8 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"strings"
 	"testing"
 )
@@ -21,8 +23,8 @@ func TestLoadTargetMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Target.FileMode() != DefaultTargetMode {
-		t.Errorf("default mode %o, want %o", job.Target.FileMode(), DefaultTargetMode)
+	if job.Target.FileMode() != idsync.DefaultTargetMode {
+		t.Errorf("default mode %o, want %o", job.Target.FileMode(), idsync.DefaultTargetMode)
 	}
 	for _, tt := range []struct {
 		name, spec string
@@ -38,7 +40,7 @@ func TestLoadTargetMode(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := ExitCode(err); code != ExitUsage {
+			if code := idsync.ExitCode(err); code != idsync.ExitUsage {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			for _, w := range tt.want {

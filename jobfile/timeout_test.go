@@ -1,6 +1,8 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ func TestLoadTargetTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tt := job.Target.Timeout; tt == nil || tt.Lock.Duration != DefaultLockTimeout || tt.Statement.Duration != DefaultStatementTimeout {
+	if tt := job.Target.Timeout; tt == nil || tt.Lock.Duration != idsync.DefaultLockTimeout || tt.Statement.Duration != idsync.DefaultStatementTimeout {
 		t.Errorf("defaults: %+v, want lock 30s, statement 5m", tt)
 	}
 	job, err = Load(spec("  timeout: {lock: 2s, statement: 1m}\n"), "", env(map[string]string{"API_TOKEN": "x"}))

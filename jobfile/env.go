@@ -1,6 +1,8 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"fmt"
 	"os"
 	"strings"
@@ -39,12 +41,12 @@ func expandEnv(s string, lookup LookupFunc) (string, []string, error) {
 		}
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			return "", nil, fmt.Errorf("unterminated ${ in %q", elide(s, 40))
+			return "", nil, fmt.Errorf("unterminated ${ in %q", idsync.Elide(s, 40))
 		}
 		ref := s[i+2 : i+2+end]
 		name, def, hasDef := strings.Cut(ref, ":-")
 		if !validVarName(name) {
-			return "", nil, fmt.Errorf("invalid variable name %q in ${%s}", name, elide(ref, 40))
+			return "", nil, fmt.Errorf("invalid variable name %q in ${%s}", name, idsync.Elide(ref, 40))
 		}
 		v, ok := lookup(name)
 		switch {
@@ -76,11 +78,4 @@ func validVarName(s string) bool {
 		}
 	}
 	return true
-}
-
-func elide(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

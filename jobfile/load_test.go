@@ -1,6 +1,8 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"errors"
 	"strings"
 	"testing"
@@ -56,7 +58,7 @@ func TestLoadValid(t *testing.T) {
 	if *job.Pagination.Start != 1 || job.Pagination.Param != "page" || job.Source.Method != "GET" {
 		t.Errorf("pagination defaults: %+v", job.Pagination)
 	}
-	want := []Column{{"id", "id", TypeInteger}, {"email", "customer.email", TypeText}, {"total", "total", TypeNumeric}}
+	want := []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}, {Name: "email", Path: "customer.email", Type: idsync.TypeText}, {Name: "total", Path: "total", Type: idsync.TypeNumeric}}
 	if len(job.Table.Columns) != len(want) {
 		t.Fatalf("columns = %+v", job.Table.Columns)
 	}
@@ -104,7 +106,7 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := ExitCode(err); code != ExitUsage {
+			if code := idsync.ExitCode(err); code != idsync.ExitUsage {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			var se *SpecError
@@ -152,8 +154,8 @@ func FuzzLoad(f *testing.F) {
 		if err == nil && (job.Name == "" || job.Target.Table == "" || len(job.Target.Key) == 0) {
 			t.Fatalf("accepted a spec missing required fields: %+v", job.Spec)
 		}
-		if err != nil && ExitCode(err) != ExitUsage {
-			t.Fatalf("exit code %d for %v", ExitCode(err), err)
+		if err != nil && idsync.ExitCode(err) != idsync.ExitUsage {
+			t.Fatalf("exit code %d for %v", idsync.ExitCode(err), err)
 		}
 	})
 }

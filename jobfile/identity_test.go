@@ -1,11 +1,13 @@
-package sync
+package jobfile
 
 import (
+	idsync "github.com/idemsync/idemsync/sync"
+
 	"strings"
 	"testing"
 )
 
-func loadIdentity(t *testing.T, spec string, vars map[string]string) Identity {
+func loadIdentity(t *testing.T, spec string, vars map[string]string) idsync.Identity {
 	t.Helper()
 	job, err := Load([]byte(spec), "/jobs/orders.yaml", env(vars))
 	if err != nil {

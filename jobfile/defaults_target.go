@@ -1,0 +1,140 @@
+package jobfile
+
+import (
+	idsync "github.com/idemsync/idemsync/sync"
+
+	"net/url"
+	"strings"
+	"time"
+)
+
+// targetDefaults fills and checks the target block (a relative sqlite path
+// resolved against dir) and derives the target table from it.
+func (j loading) targetDefaults(bad func(key, format string, args ...any), dir string, lines map[string]int) {
+	t := &j.Target
+	if t.URL == "" {
+		bad("target.url", "is required")
+	} else if u, err := TargetURL(t.URL, dir); err != nil {
+		bad("target.url", "%v", err)
+	} else {
+		t.URL = u
+		if pu, err := url.Parse(u); err == nil && pu.User != nil {
+			if pw, ok := pu.User.Password(); ok {
+				j.Secrets.Add(pw)
+			}
+		}
+	}
+	if t.Table == "" {
+		bad("target.table", "is required")
+	}
+	if len(t.Key) == 0 {
+		bad("target.key", "is required (the column or columns that identify a record)")
+	}
+	if t.Create == nil {
+		yes := true
+		t.Create = &yes
+	}
+	switch t.OnBadRecord {
+	case "":
+		t.OnBadRecord = idsync.DefaultOnBadRecord
+	case "fail", "skip":
+	default:
+		bad("target.on_bad_record", "%q must be fail or skip", t.OnBadRecord)
+	}
+	finishTimeout(t, bad)
+	checkTargetMode(t, bad)
+	j.Table = idsync.Table{Key: t.Key, Version: t.Version, Create: *t.Create}
+	j.Table.Schema, j.Table.Name = splitTable(t.Table)
+	j.Infer = len(t.Columns) == 0
+	j.targetColumns(bad, lines)
+}
+
+// targetColumns checks the declared columns, fills their path and type
+// defaults and adds them to the target table; with none declared the
+// columns are inferred. Key and version must name declared columns.
+func (j loading) targetColumns(bad func(key, format string, args ...any), lines map[string]int) {
+	t := &j.Target
+	names := map[string]bool{}
+	for _, c := range t.Columns {
+		key := "target.columns." + c.Name
+		if c.Line > 0 {
+			lines[key] = c.Line
+		}
+		if c.Name == "" || strings.HasPrefix(c.Name, "_idemsync_") {
+			bad(key, "invalid column name (the _idemsync_ prefix is reserved)")
+		}
+		if names[c.Name] {
+			bad(key, "duplicate column")
+		}
+		names[c.Name] = true
+		if c.Path == "" {
+			c.Path = c.Name
+		}
+		if c.Type == "" {
+			c.Type = idsync.TypeText
+		}
+		if !c.Type.Valid() {
+			bad(key+".type", "%q is not one of %v", c.Type, idsync.ColumnTypes)
+		}
+		j.Table.Columns = append(j.Table.Columns, idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type})
+	}
+	if !j.Infer {
+		for _, k := range t.Key {
+			if !names[k] {
+				bad("target.key", "column %q is not in target.columns", k)
+			}
+		}
+		if t.Version != "" && !names[t.Version] {
+			bad("target.version", "column %q is not in target.columns", t.Version)
+		}
+	}
+}
+
+// checkTargetMode validates target.mode: an octal permission of at most
+// 0777 that lets the owner read and write, on an SQLite target.
+func checkTargetMode(t *idsync.Target, bad func(key, format string, args ...any)) {
+	if t.Mode == "" {
+		return
+	}
+	m, err := idsync.ParseMode(t.Mode)
+	switch {
+	case err != nil:
+		bad("target.mode", "%q is not an octal permission such as \"0640\"", t.Mode)
+	case m > 0o777:
+		bad("target.mode", "%q is not a permission: at most 0777 (no setuid, setgid or sticky bits)", t.Mode)
+	case m&0o600 != 0o600:
+		bad("target.mode", "%q must let the owner read and write the file (0600 at least)", t.Mode)
+	case !strings.HasPrefix(strings.ToLower(t.URL), "sqlite:"):
+		bad("target.mode", "applies to sqlite targets only (a PostgreSQL server owns its files)")
+	}
+}
+
+// finishTimeout fills target.timeout's defaults and reports, through bad,
+// a value PostgreSQL cannot honour (it counts whole milliseconds, and 0
+// would mean no limit at all).
+func finishTimeout(t *idsync.Target, bad func(key, format string, args ...any)) {
+	if t.Timeout == nil {
+		t.Timeout = &idsync.TargetTimeout{}
+	}
+	for _, d := range []struct {
+		key string
+		v   *idsync.Duration
+		def time.Duration
+	}{
+		{"target.timeout.lock", &t.Timeout.Lock, idsync.DefaultLockTimeout},
+		{"target.timeout.statement", &t.Timeout.Statement, idsync.DefaultStatementTimeout},
+	} {
+		switch {
+		case d.v.Duration == 0:
+			d.v.Duration = d.def
+		case d.v.Duration < time.Millisecond:
+			bad(d.key, "%s is below the database's resolution of 1ms", d.v.Duration)
+		case d.v.Duration > maxTimeout:
+			bad(d.key, "%s exceeds the largest limit, %s", d.v.Duration, maxTimeout)
+		}
+	}
+}
+
+// maxTimeout is the largest lock_timeout/statement_timeout PostgreSQL
+// accepts (INT_MAX milliseconds).
+const maxTimeout = time.Duration(1<<31-1) * time.Millisecond

@@ -1,0 +1,30 @@
+package sync
+
+import "time"
+
+// Job is a loaded, validated job: the spec with defaults filled in, paths
+// resolved against the job file's folder, and the derived target table.
+type Job struct {
+	Spec
+	File      string // absolute path of the job file; "" when loaded from bytes
+	StatePath string // absolute state file path (before --state / IDEMSYNC_STATE)
+	Table     Table  // target table; Columns empty when they are inferred
+	Infer     bool   // columns are inferred from the records (target.columns omitted)
+	Secrets   *Redactor
+}
+
+// Defaults of the job file, filled in by the loader (package jobfile).
+const (
+	DefaultStateFile   = ".idemsync/state.db"
+	DefaultRetention   = 30 * 24 * time.Hour // runs and page rows kept by the automatic prune
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxBody     = 64 << 20
+	DefaultAttempts    = 5
+	DefaultMinWait     = time.Second
+	DefaultMaxWait     = 30 * time.Second
+	DefaultOnBadRecord = "fail"
+	DefaultMaxFuture   = time.Hour // incremental.max_future, pagination.max_future (hwm)
+)
+
+// DefaultRetryStatus is the default retry.on_status list.
+var DefaultRetryStatus = []int{408, 425, 429, 500, 502, 503, 504}

@@ -1,0 +1,37 @@
+package sync
+
+import "strings"
+
+// BadFunc reports one problem of a job spec: the dotted key it concerns
+// and what is wrong with it. The loader (package jobfile) passes one to the
+// checks the domain owns.
+type BadFunc = func(key, format string, args ...any)
+
+// FillPagination fills the pagination block's defaults for its style (none
+// when unset) and reports, through bad, what the style cannot use: an
+// unknown style, keys the style does not read, and concurrency > 1 with a
+// style whose next page depends on the previous one.
+func FillPagination(pg *Pagination, concurrency int, bad BadFunc) {
+	if pg.Style == "" {
+		pg.Style = StyleNone
+	}
+	if knownStyle(pg.Style) {
+		styleOf(pg.Style).fill(pg, bad)
+		rejectUnused(pg, bad)
+	} else {
+		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(pagingStyle) bool { return true }), ", "))
+	}
+	if !styleOf(pg.Style).traits().keepsMark && pg.MaxFuture.Duration != 0 {
+		bad("pagination.max_future", "is not used with style %s (incremental.max_future is)", pg.Style)
+	}
+	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
+		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")
+	}
+	if _, numbered := styleOf(pg.Style).(numberedStyle); concurrency > 1 && !numbered {
+		bad("source.concurrency", "only %s styles fetch pages concurrently", concurrentStyles())
+	}
+}
+
+// StyleKeepsMark reports whether the named style keeps its own mark (hwm),
+// so that an incremental block does not apply to it.
+func StyleKeepsMark(style string) bool { return styleOf(style).traits().keepsMark }
