@@ -41,8 +41,6 @@ func (j loading) authDefaults(bad func(key, format string, args ...any)) {
 		c.unused(oauth)
 	case "":
 		bad("source.auth.type", "is required (one of %s)", strings.Join(idsync.AuthTypes, ", "))
-	default:
-		bad("source.auth.type", "%q is not one of %s", a.Type, strings.Join(idsync.AuthTypes, ", "))
 	}
 	if a.Type != idsync.AuthAPIKey && a.In != "" {
 		bad("source.auth.in", "is not used with auth type %s", a.Type)
@@ -77,12 +75,8 @@ func (c authCheck) apiKey() {
 	a := c.a
 	c.need("name", a.Name)
 	c.need("value", a.Value)
-	switch a.In {
-	case "":
+	if a.In == "" {
 		a.In = "header"
-	case "header", "query":
-	default:
-		c.bad("source.auth.in", "%q must be header or query", a.In)
 	}
 }
 
@@ -100,11 +94,6 @@ func (c authCheck) oauth2() {
 		c.need("refresh_token", a.RefreshToken)
 	} else if a.RefreshToken != "" {
 		c.bad("source.auth.refresh_token", "is not used with auth type %s", a.Type)
-	}
-	switch a.AuthStyle {
-	case "", "header", "body":
-	default:
-		c.bad("source.auth.auth_style", "%q must be header or body", a.AuthStyle)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -13,14 +12,19 @@ import (
 // validate it are its methods.
 type loading struct{ *idsync.Job }
 
-// finish fills defaults (the only place that does), resolves relative paths,
+// finish fills defaults (the only place that does: the rules' defaults
+// first, then those that depend on other keys), resolves relative paths,
 // validates the spec and derives the target table. It returns the problems
-// found, each naming the key and line.
+// found, each naming the key and line: the checks of the code first, then
+// the rules' checks of every key the code found no problem with.
 func (j loading) finish(lines map[string]int) []string {
 	var p []string
+	reported := map[string]bool{}
 	bad := func(key, format string, args ...any) {
+		reported[key] = true
 		p = append(p, lineOf(lines, key)+key+": "+fmt.Sprintf(format, args...))
 	}
+	fillRules(&j.Spec)
 	dir := "."
 	if j.File != "" {
 		dir = filepath.Dir(j.File)
@@ -32,6 +36,7 @@ func (j loading) finish(lines map[string]int) []string {
 	j.incrementalDefaults(bad)
 	j.retryDefaults(bad)
 	j.targetDefaults(bad, dir, lines)
+	checkRules(&j.Spec, reported, bad)
 	return p
 }
 
@@ -46,19 +51,10 @@ func (j loading) jobDefaults(bad func(key, format string, args ...any), dir stri
 		return abs
 	}
 
-	switch {
-	case j.Name == "":
+	if j.Name == "" {
 		bad("name", "is required")
-	case !jobNameRE.MatchString(j.Name):
-		bad("name", "%q may only contain letters, digits, _ and -", j.Name)
-	}
-	if j.State == "" {
-		j.State = idsync.DefaultStateFile
 	}
 	j.StatePath = resolve(j.State)
-	if j.Retention.Duration == 0 {
-		j.Retention.Duration = idsync.DefaultRetention
-	}
 }
 
 // splitTable splits "schema.table" into its parts.
@@ -67,35 +63,4 @@ func splitTable(s string) (schema, name string) {
 		return s[:i], s[i+1:]
 	}
 	return "", s
-}
-
-// TargetURL checks a target URL and resolves a relative sqlite path against
-// dir. It accepts sqlite:PATH, sqlite://PATH, postgres:// and postgresql://.
-func TargetURL(raw, dir string) (string, error) {
-	switch {
-	case strings.HasPrefix(raw, "sqlite:"):
-		p := strings.TrimPrefix(raw, "sqlite:")
-		p = strings.TrimPrefix(p, "//")
-		if p == "" {
-			return "", fmt.Errorf("sqlite: needs a file path, e.g. sqlite:out/orders.db")
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", err
-		}
-		return "sqlite:" + abs, nil
-	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		u, err := url.Parse(raw)
-		if err != nil {
-			return "", fmt.Errorf("not a valid postgres URL")
-		}
-		if u.Host == "" {
-			return "", fmt.Errorf("postgres URL needs a host")
-		}
-		return raw, nil
-	}
-	return "", fmt.Errorf("must start with sqlite: or postgres://")
 }

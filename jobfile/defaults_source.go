@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// sourceDefaults fills and checks the source block: URL, method, body,
-// headers (kept as secrets), auth, timeout, body limit, concurrency and
-// rate limit.
+// sourceDefaults checks the source block's URL, method and body, keeps
+// the headers as secrets and checks the auth block (the rules fill and
+// check timeout, body limit, concurrency and rate limit).
 func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 	s := &j.Source
 	if s.URL == "" {
@@ -26,13 +26,6 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 		}
 	}
 	s.Method = strings.ToUpper(s.Method)
-	switch s.Method {
-	case "":
-		s.Method = http.MethodGet
-	case http.MethodGet, http.MethodPost:
-	default:
-		bad("source.method", "%q must be GET or POST", s.Method)
-	}
 	if s.Body != "" && s.Method != http.MethodPost {
 		bad("source.body", "is only allowed with method: POST")
 	}
@@ -40,21 +33,6 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 		j.Secrets.Add(s.Headers[k])
 	}
 	j.authDefaults(bad)
-	if s.Timeout.Duration == 0 {
-		s.Timeout.Duration = idsync.DefaultTimeout
-	}
-	if s.MaxBody == 0 {
-		s.MaxBody = idsync.DefaultMaxBody
-	}
-	if s.Concurrency == 0 {
-		s.Concurrency = 1
-	}
-	if s.Concurrency < 0 || s.Concurrency > 64 {
-		bad("source.concurrency", "%d must be between 1 and 64", s.Concurrency)
-	}
-	if s.RateLimit < 0 {
-		bad("source.rate_limit", "must not be negative")
-	}
 }
 
 // incrementalDefaults fills and checks the incremental block, when there
@@ -78,42 +56,20 @@ func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) 
 				bad("incremental.initial", "%v", err)
 			}
 		}
-		if inc.Format == "" {
-			inc.Format = idsync.FormatAsReceived
-		}
 		if err := idsync.CheckMarkFormat(inc.Format); err != nil {
 			bad("incremental.format", "%v", err)
-		}
-		if inc.MaxFuture.Duration == 0 {
-			inc.MaxFuture.Duration = idsync.DefaultMaxFuture
 		}
 	}
 }
 
-// retryDefaults fills and checks the retry block.
+// retryDefaults fills retry.max_wait, whose default depends on min_wait,
+// and checks the two against each other.
 func (j loading) retryDefaults(bad func(key, format string, args ...any)) {
 	r := &j.Retry
-	if r.Attempts == 0 {
-		r.Attempts = idsync.DefaultAttempts
-	}
-	if r.Attempts < 1 {
-		bad("retry.attempts", "must be at least 1")
-	}
-	if r.MinWait.Duration == 0 {
-		r.MinWait.Duration = idsync.DefaultMinWait
-	}
 	if r.MaxWait.Duration == 0 {
 		r.MaxWait.Duration = max(idsync.DefaultMaxWait, r.MinWait.Duration)
 	}
 	if r.MaxWait.Duration < r.MinWait.Duration {
 		bad("retry.max_wait", "must not be less than retry.min_wait")
-	}
-	if r.OnStatus == nil {
-		r.OnStatus = append([]int(nil), idsync.DefaultRetryStatus...)
-	}
-	for _, c := range r.OnStatus {
-		if c < 100 || c > 599 {
-			bad("retry.on_status", "%d is not an HTTP status", c)
-		}
 	}
 }

@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"github.com/idemsync/idemsync/sink"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"net/url"
@@ -8,16 +9,19 @@ import (
 	"time"
 )
 
-// targetDefaults fills and checks the target block (a relative sqlite path
-// resolved against dir) and derives the target table from it.
+// targetDefaults fills and checks the target block (its URL checked and
+// resolved against dir by the database it names, package sink) and derives the target table from it.
 func (j loading) targetDefaults(bad func(key, format string, args ...any), dir string, lines map[string]int) {
 	t := &j.Target
 	if t.URL == "" {
 		bad("target.url", "is required")
-	} else if u, err := TargetURL(t.URL, dir); err != nil {
+	} else if u, file, err := sink.ResolveURL(t.URL, dir); err != nil {
 		bad("target.url", "%v", err)
 	} else {
 		t.URL = u
+		if !file && t.Mode != "" {
+			bad("target.mode", "applies to file databases only (sqlite:): a database server owns its files")
+		}
 		if pu, err := url.Parse(u); err == nil && pu.User != nil {
 			if pw, ok := pu.User.Password(); ok {
 				j.Secrets.Add(pw)
@@ -29,17 +33,6 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	}
 	if len(t.Key) == 0 {
 		bad("target.key", "is required (the column or columns that identify a record)")
-	}
-	if t.Create == nil {
-		yes := true
-		t.Create = &yes
-	}
-	switch t.OnBadRecord {
-	case "":
-		t.OnBadRecord = idsync.DefaultOnBadRecord
-	case "fail", "skip":
-	default:
-		bad("target.on_bad_record", "%q must be fail or skip", t.OnBadRecord)
 	}
 	finishTimeout(t, bad)
 	checkTargetMode(t, bad)
@@ -104,8 +97,6 @@ func checkTargetMode(t *idsync.Target, bad func(key, format string, args ...any)
 		bad("target.mode", "%q is not a permission: at most 0777 (no setuid, setgid or sticky bits)", t.Mode)
 	case m&0o600 != 0o600:
 		bad("target.mode", "%q must let the owner read and write the file (0600 at least)", t.Mode)
-	case !strings.HasPrefix(strings.ToLower(t.URL), "sqlite:"):
-		bad("target.mode", "applies to sqlite targets only (a PostgreSQL server owns its files)")
 	}
 }
 

@@ -8,13 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
-
-var jobNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // SpecError is an invalid job spec: one or more problems, each naming the key
 // and, where known, the line. Its exit code is 2.

@@ -1,8 +1,9 @@
 // Package schema generates the JSON Schema of idemsync's job file from the
 // Go types the loader decodes (idsync.Spec), so the two cannot drift apart:
 // keys, nesting, and required keys (the `jsonschema:"required"` tags) come
-// from the types; descriptions and defaults come from docs.go, defaults from
-// the loader's own Default* constants.
+// from the types; descriptions, defaults, enums, ranges and patterns come
+// from the loader's rule table (jobfile.Rules), the same rules the loader
+// fills and checks; the pagination styles' rules from sync's style table.
 //
 // The schema describes the file as written, before ${VAR} expansion: every
 // value that is not a plain string (integers, numbers, booleans, enums,
@@ -21,6 +22,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/idemsync/idemsync/jobfile"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -116,7 +119,7 @@ func Job() *Schema {
 	root := g.object(reflect.TypeFor[idsync.Spec](), "")
 	root.Schema, root.ID = Draft, ID
 	root.Title = "idemsync job file"
-	root.Description = docs[""].text
+	root.Description = rules[""].Doc
 	root.Definitions = &Properties{
 		{Name: "env", Schema: &Schema{Type: "string", Pattern: EnvPattern,
 			Description: "A ${VAR} or ${VAR:-default} reference, expanded from the environment before the value is checked."}},
@@ -145,6 +148,9 @@ const (
 	sizePattern = `^\s*[0-9]+\s*(KiB|MiB|GiB|KB|MB|GB|K|M|G|B)?\s*$`
 )
 
+// rules are the job file's rules, read once.
+var rules = jobfile.Rules()
+
 type generator struct{}
 
 // object builds the schema of a struct type: one property per yaml/json
@@ -158,15 +164,15 @@ func (g *generator) object(t reflect.Type, path string) *Schema {
 		}
 		key := join(path, name)
 		ps := g.value(f.Type, key)
-		d, ok := docs[key]
+		d, ok := rules[key]
 		if !ok {
-			panic("schema: no description for " + key + " in docs.go")
+			panic("schema: no rule for " + key + " in jobfile/rules.go")
 		}
-		ps.Description = d.text
-		if d.def != nil {
-			ps.Default = d.def
+		ps.Description = d.Doc
+		if d.Default != nil {
+			ps.Default = d.Default
 		}
-		ps.Examples = d.examples
+		ps.Examples = d.Examples
 		*s.Properties = append(*s.Properties, Property{Name: name, Schema: ps})
 		if slicesContains(strings.Split(f.Tag.Get("jsonschema"), ","), "required") {
 			s.Required = append(s.Required, name)
@@ -175,12 +181,15 @@ func (g *generator) object(t reflect.Type, path string) *Schema {
 	return s
 }
 
-// value builds the schema of one key's value from its Go type, with the
-// constraints the loader applies (overrides), and the ${VAR} alternative
-// for every value that is not a free string.
+// value builds the schema of one key's value from its Go type and the
+// constraints of its rule (the loader's), with the ${VAR} alternative for
+// every value that is not a free string.
 func (g *generator) value(t reflect.Type, key string) *Schema {
-	if o, ok := overrides[key]; ok {
+	if o, ok := shapes[key]; ok {
 		return o()
+	}
+	if r := rules[key]; len(r.Enum) > 0 || r.Min != nil || r.Max != nil || r.Pattern != "" {
+		return constrained(t, r)
 	}
 	switch t {
 	case reflect.TypeFor[idsync.Duration]():
@@ -235,12 +244,12 @@ func columns() *Schema {
 	col := &Schema{
 		Type: "object", AdditionalProperties: false,
 		Properties: &Properties{
-			{Name: "path", Schema: &Schema{Type: "string", Description: docs["target.columns.*.path"].text}},
+			{Name: "path", Schema: &Schema{Type: "string", Description: rules["target.columns.*.path"].Doc}},
 			{Name: "type", Schema: columnType()},
 		},
 	}
-	col.Properties.Get("type").Description = docs["target.columns.*.type"].text
-	col.Properties.Get("type").Default = string(idsync.TypeText)
+	col.Properties.Get("type").Description = rules["target.columns.*.type"].Doc
+	col.Properties.Get("type").Default = rules["target.columns.*.type"].Default
 	return &Schema{
 		Type:          "object",
 		PropertyNames: &Schema{Not: &Schema{Pattern: "^_idemsync_"}},
@@ -252,44 +261,33 @@ func columns() *Schema {
 }
 
 func columnType() *Schema {
-	enum := make([]any, len(idsync.ColumnTypes))
-	for i, t := range idsync.ColumnTypes {
-		enum[i] = string(t)
-	}
-	return withEnv(&Schema{Type: "string", Enum: enum})
+	return constrained(reflect.TypeFor[string](), rules["target.columns.*.type"])
 }
 
-// overrides are keys whose values the loader constrains beyond their Go type.
-var overrides = map[string]func() *Schema{
-	"name": func() *Schema {
-		return withEnv(&Schema{Type: "string", Pattern: "^[A-Za-z0-9_-]+$"})
-	},
-	"source.url": func() *Schema {
-		return withEnv(&Schema{Type: "string", Pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]"})
-	},
-	"source.method": func() *Schema {
-		return withEnv(&Schema{Type: "string", Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$"})
-	},
-	"source.concurrency": func() *Schema {
-		return withEnv(&Schema{Type: "integer", Minimum: num(0), Maximum: num(64)})
-	},
-	"pagination.style": func() *Schema {
-		var names []any
-		for _, n := range styleNames() {
-			names = append(names, n)
-		}
-		return withEnv(&Schema{Type: "string", Enum: names})
-	},
+// shapes are keys whose values take more than one form, beyond what their
+// Go type says: marks written as numbers or timestamps, a signed start page.
+var shapes = map[string]func() *Schema{
 	"pagination.start":    func() *Schema { return withEnv(&Schema{Type: "integer"}) },
 	"pagination.initial":  scalarText,
 	"pagination.overlap":  overlap,
 	"incremental.initial": scalarText,
 	"incremental.overlap": overlap,
-	"retry.on_status[]":   func() *Schema { return withEnv(&Schema{Type: "integer", Minimum: num(100), Maximum: num(599)}) },
-	"target.url": func() *Schema {
-		return withEnv(&Schema{Type: "string", Pattern: "^(sqlite:|postgres://|postgresql://)"})
-	},
-	"target.on_bad_record": func() *Schema { return withEnv(&Schema{Type: "string", Enum: []any{"fail", "skip"}}) },
+}
+
+// constrained is the schema of a value of type t under rule r: its enum,
+// range or pattern.
+func constrained(t reflect.Type, r jobfile.Rule) *Schema {
+	s := &Schema{Type: "string", Pattern: r.Pattern, Minimum: r.Min, Maximum: r.Max}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		s.Type = "integer"
+	case reflect.Float64:
+		s.Type = "number"
+	}
+	for _, v := range r.Enum {
+		s.Enum = append(s.Enum, v)
+	}
+	return withEnv(s)
 }
 
 // overlap is a Go duration (timestamp marks) or a number (numeric marks).
@@ -330,15 +328,6 @@ func addPaginationRules(p *Schema) {
 		}
 	}
 	p.AllOf = append(p.AllOf, when(withSize, sized))
-}
-
-// styleNames lists the pagination styles, as the loader's table does.
-func styleNames() []string {
-	var out []string
-	for _, r := range idsync.StyleRules() {
-		out = append(out, r.Name)
-	}
-	return out
 }
 
 func join(path, key string) string {

@@ -33,13 +33,16 @@
 // A new database is a leaf package beside sink/sqlite and sink/postgres
 // (its Sink, Schemes, OpenTarget, OpenRead and a types.go with its table of
 // column types), a test that passes it to sinktest.Run, and one line in
-// drivers below. The job loader (sync/defaults.go, TargetURL) still checks
-// and resolves target URLs by scheme, so a new scheme is added there too.
+// drivers below. The job loader (package jobfile) checks and resolves
+// target URLs through this table (ResolveURL), and the JSON Schema names
+// its schemes (URLPattern), so neither changes for a new database.
 package sink
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/idemsync/idemsync/sink/postgres"
@@ -65,6 +68,13 @@ type Driver struct {
 	// Example is a target URL of this database, shown in the hint for an
 	// unknown scheme.
 	Example string
+	// Resolve checks a target URL of this database as the job file gives
+	// it and returns the URL to use, a relative path resolved against dir
+	// (the job file's folder).
+	Resolve func(raw, dir string) (string, error)
+	// File is true for a database that is a file idemsync creates, to
+	// which target.mode applies.
+	File bool
 	// OpenTarget opens a job's target for writing, creating what the
 	// database needs first (an SQLite file with target.mode).
 	OpenTarget func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error)
@@ -82,10 +92,12 @@ type database interface {
 
 // newDriver builds a Driver from a leaf's exported Schemes, OpenTarget and
 // OpenRead, turning a failed open's typed nil into a plain nil.
-func newDriver[S database](schemes []string, example string, write, read opener[S]) Driver {
+func newDriver[S database](schemes []string, example string, file bool, resolve func(raw, dir string) (string, error), write, read opener[S]) Driver {
 	return Driver{
 		Schemes: schemes,
 		Example: example,
+		File:    file,
+		Resolve: resolve,
 		OpenTarget: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (idsync.Sink, error) {
 			s, err := write(ctx, t, l)
 			if err != nil {
@@ -109,31 +121,71 @@ func newDriver[S database](schemes []string, example string, write, read opener[
 // the list is read in one place, a leaf never imports this package, and no
 // blank import is needed to make a database known.
 var drivers = []Driver{
-	newDriver(sqlite.Schemes, "sqlite:PATH", sqlite.OpenTarget, sqlite.OpenRead),
-	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", postgres.OpenTarget, postgres.OpenRead),
+	newDriver(sqlite.Schemes, "sqlite:PATH", true, sqlite.Resolve, sqlite.OpenTarget, sqlite.OpenRead),
+	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", false, postgres.Resolve, postgres.OpenTarget, postgres.OpenRead),
 }
 
 // Lookup returns the Driver for rawURL's scheme (compared
 // case-insensitively), or an *idsync.Error (ExitUsage) naming the URL,
 // password redacted, when no database has that scheme.
 func Lookup(rawURL string) (Driver, error) {
-	scheme, _, _ := strings.Cut(rawURL, ":")
-	for _, d := range drivers {
-		for _, s := range d.Schemes {
-			if strings.EqualFold(s, scheme) {
-				return d, nil
-			}
-		}
-	}
-	examples := make([]string, len(drivers))
-	for i, d := range drivers {
-		examples[i] = d.Example
+	if d, ok := lookup(rawURL); ok {
+		return d, nil
 	}
 	return Driver{}, &idsync.Error{
 		Code: idsync.ExitUsage,
 		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use " + strings.Join(examples, " or "),
+		Hint: "use " + examples(),
 	}
+}
+
+// lookup returns the Driver for rawURL's scheme, compared
+// case-insensitively.
+func lookup(rawURL string) (Driver, bool) {
+	scheme, _, _ := strings.Cut(rawURL, ":")
+	for _, d := range drivers {
+		for _, s := range d.Schemes {
+			if strings.EqualFold(s, scheme) {
+				return d, true
+			}
+		}
+	}
+	return Driver{}, false
+}
+
+// examples names a target URL of each database: "sqlite:PATH or postgres://…".
+func examples() string {
+	out := make([]string, len(drivers))
+	for i, d := range drivers {
+		out[i] = d.Example
+	}
+	return strings.Join(out, " or ")
+}
+
+// ResolveURL checks a job file's target URL and returns the URL to use
+// (a relative SQLite path resolved against dir, the job file's folder),
+// and whether its database is a file idemsync creates (target.mode
+// applies). It fails, with a message for target.url, when no database has
+// the URL's scheme or its database refuses the URL.
+func ResolveURL(raw, dir string) (resolved string, file bool, err error) {
+	d, ok := lookup(raw)
+	if !ok {
+		return "", false, fmt.Errorf("must be %s", examples())
+	}
+	resolved, err = d.Resolve(raw, dir)
+	return resolved, d.File, err
+}
+
+// URLPattern is a regular expression that a target URL of some database
+// matches: its scheme, for editors (the JSON Schema of the job file).
+func URLPattern() string {
+	var alts []string
+	for _, d := range drivers {
+		for _, s := range d.Schemes {
+			alts = append(alts, regexp.QuoteMeta(s)+":")
+		}
+	}
+	return "^(" + strings.Join(alts, "|") + ")"
 }
 
 // Open connects to the target database named by rawURL and returns its

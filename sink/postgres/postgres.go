@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,4 +286,18 @@ func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Si
 // back, as Open does (the default statement bounds). It fails as Open does.
 func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
 	return Open(ctx, t.URL, logger)
+}
+
+// Resolve checks a target URL of this database as the job file gives it:
+// it must parse as a URL and name a host. The URL is returned unchanged
+// (dir is not used: a server has no relative paths).
+func Resolve(raw, _ string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("not a valid postgres URL")
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("postgres URL needs a host")
+	}
+	return raw, nil
 }

@@ -1,0 +1,192 @@
+package jobfile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// Rule is everything idemsync says of one key of the job file, in one
+// place: what it means, its default and the values it accepts. The loader
+// fills Default into an unset key when Fill is set, and refuses a value
+// outside Enum, Min..Max or Pattern (Check); the JSON Schema (package
+// schema) is generated from the same rules, so the editor and the loader
+// cannot disagree. Defaults that depend on other keys (a style's param,
+// retry.max_wait, the command auth's header) are filled by the loader's
+// code and only shown here.
+type Rule struct {
+	Doc      string   // the description editors show on hover; docs/job-file.md is the long form
+	Default  any      // the default as the user would write it ("30s", "64MiB", 5, true)
+	Fill     bool     // the loader sets Default when the key is unset
+	Examples []any    // shown by editors
+	Enum     []string // the accepted values, when they are a fixed list
+	Min, Max *float64 // the accepted range of a number
+	Pattern  string   // a regular expression a string value must match
+	Say      string   // how the loader words a value Pattern refuses: "%q <Say>"
+}
+
+// Rules returns the rule of every key of the job file by its dotted path
+// ("source.timeout"; "target.columns.*.type" for a column's type; "" for
+// the file itself). The map is a copy. A key of idsync.Spec without a rule
+// makes the schema generator panic (and its test fail), so a new key cannot
+// ship undocumented.
+func Rules() map[string]Rule {
+	out := make(map[string]Rule, len(rules))
+	for k, r := range rules {
+		out[k] = r
+	}
+	return out
+}
+
+var rules = map[string]Rule{
+	"": {Doc: "An idemsync job: copy a paginated HTTP/JSON API into a SQL table. " +
+		"Strings may use ${VAR} and ${VAR:-default}; unknown keys are errors. Reference: docs/job-file.md."},
+	"name": {Pattern: `^[A-Za-z0-9_-]+$`, Say: "may only contain letters, digits, _ and -", Doc: "Required. The job's name ([A-Za-z0-9_-]+); it keys all of the job's state in the state file.",
+		Examples: []any{"orders"}},
+	"state": {Fill: true, Doc: "State file (SQLite) holding checkpoints, runs and dead letters; relative to the job file's folder. " +
+		"--state and $IDEMSYNC_STATE take precedence.", Default: idsync.DefaultStateFile},
+	"retention": {Fill: true, Doc: "How long runs and their page rows are kept in the state file: after every run, older ones are pruned " +
+		"(never the latest run, the latest completed run, an unfinished run or dead letters).", Default: "30d"},
+
+	"source":         {Doc: "Required. Where and how pages are requested."},
+	"source.url":     {Pattern: `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`, Say: "must be an http or https URL", Doc: "Required. URL of the first page (http or https).", Examples: []any{"https://api.example.com/v1/orders"}},
+	"source.method":  {Fill: true, Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$", Say: "must be GET or POST", Doc: "GET or POST.", Default: "GET"},
+	"source.headers": {Doc: "Headers sent with every request. Their values are secrets: never logged, never stored, never sent to another origin on a redirect."},
+	"source.query":   {Doc: "Fixed query parameters added to every request (a next URL keeps its own values)."},
+	"source.body":    {Doc: "Request body; only with method: POST. Sent as application/json unless headers set a Content-Type."},
+	"source.records": {Doc: "GJSON path of the records array in the body. Omit when the body itself is the array; null means an empty page.",
+		Examples: []any{"data", "data.items"}},
+	"source.timeout":     {Fill: true, Doc: "Timeout of one request attempt.", Default: idsync.DefaultTimeout.String()},
+	"source.rate_limit":  {Min: num(0), Doc: "Most requests per second, retries included. 0 or omitted: no limit."},
+	"source.concurrency": {Fill: true, Min: num(1), Max: num(64), Doc: "Pages requested at once (page and offset styles only; 1 to 64). Pages are still committed in order.", Default: 1},
+	"source.max_body":    {Fill: true, Doc: "Largest response body accepted (bytes, or with a unit: 512KiB, 10MB, 64MiB); a larger one is a permanent error.", Default: sizeText(idsync.DefaultMaxBody)},
+	"source.error_path": {Doc: "GJSON path that, present and not empty/false/null in a 2xx body, marks the page as failed (retried as transient).",
+		Examples: []any{"error"}},
+	"source.insecure_skip_tls_verify": {Doc: "Turn TLS certificate verification off for this job. A warning is logged on every run.", Default: false},
+	"source.auth":                     {Doc: "How requests to the source's origin are authenticated (never sent to another origin). See docs/job-file.md#auth."},
+	"source.auth.type":                {Enum: idsync.AuthTypes, Doc: strings.Join(idsync.AuthTypes, " | ") + "."},
+	"source.auth.token":               {Doc: "bearer: the token (a secret), sent as Authorization: Bearer <token>."},
+	"source.auth.username":            {Doc: "basic: the user name."},
+	"source.auth.password":            {Doc: "basic: the password (a secret)."},
+	"source.auth.name":                {Doc: "api_key: the header or query parameter name.", Examples: []any{"X-Api-Key", "api_key"}},
+	"source.auth.value":               {Doc: "api_key: the key (a secret)."},
+	"source.auth.in":                  {Enum: []string{"header", "query"}, Doc: "api_key: header or query.", Default: "header"},
+	"source.auth.token_url":           {Doc: "oauth2_*: the token endpoint; it receives the client credentials."},
+	"source.auth.client_id":           {Doc: "oauth2_*: the client id."},
+	"source.auth.client_secret":       {Doc: "oauth2_*: the client secret (a secret)."},
+	"source.auth.scopes":              {Doc: "oauth2_*: scopes requested."},
+	"source.auth.auth_style":          {Enum: []string{"header", "body"}, Doc: "oauth2_*: how the client authenticates to token_url: header (HTTP Basic) or body (form fields). Omitted: tried in turn."},
+	"source.auth.refresh_token":       {Doc: "oauth2_refresh_token: the seed refresh token (a secret). A rotated token is kept in the state file; a changed seed wins."},
+	"source.auth.run":                 {Doc: "command: program and arguments run without a shell; its standard output (trimmed) is the token.", Examples: []any{[]any{"vault", "read", "-field=token", "secret/api"}}},
+	"source.auth.header":              {Doc: "command: header receiving the token.", Default: "Authorization"},
+	"source.auth.prefix":              {Doc: "command: text put before the token.", Default: "Bearer "},
+	"source.auth.ttl":                 {Doc: "command: how long the token is reused before the command runs again (it also runs again on a 401).", Default: idsync.DefaultAuthCommandTTL.String()},
+
+	"pagination":       {Doc: "How to walk the pages. See docs/pagination.md."},
+	"pagination.style": {Fill: true, Enum: styleNames(), Doc: strings.Join(styleNames(), " | ") + ".", Default: idsync.StyleNone},
+	"pagination.has_more": {Doc: "GJSON path of a boolean: false ends pagination; true forbids ending on an empty page.",
+		Examples: []any{"has_more", "meta.has_more"}},
+	"pagination.param": {Doc: "Query parameter carrying the position. page: defaults to page; offset: offset; cursor: cursor; hwm: required (receives the mark). Not used with link and none."},
+	"pagination.start": {Doc: "page style: number of the first page.", Default: 1},
+	"pagination.size_param": {Doc: "Query parameter carrying the page size; required when size is set (offset style: defaults to limit).",
+		Examples: []any{"per_page", "limit"}},
+	"pagination.size": {Doc: "Records per page, sent in size_param. Required with offset. With page, offset and hwm, a shorter page ends pagination."},
+	"pagination.total": {Doc: "Where the API tells the total number of records: a GJSON body path, or header:NAME (e.g. header:X-Total-Count). " +
+		"A page that would end the run before that many records is a contradiction: retried, then exit 3.",
+		Examples: []any{"meta.total", "header:X-Total-Count"}},
+	"pagination.total_pages": {Doc: "page style: GJSON path of the total number of pages; the run ends after that page, and the progress bar shows a total.",
+		Examples: []any{"meta.total_pages"}},
+	"pagination.next": {Doc: "cursor style: GJSON path of the next cursor in the body; missing, null, false or empty ends pagination.",
+		Examples: []any{"next_cursor", "meta.next"}},
+	"pagination.next_header": {Doc: "cursor style: response header holding the next cursor; absent or empty ends pagination.",
+		Examples: []any{"X-Next-Cursor"}},
+	"pagination.next_url": {Doc: "cursor style: GJSON path of the next page's full URL in the body (relative URLs resolve against the request).",
+		Examples: []any{"links.next", "paging.next"}},
+	"pagination.field": {Doc: "hwm style: GJSON path of the mark (RFC 3339 timestamp or number) in each record. Required with hwm.",
+		Examples: []any{"updated_at"}},
+	"pagination.initial": {Doc: "hwm style: mark of the very first run (RFC 3339 timestamp or number). Omitted: the first request sends no mark.",
+		Examples: []any{"2024-01-01T00:00:00Z"}},
+	"pagination.overlap": {Doc: "hwm style: subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
+		Examples: []any{"1m", "10m"}},
+	"pagination.max_future": {Doc: "hwm style: a record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
+		Default: "1h", Examples: []any{"1h", "1d"}},
+	"pagination.continue": {Doc: "page, offset, cursor, link: after a completed run, start the next run from the last committed page instead of the first (append-only feeds).", Default: false},
+
+	"incremental": {Doc: "A since-window sent on every request of a run (page, offset, cursor, link and none styles). See docs/pagination.md."},
+	"incremental.field": {Doc: "Required. GJSON path of the record's change mark (RFC 3339 timestamp or number).",
+		Examples: []any{"updated_at"}},
+	"incremental.param": {Doc: "Required. Query parameter receiving the run's mark.", Examples: []any{"updated_since", "since"}},
+	"incremental.initial": {Doc: "Mark of the very first run. Omitted: the first run sends no mark (full sync).",
+		Examples: []any{"2024-01-01T00:00:00Z"}},
+	"incremental.overlap": {Doc: "Subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
+		Examples: []any{"10m"}},
+	"incremental.format": {Fill: true, Doc: "How marks are sent: as_received (verbatim, in the form the API wrote them; before any was received, the form of initial), rfc3339 (UTC, whole seconds), date (UTC), unix, unix_ms, or a Go time layout.",
+		Default: "as_received", Examples: []any{"as_received", "unix", "2006-01-02 15:04:05"}},
+	"incremental.max_future": {Fill: true, Doc: "A record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
+		Default: "1h", Examples: []any{"1h", "1d"}},
+
+	"retry":          {Doc: "Retries of transient failures: network errors, timeouts, invalid or truncated JSON, error_path payloads, and on_status."},
+	"retry.attempts": {Fill: true, Min: num(1), Doc: "Tries per request, the first included.", Default: idsync.DefaultAttempts},
+	"retry.min_wait": {Fill: true, Doc: "Shortest wait before a retry.", Default: idsync.DefaultMinWait.String()},
+	"retry.max_wait": {Doc: "Longest wait before a retry: caps the exponential backoff (full jitter) and Retry-After. Defaults to 30s or min_wait, whichever is larger.",
+		Default: idsync.DefaultMaxWait.String()},
+	"retry.on_status":   {Fill: true, Doc: "HTTP statuses that are retried; any other non-2xx status fails at once.", Default: idsync.DefaultRetryStatus},
+	"retry.on_status[]": {Doc: "An HTTP status.", Min: num(100), Max: num(599)},
+
+	"target":     {Doc: "Required. Where records are written."},
+	"target.url": {Pattern: sink.URLPattern(), Say: "names no database idemsync knows", Doc: "Required. sqlite:PATH (relative to the job file's folder) or postgres://user:pass@host:5432/db?sslmode=verify-full.", Examples: []any{"sqlite:out/orders.db"}},
+	"target.table": {Doc: "Required. Table name; PostgreSQL may say schema.table.",
+		Examples: []any{"orders"}},
+	"target.key": {Doc: "Required. The column or columns that identify a record (a single name or a list). With columns, each must be one of them.",
+		Examples: []any{[]any{"id"}}},
+	"target.columns":        {Doc: "Column name → GJSON path, or {path, type}. Omitted: one column per top-level field, types inferred, new fields add columns."},
+	"target.columns.*.path": {Doc: "GJSON path of the value in each record. Defaults to the column name."},
+	"target.columns.*.type": {Default: string(idsync.TypeText), Enum: columnTypes(), Doc: strings.Join(columnTypes(), " | ") + "."},
+	"target.create":         {Fill: true, Doc: "Create the table and its unique key when missing.", Default: true},
+	"target.on_bad_record": {Fill: true, Enum: []string{"fail", "skip"}, Doc: "fail: a bad record fails its page. skip: it goes to the dead letters and the rest of the page is written.",
+		Default: idsync.DefaultOnBadRecord},
+	"target.version": {Doc: "Column (one of columns, when columns are given) holding a version; a row is only overwritten by a record whose version is >= the stored one.",
+		Examples: []any{"updated_at"}},
+	"target.timeout": {Doc: "Bounds on the target database's waits (PostgreSQL: lock_timeout and statement_timeout of the session). A statement that passes one fails the page as a transient error (exit 3); the checkpoint stays at the last committed page."},
+	"target.timeout.lock": {Doc: "Longest wait for a lock held by another session (LOCK TABLE, ALTER TABLE, VACUUM FULL). At least 1ms.",
+		Default: idsync.DefaultLockTimeout.String()},
+	"target.timeout.statement": {Doc: "Longest run of one statement, its lock waits included. At least 1ms.",
+		Default: idsync.DefaultStatementTimeout.String()},
+	"target.mode": {Doc: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
+		"an octal string letting the owner read and write. An existing file keeps its mode.", Default: "0600", Examples: []any{"0640"}},
+}
+
+// sizeText writes a byte size the way users write it (64MiB).
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// styleNames are the pagination styles, in the order of sync's style table.
+func styleNames() []string {
+	var out []string
+	for _, r := range idsync.StyleRules() {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// columnTypes are the target column types.
+func columnTypes() []string {
+	out := make([]string, len(idsync.ColumnTypes))
+	for i, t := range idsync.ColumnTypes {
+		out[i] = string(t)
+	}
+	return out
+}
+
+func num(f float64) *float64 { return &f }
