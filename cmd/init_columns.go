@@ -122,43 +122,48 @@ func columnName(key string, used map[string]bool) string {
 // else the first field that is. It returns the column and whether it is
 // only a guess (no id-like field qualified).
 func detectKey(recs []gjson.Result, cols []initColumn) (initColumn, bool) {
-	keyOf := func(c initColumn) string { return strings.ReplaceAll(c.path, `\`, "") }
-	unique := func(c initColumn) bool {
-		if c.typ == "json" || c.typ == "boolean" || c.typ == "numeric" {
-			return false
-		}
-		seen := map[string]bool{}
-		for _, r := range recs {
-			v := r.Get(c.path)
-			if !v.Exists() || v.Type == gjson.Null || seen[v.Raw] {
-				return false
-			}
-			seen[v.Raw] = true
-		}
-		return true
-	}
-	rank := func(k string) int {
-		switch n := normKey(k); {
-		case n == "id":
-			return 0
-		case n == "uuid" || n == "guid" || n == "key":
-			return 1
-		case strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID"):
-			return 2
-		}
-		return 3
-	}
 	for want := 0; want <= 2; want++ {
 		for _, c := range cols {
-			if rank(keyOf(c)) == want && unique(c) {
+			if keyRank(strings.ReplaceAll(c.path, `\`, "")) == want && uniqueIn(recs, c) {
 				return c, false
 			}
 		}
 	}
 	for _, c := range cols {
-		if unique(c) {
+		if uniqueIn(recs, c) {
 			return c, true
 		}
 	}
 	return cols[0], true
+}
+
+// uniqueIn reports whether column c is present, scalar, of a type a key
+// can have, and unique in every record.
+func uniqueIn(recs []gjson.Result, c initColumn) bool {
+	if c.typ == "json" || c.typ == "boolean" || c.typ == "numeric" {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		v := r.Get(c.path)
+		if !v.Exists() || v.Type == gjson.Null || seen[v.Raw] {
+			return false
+		}
+		seen[v.Raw] = true
+	}
+	return true
+}
+
+// keyRank ranks a field name as a key: 0 id, 1 uuid, guid or key, 2 a name
+// ending in _id, Id or ID, 3 anything else.
+func keyRank(k string) int {
+	switch n := normKey(k); {
+	case n == "id":
+		return 0
+	case n == "uuid" || n == "guid" || n == "key":
+		return 1
+	case strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID"):
+		return 2
+	}
+	return 3
 }

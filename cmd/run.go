@@ -105,7 +105,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	defer store.Close()
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
-	fetcher := httpsource.NewFetcher(job, log)
+	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
 		metrics.finish(ctx, err)
 		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)

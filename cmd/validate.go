@@ -59,7 +59,7 @@ to the target database.`,
 
 // checkConnect fetches the first page (writing nothing) and opens the sink.
 func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
-	f := httpsource.NewFetcher(job, log)
+	f := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	var store *checkpoint.Store
 	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {
 		s, err := checkpoint.Open(ctx, g.statePath(job), log) // a rotated token must be kept

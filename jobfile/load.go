@@ -131,52 +131,24 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int, 
 	if reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
 		return // the type checks itself
 	}
+	add := func(line int, format string, args ...any) {
+		*problems = append(*problems, fmt.Sprintf("line %d: ", line)+fmt.Sprintf(format, args...))
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a mapping", n.Line, nameOr(path)))
+			add(n.Line, "%s must be a mapping", nameOr(path))
 			return
 		}
-		fields := map[string]reflect.StructField{}
-		var known []string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			fields[name] = f
-			known = append(known, name)
-		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			key := join(path, k.Value)
-			f, ok := fields[k.Value]
-			if !ok {
-				msg := fmt.Sprintf("line %d: unknown key %s", k.Line, key)
-				if s := suggest(k.Value, known); s != "" {
-					msg += fmt.Sprintf(" (did you mean %s?)", s)
-				}
-				*problems = append(*problems, msg)
-				continue
-			}
-			if seen[k.Value] {
-				*problems = append(*problems, fmt.Sprintf("line %d: duplicate key %s", k.Line, key))
-			}
-			seen[k.Value] = true
-			lines[key] = k.Line
-			checkNode(v, f.Type, key, lines, problems)
-		}
+		checkMapping(n, t, path, lines, problems)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a mapping", n.Line, nameOr(path)))
+			add(n.Line, "%s must be a mapping", nameOr(path))
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			v := n.Content[i+1]
-			if v.Kind != yaml.ScalarNode {
-				*problems = append(*problems, fmt.Sprintf("line %d: %s must be a string", v.Line, join(path, n.Content[i].Value)))
+			if v := n.Content[i+1]; v.Kind != yaml.ScalarNode {
+				add(v.Line, "%s must be a string", join(path, n.Content[i].Value))
 			}
 		}
 	case reflect.Slice:
@@ -186,12 +158,48 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int, 
 			return // key: id is short for key: [id]
 		}
 		if n.Kind != yaml.SequenceNode {
-			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a list", n.Line, nameOr(path)))
+			add(n.Line, "%s must be a list", nameOr(path))
 		}
 	default:
 		if n.Kind != yaml.ScalarNode {
-			*problems = append(*problems, fmt.Sprintf("line %d: %s must be a single value", n.Line, nameOr(path)))
+			add(n.Line, "%s must be a single value", nameOr(path))
 		}
+	}
+}
+
+// checkMapping checks the keys of a block against the fields of its struct
+// type t: an unknown key (with the nearest known one suggested) or a
+// duplicate is a problem; a known key's value is checked by checkNode.
+func checkMapping(n *yaml.Node, t reflect.Type, path string, lines map[string]int, problems *[]string) {
+	fields := map[string]reflect.StructField{}
+	var known []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f
+		known = append(known, name)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := join(path, k.Value)
+		f, ok := fields[k.Value]
+		if !ok {
+			msg := fmt.Sprintf("line %d: unknown key %s", k.Line, key)
+			if s := suggest(k.Value, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			*problems = append(*problems, msg)
+			continue
+		}
+		if seen[k.Value] {
+			*problems = append(*problems, fmt.Sprintf("line %d: duplicate key %s", k.Line, key))
+		}
+		seen[k.Value] = true
+		lines[key] = k.Line
+		checkNode(v, f.Type, key, lines, problems)
 	}
 }
 

@@ -272,24 +272,29 @@ func isDecimal(s string) bool {
 		case c == '.' && !point:
 			point = true
 		case (c == 'e' || c == 'E') && digits > 0:
-			exp := s[i+1:]
-			if exp != "" && (exp[0] == '-' || exp[0] == '+') {
-				exp = exp[1:]
-			}
-			if exp == "" || len(exp) > 4 {
-				return false
-			}
-			for j := 0; j < len(exp); j++ {
-				if exp[j] < '0' || exp[j] > '9' {
-					return false
-				}
-			}
-			return true
+			return isExponent(s[i+1:])
 		default:
 			return false
 		}
 	}
 	return digits > 0
+}
+
+// isExponent reports whether exp, what follows a decimal's e, is an
+// optional sign and 1 to 4 digits.
+func isExponent(exp string) bool {
+	if exp != "" && (exp[0] == '-' || exp[0] == '+') {
+		exp = exp[1:]
+	}
+	if exp == "" || len(exp) > 4 {
+		return false
+	}
+	for j := 0; j < len(exp); j++ {
+		if exp[j] < '0' || exp[j] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func describe(v gjson.Result) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -216,6 +217,10 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ModelMutationBudget bounds the mutations of one scenario's data set.
 const ModelMutationBudget = 40
 
+// page serves one page of the scenario's records for request r: the
+// records the request's position selects (window), with the scenario's
+// page faults applied (pageFaults) and its style's pagination fields
+// (pageMeta).
 func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	q := r.URL.Query()
 	limit, err := strconv.Atoi(q.Get("limit"))
@@ -226,48 +231,77 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 	if m.sc.Has("caps") && served > m.sc.Cap {
 		served = m.sc.Cap
 	}
+	list, start, err := m.window(q, limit)
+	if err != nil {
+		return nil, err
+	}
+	start = min(start, len(list))
+	end := min(start+served, len(list))
+	data := slices_clone(list[start:end])
+	more := end < len(list)
+	data = m.pageFaults(data, more)
+	out := map[string]any{"data": data}
+	m.pageMeta(out, r, data, len(list), limit, more)
+	return out, nil
+}
+
+// window returns the records the request's filter leaves (hwm and
+// incremental: those at or after since) and where in them its position
+// starts.
+func (m *ModelAPI) window(q url.Values, limit int) ([]ModelRecord, int, error) {
 	list := m.recs
-	start := 0
+	since := func() (string, time.Time, error) {
+		s := q.Get("since")
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return "", t, fmt.Errorf("bad since %q", s)
+		}
+		return s, t, nil
+	}
 	switch m.sc.Style {
 	case "hwm":
 		list = slices_sortedByMark(m.recs)
-		if s := q.Get("since"); s != "" {
-			t, err := time.Parse(time.RFC3339Nano, s)
+		start := 0
+		if q.Get("since") != "" {
+			s, t, err := since()
 			if err != nil {
-				return nil, fmt.Errorf("bad since %q", s)
+				return nil, 0, err
 			}
 			for start < len(list) && m.before(list[start], s, t) {
 				start++
 			}
 		}
+		return list, start, nil
 	case "offset":
-		start, _ = strconv.Atoi(q.Get("offset"))
+		start, _ := strconv.Atoi(q.Get("offset"))
+		return list, start, nil
 	case "cursor", "cursor-url", "cursor-header", "link":
-		if s := q.Get("since"); s != "" { // incremental: records updated since
-			t, err := time.Parse(time.RFC3339Nano, s)
+		if q.Get("since") != "" { // incremental: records updated since
+			s, t, err := since()
 			if err != nil {
-				return nil, fmt.Errorf("bad since %q", s)
+				return nil, 0, err
 			}
 			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return m.before(r, s, t) })
 		}
 		if c := q.Get("cursor"); c != "" {
 			after, err := strconv.Atoi(c)
 			if err != nil {
-				return nil, fmt.Errorf("bad cursor %q", c)
+				return nil, 0, fmt.Errorf("bad cursor %q", c)
 			}
-			start = sort.Search(len(list), func(i int) bool { return list[i].ID > after })
+			return list, sort.Search(len(list), func(i int) bool { return list[i].ID > after }), nil
 		}
-	default:
-		p, err := strconv.Atoi(q.Get("page"))
-		if err != nil || p < 1 {
-			p = 1
-		}
-		start = (p - 1) * limit // the API numbers pages by the size asked for
+		return list, 0, nil
 	}
-	start = min(start, len(list))
-	end := min(start+served, len(list))
-	data := slices_clone(list[start:end])
-	more := end < len(list)
+	p, err := strconv.Atoi(q.Get("page"))
+	if err != nil || p < 1 {
+		p = 1
+	}
+	return list, (p - 1) * limit, nil // the API numbers pages by the size asked for
+}
+
+// pageFaults applies the scenario's faults of a page's content: a record
+// served twice, an empty or short page in the middle of the walk.
+func (m *ModelAPI) pageFaults(data []ModelRecord, more bool) []ModelRecord {
 	if m.sc.Has("dupkeys") && len(data) > 0 && m.rng.Intn(3) == 0 {
 		// The same record twice in one page (an API joining a one-to-many
 		// relation): the extra copy is served beside the rest, none is hidden.
@@ -283,37 +317,45 @@ func (m *ModelAPI) page(r *http.Request) (map[string]any, error) {
 			data = data[:len(data)/2]
 		}
 	}
-	out := map[string]any{"data": data}
+	return data
+}
+
+// pageMeta adds the style's pagination fields to a page: totals, has_more,
+// the next cursor, URL or Link.
+func (m *ModelAPI) pageMeta(out map[string]any, r *http.Request, data []ModelRecord, total, limit int, more bool) {
+	next := ""
+	if more && len(data) > 0 {
+		next = strconv.Itoa(data[len(data)-1].ID)
+	}
+	withCursor := func() url.Values {
+		qq := r.URL.Query()
+		qq.Set("cursor", next)
+		return qq
+	}
 	switch m.sc.Style {
 	case "page", "page-total", "page-has-more":
-		out["meta"] = map[string]any{"total_pages": (len(list) + limit - 1) / limit, "has_more": more}
+		out["meta"] = map[string]any{"total_pages": (total + limit - 1) / limit, "has_more": more}
 	case "page-count":
-		out["_total"] = len(list)
+		out["_total"] = total
 	case "offset":
-		out["total"], out["has_more"] = len(list), more
+		out["total"], out["has_more"] = total, more
 	case "cursor":
-		if more && len(data) > 0 {
-			out["next_cursor"] = strconv.Itoa(data[len(data)-1].ID)
+		if next != "" {
+			out["next_cursor"] = next
 		}
 	case "cursor-url":
-		if more && len(data) > 0 {
-			u := *r.URL
-			qq := u.Query()
-			qq.Set("cursor", strconv.Itoa(data[len(data)-1].ID))
-			out["next"] = "http://" + r.Host + u.Path + "?" + qq.Encode()
+		if next != "" {
+			out["next"] = "http://" + r.Host + r.URL.Path + "?" + withCursor().Encode()
 		}
 	case "cursor-header":
-		if more && len(data) > 0 {
-			out["_next"] = strconv.Itoa(data[len(data)-1].ID)
+		if next != "" {
+			out["_next"] = next
 		}
 	case "link":
-		if more && len(data) > 0 {
-			qq := r.URL.Query()
-			qq.Set("cursor", strconv.Itoa(data[len(data)-1].ID))
-			out["_link"] = fmt.Sprintf(`<http://%s/list?%s>; rel="next"`, r.Host, qq.Encode())
+		if next != "" {
+			out["_link"] = fmt.Sprintf(`<http://%s/list?%s>; rel="next"`, r.Host, withCursor().Encode())
 		}
 	}
-	return out, nil
 }
 
 // before reports whether record r lies before the since parameter s (t

@@ -44,54 +44,75 @@ func affinity(decl string) string {
 // "1"), since SQLite compares text by its characters where PostgreSQL
 // compares numerics by value.
 func sqliteKeyValue(typ idsync.ColumnType, aff string, v any) any {
+	var out any
+	var ok bool
 	switch aff {
 	case affInteger, affNumeric:
-		switch x := v.(type) {
-		case string:
-			// A well-formed number becomes an integer when it is one, a
-			// real otherwise; other text stays text.
-			if d, ok := sqlkit.ParseDecimal(strings.TrimSpace(x)); ok {
-				if i, ok := decimalInt64(d); ok {
-					return i
-				}
-				if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(f, 0) {
-					return f
-				}
-			}
-		case float64:
-			if i, ok := floatInt64(x); ok {
-				return i
-			}
-		}
+		out, ok = numericKey(v)
 	case affReal:
-		switch x := v.(type) {
-		case int64:
-			return float64(x)
-		case string:
-			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-				return f
-			}
-		}
+		out, ok = realKey(v)
 	case affText:
-		switch x := v.(type) {
-		case int64:
+		if x, isInt := v.(int64); isInt {
 			return strconv.FormatInt(x, 10)
-		case string:
-			if out, ok := keyText(typ, x); ok {
-				return out
-			}
 		}
+		out, ok = textKey(typ, v)
 	default: // BLOB: stored as bound; numbers compare by value
-		if s, ok := v.(string); ok {
-			if out, ok := keyText(typ, s); ok {
-				return out
-			}
-		}
+		out, ok = textKey(typ, v)
 	}
-	if f, ok := v.(float64); ok && f == 0 {
+	if ok {
+		return out
+	}
+	if f, isFloat := v.(float64); isFloat && f == 0 {
 		return float64(0) // -0 is 0
 	}
 	return v
+}
+
+// numericKey is a key value in an INTEGER or NUMERIC column: a
+// well-formed number becomes an integer when it is one, a real otherwise;
+// other text stays text (false).
+func numericKey(v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if d, ok := sqlkit.ParseDecimal(strings.TrimSpace(x)); ok {
+			if i, ok := decimalInt64(d); ok {
+				return i, true
+			}
+			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(f, 0) {
+				return f, true
+			}
+		}
+	case float64:
+		if i, ok := floatInt64(x); ok {
+			return i, true
+		}
+	}
+	return nil, false
+}
+
+// realKey is a key value in a REAL column: integers and numeric text
+// become reals.
+func realKey(v any) (any, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// textKey is a key value of text in a column that keeps it as text: the
+// one text form of its column type, when it has one.
+func textKey(typ idsync.ColumnType, v any) (any, bool) {
+	if s, ok := v.(string); ok {
+		if out, ok := keyText(typ, s); ok {
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 // keyText returns s in the one text form of its column type (see

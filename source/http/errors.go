@@ -51,7 +51,7 @@ func shortErr(err error) string {
 // statusHint is the hint of a permanent HTTP status: a 401 names the auth
 // type that was refused.
 func (f *Fetcher) statusHint(status int) string {
-	if a := f.job.Source.Auth; a != nil && (status == 401 || status == 403) {
+	if a := f.cfg.Source.Auth; a != nil && (status == 401 || status == 403) {
 		switch a.Type {
 		case idsync.AuthClientCredentials, idsync.AuthRefreshToken, idsync.AuthCommand:
 			return fmt.Sprintf("the API refused the credentials of source.auth (type %s) even with a fresh token; check them", a.Type)

@@ -35,7 +35,7 @@ var _ idsync.PageSource = (*Fetcher)(nil)
 // retries with capped exponential backoff and jitter, Retry-After honoured,
 // a shared rate limit, bodies bounded by max_body and validated as JSON.
 type Fetcher struct {
-	job     *idsync.Job
+	cfg     Config
 	http    *http.Client
 	logger  *slog.Logger
 	rlog    retryablehttp.LeveledLogger
@@ -53,17 +53,34 @@ type Fetcher struct {
 	BeforeRequest func()
 }
 
-// NewFetcher builds the fetcher of a job. The HTTP client verifies TLS unless
-// the job opts out, and never carries the job's headers to another origin.
-func NewFetcher(job *idsync.Job, logger *slog.Logger) *Fetcher {
+// Config is what a Fetcher needs of a job: its source and retry blocks,
+// the secrets to redact, and the query parameter that carries the
+// pagination position (a next URL's own value of it wins over the query a
+// request would otherwise get).
+type Config struct {
+	Source        idsync.Source
+	Retry         idsync.Retry
+	Secrets       *idsync.Redactor
+	PositionParam string
+}
+
+// ConfigOf is the Config of a loaded job.
+func ConfigOf(job *idsync.Job) Config {
+	return Config{Source: job.Source, Retry: job.Retry, Secrets: job.Secrets, PositionParam: job.Pagination.Param}
+}
+
+// NewFetcher builds a fetcher. The HTTP client verifies TLS unless the
+// source opts out, and never carries the source's headers to another
+// origin.
+func NewFetcher(cfg Config, logger *slog.Logger) *Fetcher {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if job.Source.InsecureSkipTLSVerify {
+	if cfg.Source.InsecureSkipTLSVerify {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{job: job, logger: logger, rlog: retryLogger{log: logger, red: job.Secrets}, plain: tr}
-	if job.Source.RateLimit > 0 {
-		f.limiter = newLimiter(job.Source.RateLimit)
+	f := &Fetcher{cfg: cfg, logger: logger, rlog: retryLogger{log: logger, red: cfg.Secrets}, plain: tr}
+	if cfg.Source.RateLimit > 0 {
+		f.limiter = newLimiter(cfg.Source.RateLimit)
 	}
 	f.http = &http.Client{
 		Transport:     &limitedTransport{base: &originTransport{f: f}, f: f},
@@ -101,7 +118,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t.f.BeforeRequest != nil {
 		t.f.BeforeRequest()
 	}
-	return timedRoundTrip(t.base, req, t.f.job.Source.Timeout.Duration)
+	return timedRoundTrip(t.base, req, t.f.cfg.Source.Timeout.Duration)
 }
 
 // newLimiter enforces source.rate_limit as users and APIs count it: at most
@@ -144,8 +161,8 @@ type attempt struct {
 // for permanent ones; both name the status or cause and a body excerpt with
 // secrets redacted. A cancelled ctx returns ctx's error.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, error) {
-	src := f.job.Source
-	rc := f.job.Retry
+	src := f.cfg.Source
+	rc := f.cfg.Retry
 	st := &attempt{}
 	req, err := f.newRequest(ctx, rawURL)
 	if err != nil {
@@ -184,7 +201,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 // and headers (the configured headers only for the source's own origin).
 // An invalid URL fails with exit code 1.
 func (f *Fetcher) newRequest(ctx context.Context, rawURL string) (*retryablehttp.Request, error) {
-	src := f.job.Source
+	src := f.cfg.Source
 	var body io.Reader
 	if src.Body != "" {
 		body = strings.NewReader(src.Body)
@@ -216,7 +233,7 @@ func (f *Fetcher) newRequest(ctx context.Context, rawURL string) (*retryablehttp
 // and each retry is logged, reported to OnRetry and, after a 429, pauses
 // every request of the fetcher.
 func (f *Fetcher) client(ctx context.Context, st *attempt, rawURL string) *retryablehttp.Client {
-	rc := f.job.Retry
+	rc := f.cfg.Retry
 	return &retryablehttp.Client{
 		HTTPClient:   f.http,
 		Logger:       f.rlog,
@@ -247,8 +264,8 @@ func (f *Fetcher) client(ctx context.Context, st *attempt, rawURL string) *retry
 // failure turns the last attempt of a Fetch into its error (nil when it
 // succeeded); err is what the client returned.
 func (f *Fetcher) failure(st *attempt, where string, err error) error {
-	src := f.job.Source
-	rc := f.job.Retry
+	src := f.cfg.Source
+	rc := f.cfg.Retry
 	tries := fmt.Sprintf("after %d attempt(s)", st.n)
 	switch {
 	case st.tooLarge:
@@ -304,7 +321,7 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		st.retryAfter, st.hasAfter = d, true
 	}
-	limit := int64(f.job.Source.MaxBody)
+	limit := int64(f.cfg.Source.MaxBody)
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(nil))
@@ -317,7 +334,7 @@ func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Respon
 	}
 	st.body = data
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		if slices.Contains(f.job.Retry.OnStatus, resp.StatusCode) {
+		if slices.Contains(f.cfg.Retry.OnStatus, resp.StatusCode) {
 			st.reason = fmt.Sprintf("HTTP %d", resp.StatusCode)
 			return true, nil
 		}
@@ -352,7 +369,7 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
 		return true, nil
 	}
-	if p := f.job.Source.ErrorPath; p != "" {
+	if p := f.cfg.Source.ErrorPath; p != "" {
 		if v := gjson.GetBytes(data, p); v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]" {
 			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
 			return true, nil
@@ -361,4 +378,4 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 	return false, nil
 }
 
-func (f *Fetcher) redact(s string) string { return f.job.Secrets.Redact(s) }
+func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }

@@ -105,7 +105,7 @@ func newTestFetcher(t *testing.T, spec string, envVars map[string]string) (*Fetc
 	}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return NewFetcher(job, logger), &logs
+	return NewFetcher(ConfigOf(job), logger), &logs
 }
 
 // syncWriter serialises writes to a buffer shared with server goroutines.

@@ -19,7 +19,7 @@ func (f *Fetcher) sameOrigin(rawURL string) bool {
 	if err != nil {
 		return false
 	}
-	src, err := url.Parse(f.job.Source.URL)
+	src, err := url.Parse(f.cfg.Source.URL)
 	if err != nil {
 		return false
 	}
@@ -47,7 +47,7 @@ func pathMarker(i int) string { return "{$" + strconv.Itoa(i) + "}" }
 // segment of source.url's path (same origin only) with markers; it reports
 // whether it changed u.
 func (f *Fetcher) stripPathSecrets(u *url.URL) bool {
-	src, err := url.Parse(f.job.Source.URL)
+	src, err := url.Parse(f.cfg.Source.URL)
 	if err != nil || origin(u) != origin(src) {
 		return false
 	}
@@ -71,7 +71,7 @@ func (f *Fetcher) restorePathSecrets(u *url.URL) {
 	if !strings.Contains(u.Path, "{$") {
 		return
 	}
-	src, err := url.Parse(f.job.Source.URL)
+	src, err := url.Parse(f.cfg.Source.URL)
 	if err != nil || origin(u) != origin(src) {
 		return
 	}
@@ -92,7 +92,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return errors.New("stopped after 10 redirects")
 	}
 	if origin(req.URL) != origin(via[0].URL) {
-		for k := range f.job.Source.Headers {
+		for k := range f.cfg.Source.Headers {
 			req.Header.Del(k)
 		}
 		req.Header.Del("Authorization")
@@ -112,10 +112,10 @@ func origin(u *url.URL) string {
 func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("invalid URL %q", f.job.Secrets.Redact(base))
+		return "", fmt.Errorf("invalid URL %q", f.cfg.Secrets.Redact(base))
 	}
 	if isNext {
-		src, _ := url.Parse(f.job.Source.URL)
+		src, _ := url.Parse(f.cfg.Source.URL)
 		if !u.IsAbs() {
 			u = src.ResolveReference(u)
 		} else if u.User == nil && src.User != nil && origin(u) == origin(src) {
@@ -125,16 +125,16 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 	}
 	q := u.Query()
 	foreign := isNext && !f.sameOrigin(u.String())
-	for _, k := range slices.Sorted(maps.Keys(f.job.Source.Query)) {
+	for _, k := range slices.Sorted(maps.Keys(f.cfg.Source.Query)) {
 		if foreign {
 			break // source.query may hold API keys: never to another origin
 		}
 		if !isNext || !q.Has(k) {
-			q.Set(k, f.job.Source.Query[k])
+			q.Set(k, f.cfg.Source.Query[k])
 		}
 	}
 	for k, vs := range params {
-		if isNext && q.Has(k) && k != f.job.Pagination.Param {
+		if isNext && q.Has(k) && k != f.cfg.PositionParam {
 			continue
 		}
 		q[k] = vs
@@ -155,14 +155,14 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 		return raw
 	}
 	changed := false
-	if src, err := url.Parse(f.job.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
+	if src, err := url.Parse(f.cfg.Source.URL); err == nil && src.User != nil && u.User != nil && u.User.String() == src.User.String() {
 		u.User, changed = nil, true
 	}
 	if f.stripPathSecrets(u) {
 		changed = true
 	}
 	q := u.Query()
-	for k, v := range f.job.Source.Query {
+	for k, v := range f.cfg.Source.Query {
 		if vs := q[k]; len(vs) == 1 && vs[0] == v {
 			q.Del(k)
 			u.RawQuery, changed = q.Encode(), true

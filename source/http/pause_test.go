@@ -40,7 +40,7 @@ func TestTooManyRequestsPausesAllWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One worker gets the 429; four more start while it waits.
-	f2 := NewFetcher(job, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f2 := NewFetcher(ConfigOf(job), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var wg gosync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _, _ = f2.Fetch(context.Background(), srv.URL) }()

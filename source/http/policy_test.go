@@ -53,7 +53,7 @@ func TestFetchRetryablehttpLogsThroughSlog(t *testing.T) {
 	// warning still does.
 	var quiet bytes.Buffer
 	f.logger = slog.New(slog.NewTextHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f.rlog = retryLogger{log: f.logger, red: f.job.Secrets}
+	f.rlog = retryLogger{log: f.logger, red: f.cfg.Secrets}
 	fetchErr(t, f, u)
 	if strings.Contains(quiet.String(), "http client:") || !strings.Contains(quiet.String(), "retrying request") {
 		t.Errorf("info-level logs:\n%s", quiet.String())
@@ -157,7 +157,7 @@ func TestCheckpointURLRoundTrip(t *testing.T) {
 		if stored != tt.stored {
 			t.Errorf("CheckpointURL(%s) = %s, want %s", tt.next, stored, tt.stored)
 		}
-		if f.job.Secrets.Redact(stored) != stored {
+		if f.cfg.Secrets.Redact(stored) != stored {
 			t.Errorf("stored URL %s holds a secret", stored)
 		}
 		if tt.request == "" {

@@ -40,7 +40,7 @@ func notJSON(body []byte, contentType string) bool {
 // "#.comments|@flatten", the data of "data.#(active==true)#"). When that
 // prefix is not an array, the records are counted.
 func (f *Fetcher) rawCount(body []byte, recs []gjson.Result) int {
-	prefix, plain := plainPrefix(f.job.Source.Records)
+	prefix, plain := plainPrefix(f.cfg.Source.Records)
 	if plain {
 		return len(recs)
 	}
@@ -136,7 +136,7 @@ func describeContentType(ct string, body []byte) string {
 
 // records extracts the records array from a valid JSON body.
 func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
-	path := f.job.Source.Records
+	path := f.cfg.Source.Records
 	v := gjson.ParseBytes(body)
 	where := "the response body"
 	if path != "" {

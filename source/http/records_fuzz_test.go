@@ -46,7 +46,7 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: path, ErrorPath: errPath}}, Secrets: idsync.NewRedactor()}
-		fe := &Fetcher{job: job}
+		fe := &Fetcher{cfg: ConfigOf(job)}
 		_ = gjson.GetBytes(body, errPath).String()
 		recs, err := fe.records(body)
 		if err != nil {

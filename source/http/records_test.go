@@ -269,13 +269,13 @@ func TestRecordsNotFromStringText(t *testing.T) {
 		{`{"x":"[[\"a\"]]"}`, "x|0"},
 	} {
 		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: tt.path}}, Secrets: idsync.NewRedactor()}
-		recs, err := (&Fetcher{job: job}).records([]byte(tt.body))
+		recs, err := (&Fetcher{cfg: ConfigOf(job)}).records([]byte(tt.body))
 		if err == nil || !strings.Contains(err.Error(), tt.path) {
 			t.Errorf("%s at %s: records %v, err %v; want an error naming the path", tt.body, tt.path, recs, err)
 		}
 	}
 	job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: "data|@reverse"}}, Secrets: idsync.NewRedactor()}
-	if recs, err := (&Fetcher{job: job}).records([]byte(`{"data":[{"id":1},{"id":2}]}`)); err != nil || len(recs) != 2 {
+	if recs, err := (&Fetcher{cfg: ConfigOf(job)}).records([]byte(`{"data":[{"id":1},{"id":2}]}`)); err != nil || len(recs) != 2 {
 		t.Errorf("a modifier on an array: %v %v", recs, err)
 	}
 }
