@@ -301,7 +301,7 @@ func overlap() *Schema {
 }
 
 // addPaginationRules adds the keys a style requires, as the loader does
-// (sync/defaults.go, pagingDefaults).
+// (idsync.FillPagination, from the style table).
 func addPaginationRules(p *Schema) {
 	when := func(styles []any, then *Schema) *Schema {
 		cond := &Schema{Properties: &Properties{{Name: "style", Schema: &Schema{Enum: styles}}}, Required: []string{"style"}}

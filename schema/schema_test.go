@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite job.schema.json from the Go types")
 
 // The committed schema is the generator's output: edit sync/spec.go or
-// docs.go, then run go test ./schema -update.
+// jobfile/rules.go, then run go test ./schema -update.
 func TestCommittedSchemaIsCurrent(t *testing.T) {
 	got := JSON()
 	if *update {
@@ -314,7 +314,7 @@ target:
 	}
 }
 
-// docs.go has no entry for a key that no longer exists.
+// jobfile/rules.go has no rule for a key that no longer exists.
 func TestRulesHaveNoStaleKeys(t *testing.T) {
 	keys := map[string]bool{"": true, "target.columns.*.path": true, "target.columns.*.type": true, "retry.on_status[]": true}
 	var walk func(s *Schema, path string)
