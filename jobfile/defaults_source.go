@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/tidwall/gjson"
 
 	"net/http"
 	"net/url"
@@ -71,5 +72,26 @@ func (j loading) retryDefaults(bad func(key, format string, args ...any)) {
 	}
 	if r.MaxWait.Duration < r.MinWait.Duration {
 		bad("retry.max_wait", "must not be less than retry.min_wait")
+	}
+}
+
+// bodyDefaults checks what the request body must be for the position to
+// go in it (pagination.in: body: a POST whose source.body, if any, is a
+// JSON object), and makes error_path default to errors for a GraphQL body
+// (a JSON object with a query string), whose errors come in a 200.
+func (j loading) bodyDefaults(bad idsync.BadFunc) {
+	s, pg := &j.Source, &j.Pagination
+	body := string(s.Body)
+	isObject := strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Valid(body)
+	if pg.In == idsync.InBody {
+		if s.Method != http.MethodPost {
+			bad("pagination.in", "body needs source.method: POST")
+		}
+		if body != "" && !isObject {
+			bad("source.body", "must be a JSON object (or a YAML mapping) for the position to be set in it (pagination.in: body)")
+		}
+	}
+	if s.ErrorPath == "" && isObject && gjson.Get(body, "query").Type == gjson.String {
+		s.ErrorPath = "errors"
 	}
 }

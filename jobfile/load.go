@@ -146,6 +146,9 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, lines map[string]int, 
 			add(n.Line, "%s must be a mapping", nameOr(path))
 			return
 		}
+		if reflect.PointerTo(t.Elem()).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
+			return // the values check themselves (source.query lists)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if v := n.Content[i+1]; v.Kind != yaml.ScalarNode {
 				add(v.Line, "%s must be a string", join(path, n.Content[i].Value))

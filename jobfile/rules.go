@@ -54,8 +54,9 @@ var rules = map[string]Rule{
 	"source.url":     {Pattern: `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`, Say: "must be an http or https URL", Doc: "Required. URL of the first page (http or https).", Examples: []any{"https://api.example.com/v1/orders"}},
 	"source.method":  {Fill: true, Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$", Say: "must be GET or POST", Doc: "GET or POST.", Default: "GET"},
 	"source.headers": {Doc: "Headers sent with every request. Their values are secrets: never logged, never stored, never sent to another origin on a redirect."},
-	"source.query":   {Doc: "Fixed query parameters added to every request (a next URL keeps its own values)."},
-	"source.body":    {Doc: "Request body; only with method: POST. Sent as application/json unless headers set a Content-Type."},
+	"source.query":   {Doc: "Fixed query parameters added to every request (a next URL keeps its own values). A list repeats the key: expand[]: [a, b]."},
+	"source.body": {Doc: "Request body; only with method: POST. A mapping is sent as JSON, a string as it is; sent as application/json unless headers set a Content-Type. " +
+		"A GraphQL body (a mapping with a query) makes error_path default to errors."},
 	"source.records": {Doc: "GJSON path of the records array in the body. Omit when the body itself is the array; null means an empty page.",
 		Examples: []any{"data", "data.items"}},
 	"source.timeout":     {Fill: true, Doc: "Timeout of one request attempt.", Default: idsync.DefaultTimeout.String()},
@@ -93,6 +94,10 @@ var rules = map[string]Rule{
 	"pagination.size_param": {Doc: "Query parameter carrying the page size; required when size is set (offset style: defaults to limit).",
 		Examples: []any{"per_page", "limit"}},
 	"pagination.size": {Doc: "Records per page, sent in size_param. Required with offset. With page, offset and hwm, a shorter page ends pagination."},
+	"pagination.in": {Doc: "Where the position goes: query (a query parameter), header (a request header) or body (a JSON path in source.body, e.g. variables.after). " +
+		"page, offset, hwm and cursor with next or next_header. size_param stays a query parameter.", Default: "query", Enum: []string{"query", "header", "body"}},
+	"pagination.template": {Doc: "How the position's value is written: {value}; with offset also {offset}, {limit} and {end} (offset+limit-1, inclusive).",
+		Examples: []any{"gt.{value}", "items={offset}-{end}"}},
 	"pagination.total": {Doc: "Where the API tells the total number of records: a GJSON body path, or header:NAME (e.g. header:X-Total-Count). " +
 		"A page that would end the run before that many records is a contradiction: retried, then exit 3.",
 		Examples: []any{"meta.total", "header:X-Total-Count"}},

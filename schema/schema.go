@@ -216,6 +216,10 @@ func (g *generator) value(t reflect.Type, key string) *Schema {
 		return withEnv(&Schema{Type: "number", Minimum: num(0)})
 	case reflect.Map:
 		// Mapping of strings; YAML numbers and booleans are read as their text.
+		if t.Elem() == reflect.TypeFor[idsync.QueryValue]() {
+			// A list repeats the key.
+			return &Schema{Type: "object", AdditionalProperties: &Schema{AnyOf: append(scalarText().AnyOf, &Schema{Type: "array", Items: scalarText()})}}
+		}
 		return &Schema{Type: "object", AdditionalProperties: scalarText()}
 	case reflect.Slice:
 		item := g.value(t.Elem(), key+"[]")
@@ -272,6 +276,9 @@ var shapes = map[string]func() *Schema{
 	"pagination.overlap":  overlap,
 	"incremental.initial": scalarText,
 	"incremental.overlap": overlap,
+	"source.body": func() *Schema {
+		return &Schema{AnyOf: []*Schema{{Type: "string"}, {Type: "object"}, {Type: "array"}}}
+	},
 }
 
 // constrained is the schema of a value of type t under rule r: its enum,

@@ -14,7 +14,7 @@ func CheckConnectWith(ctx context.Context, job *Job, src PageSource, openSink fu
 	if job.Incremental != nil {
 		window = job.Incremental.Initial
 	}
-	u, err := pg.url(pg.start(job.Pagination.Initial), window)
+	u, err := pg.request(pg.start(job.Pagination.Initial), window)
 	if err != nil {
 		return Errorf(ExitPermanent, "source: %w", err)
 	}

@@ -40,7 +40,8 @@ func (s *fakeSource) BuildURL(base string, params url.Values, _ bool) (string, e
 
 func (s *fakeSource) CheckpointURL(raw string) string { return raw }
 
-func (s *fakeSource) Fetch(ctx context.Context, rawURL string) (*Response, error) {
+func (s *fakeSource) Fetch(ctx context.Context, req Request) (*Response, error) {
+	rawURL := req.URL
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

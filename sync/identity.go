@@ -50,9 +50,10 @@ func (j *Job) Identity() Identity {
 	s := &j.Source
 	set("source.url", s.URL)
 	set("source.method", s.Method)
-	for k, v := range s.Query {
+	for k, vs := range s.Query {
 		// A literal value is a filter whatever its name (partition_key):
 		// only a secret under a credential's name is left out.
+		v := strings.Join(vs, "\n") // one value: as it was before lists
 		if !credentialName(k) || j.Secrets.Redact(v) == v {
 			set("source.query."+k, v)
 		}
@@ -64,7 +65,7 @@ func (j *Job) Identity() Identity {
 		sum := sha256.Sum256([]byte(k + "\x00" + v)) // header values are always secret
 		id["source.headers."+k] = secretPrefix + hex.EncodeToString(sum[:12])
 	}
-	set("source.body", s.Body)
+	set("source.body", string(s.Body))
 	set("source.records", s.Records)
 	pg := &j.Pagination
 	set("pagination.style", pg.Style)
@@ -78,6 +79,10 @@ func (j *Job) Identity() Identity {
 		set("pagination.size", strconv.Itoa(pg.Size))
 	}
 	set("pagination.total_pages", pg.TotalPages)
+	if pg.In != "query" {
+		set("pagination.in", pg.In)
+	}
+	set("pagination.template", pg.Template)
 	set("pagination.total", pg.Total)
 	set("pagination.next", pg.Next)
 	set("pagination.next_header", pg.NextHeader)

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -26,27 +25,6 @@ func (p *pager) style() pagingStyle { return styleOf(p.job.Pagination.Style) }
 // style's starting mark (saved mark minus overlap, or initial).
 func (p *pager) start(mark string) Position {
 	return p.style().start(p.job.Pagination, mark)
-}
-
-// url returns the request URL for the page at pos; window is the
-// incremental mark of the run ("" when none).
-func (p *pager) url(pos Position, window string) (string, error) {
-	pg := p.job.Pagination
-	params := url.Values{}
-	if inc := p.job.Incremental; inc != nil && window != "" {
-		w, err := FormatMark(window, inc.Format)
-		if err != nil {
-			return "", err
-		}
-		params.Set(inc.Param, w)
-	}
-	if size := p.size(pos); size > 0 && pg.SizeParam != "" {
-		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
-	}
-	if next := p.style().request(pg, pos, params); next != "" {
-		return p.src.BuildURL(next, params, true)
-	}
-	return p.src.BuildURL(p.job.Source.URL, params, false)
 }
 
 // ownEnd is what a page's own pagination style says about the end.

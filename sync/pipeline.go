@@ -49,13 +49,13 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to 
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	fp := fetched{pos: pos, t0: time.Now()}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
-	u, err := pg.url(pos, window)
+	u, err := pg.request(pos, window)
 	if err != nil {
 		fp.err = Errorf(ExitPermanent, "%s: %w", where, err)
 		return fp
 	}
 	probe := func(next Position) (*Response, string, error) {
-		pu, err := pg.url(next, window)
+		pu, err := pg.request(next, window)
 		if err != nil {
 			return nil, "", Errorf(ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}

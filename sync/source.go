@@ -16,11 +16,11 @@ import (
 // must be safe for concurrent use: page and offset styles keep several
 // requests in flight.
 type PageSource interface {
-	// Fetch requests rawURL (as BuildURL returned it) and returns the
+	// Fetch sends req (its URL as BuildURL returned it) and returns the
 	// page, its records extracted and counted. Failures are *Error values
 	// carrying the exit code (ExitTransient once retries are exhausted,
 	// ExitPermanent otherwise); a cancelled ctx returns ctx's error.
-	Fetch(ctx context.Context, rawURL string) (*Response, error)
+	Fetch(ctx context.Context, req Request) (*Response, error)
 	// BuildURL returns the URL of a request: base (source.url, or a next
 	// URL when isNext) with the source's fixed query and params added. It
 	// returns an error naming the URL (redacted) when base is not one.
@@ -29,6 +29,20 @@ type PageSource interface {
 	// without the secrets BuildURL puts back on every request. A URL it
 	// cannot parse is returned unchanged.
 	CheckpointURL(raw string) string
+}
+
+// Request is one page request as pagination builds it: the URL with the
+// query, and the position where pagination.in puts it otherwise.
+type Request struct {
+	URL    string            // request URL, query included (BuildURL)
+	Header map[string]string // headers carrying the position (pagination.in: header); nil when none
+	Body   []BodyValue       // values set in source.body (pagination.in: body); nil when none
+}
+
+// BodyValue is one value set at a path of the request's JSON body.
+type BodyValue struct {
+	Path  string // a path in source.body, dot-separated (variables.after)
+	Value any    // a string, or an int64 for a page number or offset
 }
 
 // Response is one fetched page: its body, validated as JSON, and its records.

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,17 +25,17 @@ type Spec struct {
 
 // Source says where and how pages are requested.
 type Source struct {
-	URL         string            `yaml:"url" json:"url" jsonschema:"required"`
-	Method      string            `yaml:"method,omitempty" json:"method,omitempty"` // Defaults to GET.
-	Headers     map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	Query       map[string]string `yaml:"query,omitempty" json:"query,omitempty"`
-	Body        string            `yaml:"body,omitempty" json:"body,omitempty"`
-	Records     string            `yaml:"records,omitempty" json:"records,omitempty"` // Defaults to the body itself.
-	Timeout     Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"` // Defaults to 30s.
-	RateLimit   float64           `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
-	Concurrency int               `yaml:"concurrency,omitempty" json:"concurrency,omitempty"` // Defaults to 1.
-	MaxBody     ByteSize          `yaml:"max_body,omitempty" json:"max_body,omitempty"`       // Defaults to 64MiB.
-	ErrorPath   string            `yaml:"error_path,omitempty" json:"error_path,omitempty"`
+	URL         string                `yaml:"url" json:"url" jsonschema:"required"`
+	Method      string                `yaml:"method,omitempty" json:"method,omitempty"` // Defaults to GET.
+	Headers     map[string]string     `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Query       map[string]QueryValue `yaml:"query,omitempty" json:"query,omitempty"`
+	Body        BodyText              `yaml:"body,omitempty" json:"body,omitempty"`
+	Records     string                `yaml:"records,omitempty" json:"records,omitempty"` // Defaults to the body itself.
+	Timeout     Duration              `yaml:"timeout,omitempty" json:"timeout,omitempty"` // Defaults to 30s.
+	RateLimit   float64               `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
+	Concurrency int                   `yaml:"concurrency,omitempty" json:"concurrency,omitempty"` // Defaults to 1.
+	MaxBody     ByteSize              `yaml:"max_body,omitempty" json:"max_body,omitempty"`       // Defaults to 64MiB.
+	ErrorPath   string                `yaml:"error_path,omitempty" json:"error_path,omitempty"`
 	// InsecureSkipTLSVerify turns TLS certificate verification off for this
 	// job only. Named long on purpose; a warning is logged on every run.
 	InsecureSkipTLSVerify bool `yaml:"insecure_skip_tls_verify,omitempty" json:"insecure_skip_tls_verify,omitempty"`
@@ -82,7 +83,14 @@ type Pagination struct {
 	TotalPages string `yaml:"total_pages,omitempty" json:"total_pages,omitempty"`
 	// Total is where the API tells the total number of records: a body
 	// path, or header:NAME for a response header.
-	Total      string `yaml:"total,omitempty" json:"total,omitempty"`
+	Total string `yaml:"total,omitempty" json:"total,omitempty"`
+	// In is where the position goes: query (the default), header or
+	// body; Param names the query parameter, the header, or the JSON path
+	// in source.body.
+	In string `yaml:"in,omitempty" json:"in,omitempty"`
+	// Template is how the position's value is written: {value}, and for
+	// the offset style {offset}, {limit} and {end} (offset+limit-1).
+	Template   string `yaml:"template,omitempty" json:"template,omitempty"`
 	Next       string `yaml:"next,omitempty" json:"next,omitempty"`
 	NextHeader string `yaml:"next_header,omitempty" json:"next_header,omitempty"`
 	NextURL    string `yaml:"next_url,omitempty" json:"next_url,omitempty"`
@@ -260,4 +268,72 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*b = v
 	return nil
+}
+
+// QueryValue is the value of one source.query parameter: one value, or a
+// list for a repeated key (expand[]: [a, b] sends expand[]=a&expand[]=b).
+type QueryValue []string
+
+// UnmarshalYAML reads a scalar as a one-value list.
+func (q *QueryValue) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*q = QueryValue{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		out := make(QueryValue, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: a query value is a string or a list of strings", c.Line)
+			}
+			out = append(out, c.Value)
+		}
+		*q = out
+		return nil
+	}
+	return fmt.Errorf("line %d: a query value is a string or a list of strings", n.Line)
+}
+
+// BodyText is source.body as sent: a YAML mapping or list is sent as
+// compact JSON, a string as it is.
+type BodyText string
+
+// UnmarshalYAML encodes a mapping or list as JSON.
+func (b *BodyText) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*b = BodyText(n.Value)
+		return nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	data, err := json.Marshal(jsonable(v))
+	if err != nil {
+		return fmt.Errorf("line %d: source.body: %v", n.Line, err)
+	}
+	*b = BodyText(data)
+	return nil
+}
+
+// jsonable turns YAML's map[string]any values (nested anywhere) into what
+// encoding/json writes as objects.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonable(e)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+	}
+	return v
 }

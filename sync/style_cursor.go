@@ -18,7 +18,7 @@ const StyleCursor = "cursor"
 type cursorPaging struct{}
 
 func (cursorPaging) traits() styleTraits {
-	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
+	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
 }
 
 func (cursorPaging) fill(pg *Pagination, bad badFunc) {

@@ -27,6 +27,7 @@ func FillPagination(pg *Pagination, concurrency int, bad BadFunc) {
 	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
 		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")
 	}
+	checkPlacement(pg, bad)
 	if _, numbered := styleOf(pg.Style).(numberedStyle); concurrency > 1 && !numbered {
 		bad("source.concurrency", "only %s styles fetch pages concurrently", concurrentStyles())
 	}

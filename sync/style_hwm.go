@@ -14,7 +14,7 @@ const StyleHWM = "hwm"
 type hwmPaging struct{}
 
 func (hwmPaging) traits() styleTraits {
-	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
+	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
 }
 
 func (hwmPaging) fill(pg *Pagination, bad badFunc) {

@@ -14,7 +14,7 @@ const StyleOffset = "offset"
 type offsetPaging struct{}
 
 func (offsetPaging) traits() styleTraits {
-	return styleTraits{name: StyleOffset, uses: []string{"param", "total", "continue"}, ordered: true, required: []string{"size"}}
+	return styleTraits{name: StyleOffset, uses: []string{"param", "total", "continue", "in", "template"}, ordered: true, required: []string{"size"}}
 }
 
 func (offsetPaging) fill(pg *Pagination, bad badFunc) {

@@ -15,7 +15,7 @@ const StylePage = "page"
 type pagePaging struct{}
 
 func (pagePaging) traits() styleTraits {
-	return styleTraits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue"}, ordered: true, pageNumbers: true, sizeNeedsParam: true}
+	return styleTraits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue", "in", "template"}, ordered: true, pageNumbers: true, sizeNeedsParam: true}
 }
 
 func (pagePaging) fill(pg *Pagination, bad badFunc) {

@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"golang.org/x/time/rate"
 )
 
@@ -156,15 +156,16 @@ type attempt struct {
 	notJSON     bool // a 2xx body that is no JSON at all (an HTML page)
 }
 
-// Fetch requests rawURL with retries and returns the page. Errors are *idsync.Error
+// Fetch sends r with retries and returns the page. Errors are *idsync.Error
 // with exit code 3 for transient failures that exhausted their retries and 1
 // for permanent ones; both name the status or cause and a body excerpt with
 // secrets redacted. A cancelled ctx returns ctx's error.
-func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, error) {
+func (f *Fetcher) Fetch(ctx context.Context, r idsync.Request) (*idsync.Response, error) {
 	src := f.cfg.Source
 	rc := f.cfg.Retry
 	st := &attempt{}
-	req, err := f.newRequest(ctx, rawURL)
+	rawURL := r.URL
+	req, err := f.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -197,18 +198,28 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*idsync.Response, e
 	return out, nil
 }
 
-// newRequest builds the request for rawURL with the source's method, body
-// and headers (the configured headers only for the source's own origin).
-// An invalid URL fails with exit code 1.
-func (f *Fetcher) newRequest(ctx context.Context, rawURL string) (*retryablehttp.Request, error) {
+// newRequest builds the request r names with the source's method, body
+// (with the position's values set in it) and headers (the configured
+// headers only for the source's own origin; the position's header always).
+// An invalid URL or a body the position cannot be set in fails with exit
+// code 1.
+func (f *Fetcher) newRequest(ctx context.Context, r idsync.Request) (*retryablehttp.Request, error) {
 	src := f.cfg.Source
-	var body io.Reader
-	if src.Body != "" {
-		body = strings.NewReader(src.Body)
+	rawURL := r.URL
+	body, err := requestBody(src.Body, r.Body)
+	if err != nil {
+		return nil, idsync.Errorf(idsync.ExitPermanent, "build request body: %v", err)
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, src.Method, rawURL, body)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, src.Method, rawURL, rd)
 	if err != nil {
 		return nil, idsync.Errorf(idsync.ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+		req.Header.Set(k, r.Header[k])
 	}
 	if f.sameOrigin(rawURL) {
 		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
@@ -220,7 +231,7 @@ func (f *Fetcher) newRequest(ctx context.Context, rawURL string) (*retryablehttp
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
 	}
-	if src.Body != "" && req.Header.Get("Content-Type") == "" {
+	if body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if req.Header.Get("User-Agent") == "" {
@@ -379,3 +390,22 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 }
 
 func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }
+
+// requestBody is source.body with the position's values set at their
+// paths (sjson); nil when the request has no body.
+func requestBody(base idsync.BodyText, sets []idsync.BodyValue) ([]byte, error) {
+	if base == "" && len(sets) == 0 {
+		return nil, nil
+	}
+	body := []byte(base)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	for _, v := range sets {
+		var err error
+		if body, err = sjson.SetBytes(body, v.Path, v.Value); err != nil {
+			return nil, fmt.Errorf("set %s: %w", v.Path, err)
+		}
+	}
+	return body, nil
+}

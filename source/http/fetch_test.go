@@ -122,7 +122,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 func fetchErr(t *testing.T, f *Fetcher, url string) *idsync.Error {
 	t.Helper()
-	resp, err := f.Fetch(context.Background(), url)
+	resp, err := f.Fetch(context.Background(), idsync.Request{URL: url})
 	if err == nil {
 		t.Fatalf("fetch succeeded with %d records, want an error", len(resp.Records))
 	}
@@ -174,7 +174,7 @@ func TestFetchHonoursRetryAfter(t *testing.T) {
 				writeJSON(w, http.StatusOK, okPage)
 			})
 			f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", "  attempts: 2\n  min_wait: 50ms\n  max_wait: "+tt.maxWait+"\n"), nil)
-			resp, err := f.Fetch(context.Background(), srv.URL)
+			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +328,7 @@ func TestFetchRetriesTransientFailures(t *testing.T) {
 				writeJSON(w, 200, okPage)
 			})
 			f, _ := newTestFetcher(t, fetchSpec(once.URL, source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
-			resp, err := f.Fetch(context.Background(), once.URL)
+			resp, err := f.Fetch(context.Background(), idsync.Request{URL: once.URL})
 			if err != nil {
 				t.Fatalf("one fault then a good page: %v", err)
 			}
@@ -377,7 +377,7 @@ func TestFetchErrorPath(t *testing.T) {
 	for _, tt := range tests {
 		srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.body) })
 		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  error_path: "+tt.path+"\n", "  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\n"), nil)
-		_, err := f.Fetch(context.Background(), srv.URL)
+		_, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
 		switch {
 		case tt.failed && err == nil:
 			t.Errorf("%s in %s: accepted as a page", tt.path, tt.body)

@@ -130,7 +130,7 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 			break // source.query may hold API keys: never to another origin
 		}
 		if !isNext || !q.Has(k) {
-			q.Set(k, f.cfg.Source.Query[k])
+			q[k] = slices.Clone(f.cfg.Source.Query[k])
 		}
 	}
 	for k, vs := range params {
@@ -163,7 +163,7 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 	}
 	q := u.Query()
 	for k, v := range f.cfg.Source.Query {
-		if vs := q[k]; len(vs) == 1 && vs[0] == v {
+		if slices.Equal(q[k], v) {
 			q.Del(k)
 			u.RawQuery, changed = q.Encode(), true
 		}

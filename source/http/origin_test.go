@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A next URL on another origin is requested without any credential: no
@@ -23,7 +25,7 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Fetch(context.Background(), next); err != nil {
+		if _, err := f.Fetch(context.Background(), idsync.Request{URL: next}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +47,7 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 		t.Errorf("%d warnings about the other origin, want 1:\n%s", n, logs.String())
 	}
 	next, _ := f.BuildURL(home.URL+"/page2", url.Values{}, true)
-	if _, err := f.Fetch(context.Background(), next); err != nil {
+	if _, err := f.Fetch(context.Background(), idsync.Request{URL: next}); err != nil {
 		t.Fatal(err)
 	}
 	h := home.requests()

@@ -77,10 +77,10 @@ func TestFetchRedirectStripsHeadersAcrossOrigins(t *testing.T) {
 	})
 	spec := fetchSpec(first.URL, "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\", Cookie: \"session=${TOKEN}\"}\n", "")
 	f, logs := newTestFetcher(t, spec, map[string]string{"KEY": "key-123456", "TOKEN": "token-123456"})
-	if _, err := f.Fetch(context.Background(), first.URL+"/away"); err != nil {
+	if _, err := f.Fetch(context.Background(), idsync.Request{URL: first.URL + "/away"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Fetch(context.Background(), first.URL+"/home"); err != nil {
+	if _, err := f.Fetch(context.Background(), idsync.Request{URL: first.URL + "/home"}); err != nil {
 		t.Fatal(err)
 	}
 	got := other.requests()
@@ -114,7 +114,7 @@ func TestFetchVerifiesTLS(t *testing.T) {
 		t.Errorf("self-signed certificate: %v (exit %d)", e, e.Code)
 	}
 	f, logs := newTestFetcher(t, fetchSpec(srv.URL, "  insecure_skip_tls_verify: true\n", ""), nil)
-	if _, err := f.Fetch(context.Background(), srv.URL); err != nil {
+	if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
 		t.Errorf("with insecure_skip_tls_verify: %v", err)
 	}
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "TLS certificate verification is OFF") {

@@ -64,7 +64,7 @@ func TestFetchEndProofBodies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.respond(w) })
 			f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-			resp, err := f.Fetch(context.Background(), srv.URL)
+			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
 			if n := len(srv.requests()); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
@@ -129,7 +129,7 @@ func TestFetchRawCountsTheReturnedArray(t *testing.T) {
 			srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, tt.body) })
 			spec := strings.Replace(fetchSpec(srv.URL, "", ""), "records: data", fmt.Sprintf("records: %q", tt.records), 1)
 			f, _ := newTestFetcher(t, spec, nil)
-			resp, err := f.Fetch(context.Background(), srv.URL)
+			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestFetchBodyLimit(t *testing.T) {
 	exact := `{"data":[{"id":1,"pad":"` + strings.Repeat("x", limit-len(`{"data":[{"id":1,"pad":""}]}`)) + `"}]}`
 	srv = newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, exact) })
 	f, _ = newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
-	if _, err := f.Fetch(context.Background(), srv.URL); err != nil {
+	if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
 		t.Errorf("a body of exactly max_body (%d bytes): %v", len(exact), err)
 	}
 }
@@ -190,7 +190,7 @@ func TestFetchDeeplyNestedJSON(t *testing.T) {
 	body := nested(MaxJSONDepth - 3)
 	srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-	if resp, err := f.Fetch(context.Background(), srv.URL); err != nil || len(resp.Records) != 1 {
+	if resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil || len(resp.Records) != 1 {
 		t.Errorf("%d levels (within the limit): %v", MaxJSONDepth-3, err)
 	}
 }
@@ -245,7 +245,7 @@ func TestFetchRecordsPath(t *testing.T) {
 			spec = strings.Replace(spec, "records: data", "records: "+tt.records, 1)
 		}
 		f, _ := newTestFetcher(t, spec, nil)
-		resp, err := f.Fetch(context.Background(), srv.URL)
+		resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("records %q in %s: %v", tt.records, tt.body, err)

@@ -22,7 +22,7 @@ func TestRateLimitWaitDoesNotCountAgainstTimeout(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = f.Fetch(context.Background(), api.URL)
+			_, errs[i] = f.Fetch(context.Background(), idsync.Request{URL: api.URL})
 		}()
 	}
 	wg.Wait()

@@ -1,0 +1,124 @@
+package sync
+
+import (
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Where pagination.in puts the position.
+const (
+	InQuery  = "query"
+	InHeader = "header"
+	InBody   = "body"
+)
+
+// request returns the request for the page at pos; window is the
+// incremental mark of the run ("" when none). The position goes where
+// pagination.in says, written by pagination.template; the page size and
+// the incremental mark are always query parameters.
+func (p *pager) request(pos Position, window string) (Request, error) {
+	pg := p.job.Pagination
+	params := url.Values{}
+	if inc := p.job.Incremental; inc != nil && window != "" {
+		w, err := FormatMark(window, inc.Format)
+		if err != nil {
+			return Request{}, err
+		}
+		params.Set(inc.Param, w)
+	}
+	size := p.size(pos)
+	if size > 0 && pg.SizeParam != "" {
+		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
+	}
+	pp := url.Values{}
+	next := p.style().request(pg, pos, pp)
+	req := Request{}
+	for k, vs := range pp {
+		if k == pg.Param && len(vs) == 1 {
+			p.place(&req, params, vs[0], pos, size)
+		} else {
+			params[k] = vs
+		}
+	}
+	var err error
+	if next != "" {
+		req.URL, err = p.src.BuildURL(next, params, true)
+	} else {
+		req.URL, err = p.src.BuildURL(p.job.Source.URL, params, false)
+	}
+	return req, err
+}
+
+// place puts the position's value v where pagination.in says, written by
+// pagination.template. In a JSON body, a page number or offset written
+// without a template is a number; anything else is a string.
+func (p *pager) place(req *Request, params url.Values, v string, pos Position, size int) {
+	pg := p.job.Pagination
+	written := v
+	if pg.Template != "" {
+		end := ""
+		if size > 0 {
+			end = strconv.FormatInt(pos.Offset+int64(size)-1, 10)
+		}
+		written = strings.NewReplacer("{value}", v, "{offset}", v, "{limit}", strconv.Itoa(size), "{end}", end).Replace(pg.Template)
+	}
+	switch pg.In {
+	case InHeader:
+		req.Header = map[string]string{pg.Param: written}
+	case InBody:
+		var val any = written
+		if _, numbered := p.style().(numberedStyle); numbered && pg.Template == "" {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				val = n
+			}
+		}
+		req.Body = []BodyValue{{Path: pg.Param, Value: val}}
+	default:
+		params.Set(pg.Param, written)
+	}
+}
+
+// placeholders are the names a pagination.template may use, and the style
+// they need ("" for any).
+var placeholders = map[string]string{"value": "", "offset": StyleOffset, "limit": StyleOffset, "end": StyleOffset}
+
+var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
+
+// checkPlacement checks pagination.in and pagination.template against the
+// style: a next URL is a whole URL and takes neither; a template names
+// only known placeholders, those of offset only with offset, and at least
+// one of them.
+func checkPlacement(pg *Pagination, bad BadFunc) {
+	if pg.NextURL != "" {
+		if pg.In != "" && pg.In != InQuery {
+			bad("pagination.in", "is not used with next_url (the next page is a whole URL)")
+		}
+		if pg.Template != "" {
+			bad("pagination.template", "is not used with next_url (the next page is a whole URL)")
+		}
+		return
+	}
+	if pg.In == InHeader || pg.In == InBody {
+		if pg.Param == "" {
+			bad("pagination.param", "is required with in: %s (the %s that carries the position)", pg.In, map[string]string{InHeader: "header", InBody: "JSON path in source.body"}[pg.In])
+		}
+	}
+	if pg.Template == "" {
+		return
+	}
+	found := placeholderRE.FindAllStringSubmatch(pg.Template, -1)
+	if len(found) == 0 {
+		bad("pagination.template", "%q has no placeholder: write {value} where the position goes", pg.Template)
+	}
+	for _, m := range found {
+		style, ok := placeholders[m[1]]
+		switch {
+		case !ok:
+			bad("pagination.template", "{%s} is not a placeholder: use {value}, or with offset {offset}, {limit}, {end}", m[1])
+		case style != "" && pg.Style != style:
+			bad("pagination.template", "{%s} is only used with style %s", m[1], style)
+		}
+	}
+}
