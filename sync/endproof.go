@@ -192,7 +192,11 @@ func (p *pager) total(resp *Response) (int64, string, bool) {
 	}
 	if h, ok := strings.CutPrefix(t, "header:"); ok {
 		name := strings.TrimSpace(h)
-		n, err := strconv.ParseInt(strings.TrimSpace(resp.Header.Get(name)), 10, 64)
+		v := resp.Header.Get(name)
+		if i := strings.LastIndexByte(v, '/'); i >= 0 {
+			v = v[i+1:] // Content-Range: items 0-24/3573 ("*": unknown)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		return n, name, err == nil && n >= 0
 	}
 	v := gjson.GetBytes(resp.Body, t)

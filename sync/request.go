@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -73,6 +74,8 @@ func (p *pager) place(req *Request, params url.Values, v string, pos Position, s
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				val = n
 			}
+		} else if pg.Template == "" && (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{")) && json.Valid([]byte(v)) {
+			val = json.RawMessage(v) // a cursor that is JSON (search_after's sort values) goes in as JSON
 		}
 		req.Body = []BodyValue{{Path: pg.Param, Value: val}}
 	default:

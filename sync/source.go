@@ -42,7 +42,7 @@ type Request struct {
 // BodyValue is one value set at a path of the request's JSON body.
 type BodyValue struct {
 	Path  string // a path in source.body, dot-separated (variables.after)
-	Value any    // a string, or an int64 for a page number or offset
+	Value any    // a string, an int64 (a page number or offset), or json.RawMessage (a cursor that is a JSON array or object)
 }
 
 // Response is one fetched page: its body, validated as JSON, and its records.

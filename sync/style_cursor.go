@@ -65,6 +65,12 @@ func (cursorPaging) step(p *pager, pos Position, resp *Response, _ string, _ own
 	if v == "" {
 		return pos, styleEnd, where, nil
 	}
+	if pg.NextURL == "" && v == pos.Cursor && resp.Raw <= 1 {
+		// A keyset API whose filter is inclusive (id >= N) answers the
+		// last cursor with the one record it names: nothing after it.
+		// More records under the same cursor are a loop (commit refuses it).
+		return pos, styleEnd, "gives its own cursor again with no record after it (an inclusive filter at the last record)", nil
+	}
 	if pg.NextURL != "" {
 		return Position{URL: v}, goesOn, "", nil
 	}

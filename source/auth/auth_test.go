@@ -217,7 +217,7 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	}
 
 	// An API that refuses every token: one refresh, then the 401 stands.
-	deny := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 401) }))
+	deny := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusUnauthorized) }))
 	defer deny.Close()
 	before := p.tokens.Load()
 	if code, err := get(t, c, deny.URL); err != nil || code != 401 {
@@ -273,12 +273,11 @@ func hintOf(err error) string {
 // memStore is a TokenStore in memory that logs its writes among the
 // provider's events.
 type memStore struct {
-	p              *provider
-	seed, tok      string
-	pending        bool
-	saves          int
-	failAfterSaves int
-	mu             gosync.Mutex
+	p         *provider
+	seed, tok string
+	pending   bool
+	saves     int
+	mu        gosync.Mutex
 }
 
 func (m *memStore) LoadAuthToken(_ context.Context, _ string) (string, string, bool, error) {
@@ -394,7 +393,7 @@ func TestCommandNoShellTTL(t *testing.T) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen.Store(r.Header.Get("X-Token"))
 		if refuse.Add(-1) >= 0 {
-			http.Error(w, "no", 401)
+			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
 		fmt.Fprint(w, "{}")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -403,7 +404,12 @@ func requestBody(base idsync.BodyText, sets []idsync.BodyValue) ([]byte, error) 
 	}
 	for _, v := range sets {
 		var err error
-		if body, err = sjson.SetBytes(body, v.Path, v.Value); err != nil {
+		if raw, ok := v.Value.(json.RawMessage); ok {
+			body, err = sjson.SetRawBytes(body, v.Path, raw)
+		} else {
+			body, err = sjson.SetBytes(body, v.Path, v.Value)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("set %s: %w", v.Path, err)
 		}
 	}

@@ -1,0 +1,104 @@
+package jobfile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+const shapeBase = `name: s
+source:
+  url: https://api.example.com/graphql
+  method: POST
+  body:
+    query: "query($after: String) { orders(after: $after) { nodes { id } } }"
+    variables: {after: null, tenant: "${TENANT}"}
+  query: {"expand[]": [customer, items], limit: 5}
+pagination: {style: cursor, next: data.next, in: body, param: variables.after}
+target: {url: sqlite:out.db, table: t, key: [id]}
+`
+
+// A body mapping is sent as JSON with its ${VAR}s expanded; a list in
+// source.query repeats the key; a GraphQL body makes error_path default to
+// errors.
+func TestLoadRequestShapes(t *testing.T) {
+	job, err := Load([]byte(shapeBase), "/jobs/s.yaml", env(map[string]string{"TENANT": "acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"query":"query($after: String) { orders(after: $after) { nodes { id } } }","variables":{"after":null,"tenant":"acme"}}`
+	if string(job.Source.Body) != want {
+		t.Errorf("body %s, want %s", job.Source.Body, want)
+	}
+	if got := job.Source.Query["expand[]"]; !slices.Equal(got, []string{"customer", "items"}) {
+		t.Errorf("expand[] = %q", got)
+	}
+	if got := job.Source.Query["limit"]; !slices.Equal(got, []string{"5"}) {
+		t.Errorf("limit = %q", got)
+	}
+	if job.Source.ErrorPath != "errors" {
+		t.Errorf("error_path %q, want errors for a GraphQL body", job.Source.ErrorPath)
+	}
+	if job.Secrets.Redact("acme") != idsync.Redacted {
+		t.Errorf("a ${VAR} in the body is not a secret")
+	}
+	rest := strings.Replace(shapeBase, "    query: \"query", "    q: \"query", 1)
+	if job, err := Load([]byte(rest), "/jobs/s.yaml", env(map[string]string{"TENANT": "a"})); err != nil || job.Source.ErrorPath != "" {
+		t.Errorf("a body without query: %v, error_path %q, want none", err, job.Source.ErrorPath)
+	}
+}
+
+// Positions that cannot go where pagination.in says, and templates that
+// cannot be written, are refused naming the key.
+func TestLoadRequestShapeProblems(t *testing.T) {
+	vars := env(map[string]string{"TENANT": "a"})
+	for _, tc := range []struct{ name, from, to, key string }{
+		{"body needs POST", "  method: POST\n", "", "pagination.in"},
+		{"body must be an object", "  body:\n    query: \"query($after: String) { orders(after: $after) { nodes { id } } }\"\n    variables: {after: null, tenant: \"${TENANT}\"}\n", "  body: \"[1]\"\n", "source.body"},
+		{"unknown in", "in: body", "in: cookie", "pagination.in"},
+		{"unknown placeholder", "param: variables.after}", "param: variables.after, template: \"{val}\"}", "pagination.template"},
+		{"no placeholder", "param: variables.after}", "param: variables.after, template: \"fixed\"}", "pagination.template"},
+		{"offset placeholder with cursor", "param: variables.after}", "param: variables.after, template: \"{offset}\"}", "pagination.template"},
+		{"next_url takes no in", "next: data.next", "next_url: data.next", "pagination.in"},
+		{"link takes no template", "{style: cursor, next: data.next, in: body, param: variables.after}", "{style: link, template: \"{value}\"}", "pagination.template"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := strings.Replace(shapeBase, tc.from, tc.to, 1)
+			if spec == shapeBase {
+				t.Fatalf("replacement %q not in the spec", tc.from)
+			}
+			_, err := Load([]byte(spec), "/jobs/s.yaml", vars)
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("got %v, want a problem naming %s", err, tc.key)
+			}
+		})
+	}
+}
+
+// Where the position goes is part of the walk: changing pagination.in or
+// template, or the body, mid-run is a changed walk.
+func TestIdentityRequestShapes(t *testing.T) {
+	vars := env(map[string]string{"TENANT": "a"})
+	load := func(spec string) idsync.Identity {
+		t.Helper()
+		job, err := Load([]byte(spec), "/jobs/s.yaml", vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job.Identity()
+	}
+	base := load(shapeBase)
+	for _, tc := range []struct{ from, to, key string }{
+		{"param: variables.after}", "param: variables.after, template: \"x{value}\"}", "pagination.template"},
+		{"in: body, param: variables.after", "in: header, param: X-After", "pagination.in"},
+		{"tenant: \"${TENANT}\"", "tenant: other", "source.body"},
+		{"[customer, items]", "[customer]", "source.query.expand[]"},
+	} {
+		got := load(strings.Replace(shapeBase, tc.from, tc.to, 1)).Changes(base)
+		if !slices.ContainsFunc(got, func(c string) bool { return strings.HasPrefix(c, tc.key+":") }) {
+			t.Errorf("%s → %s: changes %q, want %s named", tc.from, tc.to, got, tc.key)
+		}
+	}
+}
