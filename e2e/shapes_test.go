@@ -453,3 +453,46 @@ target:
 		t.Errorf("search_after sent %q, want %q (an array of two sort values after the first page)", afters, want)
 	}
 }
+
+// incremental.end_param sends the run's start as the upper bound of every
+// request; a run continued later keeps the bound it started with, and the
+// next run's window starts where the completed run's ended.
+func TestIncrementalEndParam(t *testing.T) {
+	var mu sync.Mutex
+	var untils, sinces []string
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		mu.Lock()
+		untils, sinces = append(untils, q.Get("until")), append(sinces, q.Get("since"))
+		mu.Unlock()
+		p, _ := strconv.Atoi(q.Get("page"))
+		w.Header().Set("Content-Type", "application/json")
+		if p < 1 || p > 2 {
+			fmt.Fprint(w, `{"data":[]}`)
+			return
+		}
+		fmt.Fprintf(w, `{"data":[{"id":%d,"name":"n","updated_at":"2024-05-0%dT00:00:00Z"}]}`, p, p)
+	}))
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: until
+source: {url: "%s", records: data}
+pagination: {style: page}
+incremental: {field: updated_at, param: since, end_param: until, initial: "2024-01-01T00:00:00Z"}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, url))
+	before := time.Now().UTC().Truncate(time.Second)
+	runCode(t, dir, nil, 0, "run", job, "--max-pages", "1")
+	time.Sleep(1100 * time.Millisecond)
+	runCode(t, dir, nil, 0, "run", job)
+	if len(untils) != 3 || untils[0] == "" || untils[0] != untils[1] || untils[1] != untils[2] {
+		t.Fatalf("until sent %q, want the run's start on all 3 requests of the one run", untils)
+	}
+	ut, err := time.Parse(time.RFC3339, untils[0])
+	if err != nil || ut.Before(before) || ut.After(before.Add(2*time.Second)) {
+		t.Errorf("until %q, want the run's start (%s) in the form of the marks", untils[0], before)
+	}
+	runCode(t, dir, nil, 0, "run", job)
+	if last := untils[len(untils)-1]; last == untils[0] || sinces[len(sinces)-1] != "2024-05-02T00:00:00Z" {
+		t.Errorf("next run: since %q until %q, want since at the saved mark and a later until", sinces[len(sinces)-1], last)
+	}
+}

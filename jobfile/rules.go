@@ -123,6 +123,8 @@ var rules = map[string]Rule{
 	"incremental.field": {Doc: "Required. GJSON path of the record's change mark (RFC 3339 timestamp or number).",
 		Examples: []any{"updated_at"}},
 	"incremental.param": {Doc: "Required. Query parameter receiving the run's mark.", Examples: []any{"updated_since", "since"}},
+	"incremental.end_param": {Doc: "Query parameter receiving the run's upper bound (the time the run started, in the form of the marks) on every request: " +
+		"records changed while the run goes on are left to the next run instead of being read half-way.", Examples: []any{"updated_before", "until"}},
 	"incremental.initial": {Doc: "Mark of the very first run. Omitted: the first run sends no mark (full sync).",
 		Examples: []any{"2024-01-01T00:00:00Z"}},
 	"incremental.overlap": {Doc: "Subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",

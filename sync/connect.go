@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // CheckConnectWith is validate --connect: it requests the job's first page
@@ -10,11 +11,11 @@ import (
 // opens and closes the target. Errors name the side, source or target.
 func CheckConnectWith(ctx context.Context, job *Job, src PageSource, openSink func(context.Context) (Sink, error)) error {
 	pg := &pager{job: job, src: src}
-	window := ""
+	from := ""
 	if job.Incremental != nil {
-		window = job.Incremental.Initial
+		from = job.Incremental.Initial
 	}
-	u, err := pg.request(pg.start(job.Pagination.Initial), window)
+	u, err := pg.request(pg.start(job.Pagination.Initial), runWindow(job, from, time.Now()))
 	if err != nil {
 		return Errorf(ExitPermanent, "source: %w", err)
 	}

@@ -95,6 +95,7 @@ func (j *Job) Identity() Identity {
 	if inc := j.Incremental; inc != nil {
 		set("incremental.field", inc.Field)
 		set("incremental.param", inc.Param)
+		set("incremental.end_param", inc.EndParam)
 		set("incremental.initial", inc.Initial)
 		set("incremental.format", inc.Format)
 	}

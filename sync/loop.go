@@ -12,7 +12,7 @@ import (
 func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := e.pipeline(pctx, rs.pos, rs.info.Window, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	pages := e.pipeline(pctx, rs.pos, runWindow(e.Job, rs.info.Window, rs.info.StartedAt), rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
 	committed := 0
 	for {
 		if ctx.Err() != nil {

@@ -44,18 +44,18 @@ type markOf struct {
 // (empty or short while another signal says more) is fetched again with
 // the retry policy's backoff, then fails as transient (exit 3). It never
 // writes.
-func (e *Engine) fetchPage(ctx context.Context, pos Position, window string, to *Position, pre *Response) fetched {
+func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	fp := fetched{pos: pos, t0: time.Now()}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
-	u, err := pg.request(pos, window)
+	u, err := pg.request(pos, win)
 	if err != nil {
 		fp.err = Errorf(ExitPermanent, "%s: %w", where, err)
 		return fp
 	}
 	probe := func(next Position) (*Response, string, error) {
-		pu, err := pg.request(next, window)
+		pu, err := pg.request(next, win)
 		if err != nil {
 			return nil, "", Errorf(ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}
@@ -186,23 +186,23 @@ func (e *Engine) markPath() string {
 // Only the pages in flight and one finished page per worker are held in
 // memory. Cancel ctx to stop it; the channel is closed after the last page
 // (one that ended pagination or failed).
-func (e *Engine) pipeline(ctx context.Context, start Position, window string, to *Position, limit int) <-chan fetched {
+func (e *Engine) pipeline(ctx context.Context, start Position, win Window, to *Position, limit int) <-chan fetched {
 	workers := e.Job.Source.Concurrency
 	if _, numbered := styleOf(e.Job.Pagination.Style).(numberedStyle); workers <= 1 || !numbered {
-		return e.sequential(ctx, start, window, to, limit)
+		return e.sequential(ctx, start, win, to, limit)
 	}
-	return e.concurrent(ctx, start, window, to, limit, workers)
+	return e.concurrent(ctx, start, win, to, limit, workers)
 }
 
 // sequential follows pagination one page at a time, one page ahead. A
 // response fetched to prove a page's end is reused as the next page.
-func (e *Engine) sequential(ctx context.Context, pos Position, window string, to *Position, limit int) <-chan fetched {
+func (e *Engine) sequential(ctx context.Context, pos Position, win Window, to *Position, limit int) <-chan fetched {
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
 	go func() {
 		defer close(out)
 		var ahead *Response
 		for n := 0; limit == 0 || n < limit; n++ {
-			fp := e.fetchPage(ctx, pos, window, to, ahead)
+			fp := e.fetchPage(ctx, pos, win, to, ahead)
 			ahead, fp.ahead = fp.ahead, nil
 			e.noteCap(fp)
 			select {
@@ -225,7 +225,7 @@ func (e *Engine) sequential(ctx context.Context, pos Position, window string, to
 // offset page came back short) ends the batch of requests in flight: the
 // pages fetched past it are dropped unseen and fetching starts again from
 // its next position, so nothing past a hole is ever emitted.
-func (e *Engine) concurrent(ctx context.Context, start Position, window string, to *Position, limit, workers int) <-chan fetched {
+func (e *Engine) concurrent(ctx context.Context, start Position, win Window, to *Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
 	go func() {
 		defer close(out)
@@ -236,7 +236,7 @@ func (e *Engine) concurrent(ctx context.Context, start Position, window string, 
 			if limit > 0 {
 				rest = limit - sent
 			}
-			batch := e.batch(sctx, pos, window, to, rest, workers)
+			batch := e.batch(sctx, pos, win, to, rest, workers)
 			var rebase *Position
 			for k := int64(1); ; k++ {
 				fp, ok := <-batch
@@ -287,7 +287,7 @@ func (e *Engine) stepPos(pos Position, k int64) Position {
 // batch fetches pages start, start+1, … with up to workers requests in
 // flight and emits them in order. It stops issuing requests past a page
 // that ended pagination as soon as one is seen.
-func (e *Engine) batch(ctx context.Context, start Position, window string, to *Position, limit, workers int) <-chan fetched {
+func (e *Engine) batch(ctx context.Context, start Position, win Window, to *Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
 	var endAt atomic.Int64 // index of the first page known to end pagination
 	endAt.Store(-1)
@@ -315,7 +315,7 @@ func (e *Engine) batch(ctx context.Context, start Position, window string, to *P
 			wg.Add(1)
 			go func(idx int64) {
 				defer wg.Done()
-				fp := e.fetchPage(ctx, e.stepPos(start, idx), window, to, nil)
+				fp := e.fetchPage(ctx, e.stepPos(start, idx), win, to, nil)
 				fp.ahead = nil // the next page is fetched by its own worker
 				if fp.err == nil && fp.next.End {
 					for {

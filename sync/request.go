@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Where pagination.in puts the position.
@@ -15,19 +16,29 @@ const (
 	InBody   = "body"
 )
 
-// request returns the request for the page at pos; window is the
-// incremental mark of the run ("" when none). The position goes where
+// Window is the incremental window of a run: the mark every request sends
+// in incremental.param (From, "" when none) and the upper bound it sends
+// in incremental.end_param (To, "" when none).
+type Window struct{ From, To string }
+
+// request returns the request for the page at pos in the run's window
+// win. The position goes where
 // pagination.in says, written by pagination.template; the page size and
 // the incremental mark are always query parameters.
-func (p *pager) request(pos Position, window string) (Request, error) {
+func (p *pager) request(pos Position, win Window) (Request, error) {
 	pg := p.job.Pagination
 	params := url.Values{}
-	if inc := p.job.Incremental; inc != nil && window != "" {
-		w, err := FormatMark(window, inc.Format)
-		if err != nil {
-			return Request{}, err
+	if inc := p.job.Incremental; inc != nil {
+		for _, b := range []struct{ param, mark string }{{inc.Param, win.From}, {inc.EndParam, win.To}} {
+			if b.param == "" || b.mark == "" {
+				continue
+			}
+			w, err := FormatMark(b.mark, inc.Format)
+			if err != nil {
+				return Request{}, err
+			}
+			params.Set(b.param, w)
 		}
-		params.Set(inc.Param, w)
 	}
 	size := p.size(pos)
 	if size > 0 && pg.SizeParam != "" {
@@ -124,4 +135,34 @@ func checkPlacement(pg *Pagination, bad BadFunc) {
 			bad("pagination.template", "{%s} is only used with style %s", m[1], style)
 		}
 	}
+}
+
+// runWindow is the window of a run started at started whose mark is from:
+// with incremental.end_param, the upper bound is the run's start at whole
+// seconds, written in the form of the marks (a Unix time for numeric
+// ones, unix_ms for 13 digits and more).
+func runWindow(job *Job, from string, started time.Time) Window {
+	inc := job.Incremental
+	if inc == nil {
+		return Window{}
+	}
+	w := Window{From: from}
+	if inc.EndParam == "" || started.IsZero() {
+		return w
+	}
+	t := started.UTC().Truncate(time.Second)
+	sample := from
+	if sample == "" {
+		sample = inc.Initial
+	}
+	if n := strings.TrimSpace(sample); n != "" && strings.Trim(n, "0123456789") == "" {
+		if len(n) >= 13 {
+			w.To = strconv.FormatInt(t.UnixMilli(), 10)
+		} else {
+			w.To = strconv.FormatInt(t.Unix(), 10)
+		}
+		return w
+	}
+	w.To = formatLike(t, sample)
+	return w
 }

@@ -1,8 +1,11 @@
 package sync
 
 import (
+	"net/url"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The position goes where pagination.in says, written by the template: a
@@ -33,7 +36,7 @@ func TestRequestPlacement(t *testing.T) {
 				"target: {url: 'sqlite:x.db', table: t, key: [id]}\n"
 			job := testJob(t, spec)
 			p := &pager{job: job, src: &fakeSource{}}
-			req, err := p.request(tc.pos, "")
+			req, err := p.request(tc.pos, Window{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,5 +44,34 @@ func TestRequestPlacement(t *testing.T) {
 				t.Errorf("request %+v, want url %s header %v body %v", req, tc.url, tc.header, tc.body)
 			}
 		})
+	}
+}
+
+// With incremental.end_param every request sends the run's start at whole
+// seconds as its upper bound, in the form of the marks.
+func TestRunWindowUpperBound(t *testing.T) {
+	started := time.Date(2026, 11, 24, 16, 40, 5, 700_000_000, time.UTC)
+	for _, tc := range []struct{ from, initial, want string }{
+		{"2024-01-01T00:00:00Z", "", "2026-11-24T16:40:05Z"},
+		{"2024-01-01T00:00:00.000+02:00", "", "2026-11-24T18:40:05.000+02:00"},
+		{"", "2024-01-01T00:00:00Z", "2026-11-24T16:40:05Z"},
+		{"1704067200", "", "1795538405"},
+		{"1704067200000", "", "1795538405000"},
+	} {
+		job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since, end_param: until, initial: '"+tc.initial+"'}\n"+
+			"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+		w := runWindow(job, tc.from, started)
+		if w.From != tc.from || w.To != tc.want {
+			t.Errorf("from %q: window %+v, want To %q", tc.from, w, tc.want)
+		}
+		p := &pager{job: job, src: &fakeSource{}}
+		req, err := p.request(Position{}, w)
+		if err != nil || !strings.Contains(req.URL, "until="+url.QueryEscape(tc.want)) {
+			t.Errorf("from %q: request %s (%v), want until=%s", tc.from, req.URL, err, tc.want)
+		}
+	}
+	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+	if w := runWindow(job, "2024-01-01T00:00:00Z", started); w.To != "" {
+		t.Errorf("without end_param: window %+v, want no upper bound", w)
 	}
 }

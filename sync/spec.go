@@ -105,10 +105,14 @@ type Pagination struct {
 
 // Incremental describes a since-window sent on every request of a run.
 type Incremental struct {
-	Field   string `yaml:"field" json:"field" jsonschema:"required"`
-	Param   string `yaml:"param" json:"param" jsonschema:"required"`
-	Initial string `yaml:"initial,omitempty" json:"initial,omitempty"`
-	Overlap string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
+	Field string `yaml:"field" json:"field" jsonschema:"required"`
+	Param string `yaml:"param" json:"param" jsonschema:"required"`
+	// EndParam, when set, is a query parameter receiving the run's upper
+	// bound (its start) on every request: records changed during the run
+	// are left to the next one.
+	EndParam string `yaml:"end_param,omitempty" json:"end_param,omitempty"`
+	Initial  string `yaml:"initial,omitempty" json:"initial,omitempty"`
+	Overlap  string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	// Format is how marks are sent: as_received, rfc3339, date, unix,
 	// unix_ms or a Go time layout. Defaults to as_received (the form the
 	// API used; before any mark was received, the form of initial).
