@@ -3,6 +3,7 @@ package jobfile
 import (
 	"maps"
 	"slices"
+	"time"
 
 	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/tidwall/gjson"
@@ -48,6 +49,12 @@ func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) 
 		}
 		if inc.Param == "" {
 			bad("incremental.param", "is required")
+		}
+		if inc.Step.Duration > 0 && inc.EndParam == "" {
+			bad("incremental.step", "needs incremental.end_param: each window sends its upper bound")
+		}
+		if inc.Step.Duration > 0 && inc.Step.Duration < time.Second {
+			bad("incremental.step", "%s is shorter than a second", inc.Step.Duration)
 		}
 		if err := idsync.CheckOverlap(inc.Overlap); err != nil {
 			bad("incremental.overlap", "%v", err)

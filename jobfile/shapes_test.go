@@ -102,3 +102,24 @@ func TestIdentityRequestShapes(t *testing.T) {
 		}
 	}
 }
+
+// incremental.step needs end_param (each window sends its upper bound) and
+// at least a second.
+func TestLoadIncrementalStep(t *testing.T) {
+	base := "name: w\nsource: {url: 'https://api.example.com/x'}\nincremental: {field: ts, param: since, %s}\ntarget: {url: sqlite:x.db, table: t, key: [id]}\n"
+	for _, tc := range []struct {
+		inc, problem string
+	}{
+		{"end_param: until, step: 1d", ""},
+		{"step: 1d", "incremental.step: needs incremental.end_param"},
+		{"end_param: until, step: 10ms", "incremental.step: 10ms is shorter than a second"},
+	} {
+		_, err := Load([]byte(strings.Replace(base, "%s", tc.inc, 1)), "/jobs/w.yaml", env(nil))
+		switch {
+		case tc.problem == "" && err != nil:
+			t.Errorf("%s: %v", tc.inc, err)
+		case tc.problem != "" && (err == nil || !strings.Contains(err.Error(), tc.problem)):
+			t.Errorf("%s: %v, want %q", tc.inc, err, tc.problem)
+		}
+	}
+}

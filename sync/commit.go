@@ -130,6 +130,11 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.next.End && CompareMarks(saved, rs.hwm) > 0 {
 			pc.HWM = saved
 		}
+		// A completed window was read to its upper bound: the mark moves
+		// to it, over the contiguous prefix of completed windows.
+		if fp.windowTo != "" && CompareMarks(fp.windowTo, pc.HWM) > 0 && CompareMarks(fp.windowTo, rs.hwm) > 0 {
+			pc.HWM = fp.windowTo
+		}
 	}
 }
 

@@ -96,6 +96,9 @@ func (j *Job) Identity() Identity {
 		set("incremental.field", inc.Field)
 		set("incremental.param", inc.Param)
 		set("incremental.end_param", inc.EndParam)
+		if inc.Step.Duration > 0 {
+			set("incremental.step", inc.Step.String())
+		}
 		set("incremental.initial", inc.Initial)
 		set("incremental.format", inc.Format)
 	}

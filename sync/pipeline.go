@@ -28,6 +28,9 @@ type fetched struct {
 	err     error
 	ahead   *Response // the response at next, fetched to prove this page's end
 	capped  int       // > 0: this page found the API serving at most capped records per page
+	// windowTo is the upper bound of the window this page completes
+	// (incremental.step), "" for any other page: the mark to save.
+	windowTo string
 }
 
 // markOf is a record's mark, or why it has none usable.

@@ -19,6 +19,9 @@ type Position struct {
 	// Size is the page size the API really serves when it caps pages
 	// below pagination.size (page, offset, hwm); 0 = pagination.size.
 	Size int `json:"size,omitempty"`
+	// Win is the window of the run the position is in (incremental.step;
+	// 0 = the first, or the only one).
+	Win int `json:"win,omitempty"`
 }
 
 // Encode returns the stored form of p.
@@ -44,6 +47,9 @@ func DecodePosition(s string) (Position, error) {
 // or an unknown style). r redacts secrets that a next URL may carry.
 func (p Position) Describe(style string, r *Redactor) string {
 	s := styleOf(style).describe(p, r)
+	if p.Win > 0 {
+		s = fmt.Sprintf("window %d, %s", p.Win+1, s)
+	}
 	if p.End {
 		s += " (end)"
 	}

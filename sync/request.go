@@ -155,14 +155,64 @@ func runWindow(job *Job, from string, started time.Time) Window {
 	if sample == "" {
 		sample = inc.Initial
 	}
+	w.To = markLike(t, sample)
+	return w
+}
+
+// markLike writes t in the form of the mark sample: a Unix time in seconds,
+// or in milliseconds for 13 digits and more, when sample is a number;
+// otherwise an RFC 3339 timestamp like sample (formatLike).
+func markLike(t time.Time, sample string) string {
 	if n := strings.TrimSpace(sample); n != "" && strings.Trim(n, "0123456789") == "" {
 		if len(n) >= 13 {
-			w.To = strconv.FormatInt(t.UnixMilli(), 10)
-		} else {
-			w.To = strconv.FormatInt(t.Unix(), 10)
+			return strconv.FormatInt(t.UnixMilli(), 10)
 		}
-		return w
+		return strconv.FormatInt(t.Unix(), 10)
 	}
-	w.To = formatLike(t, sample)
-	return w
+	return formatLike(t, sample)
+}
+
+// markTime reads a mark as a time: an RFC 3339 timestamp, or a Unix time
+// in seconds (milliseconds for 13 digits and more).
+func markTime(m string) (time.Time, bool) {
+	m = strings.TrimSpace(m)
+	if m != "" && strings.Trim(m, "0123456789") == "" {
+		n, err := strconv.ParseInt(m, 10, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if len(m) >= 13 {
+			return time.UnixMilli(n).UTC(), true
+		}
+		return time.Unix(n, 0).UTC(), true
+	}
+	return parseTime(m)
+}
+
+// runWindows splits the run's window (runWindow) into windows of
+// incremental.step: [from, from+step), [from+step, from+2·step), … up to
+// the run's start, the bounds written in the form of the marks. A run
+// without step, without a lower bound (a first run without initial) or
+// whose bounds are not times has the one window.
+func runWindows(job *Job, from string, started time.Time) []Window {
+	w := runWindow(job, from, started)
+	inc := job.Incremental
+	if inc == nil || inc.Step.Duration <= 0 || w.From == "" || w.To == "" {
+		return []Window{w}
+	}
+	lo, ok1 := markTime(w.From)
+	hi, ok2 := markTime(w.To)
+	if !ok1 || !ok2 || !lo.Before(hi) {
+		return []Window{w}
+	}
+	var out []Window
+	for t := lo; t.Before(hi); t = t.Add(inc.Step.Duration) {
+		end := t.Add(inc.Step.Duration)
+		if end.After(hi) {
+			end = hi
+		}
+		out = append(out, Window{From: markLike(t, w.From), To: markLike(end, w.From)})
+	}
+	out[0].From, out[len(out)-1].To = w.From, w.To // the mark as the API wrote it
+	return out
 }

@@ -75,3 +75,23 @@ func TestRunWindowUpperBound(t *testing.T) {
 		t.Errorf("without end_param: window %+v, want no upper bound", w)
 	}
 }
+
+// incremental.step splits [mark, run start) into windows of step, written
+// in the form of the marks, the first starting at the mark as written.
+func TestRunWindowsStep(t *testing.T) {
+	started := time.Date(2024, 1, 3, 12, 0, 0, 500, time.UTC)
+	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since, end_param: until, step: 1d}\n"+
+		"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+	got := runWindows(job, "2024-01-01T00:00:00.000Z", started)
+	want := []Window{{"2024-01-01T00:00:00.000Z", "2024-01-02T00:00:00.000Z"}, {"2024-01-02T00:00:00.000Z", "2024-01-03T00:00:00.000Z"},
+		{"2024-01-03T00:00:00.000Z", "2024-01-03T12:00:00.000Z"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("windows %v, want %v", got, want)
+	}
+	if got := runWindows(job, "1704067200", started); len(got) != 3 || got[1] != (Window{"1704153600", "1704240000"}) || got[2].To != "1704283200" {
+		t.Errorf("unix windows %v", got)
+	}
+	if got := runWindows(job, "", started); len(got) != 1 || got[0].From != "" {
+		t.Errorf("no mark: windows %v, want the one unbounded window", got)
+	}
+}

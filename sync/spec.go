@@ -112,7 +112,11 @@ type Incremental struct {
 	// are left to the next one.
 	EndParam string `yaml:"end_param,omitempty" json:"end_param,omitempty"`
 	Initial  string `yaml:"initial,omitempty" json:"initial,omitempty"`
-	Overlap  string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
+	// Step, when set, splits a run's window [mark − overlap, run start)
+	// into windows of this length, walked one after another, each from
+	// the style's first page (needs EndParam).
+	Step    Duration `yaml:"step,omitempty" json:"step,omitempty"`
+	Overlap string   `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	// Format is how marks are sent: as_received, rfc3339, date, unix,
 	// unix_ms or a Go time layout. Defaults to as_received (the form the
 	// API used; before any mark was received, the form of initial).
