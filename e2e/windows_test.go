@@ -62,14 +62,14 @@ func newWindowAPI(t *testing.T, n int, latency time.Duration) *windowAPI {
 // updated is record id's mark: id hours before the API started.
 func (a *windowAPI) updated(id int) time.Time { return a.base.Add(-time.Duration(id) * time.Hour) }
 
-func windowJob(url, initial string) string {
+func windowJob(url, initial string, concurrency int) string {
 	return fmt.Sprintf(`name: windows
 source: {url: "%s", records: data}
 pagination: {style: cursor, next: next}
-incremental: {field: updated_at, param: since, end_param: until, step: 1d, initial: "%s"}
+incremental: {field: updated_at, param: since, end_param: until, step: 1d, concurrency: %d, initial: "%s"}
 retry: {attempts: 3, min_wait: 1ms, max_wait: 5ms}
 target: {url: "sqlite:out.db", table: items, key: [id]}
-`, url, initial)
+`, url, concurrency, initial)
 }
 
 // A run split into daily windows walks them one after another: each
@@ -80,7 +80,7 @@ func TestWindowsWalkInOrder(t *testing.T) {
 	api := newWindowAPI(t, 100, 0) // 100 hours: five windows of a day
 	initial := api.base.Add(-110 * time.Hour).Format(time.RFC3339)
 	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", windowJob(api.url, initial))
+	job := writeJob(t, dir, "job.yaml", windowJob(api.url, initial, 1))
 	res := runCode(t, dir, nil, 0, "run", job)
 	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(100, func(i int) string { return fmt.Sprintf("rec %d", i) }))
 	var bounds [][2]string
@@ -108,21 +108,22 @@ func TestWindowsWalkInOrder(t *testing.T) {
 	t.Logf("%d windows, %d pages, %d requests", len(bounds), res.Pages, api.reqs.Load())
 }
 
-// SIGKILLs anywhere in a windowed run converge on the source, and each
-// resume continues in the window and at the page where the run was killed
+// SIGKILLs anywhere in a run walking four windows at once converge on the
+// source, and each resume continues every window in flight at the page
+// where the run was killed
 // (the requests stay within one clean run per completed run plus what a
 // kill can waste).
 func TestWindowsCrashConvergence(t *testing.T) {
-	const n, kills = 1200, 20 // 50 daily windows, about 290 requests a pass
+	const n, kills = 2400, 20 // 100 daily windows, about 580 requests a pass
 	clean := newWindowAPI(t, n, 0)
-	initial := clean.base.Add(-1210 * time.Hour).Format(time.RFC3339)
+	initial := clean.base.Add(-2410 * time.Hour).Format(time.RFC3339)
 	cdir := t.TempDir()
-	runCode(t, cdir, nil, 0, "run", writeJob(t, cdir, "job.yaml", windowJob(clean.url, initial)))
+	runCode(t, cdir, nil, 0, "run", writeJob(t, cdir, "job.yaml", windowJob(clean.url, initial, 1)))
 	pass := int(clean.reqs.Load())
 
-	api := newWindowAPI(t, n, 3*time.Millisecond)
+	api := newWindowAPI(t, n, 10*time.Millisecond)
 	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", windowJob(api.url, api.base.Add(-1210*time.Hour).Format(time.RFC3339)))
+	job := writeJob(t, dir, "job.yaml", windowJob(api.url, api.base.Add(-2410*time.Hour).Format(time.RFC3339), 4))
 	seed := uint64(time.Now().UnixNano())
 	st := crashLoop(t, dir, job, kills, seed, 15*time.Millisecond, 60*time.Millisecond)
 	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(n, func(i int) string { return fmt.Sprintf("rec %d", i) }))
@@ -134,7 +135,7 @@ func TestWindowsCrashConvergence(t *testing.T) {
 	}
 	// A later run's windows start elsewhere (its mark and start differ):
 	// allow one page more per window on top of the clean run's requests.
-	bound := completed*(pass+60) + 2*(st.kills+1)
+	bound := completed*(pass+110) + 5*(st.kills+1) // a kill wastes the page in flight of each of the 4 windows
 	t.Logf("seed %d: %d kills, %d completed, %d requests (clean run %d, bound %d)", seed, st.kills, completed, api.reqs.Load(), pass, bound)
 	if int(api.reqs.Load()) > bound {
 		t.Errorf("%d requests, more than %d: a resumed run started its windows over", api.reqs.Load(), bound)
@@ -146,7 +147,7 @@ func TestWindowsCrashConvergence(t *testing.T) {
 func TestWindowsStepIsPartOfTheWalk(t *testing.T) {
 	api := newWindowAPI(t, 60, 0)
 	dir := t.TempDir()
-	spec := windowJob(api.url, api.base.Add(-70*time.Hour).Format(time.RFC3339))
+	spec := windowJob(api.url, api.base.Add(-70*time.Hour).Format(time.RFC3339), 2)
 	job := writeJob(t, dir, "job.yaml", spec)
 	runCode(t, dir, nil, 0, "run", job, "--max-pages", "2")
 	writeJob(t, dir, "job.yaml", strings.Replace(spec, "step: 1d", "step: 12h", 1))

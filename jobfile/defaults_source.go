@@ -53,6 +53,9 @@ func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) 
 		if inc.Step.Duration > 0 && inc.EndParam == "" {
 			bad("incremental.step", "needs incremental.end_param: each window sends its upper bound")
 		}
+		if inc.Concurrency > 1 && inc.Step.Duration <= 0 {
+			bad("incremental.concurrency", "needs incremental.step: windows are what is walked at once")
+		}
 		if inc.Step.Duration > 0 && inc.Step.Duration < time.Second {
 			bad("incremental.step", "%s is shorter than a second", inc.Step.Duration)
 		}

@@ -126,7 +126,9 @@ var rules = map[string]Rule{
 	"incremental.end_param": {Doc: "Query parameter receiving the run's upper bound (the time the run started, in the form of the marks) on every request: " +
 		"records changed while the run goes on are left to the next run instead of being read half-way.", Examples: []any{"updated_before", "until"}},
 	"incremental.step": {Doc: "Split the run's window [mark − overlap, run start) into windows of this length, fixed when the run starts and walked one after another, " +
-		"each from the first page and checkpointed like any page; the saved mark moves to the end of each completed window. Needs end_param.", Min: num(0), Examples: []any{"1d", "6h"}},
+		"each from the first page and checkpointed like any page (several at once with concurrency); the saved mark moves to the end of each completed window. Needs end_param.", Min: num(0), Examples: []any{"1d", "6h"}},
+	"incremental.concurrency": {Doc: "Windows walked at once (with step; any pagination style, cursor included). Each window keeps its own place in the run's checkpoint; " +
+		"the saved mark moves only over the windows completed without a gap.", Default: 1, Fill: true, Min: num(1), Max: num(64)},
 	"incremental.initial": {Doc: "Mark of the very first run. Omitted: the first run sends no mark (full sync).",
 		Examples: []any{"2024-01-01T00:00:00Z"}},
 	"incremental.overlap": {Doc: "Subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",

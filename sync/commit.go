@@ -53,10 +53,11 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	}
 
 	// 4. Commit checkpoint and page row.
-	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: fp.next.Encode(), Records: int64(len(fp.resp.Records)),
+	ckpt := fp.checkpoint()
+	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
 	e.saveMarks(rs, &fp, pc)
-	if fp.next.End {
+	if ckpt.End {
 		pc.FinishedAt = time.Now().UTC()
 	}
 	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
@@ -66,7 +67,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 
 	// 5. Move the run past the page and report it.
 	e.advance(ctx, rs, log, &fp, pc, where)
-	return fp.next.End, nil
+	return ckpt.End, nil
 }
 
 // checkLoop fails with ExitPermanent when the page repeats the previous one
@@ -127,7 +128,7 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 			pc.MaxMark = saveMax
 			rs.info.MaxMark = saveMax
 		}
-		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.next.End && CompareMarks(saved, rs.hwm) > 0 {
+		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.checkpoint().End && CompareMarks(saved, rs.hwm) > 0 {
 			pc.HWM = saved
 		}
 		// A completed window was read to its upper bound: the mark moves
@@ -148,7 +149,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 	if k := loopKey(fp.pos); k != "" {
 		rs.seen[k] = true
 	}
-	rs.prev, rs.pos = fp.hash, fp.next
+	rs.prev, rs.pos = fp.hash, fp.checkpoint()
 	rs.pages++
 	rs.records += int64(len(resp.Records))
 	rs.skipped += skipped

@@ -31,6 +31,17 @@ type fetched struct {
 	// windowTo is the upper bound of the window this page completes
 	// (incremental.step), "" for any other page: the mark to save.
 	windowTo string
+	// ckpt, when set, is the run's checkpoint after this page where it is
+	// not next: the windows in flight (incremental.concurrency).
+	ckpt *Position
+}
+
+// checkpoint is the run's position after the page: ckpt, or next.
+func (fp *fetched) checkpoint() Position {
+	if fp.ckpt != nil {
+		return *fp.ckpt
+	}
+	return fp.next
 }
 
 // markOf is a record's mark, or why it has none usable.

@@ -22,6 +22,10 @@ type Position struct {
 	// Win is the window of the run the position is in (incremental.step;
 	// 0 = the first, or the only one).
 	Win int `json:"win,omitempty"`
+	// Fly holds, encoded, the other windows of the run in flight or done
+	// beyond Win when several are walked at once (incremental.concurrency):
+	// see windowState. "" for a run walked one window at a time.
+	Fly string `json:"fly,omitempty"`
 }
 
 // Encode returns the stored form of p.
@@ -47,8 +51,11 @@ func DecodePosition(s string) (Position, error) {
 // or an unknown style). r redacts secrets that a next URL may carry.
 func (p Position) Describe(style string, r *Redactor) string {
 	s := styleOf(style).describe(p, r)
-	if p.Win > 0 {
+	if p.Win > 0 || p.Fly != "" {
 		s = fmt.Sprintf("window %d, %s", p.Win+1, s)
+	}
+	if ws, err := decodeWindows(p); err == nil && len(ws.Pos) > 0 {
+		s += fmt.Sprintf(" (+%d windows in flight)", len(ws.Pos))
 	}
 	if p.End {
 		s += " (end)"

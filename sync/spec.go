@@ -115,8 +115,11 @@ type Incremental struct {
 	// Step, when set, splits a run's window [mark − overlap, run start)
 	// into windows of this length, walked one after another, each from
 	// the style's first page (needs EndParam).
-	Step    Duration `yaml:"step,omitempty" json:"step,omitempty"`
-	Overlap string   `yaml:"overlap,omitempty" json:"overlap,omitempty"`
+	Step Duration `yaml:"step,omitempty" json:"step,omitempty"`
+	// Concurrency is how many windows are walked at once (with step).
+	// Defaults to 1.
+	Concurrency int    `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	Overlap     string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	// Format is how marks are sent: as_received, rfc3339, date, unix,
 	// unix_ms or a Go time layout. Defaults to as_received (the form the
 	// API used; before any mark was received, the form of initial).
