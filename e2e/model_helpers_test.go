@@ -18,7 +18,7 @@ import (
 )
 
 // modelJob returns the job file for a scenario served at apiURL.
-func modelJob(sc fakeapi.Scenario, apiURL, target, table string) string {
+func modelJob(sc fakeapi.Scenario, apiURL, target, table, initial string) string {
 	var pag string
 	switch sc.Style {
 	case "page":
@@ -45,6 +45,10 @@ func modelJob(sc fakeapi.Scenario, apiURL, target, table string) string {
 	inc := ""
 	if sc.Has("incremental") {
 		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n"
+		if sc.Step > 0 {
+			inc = fmt.Sprintf("incremental:\n  field: updated_at\n  param: since\n  initial: %q\n  end_param: until\n  step: %ds\n  concurrency: %d\n",
+				initial, sc.Step, sc.Windows)
+		}
 	}
 	return fmt.Sprintf(`name: model
 source:

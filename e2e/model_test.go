@@ -135,7 +135,8 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", modelJob(sc, srv.URL, tgt.url, tgt.table))
+	initial := api.WindowsInitial()
+	job := writeJob(t, dir, "job.yaml", modelJob(sc, srv.URL, tgt.url, tgt.table, initial))
 	rng := rand.New(rand.NewSource(sc.Seed * 7919))
 	fail := func(format string, args ...any) {
 		sum.mu.Lock()
@@ -162,7 +163,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		if rrng.Intn(100) < 5 {
 			resc := sc
 			resc.Size = 5 + rrng.Intn(46)
-			writeJob(t, dir, "job.yaml", modelJob(resc, srv.URL, tgt.url, tgt.table))
+			writeJob(t, dir, "job.yaml", modelJob(resc, srv.URL, tgt.url, tgt.table, initial))
 			respecced = true
 			t.Logf("the job file now asks for pages of %d", resc.Size)
 		}

@@ -54,6 +54,9 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	if o.Kind != KindReplay {
 		return nil, nil, nil
 	}
+	if job.windowed() {
+		return nil, nil, replayMarks(o)
+	}
 	p, err := ParsePosition(job.Pagination.Style, o.From)
 	if err != nil {
 		return nil, nil, Errorf(ExitUsage, "replay --from: %v", err)
@@ -145,6 +148,9 @@ func (e *Engine) startRun(ctx context.Context, o Options, js *JobState, rs *runS
 		}
 		info.Window = w
 	}
+	if job.windowed() && o.Kind == KindReplay {
+		info.Window, info.From, info.To = o.From, o.From, o.To // the marks the replayed windows span
+	}
 	pos, err := e.startPosition(ctx, js, from, fresh)
 	if err != nil {
 		return err
@@ -218,7 +224,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
 		return err
 	}
-	if run.Kind == KindReplay && run.To != "" {
+	if run.Kind == KindReplay && run.To != "" && !job.windowed() {
 		if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
 			rs.to = &p
 		}

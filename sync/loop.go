@@ -11,14 +11,13 @@ import (
 // (incremental.step) is walked by loopWindows. It returns the run's status
 // and the error that ended it.
 func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
-	if rs.info.Kind == KindRun {
-		if wins := runWindows(e.Job, rs.info.Window, rs.info.StartedAt); len(wins) > 1 {
-			return e.loopWindows(ctx, o, rs, sink, log, started, wins)
-		}
+	wins := runWindowsOf(e.Job, rs.info)
+	if len(wins) > 1 {
+		return e.loopWindows(ctx, o, rs, sink, log, started, wins)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	win := runWindow(e.Job, rs.info.Window, rs.info.StartedAt)
+	win := wins[0]
 	pages := e.pipeline(pctx, rs.pos, win, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
 	committed := 0
 	for {

@@ -138,9 +138,12 @@ func checkPlacement(pg *Pagination, bad BadFunc) {
 }
 
 // runWindow is the window of a run started at started whose mark is from:
-// with incremental.end_param, the upper bound is the run's start at whole
-// seconds, written in the form of the marks (a Unix time for numeric
-// ones, unix_ms for 13 digits and more).
+// with incremental.end_param, the upper bound is the run's start rounded up
+// to whole seconds (a record stamped earlier in the second the run started
+// belongs to this run), written in the form of the marks (a Unix time for
+// numeric ones, unix_ms for 13 digits and more). The mark the run saves
+// stays at or before its start (incrementalSavedMark, savedEnd), so what
+// changes in that last second is read again by the next run.
 func runWindow(job *Job, from string, started time.Time) Window {
 	inc := job.Incremental
 	if inc == nil {
@@ -151,6 +154,9 @@ func runWindow(job *Job, from string, started time.Time) Window {
 		return w
 	}
 	t := started.UTC().Truncate(time.Second)
+	if t.Before(started) {
+		t = t.Add(time.Second)
+	}
 	sample := from
 	if sample == "" {
 		sample = inc.Initial

@@ -47,16 +47,16 @@ func TestRequestPlacement(t *testing.T) {
 	}
 }
 
-// With incremental.end_param every request sends the run's start at whole
-// seconds as its upper bound, in the form of the marks.
+// With incremental.end_param every request sends the run's start, rounded
+// up to whole seconds, as its upper bound, in the form of the marks.
 func TestRunWindowUpperBound(t *testing.T) {
 	started := time.Date(2026, 11, 24, 16, 40, 5, 700_000_000, time.UTC)
 	for _, tc := range []struct{ from, initial, want string }{
-		{"2024-01-01T00:00:00Z", "", "2026-11-24T16:40:05Z"},
-		{"2024-01-01T00:00:00.000+02:00", "", "2026-11-24T18:40:05.000+02:00"},
-		{"", "2024-01-01T00:00:00Z", "2026-11-24T16:40:05Z"},
-		{"1704067200", "", "1795538405"},
-		{"1704067200000", "", "1795538405000"},
+		{"2024-01-01T00:00:00Z", "", "2026-11-24T16:40:06Z"}, // the start rounded up
+		{"2024-01-01T00:00:00.000+02:00", "", "2026-11-24T18:40:06.000+02:00"},
+		{"", "2024-01-01T00:00:00Z", "2026-11-24T16:40:06Z"},
+		{"1704067200", "", "1795538406"},
+		{"1704067200000", "", "1795538406000"},
 	} {
 		job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since, end_param: until, initial: '"+tc.initial+"'}\n"+
 			"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
@@ -84,11 +84,11 @@ func TestRunWindowsStep(t *testing.T) {
 		"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	got := runWindows(job, "2024-01-01T00:00:00.000Z", started)
 	want := []Window{{"2024-01-01T00:00:00.000Z", "2024-01-02T00:00:00.000Z"}, {"2024-01-02T00:00:00.000Z", "2024-01-03T00:00:00.000Z"},
-		{"2024-01-03T00:00:00.000Z", "2024-01-03T12:00:00.000Z"}}
+		{"2024-01-03T00:00:00.000Z", "2024-01-03T12:00:01.000Z"}} // the start rounded up
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("windows %v, want %v", got, want)
 	}
-	if got := runWindows(job, "1704067200", started); len(got) != 3 || got[1] != (Window{"1704153600", "1704240000"}) || got[2].To != "1704283200" {
+	if got := runWindows(job, "1704067200", started); len(got) != 3 || got[1] != (Window{"1704153600", "1704240000"}) || got[2].To != "1704283201" {
 		t.Errorf("unix windows %v", got)
 	}
 	if got := runWindows(job, "", started); len(got) != 1 || got[0].From != "" {

@@ -45,6 +45,7 @@ func decodeWindows(p Position) (windowState, error) {
 // windowRun is the state of a windowed run between page commits.
 type windowRun struct {
 	wins  []Window
+	final string           // the mark saved when every window completed: the run's start, rounded down
 	low   int              // lowest window not completed
 	pos   map[int]Position // next page of each window in flight (low included while it is)
 	done  map[int]bool     // completed windows above low
@@ -142,7 +143,10 @@ func (w *windowRun) page(k int, fp *fetched) string {
 		w.low++
 		grew = true
 	}
-	if grew {
+	switch {
+	case grew && w.low == len(w.wins):
+		return w.final
+	case grew:
 		return w.wins[w.low-1].To
 	}
 	return ""
@@ -162,6 +166,9 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	w, err := newWindowRun(e, wins, rs.pos)
 	if err != nil {
 		return RunFailed, Errorf(ExitPermanent, "%w", err)
+	}
+	if rs.info.Kind == KindRun {
+		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), wins[0].From)
 	}
 	inFlight := max(e.Job.Incremental.Concurrency, 1)
 	pctx, cancel := context.WithCancel(ctx)
@@ -235,9 +242,6 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 	fp.windowTo = w.page(wp.k, &fp)
 	ckpt := w.checkpoint()
 	fp.ckpt = &ckpt
-	if ckpt.End {
-		fp.windowTo = w.wins[len(w.wins)-1].To
-	}
 	ws := w.walks[wp.k]
 	rs.seen, rs.prev = ws.seen, ws.prev
 	var limitAt time.Time
@@ -258,4 +262,59 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 		return RunFailed, false, err
 	}
 	return "", done, nil
+}
+
+// windowed reports whether the job's runs are split into windows
+// (incremental.step).
+func (j *Job) windowed() bool { return j.Incremental != nil && j.Incremental.Step.Duration > 0 }
+
+// replayMarks checks a windowed job's replay range: --from and --to are
+// marks (timestamps or Unix times), --to after --from.
+func replayMarks(o Options) error {
+	from, ok := markTime(o.From)
+	if !ok {
+		return Errorf(ExitUsage, "replay --from %q: a windowed job replays by mark: give a timestamp or a Unix time", o.From)
+	}
+	if o.To == "" {
+		return nil
+	}
+	to, ok := markTime(o.To)
+	if !ok {
+		return Errorf(ExitUsage, "replay --to %q: a windowed job replays by mark: give a timestamp or a Unix time", o.To)
+	}
+	if !from.Before(to) {
+		return Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+	}
+	return nil
+}
+
+// runWindowsOf is the windows of run: a run of kind run splits its window
+// up to its start; a windowed job's replay splits [--from, --to) (to its
+// start without --to). Any other run has its one window.
+func runWindowsOf(job *Job, run *RunInfo) []Window {
+	switch {
+	case run.Kind == KindRun:
+		return runWindows(job, run.Window, run.StartedAt)
+	case job.windowed():
+		wins := runWindows(job, run.From, run.StartedAt)
+		if run.To == "" {
+			return wins
+		}
+		to, _ := markTime(run.To)
+		var out []Window
+		for _, w := range wins {
+			if lo, ok := markTime(w.From); ok && !lo.Before(to) {
+				break
+			}
+			if hi, ok := markTime(w.To); ok && hi.After(to) {
+				w.To = run.To
+			}
+			out = append(out, w)
+		}
+		if len(out) == 0 {
+			out = []Window{{From: run.From, To: run.To}}
+		}
+		return out
+	}
+	return []Window{runWindow(job, run.Window, run.StartedAt)}
 }

@@ -122,6 +122,21 @@ func (m *ModelAPI) stamp(id int) ModelRecord {
 	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: text, mark: mark}
 }
 
+// WindowsInitial is the initial mark of a windowed scenario's job, in the
+// API's own form: two minutes before its first record, so that the records
+// spread over several windows.
+func (m *ModelAPI) WindowsInitial() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first := m.clock
+	for _, r := range m.recs {
+		if r.mark.Before(first) {
+			first = r.mark
+		}
+	}
+	return first.Add(-2 * time.Minute).Truncate(time.Second).Format(modelMarkLayout)
+}
+
 // Snapshot returns the current data set by id.
 func (m *ModelAPI) Snapshot() map[int]ModelRecord {
 	m.mu.Lock()
@@ -282,6 +297,13 @@ func (m *ModelAPI) window(q url.Values, limit int) ([]ModelRecord, int, error) {
 				return nil, 0, err
 			}
 			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return m.before(r, s, t) })
+		}
+		if u := q.Get("until"); u != "" { // windows: records updated before
+			t, err := time.Parse(time.RFC3339Nano, u)
+			if err != nil {
+				return nil, 0, fmt.Errorf("bad until %q", u)
+			}
+			list = slices.DeleteFunc(slices_clone(list), func(r ModelRecord) bool { return !m.before(r, u, t) })
 		}
 		if c := q.Get("cursor"); c != "" {
 			after, err := strconv.Atoi(c)

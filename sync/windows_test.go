@@ -1,0 +1,73 @@
+package sync
+
+import (
+	"testing"
+)
+
+// The run's checkpoint holds every window in flight at its page and those
+// completed out of order; the saved mark moves only over the contiguous
+// prefix of completed windows; a checkpoint read back restores the same
+// state, and a window started without a committed page starts again.
+func TestWindowRunCheckpoint(t *testing.T) {
+	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\npagination: {style: cursor, next: next}\n"+
+		"incremental: {field: ts, param: since, end_param: until, step: 1d, concurrency: 3}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+	e := &Engine{Job: job}
+	wins := []Window{{"d0", "d1"}, {"d1", "d2"}, {"d2", "d3"}, {"d3", "d4"}}
+	w, err := newWindowRun(e, wins, Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.final = "start"
+	w.pos[1], w.pos[2], w.next = e.windowStart(1), e.windowStart(2), 3
+	page := func(k int, next Position) string { return w.page(k, &fetched{next: next}) }
+	if m := page(1, Position{Cursor: "b1"}); m != "" {
+		t.Errorf("a page inside window 2 moved the mark to %q", m)
+	}
+	if m := page(2, Position{End: true}); m != "" {
+		t.Errorf("window 3 completing before windows 1 and 2 moved the mark to %q", m)
+	}
+	if m := page(0, Position{Cursor: "a1"}); m != "" {
+		t.Errorf("mark %q", m)
+	}
+	ck := w.checkpoint()
+	if ck.Win != 0 || ck.Cursor != "a1" || ck.End || ck.Fly == "" {
+		t.Fatalf("checkpoint %+v, want window 1 at a1 with the others in flight", ck)
+	}
+	back, err := newWindowRun(e, wins, mustDecode(t, ck.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.low != 0 || back.pos[0].Cursor != "a1" || back.pos[1].Cursor != "b1" || !back.done[2] || back.next != 3 {
+		t.Fatalf("restored %+v, want window 1 at a1, 2 at b1, 3 done, 3 started", back)
+	}
+	if m := page(0, Position{End: true}); m != "d1" {
+		t.Errorf("window 1 completing: mark %q, want d1 (window 2 still in flight)", m)
+	}
+	if m := page(1, Position{End: true}); m != "d3" {
+		t.Errorf("window 2 completing: mark %q, want d3 (windows 1 to 3 complete)", m)
+	}
+	// Window 4 was never started: the checkpoint says 3 started, so a
+	// restored run starts it fresh.
+	ck = w.checkpoint()
+	if ck.Win != 3 || ck.End {
+		t.Fatalf("checkpoint %+v, want window 4 next", ck)
+	}
+	w.next = 4 // started, no page committed yet
+	ck = w.checkpoint()
+	back, err = newWindowRun(e, wins, mustDecode(t, ck.Encode()))
+	if err != nil || back.pos[3] != e.windowStart(3) {
+		t.Fatalf("restored %+v (%v), want window 4 from its first page", back, err)
+	}
+	if m := page(3, Position{End: true}); m != "start" || !w.checkpoint().End {
+		t.Errorf("last window: mark %q, checkpoint %+v, want the run's start (rounded down) and the end", m, w.checkpoint())
+	}
+}
+
+func mustDecode(t *testing.T, s string) Position {
+	t.Helper()
+	p, err := DecodePosition(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
