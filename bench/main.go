@@ -1,7 +1,7 @@
 // Command bench measures idemsync against a no-frills baseline, side by
 // side in one run, and prints the figures and ratios (docs/performance.md).
 //
-//	go run ./bench                      # SQLite, latency and memory figures
+//	go run ./bench                      # SQLite, latency, windows and memory figures
 //	go run ./bench -pg "$IDEMSYNC_TEST_POSTGRES_URL"   # PostgreSQL too
 //	go run ./bench -quick               # smaller sizes, for a smoke test
 //
@@ -106,7 +106,16 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS bool) error {
 		return err
 	}
 
-	// 3. Peak memory at 10,000 and 1,000,000 records.
+	// 3. A cursor walk in daily windows: one at a time against eight.
+	winPages := 2000
+	if quick {
+		winPages = 200
+	}
+	if err := b.windows(winPages, 10, 30, latency); err != nil {
+		return err
+	}
+
+	// 4. Peak memory at 10,000 and 1,000,000 records.
 	if !skipRSS {
 		big := 1_000_000
 		if quick {
