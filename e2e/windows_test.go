@@ -199,3 +199,17 @@ func TestWindowsReplayRange(t *testing.T) {
 		t.Errorf("replay --from a position: exit %d, want 2 saying windowed jobs replay by mark:\n%s", r.code, r.stderr)
 	}
 }
+
+// The same windowed walk, four windows at once, into PostgreSQL.
+func TestWindowsPostgres(t *testing.T) {
+	pgURL := postgresURL(t)
+	schema := freshSchema(t, pgURL)
+	api := newWindowAPI(t, 100, 2*time.Millisecond)
+	dir := t.TempDir()
+	spec := strings.Replace(windowJob(api.url, api.base.Add(-110*time.Hour).Format(time.RFC3339), 4),
+		`target: {url: "sqlite:out.db", table: items, key: [id]}`, fmt.Sprintf(`target: {url: "%s", table: %s.items, key: [id]}`, pgURL, schema), 1)
+	job := writeJob(t, dir, "job.yaml", spec)
+	st := crashLoop(t, dir, job, 5, uint64(time.Now().UnixNano()), 10*time.Millisecond, 40*time.Millisecond)
+	assertItems(t, readItems(t, "", pgURL, schema), wantItems(100, func(i int) string { return fmt.Sprintf("rec %d", i) }))
+	t.Logf("%d kills, %d requests", st.kills, api.reqs.Load())
+}
