@@ -20,7 +20,7 @@ func windowsAPI(records, size, days int, latency time.Duration) (*httptest.Serve
 	span := now.Sub(start)
 	marks := make([]time.Time, records+1)
 	for i := 1; i <= records; i++ {
-		marks[i] = start.Add(span * time.Duration(i-1) / time.Duration(records))
+		marks[i] = start.Add(span / time.Duration(records) * time.Duration(i-1)) // span*i overflows at 20,000 records
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(latency)
