@@ -199,21 +199,9 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	fill()
 	committed := 0
 	for {
-		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
-			log.Info("stopping: limit reached; the next run continues", "pages", committed)
-			return RunPartial, nil
-		}
-		var wp winPage
-		select {
-		case wp = <-pages:
-		case <-ctx.Done():
-			return RunInterrupted, nil
-		}
-		if wp.fp.err != nil {
-			if ctx.Err() != nil {
-				return RunInterrupted, nil
-			}
-			return RunFailed, fmt.Errorf("window %d (%s to %s): %w", wp.k+1, wins[wp.k].From, wins[wp.k].To, wp.fp.err)
+		wp, status, err := nextWindowPage(ctx, o, pages, wins, committed, started, log)
+		if status != "" {
+			return status, err
 		}
 		status, done, err := e.commitWindowPage(ctx, o, rs, sink, log, started, w, wp)
 		if err != nil || status != "" {
@@ -229,6 +217,29 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 			fill()
 		}
 	}
+}
+
+// nextWindowPage waits for the next fetched page of any window. It
+// returns a status other than "" when the run stops instead: a limit
+// reached (partial), an interrupt, or the page's fetch failed.
+func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, wins []Window, committed int, started time.Time, log *slog.Logger) (winPage, string, error) {
+	if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
+		log.Info("stopping: limit reached; the next run continues", "pages", committed)
+		return winPage{}, RunPartial, nil
+	}
+	var wp winPage
+	select {
+	case wp = <-pages:
+	case <-ctx.Done():
+		return wp, RunInterrupted, nil
+	}
+	if wp.fp.err != nil {
+		if ctx.Err() != nil {
+			return wp, RunInterrupted, nil
+		}
+		return wp, RunFailed, fmt.Errorf("window %d (%s to %s): %w", wp.k+1, wins[wp.k].From, wins[wp.k].To, wp.fp.err)
+	}
+	return wp, "", nil
 }
 
 // commitWindowPage commits page wp of a windowed run: loop detection sees

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"golang.org/x/time/rate"
 )
 
@@ -391,27 +389,3 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 }
 
 func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }
-
-// requestBody is source.body with the position's values set at their
-// paths (sjson); nil when the request has no body.
-func requestBody(base idsync.BodyText, sets []idsync.BodyValue) ([]byte, error) {
-	if base == "" && len(sets) == 0 {
-		return nil, nil
-	}
-	body := []byte(base)
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	for _, v := range sets {
-		var err error
-		if raw, ok := v.Value.(json.RawMessage); ok {
-			body, err = sjson.SetRawBytes(body, v.Path, raw)
-		} else {
-			body, err = sjson.SetBytes(body, v.Path, v.Value)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("set %s: %w", v.Path, err)
-		}
-	}
-	return body, nil
-}
