@@ -4,6 +4,7 @@
 //	go run ./bench                      # SQLite, latency, windows and memory figures
 //	go run ./bench -pg "$IDEMSYNC_TEST_POSTGRES_URL"   # PostgreSQL too
 //	go run ./bench -quick               # smaller sizes, for a smoke test
+//	go run ./bench -throughput-only     # the baseline comparison alone
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -30,6 +31,7 @@ func main() {
 		pg      = flag.String("pg", os.Getenv("IDEMSYNC_BENCH_POSTGRES_URL"), "PostgreSQL URL for the PostgreSQL figures (empty: skip)")
 		quick   = flag.Bool("quick", false, "small sizes: a smoke test of the harness, not figures to report")
 		skipRSS = flag.Bool("skip-rss", false, "skip the peak-memory figures (the 1,000,000-record run)")
+		only    = flag.Bool("throughput-only", false, "only the throughput figures (no latency, windows or memory), to compare two trees quickly")
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 	)
 	flag.Parse()
@@ -39,13 +41,13 @@ func main() {
 	if *quick {
 		*repeat = 1
 	}
-	if err := run(*records, *size, *repeat, *pg, *quick, *skipRSS); err != nil {
+	if err := run(*records, *size, *repeat, *pg, *quick, *skipRSS, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(records, size, repeat int, pgURL string, quick, skipRSS bool) error {
+func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly bool) error {
 	dir, err := os.MkdirTemp("", "idemsync-bench-")
 	if err != nil {
 		return err
@@ -99,7 +101,15 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS bool) error {
 		}
 	}
 	stop()
+	if throughputOnly {
+		return nil
+	}
+	return b.rest(quick, skipRSS, size)
+}
 
+// rest measures what does not compare with the baseline: latency-bound
+// walks, windows, and peak memory.
+func (b *bench) rest(quick, skipRSS bool, size int) error {
 	// 2. Latency-bound: 200 pages, 50 ms a request.
 	const latPages, latSize, latency = 200, 100, 50 * time.Millisecond
 	if err := b.latency(latPages, latSize, latency, quick); err != nil {
