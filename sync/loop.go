@@ -46,27 +46,40 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 			}
 			return RunFailed, fp.err
 		}
-		var limitAt time.Time
-		if o.TimeLimit > 0 {
-			limitAt = started.Add(o.TimeLimit)
-		}
-		wctx, stop := writeContext(ctx, limitAt, WriteGrace)
-		done, err := e.commit(ctx, wctx, rs, sink, log, fp)
-		stopped, cancelled := writeStopped(wctx)
-		stop()
-		if err != nil {
-			if cancelled {
-				log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
-					"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
-				return stopped, nil
-			}
-			return RunFailed, err
+		status, done, err := e.commitBounded(ctx, o, rs, sink, log, started, fp)
+		if status != "" {
+			return status, err
 		}
 		committed++
 		if done {
 			return RunCompleted, nil
 		}
 	}
+}
+
+// commitBounded commits fp under the write context of the run's limits:
+// a signal or the time limit stops the write only after WriteGrace. It
+// returns a status other than "" when the run stops here (the write was
+// stopped: the page rolled back; or it failed), and whether the page
+// completed the run.
+func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time, fp fetched) (string, bool, error) {
+	var limitAt time.Time
+	if o.TimeLimit > 0 {
+		limitAt = started.Add(o.TimeLimit)
+	}
+	wctx, stop := writeContext(ctx, limitAt, WriteGrace)
+	done, err := e.commit(ctx, wctx, rs, sink, log, fp)
+	stopped, cancelled := writeStopped(wctx)
+	stop()
+	if err != nil {
+		if cancelled {
+			log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
+				"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
+			return stopped, false, nil
+		}
+		return RunFailed, false, err
+	}
+	return "", done, nil
 }
 
 // fetchLimit is how many pages the pipeline may fetch: --max-pages, or for

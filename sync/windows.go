@@ -255,24 +255,9 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 	fp.ckpt = &ckpt
 	ws := w.walks[wp.k]
 	rs.seen, rs.prev = ws.seen, ws.prev
-	var limitAt time.Time
-	if o.TimeLimit > 0 {
-		limitAt = started.Add(o.TimeLimit)
-	}
-	wctx, stop := writeContext(ctx, limitAt, WriteGrace)
-	done, err := e.commit(ctx, wctx, rs, sink, log, fp)
-	stopped, cancelled := writeStopped(wctx)
-	stop()
+	status, done, err := e.commitBounded(ctx, o, rs, sink, log, started, fp)
 	ws.seen, ws.prev = rs.seen, rs.prev
-	if err != nil {
-		if cancelled {
-			log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
-				"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
-			return stopped, false, nil
-		}
-		return RunFailed, false, err
-	}
-	return "", done, nil
+	return status, done, err
 }
 
 // windowed reports whether the job's runs are split into windows
