@@ -68,6 +68,17 @@ func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, fail(fmt.Sprintf("line %d: a job file is a mapping with name, source, pagination, target", doc.Line))
 	}
+	if mapValue(doc, "resources") != nil {
+		return nil, fail(fmt.Sprintf("line %d: resources: running a file with several resources is not supported yet; write one job file per resource", mapValue(doc, "resources").Line))
+	}
+	return loadDoc(doc, file, lookup, fail)
+}
+
+// loadDoc validates one job's mapping node and fills its defaults.
+func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string) error) (*idsync.Job, error) {
+	if p := joinBaseURL(doc); p != "" {
+		return nil, fail(p)
+	}
 	red := idsync.NewRedactor()
 	var problems []string
 	lines := map[string]int{"": doc.Line}
