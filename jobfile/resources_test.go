@@ -10,7 +10,7 @@ name: shop
 defaults:
   source:
     base_url: https://api.example.com/v1/
-    headers: {Authorization: "Bearer ${SHOP_TOKEN}", X-Shop: eu}
+    headers: {Authorization: "Bearer ${SHOP_TOKEN}", X-Shop: eu, X-Literal: "$${SHOP_TOKEN}"}
   retry: {attempts: 6}
   target: {url: "sqlite:out/shop.db", on_bad_record: skip}
 resources:
@@ -52,6 +52,9 @@ func TestLoadResourcesMergesDefaults(t *testing.T) {
 		t.Errorf("targets = %+v / %+v", o.Target, c.Target)
 	}
 	for _, r := range rs {
+		if got := r.Job.Source.Headers["X-Literal"]; got != "${SHOP_TOKEN}" {
+			t.Errorf("resource %s: X-Literal = %q; want ${SHOP_TOKEN} (defaults expanded once per resource, never twice)", r.Name, got)
+		}
 		if got := r.Job.Secrets.Redact("x tok-123 y"); strings.Contains(got, "tok-123") {
 			t.Errorf("resource %s does not redact the shared secret: %q", r.Name, got)
 		}
