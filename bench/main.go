@@ -5,6 +5,7 @@
 //	go run ./bench -pg "$IDEMSYNC_TEST_POSTGRES_URL"   # PostgreSQL too
 //	go run ./bench -quick               # smaller sizes, for a smoke test
 //	go run ./bench -throughput-only     # the baseline comparison alone
+//	go run ./bench -seen-design 1000000 # what tracking deletions costs (docs/deletions.md)
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -33,8 +34,16 @@ func main() {
 		skipRSS = flag.Bool("skip-rss", false, "skip the peak-memory figures (the 1,000,000-record run)")
 		only    = flag.Bool("throughput-only", false, "only the throughput figures (no latency, windows or memory), to compare two trees quickly")
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
+		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
 	)
 	flag.Parse()
+	if *seen > 0 {
+		if err := seenDesignIn(*pg, *seen, *size); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *quick {
 		*records = 20_000
 	}

@@ -15,7 +15,8 @@ import (
 // counters, checkpoint (p.Next) and last position (p.Position), the run's
 // max mark when p.MaxMark != "", the job's high-water mark when p.HWM != "",
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
-// and time; one without a Position gets the page's), and, when p.FinishedAt
+// and time; one without a Position gets the page's), the page's keys
+// (p.Keys, read back by SeenKeys), and, when p.FinishedAt
 // is set, the run's completion.
 //
 // The run must belong to job, be running, and be owned by this Store (it
@@ -58,10 +59,10 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			return s.notRunning(ctx, tx, p.RunID, job)
 		}
 		err = tx.QueryRowContext(ctx, `
-			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms)
-			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
+			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
+			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
 			RETURNING seq`,
-			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), p.RunID).Scan(&seq)
+			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys), p.RunID).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("insert page: %w", err)
 		}

@@ -90,17 +90,21 @@ type JobState struct {
 // PageCommit is everything recorded, in one state transaction, after a
 // page's rows were committed to the target.
 type PageCommit struct {
-	RunID      int64
-	Position   string // encoded Position of the committed page
-	Next       string // encoded Position of the next page (the new checkpoint)
-	Records    int64
-	Hash       string // content hash of the page
-	Counts     Counts
-	Skipped    int64
-	MaxMark    string        // run's MaxMark after this page ("" = unchanged)
-	HWM        string        // job's saved mark after this page ("" = unchanged)
-	Columns    []Column      // inferred columns after this page (nil = unchanged)
-	Dead       []DeadLetter  // bad records skipped on this page
+	RunID    int64
+	Position string // encoded Position of the committed page
+	Next     string // encoded Position of the next page (the new checkpoint)
+	Records  int64
+	Hash     string // content hash of the page
+	Counts   Counts
+	Skipped  int64
+	MaxMark  string       // run's MaxMark after this page ("" = unchanged)
+	HWM      string       // job's saved mark after this page ("" = unchanged)
+	Columns  []Column     // inferred columns after this page (nil = unchanged)
+	Dead     []DeadLetter // bad records skipped on this page
+	// Keys are the KeyString of every row of the page, recorded with the
+	// page so that a full pass knows the keys it saw (docs/deletions.md);
+	// nil records none, which makes the run's set incomplete.
+	Keys       []string
 	Elapsed    time.Duration // fetch to commit
 	FinishedAt time.Time     // set when this page completes the run
 }
