@@ -50,21 +50,31 @@ func LoadFile(path string) (*idsync.Job, error) {
 	return Load(data, abs, os.LookupEnv)
 }
 
-// Load parses and validates a job file's bytes. file is its absolute path
-// (relative paths in the spec resolve against its folder; "" means the
-// current directory). lookup supplies environment variables.
-func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
+// parseDoc parses a job file's bytes into its top YAML node, and returns
+// with it the function that makes a *SpecError (exit 2) of problems. A file
+// that is not YAML or is empty fails with that error.
+func parseDoc(data []byte, file string, lookup LookupFunc) (*yaml.Node, func(problems ...string) error, error) {
 	fail := func(problems ...string) error {
 		return &idsync.Error{Code: idsync.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fail(yamlProblem(err))
+		return nil, fail, fail(yamlProblem(err))
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, fail("the file is empty")
+		return nil, fail, fail("the file is empty")
 	}
-	doc := root.Content[0]
+	return root.Content[0], fail, nil
+}
+
+// Load parses and validates a job file's bytes. file is its absolute path
+// (relative paths in the spec resolve against its folder; "" means the
+// current directory). lookup supplies environment variables.
+func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
+	doc, fail, err := parseDoc(data, file, lookup)
+	if err != nil {
+		return nil, err
+	}
 	if doc.Kind != yaml.MappingNode {
 		return nil, fail(fmt.Sprintf("line %d: a job file is a mapping with name, source, pagination, target", doc.Line))
 	}

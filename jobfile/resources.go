@@ -51,17 +51,10 @@ func LoadResourcesFile(path string) ([]Resource, error) {
 // retention) apply to every resource. A file without resources: is one
 // resource named after the job, loaded exactly as Load does.
 func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, error) {
-	fail := func(problems ...string) error {
-		return &idsync.Error{Code: idsync.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
+	doc, fail, err := parseDoc(data, file, lookup)
+	if err != nil {
+		return nil, err
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fail(yamlProblem(err))
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, fail("the file is empty")
-	}
-	doc := root.Content[0]
 	list := mapValue(doc, "resources")
 	if doc.Kind != yaml.MappingNode || list == nil {
 		job, err := Load(data, file, lookup)
