@@ -67,6 +67,19 @@ func crashLoop(t *testing.T, dir, job string, kills int, seed uint64, minDelay, 
 	return st
 }
 
+// completedRuns counts the job's runs that completed, as status --runs
+// reports them.
+func completedRuns(t *testing.T, dir, job string) int {
+	t.Helper()
+	n := 0
+	for _, r := range statusRuns(t, dir, job) {
+		if r.Status == "completed" {
+			n++
+		}
+	}
+	return n
+}
+
 // statusRuns returns the job's runs as status --runs reports them.
 func statusRuns(t *testing.T, dir, job string) []runJSON {
 	t.Helper()

@@ -152,12 +152,9 @@ target: {url: "%s", table: items, key: [id]}
 // or a PostgreSQL schema, failing on a duplicate id.
 func readItems(t *testing.T, sqlitePath, pgURL, schema string) map[int]string {
 	t.Helper()
-	out := map[int]string{}
-	add := func(id int, name string) {
-		if _, dup := out[id]; dup {
-			t.Fatalf("duplicate id %d", id)
-		}
-		out[id] = name
+	var rows interface {
+		Next() bool
+		Scan(...any) error
 	}
 	if pgURL != "" {
 		ctx := context.Background()
@@ -166,34 +163,31 @@ func readItems(t *testing.T, sqlitePath, pgURL, schema string) map[int]string {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		rows, err := conn.Query(ctx, "SELECT id::int, name FROM "+pgx.Identifier{schema, "items"}.Sanitize())
+		pr, err := conn.Query(ctx, "SELECT id::int, name FROM "+pgx.Identifier{schema, "items"}.Sanitize())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int
-			var name string
-			if err := rows.Scan(&id, &name); err != nil {
-				t.Fatal(err)
-			}
-			add(id, name)
+		defer pr.Close()
+		rows = pr
+	} else {
+		sr, err := openSQLite(t, sqlitePath).Query(`SELECT id, name FROM items`)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		defer sr.Close()
+		rows = sr
 	}
-	db := openSQLite(t, sqlitePath)
-	rows, err := db.Query(`SELECT id, name FROM items`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	out := map[int]string{}
 	for rows.Next() {
 		var id int
 		var name string
 		if err := rows.Scan(&id, &name); err != nil {
 			t.Fatal(err)
 		}
-		add(id, name)
+		if _, dup := out[id]; dup {
+			t.Fatalf("duplicate id %d", id)
+		}
+		out[id] = name
 	}
 	return out
 }
@@ -282,12 +276,7 @@ func TestGraphQLCrashConvergence(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	st := crashLoop(t, dir, job, kills, seed, 10*time.Millisecond, 80*time.Millisecond)
 	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(orders, func(i int) string { return fmt.Sprintf("order %d", i) }))
-	completed := 0
-	for _, r := range statusRuns(t, dir, job) {
-		if r.Status == "completed" {
-			completed++
-		}
-	}
+	completed := completedRuns(t, dir, job)
 	fullPass := orders / 10
 	bound := completed*fullPass + 2*(st.kills+1)
 	t.Logf("seed %d: %d kills, %d completed, %d requests (bound %d), first cursors %q", seed, st.kills, completed, reqs.Load(), bound, root.afters[:min(5, len(root.afters))])

@@ -144,13 +144,7 @@ func TestMoreStylesCrashConvergence(t *testing.T) {
 			// the last; with workers, up to workers-1 more pages past the end
 			// were already in flight when the end was proven.
 			fullPass := len(api.Records())/pageSize + 1 + tt.workers - 1
-			runs := statusRuns(t, dir, job)
-			completed := 0
-			for _, r := range runs {
-				if r.Status == "completed" {
-					completed++
-				}
-			}
+			completed := completedRuns(t, dir, job)
 			bound := completed*fullPass + waste*(st.kills+1)
 			got := api.TotalRequests()
 			t.Logf("%s (seed %d): %d kills, %d completed before their kill, %d final run(s), %d requests (bound %d)",

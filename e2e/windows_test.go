@@ -129,12 +129,7 @@ func TestWindowsCrashConvergence(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	st := crashLoop(t, dir, job, kills, seed, 15*time.Millisecond, 60*time.Millisecond)
 	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(n, func(i int) string { return fmt.Sprintf("rec %d", i) }))
-	completed := 0
-	for _, r := range statusRuns(t, dir, job) {
-		if r.Status == "completed" {
-			completed++
-		}
-	}
+	completed := completedRuns(t, dir, job)
 	// A later run's windows start elsewhere (its mark and start differ):
 	// allow one page more per window on top of the clean run's requests.
 	bound := completed*(pass+110) + 5*(st.kills+1) // a kill wastes the page in flight of each of the 4 windows

@@ -2,8 +2,6 @@ package jobfile
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -30,19 +28,6 @@ var resourceName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // fanoutKeys are the resource keys of parent→child fan-out, which this
 // version refuses rather than run a child resource without its parents.
 var fanoutKeys = []string{"parent", "parent_rows", "fanout_concurrency"}
-
-// LoadResourcesFile reads the job file at path and returns its resources.
-func LoadResourcesFile(path string) ([]Resource, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
-	}
-	return LoadResources(data, abs, os.LookupEnv)
-}
 
 // LoadResources parses a job file with resources: and defaults: into one
 // validated Job per resource, in file order: defaults are deep-merged under
