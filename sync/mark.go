@@ -106,10 +106,17 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 		o = new(big.Rat).SetFloat64(d.Seconds())
 	}
 	r := new(big.Rat).Sub(m, o)
+	out := r.FloatString(9)
 	if r.IsInt() {
-		return r.Num().String(), nil
+		out = r.Num().String()
 	}
-	return r.FloatString(9), nil
+	if !isDecimal(out) {
+		// 1e2000 is a mark, but written out exactly minus the overlap it
+		// has more digits than a mark may: refuse rather than send a mark
+		// that was not moved back.
+		return "", fmt.Errorf("mark %q is too large to move back by overlap %q exactly", Elide(mark, 40), overlap)
+	}
+	return out, nil
 }
 
 func CheckOverlap(s string) error {
