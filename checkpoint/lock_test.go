@@ -132,7 +132,7 @@ func TestLockProbeDoesNotBlockARun(t *testing.T) {
 
 func TestLockRejectsBadJobNames(t *testing.T) {
 	s := openTemp(t)
-	for _, job := range []string{"", "../x", "a/b", "a b", "a.lock"} {
+	for _, job := range []string{"", "../x", "a/b", "a b", "a..b", "a.b.c", ".a", "a."} {
 		_, err := s.Lock(context.Background(), job)
 		wantPermanent(t, err, s.Path())
 	}

@@ -173,13 +173,15 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// jobName is the set of valid job names (SPEC §3); it keeps lock file
-// names inside the state file's folder.
-var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+// jobName is the set of valid state names: a job's name (SPEC §3), or a
+// job's name and one of its resources' joined by a dot ("shop.orders",
+// SPEC §8), which no job name can be. It keeps lock file names inside the
+// state file's folder.
+var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
 
 func checkJob(job string) error {
 	if !jobName.MatchString(job) {
-		return fmt.Errorf("invalid job name %q: use letters, digits, _ and -", job)
+		return fmt.Errorf("invalid job name %q: use letters, digits, _ and - (and one dot between a job and its resource)", job)
 	}
 	return nil
 }

@@ -21,20 +21,32 @@ import (
 // --metrics-file is set, adds it to the job's totals in the state file and
 // writes the file after the run. A nil *runMetrics does nothing.
 type runMetrics struct {
-	path    string
-	store   *checkpoint.Store
-	job     *idsync.Job
-	started time.Time
-	log     *slog.Logger
-	add     checkpoint.RunMetrics
+	path     string
+	store    *checkpoint.Store
+	job      string // the job's name (the job file's)
+	resource string // the resource's name: the job's for a single-resource job
+	started  time.Time
+	log      *slog.Logger
+	add      checkpoint.RunMetrics
+	// noFile leaves writing the file to the caller (a job with several
+	// resources writes one file with all of them, after the last).
+	noFile bool
+	totals checkpoint.MetricsTotals // after finish
 }
 
-// newRunMetrics returns the tracker for a run, nil when path is "".
+// newRunMetrics returns the tracker for a run of a single-resource job,
+// nil when path is "".
 func newRunMetrics(path string, store *checkpoint.Store, job *idsync.Job, started time.Time, log *slog.Logger) *runMetrics {
+	return newResourceMetrics(path, store, job.Name, job.Name, started, log)
+}
+
+// newResourceMetrics returns the tracker for a run of one resource of job,
+// nil when path is "".
+func newResourceMetrics(path string, store *checkpoint.Store, job, resource string, started time.Time, log *slog.Logger) *runMetrics {
 	if path == "" {
 		return nil
 	}
-	return &runMetrics{path: path, store: store, job: job, started: started, log: log}
+	return &runMetrics{path: path, store: store, job: job, resource: resource, started: started, log: log}
 }
 
 // onPage wraps next (which may be nil) to count each committed page too.
@@ -55,8 +67,8 @@ func (m *runMetrics) onPage(next func(idsync.PageEvent)) func(idsync.PageEvent) 
 }
 
 // finish records the run that ended with err in the state file and writes
-// the metrics file. A failure to do either is logged as a warning and never
-// changes the run's outcome.
+// the metrics file (unless noFile). A failure to do either is logged as a
+// warning and never changes the run's outcome.
 func (m *runMetrics) finish(ctx context.Context, err error) {
 	if m == nil {
 		return
@@ -66,9 +78,13 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	m.add.Duration = time.Since(m.started)
 	m.add.ExitCode = idsync.ExitCode(err)
 	m.add.Success = err == nil
-	totals, err := m.store.AddRunMetrics(ctx, m.job.Name, m.job.Name, m.add)
+	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, m.add)
 	if err != nil {
 		m.log.Warn("metrics not recorded", "err", err)
+		return
+	}
+	m.totals = totals
+	if m.noFile {
 		return
 	}
 	if err := writeMetricsFile(m.path, totals); err != nil {
@@ -76,13 +92,13 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	}
 }
 
-// writeMetricsFile writes t in the Prometheus text format to path
+// writeMetricsFile writes ts (one per resource) in the Prometheus text format to path
 // atomically: a temporary file in the same folder, synced, then renamed
 // over path, so node_exporter's textfile collector never reads half a file.
-func writeMetricsFile(path string, t checkpoint.MetricsTotals) error {
+func writeMetricsFile(path string, ts ...checkpoint.MetricsTotals) error {
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range metricFamilies(t) {
+	for _, mf := range mergeFamilies(ts) {
 		if err := enc.Encode(mf); err != nil {
 			return fmt.Errorf("encode %s: %w", mf.GetName(), err)
 		}
@@ -145,6 +161,22 @@ func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
 		pages,
 		gauge("idemsync_last_exit_code", "The last run's exit code.", float64(t.LastExitCode)),
 	}
+}
+
+// mergeFamilies is the metric families of every resource's totals, each
+// family once with a series per resource.
+func mergeFamilies(ts []checkpoint.MetricsTotals) []*dto.MetricFamily {
+	var out []*dto.MetricFamily
+	for i, t := range ts {
+		for j, mf := range metricFamilies(t) {
+			if i == 0 {
+				out = append(out, mf)
+				continue
+			}
+			out[j].Metric = append(out[j].Metric, mf.Metric...)
+		}
+	}
+	return out
 }
 
 // unixSeconds is t as Unix seconds with fractions; 0 for the zero time.

@@ -71,13 +71,17 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	if err != nil {
 		return &usageError{err: err}
 	}
+	var jf *jobfile.File
 	var job *idsync.Job
 	red := idsync.NewRedactor()
 	if len(args) == 1 {
-		if job, err = jobfile.LoadFile(args[0]); err != nil {
+		if jf, err = jobfile.LoadResourcesFile(args[0]); err != nil {
 			return err
 		}
-		red, g.jobName = job.Secrets, job.Name
+		job, g.jobName = jf.Resources[0].Job, jf.Name
+		for _, r := range jf.Resources {
+			red.Merge(r.Job.Secrets)
+		}
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, g.jobName)
 	if err != nil {
@@ -92,14 +96,22 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		return err
 	}
 	defer store.Close()
-	names := []string{g.jobName}
-	if job == nil {
-		if names, err = store.JobNames(ctx); err != nil {
+	all, err := store.JobNames(ctx)
+	if err != nil {
+		return err
+	}
+	names := all
+	before := store.Size()
+	var out []checkpoint.PruneStats
+	if jf != nil {
+		names = nil
+		for _, r := range jf.Resources {
+			names = append(names, r.Job.Name)
+		}
+		if out, err = forgetRemoved(ctx, store, jf, all); err != nil {
 			return err
 		}
 	}
-	before := store.Size()
-	var out []checkpoint.PruneStats
 	for _, n := range names {
 		st, err := store.Prune(ctx, n, keep)
 		if err != nil {
@@ -111,6 +123,37 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		return err
 	}
 	return printPrune(ios, g, out, before, store.Size(), path)
+}
+
+// forgetRemoved removes the state of the resources of jf's job that the
+// file no longer lists (SPEC §8: removing a resource leaves its state
+// until prune), under the job file's lock. Each is reported with all its
+// runs pruned and none kept.
+func forgetRemoved(ctx context.Context, store *checkpoint.Store, jf *jobfile.File, names []string) ([]checkpoint.PruneStats, error) {
+	var gone []string
+	for _, n := range names {
+		job, res, ok := strings.Cut(n, jobfile.ResourceSep)
+		if ok && job == jf.Name && jf.Resource(res) == nil {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	unlock, err := store.Lock(ctx, jf.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []checkpoint.PruneStats
+	for _, n := range gone {
+		runs, err := store.Forget(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, checkpoint.PruneStats{Job: n, Runs: runs})
+	}
+	return out, nil
 }
 
 // vacuumIfWorth rewrites the file when a quarter or more of it is free.

@@ -21,7 +21,8 @@ type runOpts struct {
 	maxPages  int
 	timeLimit time.Duration
 	from, to  string
-	metrics   string // --metrics-file
+	metrics   string   // --metrics-file
+	resources []string // --resource
 }
 
 // newRunCmd builds run, resume and replay: they share everything but how
@@ -57,11 +58,12 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 		case idsync.KindReplay:
 			opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
 		}
-		return runJob(c.Context(), g, ios, args[0], opts, o.metrics)
+		return runJob(c.Context(), g, ios, args[0], opts, o.metrics, o.resources)
 	}
 	f := c.Flags()
 	f.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
 	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
+	f.StringArrayVar(&o.resources, "resource", nil, "run only this resource of the job file (repeatable; replay takes exactly one)")
 	f.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
 	if name == idsync.KindRun {
 		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
@@ -73,21 +75,65 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	return c
 }
 
-func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string) error {
+func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string, only []string) error {
 	if opts.MaxPages < 0 || opts.TimeLimit < 0 {
 		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 	}
 	started := time.Now()
-	job, err := jobfile.LoadFile(file)
+	jf, err := jobfile.LoadResourcesFile(file)
 	if err != nil {
 		g.jobName = jobfile.SpecName(err)
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
-	g.jobName = job.Name
+	g.jobName = jf.Name
+	if err := checkOnly(jf, only, opts.Kind); err != nil {
+		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+	}
+	if jf.Multi {
+		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started)
+	}
+	job := jf.Resources[0].Job
 	skeleton := func() *idsync.Result {
 		return &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed,
 			DurationMS: time.Since(started).Milliseconds()}
 	}
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+	if err != nil {
+		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
+	}
+	store, err := checkpoint.Open(ctx, g.statePath(job), log)
+	if err != nil {
+		return failed(ios, g, skeleton(), err, job.Secrets)
+	}
+	defer store.Close()
+	var track func(idsync.PageEvent)
+	if g.json {
+		gate := &jsonGate{}
+		g.gate = gate
+		var disarm func()
+		track, disarm = armHardExit(ios, gate, job, opts.Kind, started)
+		defer disarm()
+	}
+	metrics := newRunMetrics(metricsFile, store, job, started, log)
+	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runHooks{start: track, page: track})
+	code := idsync.ExitCode(err)
+	if res.RunID == 0 && err != nil {
+		return failed(ios, g, res, err, job.Secrets) // nothing ran
+	}
+	printResult(ios, g, res, err)
+	if code != 0 {
+		return &reportedError{code: code}
+	}
+	return nil
+}
+
+// runOne runs one job (a single-resource job, or one resource of a job
+// file) with the state file already open: its progress bar and logs, its
+// fetcher and auth, its engine, its metrics and, after the run, its
+// retention. It returns the run's result (RunID 0 when nothing ran) and
+// the error that ended it.
+func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoint.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runHooks) (*idsync.Result, error) {
+	res := &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
 	logOut := ios.ErrOut
@@ -97,18 +143,12 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
+		return res, idsync.Errorf(idsync.ExitUsage, "%w", err)
 	}
-	store, err := checkpoint.Open(ctx, g.statePath(job), log)
-	if err != nil {
-		return failed(ios, g, skeleton(), err, job.Secrets)
-	}
-	defer store.Close()
-	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
 		metrics.finish(ctx, err)
-		return failed(ios, g, &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, job.Secrets)
+		return res, err
 	}
 	eng := &idsync.Engine{
 		Job: job, Store: store, Source: fetcher, Logger: log,
@@ -121,15 +161,11 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
 	}
-	if g.json {
-		gate := &jsonGate{}
-		g.gate = gate
-		track, disarm := armHardExit(ios, gate, job, opts.Kind, started)
-		defer disarm()
-		eng.OnStart = track
+	eng.OnStart = hooks.start
+	if hooks.page != nil {
 		barPage := eng.OnPage
 		eng.OnPage = func(ev idsync.PageEvent) {
-			track(ev)
+			hooks.page(ev)
 			if barPage != nil {
 				barPage(ev)
 			}
@@ -137,21 +173,22 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	eng.OnPage = metrics.onPage(eng.OnPage)
 	installFailpoint(eng, fetcher)
-	res, err := eng.Run(ctx, opts)
+	res, err = eng.Run(ctx, opts)
 	metrics.finish(ctx, err)
 	if bar != nil {
 		bar.finish() // before the result is printed
 	}
-	code := idsync.ExitCode(err)
-	if res.RunID == 0 && err != nil {
-		return failed(ios, g, res, err, job.Secrets) // nothing ran
+	if res.RunID != 0 {
+		autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
 	}
-	printResult(ios, g, res, err, log)
-	autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
-	if code != 0 {
-		return &reportedError{code: code}
-	}
-	return nil
+	return res, err
+}
+
+// runHooks are what a command watches of a run besides the bar and the
+// metrics: its start (a continued run's totals so far) and each committed
+// page. Either may be nil.
+type runHooks struct {
+	start, page func(idsync.PageEvent)
 }
 
 // failed reports a run that never started (invalid spec, lock held,
@@ -177,7 +214,7 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 	return &reportedError{code: res.ExitCode}
 }
 
-func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log *slog.Logger) {
+func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 	if g.json {
 		g.writeResult(ios, r)
 		return
@@ -200,7 +237,6 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error, log
 	fmt.Fprintf(ios.Out, "%s: %s %s: %d pages, %d records (%d inserted, %d updated, %d unchanged, %d skipped) in %s; checkpoint %s\n",
 		r.Job, what, r.Status, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
 		(time.Duration(r.DurationMS) * time.Millisecond).String(), r.Checkpoint)
-	_ = log
 }
 
 // autoPrune applies the job's retention (job file key retention:, default

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -37,32 +38,45 @@ seen without a database client. Values are shown as text, NULL as NULL
 			if limit < 1 {
 				return &usageError{err: fmt.Errorf("--limit must be at least 1")}
 			}
-			job, err := jobfile.LoadFile(args[0])
+			jf, err := jobfile.LoadResourcesFile(args[0])
 			if err != nil {
 				return err
 			}
-			g.jobName = job.Name
-			if resource != "" && resource != job.Name {
-				return &usageError{err: fmt.Errorf("--resource %q: job %s has one resource, %s", resource, job.Name, job.Name)}
+			g.jobName = jf.Name
+			rs := jf.Resources
+			if resource != "" {
+				r := jf.Resource(resource)
+				if r == nil {
+					return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", resource, jf.Name, strings.Join(jf.Names(), ", "))}
+				}
+				rs = []jobfile.Resource{*r}
 			}
-			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
-			if err != nil {
-				return &usageError{err: err}
+			var objs []map[string]any
+			for i, r := range rs {
+				cols, rows, err := latestRows(c.Context(), g, ios, r.Job, limit)
+				if err != nil {
+					return err
+				}
+				obj := showJSON(jf.Name, r.Name, r.Job, cols, rows)
+				objs = append(objs, obj)
+				if g.json {
+					continue
+				}
+				if len(rs) > 1 {
+					if i > 0 {
+						fmt.Fprintln(ios.Out)
+					}
+					fmt.Fprintf(ios.Out, "%s (table %s)\n", r.Name, r.Job.Table.String())
+				}
+				printRows(ios, cols, rows)
 			}
-			target, err := sink.OpenRead(c.Context(), &job.Target, log)
-			if err != nil {
-				return err
+			switch {
+			case !g.json:
+			case len(objs) == 1:
+				writeJSON(ios, objs[0])
+			default:
+				writeJSON(ios, map[string]any{"job": jf.Name, "resources": objs})
 			}
-			defer target.Close()
-			cols, rows, err := target.LatestRows(c.Context(), &job.Table, limit)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				writeJSON(ios, showJSON(job, cols, rows))
-				return nil
-			}
-			printRows(ios, cols, rows)
 			return nil
 		},
 	}
@@ -72,9 +86,24 @@ seen without a database client. Values are shown as text, NULL as NULL
 	return c
 }
 
-// showJSON is show's --json object: the job, its table, the columns in
-// table order and the rows as objects, newest first.
-func showJSON(job *idsync.Job, cols []string, rows [][]*string) map[string]any {
+// latestRows reads the latest rows of job's table.
+func latestRows(ctx context.Context, g *globalOpts, ios *IOStreams, job *idsync.Job, limit int) ([]string, [][]*string, error) {
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+	if err != nil {
+		return nil, nil, &usageError{err: err}
+	}
+	target, err := sink.OpenRead(ctx, &job.Target, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer target.Close()
+	return target.LatestRows(ctx, &job.Table, limit)
+}
+
+// showJSON is show's --json object for one resource: the job, the
+// resource (the job's name for a single-resource job), its table, the
+// columns in table order and the rows as objects, newest first.
+func showJSON(name, resource string, job *idsync.Job, cols []string, rows [][]*string) map[string]any {
 	objs := make([]map[string]*string, 0, len(rows))
 	for _, r := range rows {
 		o := make(map[string]*string, len(cols))
@@ -83,7 +112,7 @@ func showJSON(job *idsync.Job, cols []string, rows [][]*string) map[string]any {
 		}
 		objs = append(objs, o)
 	}
-	return map[string]any{"job": job.Name, "resource": job.Name, "table": job.Table.String(), "columns": cols, "rows": objs}
+	return map[string]any{"job": name, "resource": resource, "table": job.Table.String(), "columns": cols, "rows": objs}
 }
 
 // printRows prints rows as an aligned table with a header line.

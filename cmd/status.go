@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/jobfile"
@@ -20,7 +21,8 @@ import (
 // the stable contract; the others appear only when set or asked for.
 type jobStatus struct {
 	Name        string              `json:"name"`
-	Status      string              `json:"status"` // never_run, running, interrupted, partial, failed, completed
+	Resource    string              `json:"resource,omitempty"` // the resource's name in a job file with several (SPEC §8)
+	Status      string              `json:"status"`             // never_run, running, interrupted, partial, failed, completed
 	Checkpoint  string              `json:"checkpoint"`
 	HWM         string              `json:"hwm"`
 	LastRun     *runStatus          `json:"last_run"`
@@ -88,60 +90,77 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	if o.runs < 0 {
 		return &usageError{err: fmt.Errorf("--runs must not be negative")}
 	}
-	var job *idsync.Job
+	var jf *jobfile.File
+	var first *idsync.Job
 	red := idsync.NewRedactor()
-	name := ""
 	if len(args) == 1 {
 		var err error
-		if job, err = jobfile.LoadFile(args[0]); err != nil {
+		if jf, err = jobfile.LoadResourcesFile(args[0]); err != nil {
 			return err
 		}
-		red, name = job.Secrets, job.Name
-		g.jobName = name
+		first = jf.Resources[0].Job
+		for _, r := range jf.Resources {
+			red.Merge(r.Job.Secrets)
+		}
+		g.jobName = jf.Name
 	}
-	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, name)
+	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, g.jobName)
 	if err != nil {
 		return &usageError{err: err}
 	}
-	path := g.statePath(job)
+	path := g.statePath(first)
 	var out []jobStatus
 	// Never create the state file: no file means no job has run.
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if job != nil {
-			out = append(out, jobStatus{Name: job.Name, Status: idsync.JobNeverRun})
+		if jf != nil {
+			for _, r := range jf.Resources {
+				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: idsync.JobNeverRun}, jf.Multi))
+			}
 		}
-		return printStatus(ios, g, out, path)
+		return printStatus(ios, g, out, path, jf != nil && jf.Multi)
 	}
 	store, err := checkpoint.Open(ctx, path, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var states []idsync.JobState
-	if job != nil {
-		js, err := store.Job(ctx, job.Name)
+	if jf == nil {
+		states, err := store.Jobs(ctx)
 		if err != nil {
 			return err
 		}
-		states = []idsync.JobState{*js}
-	} else if states, err = store.Jobs(ctx); err != nil {
-		return err
+		for i := range states {
+			s, err := jobState(ctx, store, &states[i], "", red, o)
+			if err != nil {
+				return err
+			}
+			out = append(out, withResource(s, true))
+		}
+		return printStatus(ios, g, out, path, false)
 	}
-	style := ""
-	if job != nil {
-		style = job.Pagination.Style
-	}
-	for i := range states {
-		s, err := jobState(ctx, store, &states[i], style, red, o)
+	for _, r := range jf.Resources {
+		js, err := store.Job(ctx, r.Job.Name)
 		if err != nil {
 			return err
 		}
-		if job != nil {
-			s.WalkChanges = walkChanges(job, &states[i])
+		s, err := jobState(ctx, store, js, r.Job.Pagination.Style, red, o)
+		if err != nil {
+			return err
 		}
-		out = append(out, s)
+		s.WalkChanges = walkChanges(r.Job, js)
+		out = append(out, withResource(s, jf.Multi))
 	}
-	return printStatus(ios, g, out, path)
+	return printStatus(ios, g, out, path, jf.Multi)
+}
+
+// withResource splits the state name of a resource ("shop.orders") into
+// the job's name and the resource's (SPEC §8); a single-resource job's
+// name stays as it is.
+func withResource(s jobStatus, multi bool) jobStatus {
+	if job, res, ok := strings.Cut(s.Name, jobfile.ResourceSep); ok && multi {
+		s.Name, s.Resource = job, res
+	}
+	return s
 }
 
 // jobState gathers one job's status from the store.
@@ -193,7 +212,7 @@ func storedRun(r *idsync.RunInfo, style, hwm string, red *idsync.Redactor, locke
 	return out
 }
 
-func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string) error {
+func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string, multi bool) error {
 	if g.json {
 		if jobs == nil {
 			jobs = []jobStatus{}
@@ -204,6 +223,13 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string) e
 	if len(jobs) == 0 {
 		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
 		return nil
+	}
+	if multi {
+		writeResourcesTable(ios.Out, jobs)
+		if jobs[0].Runs == nil && jobs[0].Dead == nil && !anyWalkChanges(jobs) {
+			return nil
+		}
+		fmt.Fprintln(ios.Out)
 	}
 	for i, j := range jobs {
 		if i > 0 {

@@ -21,6 +21,7 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		}
 	}
 	row("job", j.Name)
+	row("resource", j.Resource)
 	row("status", j.Status)
 	if j.Status == idsync.JobNeverRun {
 		row("last run", "never: this job has not run yet")
@@ -63,6 +64,34 @@ func writeJobTable(w io.Writer, j jobStatus) {
 			fmt.Fprintf(w, "  #%d run %d at %s record %d: %s\n    %s\n", d.ID, d.RunID, d.Position, d.Index, d.Reason, oneLine(d.Raw, 200))
 		}
 	}
+}
+
+// writeResourcesTable writes a row per resource of a job file with
+// several: its status, checkpoint, last run, records and dead letters.
+func writeResourcesTable(w io.Writer, jobs []jobStatus) {
+	fmt.Fprintf(w, "job %s\n", jobs[0].Name)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE\tSTATUS\tCHECKPOINT\tLAST RUN\tRECORDS\tDEAD LETTERS\tERROR")
+	for _, j := range jobs {
+		last, records, errText := "-", "-", "-"
+		if r := j.LastRun; r != nil {
+			last = runLine(r)
+			records = fmt.Sprintf("%d (%d inserted, %d updated)", r.Records, r.Inserted, r.Updated)
+			errText = orDash(oneLine(r.Error, 60))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.Resource, j.Status, orDash(j.Checkpoint), last, records, j.DeadLetters, errText)
+	}
+	_ = tw.Flush()
+}
+
+// anyWalkChanges reports whether a job file changed any resource's walk.
+func anyWalkChanges(jobs []jobStatus) bool {
+	for _, j := range jobs {
+		if len(j.WalkChanges) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // runLine describes a run in one line: "#3 (id 7) run completed, started

@@ -26,29 +26,50 @@ to the target database.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			job, err := jobfile.LoadFile(args[0])
+			jf, err := jobfile.LoadResourcesFile(args[0])
 			if err != nil {
 				return err
 			}
-			log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
-			if err != nil {
-				return &usageError{err: err}
-			}
-			if connect {
-				if err := checkConnect(c.Context(), g, job, log); err != nil {
-					return err
+			g.jobName = jf.Name
+			for _, r := range jf.Resources {
+				job := r.Job
+				log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+				if err != nil {
+					return &usageError{err: err}
+				}
+				if connect {
+					if err := checkConnect(c.Context(), g, job, log); err != nil {
+						if jf.Multi {
+							return fmt.Errorf("resource %s: %w", r.Name, err)
+						}
+						return err
+					}
 				}
 			}
+			first := jf.Resources[0].Job
 			if g.json {
-				writeJSON(ios, map[string]any{"job": job.Name, "valid": true, "connected": connect, "state": g.statePath(job)})
+				out := map[string]any{"job": jf.Name, "valid": true, "connected": connect, "state": g.statePath(first)}
+				if jf.Multi {
+					out["resources"] = jf.Names()
+				}
+				writeJSON(ios, out)
 				return nil
 			}
-			if !g.quiet {
-				fmt.Fprintf(ios.Out, "%s: valid (%s pagination, target %s table %s)\n", job.Name, job.Pagination.Style,
-					job.Secrets.Redact(sink.RedactURL(job.Target.URL)), job.Table.String())
-				if connect {
-					fmt.Fprintln(ios.Out, "  API and database reachable")
+			if g.quiet {
+				return nil
+			}
+			if !jf.Multi {
+				fmt.Fprintf(ios.Out, "%s: valid (%s pagination, target %s table %s)\n", first.Name, first.Pagination.Style,
+					first.Secrets.Redact(sink.RedactURL(first.Target.URL)), first.Table.String())
+			} else {
+				fmt.Fprintf(ios.Out, "%s: valid (%d resources)\n", jf.Name, len(jf.Resources))
+				for _, r := range jf.Resources {
+					fmt.Fprintf(ios.Out, "  %s: %s pagination, target %s table %s\n", r.Name, r.Job.Pagination.Style,
+						r.Job.Secrets.Redact(sink.RedactURL(r.Job.Target.URL)), r.Job.Table.String())
 				}
+			}
+			if connect {
+				fmt.Fprintln(ios.Out, "  API and database reachable")
 			}
 			return nil
 		},

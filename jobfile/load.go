@@ -79,7 +79,7 @@ func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
 		return nil, fail(fmt.Sprintf("line %d: a job file is a mapping with name, source, pagination, target", doc.Line))
 	}
 	if mapValue(doc, "resources") != nil {
-		return nil, fail(fmt.Sprintf("line %d: resources: running a file with several resources is not supported yet; write one job file per resource", mapValue(doc, "resources").Line))
+		return nil, fail(fmt.Sprintf("line %d: resources: a file with several resources is loaded by LoadResources, not Load", mapValue(doc, "resources").Line))
 	}
 	return loadDoc(doc, file, lookup, fail)
 }

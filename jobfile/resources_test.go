@@ -125,7 +125,7 @@ resources:
 
 func TestLoadRefusesResourcesFile(t *testing.T) {
 	_, err := Load([]byte(shopSpec), "/jobs/shop.yaml", env(map[string]string{"SHOP_TOKEN": "t"}))
-	if err == nil || !strings.Contains(err.Error(), "several resources is not supported yet") {
+	if err == nil || !strings.Contains(err.Error(), "loaded by LoadResources") {
 		t.Fatalf("err = %v; want the single-job loader to refuse a resources file clearly", err)
 	}
 }

@@ -89,3 +89,15 @@ func (r *Redactor) Redact(s string) string {
 	}
 	return redactDecoded(s, r.secrets)
 }
+
+// Merge registers every secret o knows (a nil o has none): a job file with
+// several resources redacts its shared output with all of theirs.
+func (r *Redactor) Merge(o *Redactor) {
+	if r == nil || o == nil {
+		return
+	}
+	o.mu.RLock()
+	vals := append([]string(nil), o.secrets...)
+	o.mu.RUnlock()
+	r.Add(vals...)
+}

@@ -1,0 +1,44 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Forget removes everything the state file keeps of job (a resource that
+// was removed from its job file): its runs and their pages, its dead
+// letters, its checkpoint, saved mark and identity, its lock note and its
+// stored auth token, in one transaction. The lifetime metrics counters
+// stay (prune never touches them). The caller holds the job's lock, or
+// the lock of the job file it belonged to. It returns the number of runs
+// removed; errors are *idsync.Error (exit 1, or 3 when the file is busy).
+func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
+	if err := checkJob(job); err != nil {
+		return 0, s.wrap("forget", err)
+	}
+	var runs int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE job = ?`, job).Scan(&runs); err != nil {
+			return fmt.Errorf("count runs: %w", err)
+		}
+		for _, q := range []string{
+			`DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
+			`DELETE FROM dead_letters WHERE job = ?`,
+			`DELETE FROM runs WHERE job = ?`,
+			`DELETE FROM locks WHERE job = ?`,
+			`DELETE FROM auth_tokens WHERE job = ?`,
+			`DELETE FROM jobs WHERE name = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, job); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.wrap("job "+job+": forget", err)
+	}
+	s.log.Info("forgot a removed resource", "job", job, "runs", runs)
+	return runs, nil
+}
