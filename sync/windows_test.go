@@ -18,7 +18,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\npagination: {style: cursor, next: next}\n"+
 		"incremental: {field: ts, param: since, end_param: until, step: 1d, concurrency: 3}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	e := &Engine{Job: job}
-	wins := []Window{{"d0", "d1"}, {"d1", "d2"}, {"d2", "d3"}, {"d3", "d4"}}
+	wins := []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}, {From: "d2", To: "d3"}, {From: "d3", To: "d4"}}
 	w, err := newWindowRun(e, wins, Position{})
 	if err != nil {
 		t.Fatal(err)
