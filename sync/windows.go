@@ -54,6 +54,8 @@ type windowRun struct {
 	// label names window k in checkpoints (a child's parent key, "id=42");
 	// nil for incremental windows.
 	label func(k int) string
+	// first is a window's first page (the style's start, Win 0).
+	first Position
 }
 
 // walkState is what loop detection keeps per window.
@@ -68,7 +70,8 @@ func newWindowRun(e *Engine, wins []Window, pos Position) (*windowRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &windowRun{wins: wins, low: min(pos.Win, len(wins)), pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{}}
+	w := &windowRun{wins: wins, low: min(pos.Win, len(wins)), pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
+		first: e.windowStart(0)}
 	if w.low < len(wins) {
 		p := pos
 		p.Fly = ""
@@ -108,7 +111,10 @@ func (w *windowRun) checkpoint() Position {
 	if w.low >= len(w.wins) {
 		return Position{Win: len(w.wins) - 1, End: true}
 	}
-	p := w.pos[w.low]
+	p, ok := w.pos[w.low]
+	if !ok { // the lowest window is not started yet: its first page
+		p = w.first
+	}
 	p.Win, p.Fly = w.low, ""
 	if w.label != nil {
 		p.Parent = w.label(w.low)
