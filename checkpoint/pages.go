@@ -211,7 +211,7 @@ type storedColumn struct {
 func encodeColumns(cols []idsync.Column) ([]byte, error) {
 	out := make([]storedColumn, len(cols))
 	for i, c := range cols {
-		out[i] = storedColumn(c)
+		out[i] = storedColumn{Name: c.Name, Path: c.Path, Type: c.Type} // inferred columns: never a parent's
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -230,7 +230,7 @@ func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
 	}
 	out := make([]idsync.Column, len(in))
 	for i, c := range in {
-		out[i] = idsync.Column(c)
+		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type}
 	}
 	return out, nil
 }

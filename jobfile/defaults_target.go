@@ -60,6 +60,16 @@ func (j loading) targetColumns(bad func(key, format string, args ...any), lines 
 			bad(key, "duplicate column")
 		}
 		names[c.Name] = true
+		if c.Parent != "" { // the parent's value; its type defaults to the parent column's (linkParent)
+			if c.Path != "" {
+				bad(key, "give either path or parent")
+			}
+			if c.Type != "" && !c.Type.Valid() {
+				bad(key+".type", "%q is not one of %v", c.Type, idsync.ColumnTypes)
+			}
+			j.Table.Columns = append(j.Table.Columns, idsync.Column{Name: c.Name, Type: c.Type, Parent: c.Parent})
+			continue
+		}
 		if c.Path == "" {
 			c.Path = c.Name
 		}

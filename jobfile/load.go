@@ -81,7 +81,14 @@ func Load(data []byte, file string, lookup LookupFunc) (*idsync.Job, error) {
 	if mapValue(doc, "resources") != nil {
 		return nil, fail(fmt.Sprintf("line %d: resources: a file with several resources is loaded by LoadResources, not Load", mapValue(doc, "resources").Line))
 	}
-	return loadDoc(doc, file, lookup, fail)
+	job, err := loadDoc(doc, file, lookup, fail)
+	if err != nil {
+		return nil, err
+	}
+	if p := orphanRefs(job, ""); len(p) > 0 {
+		return nil, fail(p...)
+	}
+	return job, nil
 }
 
 // loadDoc validates one job's mapping node and fills its defaults.

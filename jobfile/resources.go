@@ -25,10 +25,6 @@ const ResourceSep = "."
 
 var resourceName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// fanoutKeys are the resource keys of parent→child fan-out, which this
-// version refuses rather than run a child resource without its parents.
-var fanoutKeys = []string{"parent", "parent_rows", "fanout_concurrency"}
-
 // LoadResources parses a job file with resources: and defaults: into one
 // validated Job per resource, in file order: defaults are deep-merged under
 // each resource (the resource's own keys win; lists are replaced, not
@@ -64,6 +60,9 @@ func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, err
 			return nil, err
 		}
 		job.Name = job.Name + ResourceSep + it.name
+		if p := linkParent(it.name, it.fan, job, out); len(p) > 0 {
+			return nil, fail(p...)
+		}
 		out = append(out, Resource{Name: it.name, Job: job})
 	}
 	return out, nil
@@ -72,6 +71,7 @@ func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, err
 type resourceItem struct {
 	name string
 	doc  *yaml.Node
+	fan  fanout // parent, parent_rows, fanout_concurrency
 }
 
 // resourceItems checks the resources: list and builds each resource's
@@ -88,6 +88,9 @@ func resourceItems(doc, list *yaml.Node) ([]resourceItem, []string) {
 	if defaults != nil && defaults.Kind != yaml.MappingNode {
 		problems = append(problems, fmt.Sprintf("line %d: defaults: a mapping of job keys", defaults.Line))
 		defaults = nil
+	}
+	if p := defaultsFanout(defaults); p != "" {
+		problems = append(problems, p)
 	}
 	shared := &yaml.Node{Kind: yaml.MappingNode, Line: doc.Line, Column: doc.Column}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
@@ -109,9 +112,9 @@ func resourceItems(doc, list *yaml.Node) ([]resourceItem, []string) {
 			continue
 		}
 		seen[name] = i
-		own := withoutKey(r, "name")
+		own := withoutFanout(withoutKey(r, "name"))
 		merged := mergeNodes(mergeNodes(shared, defaults), own)
-		items = append(items, resourceItem{name: name, doc: merged})
+		items = append(items, resourceItem{name: name, doc: merged, fan: readFanout(r)})
 	}
 	return items, problems
 }
@@ -129,8 +132,8 @@ func checkResource(r *yaml.Node, where string) (string, string) {
 		return "", fmt.Sprintf("%s: name %q may only contain letters, digits, _ and -", where, n.Value)
 	}
 	for _, k := range fanoutKeys {
-		if v := mapValue(r, k); v != nil {
-			return "", fmt.Sprintf("line %d: resource %s: %s: parent→child fan-out is not supported yet", v.Line, n.Value, k)
+		if v := mapValue(r, k); v != nil && v.Kind != yaml.ScalarNode {
+			return "", fmt.Sprintf("line %d: resource %s: %s: a single value", v.Line, n.Value, k)
 		}
 	}
 	if mapValue(r, "resources") != nil || mapValue(r, "defaults") != nil {

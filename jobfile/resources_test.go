@@ -84,12 +84,12 @@ name: shop
 resources:
   - {name: "a.b", source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
 `, `name "a.b" may only contain`},
-		"fan-out refused": {`
+		"fan-out key not a value": {`
 name: shop
 resources:
   - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
-  - {name: b, parent: a, source: {url: "https://x/b"}, target: {url: "sqlite:x.db", table: b, key: [id]}}
-`, `line 5: resource b: parent: parent→child fan-out is not supported yet`},
+  - {name: b, parent: [a], source: {url: "https://x/b"}, target: {url: "sqlite:x.db", table: b, key: [id]}}
+`, `line 5: resource b: parent: a single value`},
 		"url and base_url": {`
 name: shop
 defaults: {source: {base_url: "https://x"}}

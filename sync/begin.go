@@ -54,6 +54,17 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	if o.Kind != KindReplay {
 		return nil, nil, nil
 	}
+	if job.Parent != nil { // parent keys, read when the snapshot is taken
+		if _, err := e.parentKey(o.From, "--from"); err != nil {
+			return nil, nil, err
+		}
+		if o.To != "" {
+			if _, err := e.parentKey(o.To, "--to"); err != nil {
+				return nil, nil, err
+			}
+		}
+		return nil, nil, nil
+	}
 	if job.windowed() {
 		return nil, nil, replayMarks(o)
 	}
@@ -129,7 +140,7 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 		}
 		return rs, nil
 	}
-	if err := e.startRun(ctx, o, js, rs, cur, from, fresh); err != nil {
+	if err := e.startRun(ctx, o, sink, js, rs, cur, from, fresh); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -138,9 +149,15 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 // startRun records a new run starting where startPosition says and sets
 // rs's run and position. The incremental window or start mark that cannot
 // be read fails with ExitUsage.
-func (e *Engine) startRun(ctx context.Context, o Options, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
+func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
 	job := e.Job
 	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
+	if job.Parent != nil {
+		if err := e.startChild(ctx, o, sink, info, fresh); err != nil {
+			return err
+		}
+		rs.parents = info.Parents
+	}
 	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
 		if err != nil {
@@ -221,6 +238,15 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 	}
 	rs.info, rs.resumed = run, true
 	var err error
+	if job.Parent != nil {
+		ps, ok := e.Store.(ParentStore)
+		if !ok {
+			return Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", job.Parent.Resource)
+		}
+		if rs.parents, err = ps.RunParents(ctx, run.ID); err != nil {
+			return err
+		}
+	}
 	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
 		return err
 	}

@@ -182,6 +182,9 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 	rows := make([]Row, 0, len(fp.resp.Records))
 	var dead []DeadLetter
 	mapper := Mapper{Table: t, Infer: job.Infer}
+	if fp.parent != "" {
+		mapper.Parent = gjson.Parse(fp.parent)
+	}
 	for i, rec := range fp.resp.Records {
 		row, _, err := mapper.Map(i, rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {

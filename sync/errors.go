@@ -36,6 +36,9 @@ type Error struct {
 	Msg  string // user-safe message
 	Hint string // optional: what the user can do about it
 	Err  error  // optional cause
+	// Status is the HTTP status of the response that failed, 0 when the
+	// error is not an HTTP status.
+	Status int
 }
 
 func (e *Error) Error() string {

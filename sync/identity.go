@@ -102,6 +102,12 @@ func (j *Job) Identity() Identity {
 		set("incremental.initial", inc.Initial)
 		set("incremental.format", inc.Format)
 	}
+	if par := j.Parent; par != nil { // fanout_concurrency is not part of the walk
+		set("parent", par.Name)
+		set("parent.rows", par.Rows)
+		set("parent.table", par.Table.String())
+		set("parent.key", strings.Join(par.Table.Key, ", "))
+	}
 	set("target.url", j.Target.URL)
 	set("target.table", j.Target.Table)
 	set("target.key", strings.Join(j.Target.Key, ", "))

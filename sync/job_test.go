@@ -74,7 +74,7 @@ func testJob(t *testing.T, spec string) *Job {
 		if c.Type == "" {
 			c.Type = TypeText
 		}
-		j.Table.Columns = append(j.Table.Columns, Column{Name: c.Name, Path: c.Path, Type: c.Type})
+		j.Table.Columns = append(j.Table.Columns, Column{Name: c.Name, Path: c.Path, Type: c.Type, Parent: c.Parent})
 	}
 	if len(problems) > 0 {
 		t.Fatalf("spec: %s\n%s", strings.Join(problems, "; "), spec)

@@ -11,6 +11,9 @@ import (
 // (incremental.step) is walked by loopWindows. It returns the run's status
 // and the error that ended it.
 func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
+	if e.Job.Parent != nil {
+		return e.loopParents(ctx, o, rs, sink, log, started)
+	}
 	wins := runWindowsOf(e.Job, rs.info)
 	if len(wins) > 1 {
 		return e.loopWindows(ctx, o, rs, sink, log, started, wins)

@@ -17,6 +17,7 @@ type memStore struct {
 	pages map[int64][]PageInfo
 	hwm   string
 	cols  []Column
+	dead  []DeadLetter
 	trace *eventLog
 }
 
@@ -114,6 +115,7 @@ func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) erro
 	if !p.FinishedAt.IsZero() {
 		r.Status, r.FinishedAt = RunCompleted, p.FinishedAt
 	}
+	s.dead = append(s.dead, p.Dead...)
 	s.pages[r.ID] = append(s.pages[r.ID], PageInfo{RunID: r.ID, Seq: int64(len(s.pages[r.ID]) + 1),
 		Position: p.Position, Next: p.Next, Records: p.Records, Hash: p.Hash, CommittedAt: time.Now()})
 	s.trace.add("checkpoint " + p.Position)
@@ -170,7 +172,27 @@ func (s *memStore) Runs(_ context.Context, _ string, n int) ([]RunInfo, error) {
 	return out, nil
 }
 
-func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, error) { return nil, nil }
+func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.dead), nil
+}
+
+var _ ParentStore = (*memStore)(nil)
+
+// RunParents returns the parent snapshot StartRun kept with the run.
+func (s *memStore) RunParents(_ context.Context, id int64) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Parents == nil {
+		return nil, fmt.Errorf("run %d has no parent snapshot", id)
+	}
+	return slices.Clone(r.Parents), nil
+}
 
 func (s *memStore) Close() error { return nil }
 

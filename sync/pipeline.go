@@ -34,6 +34,9 @@ type fetched struct {
 	// ckpt, when set, is the run's checkpoint after this page where it is
 	// not next: the windows in flight (incremental.concurrency).
 	ckpt *Position
+	// parent is the parent row of a child's page (Window.Parent), "" for
+	// any other page.
+	parent string
 }
 
 // checkpoint is the run's position after the page: ckpt, or next.
@@ -61,8 +64,13 @@ type markOf struct {
 func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
-	fp := fetched{pos: pos, t0: time.Now()}
+	fp := fetched{pos: pos, t0: time.Now(), parent: win.Parent}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
+	if win.Parent != "" {
+		p := pos
+		p.Win, p.Fly = 0, ""
+		where = "parent " + job.Parent.Resource + " " + e.parentDesc(win.Parent) + ", " + p.Describe(job.Pagination.Style, job.Secrets)
+	}
 	u, err := pg.request(pos, win)
 	if err != nil {
 		fp.err = Errorf(ExitPermanent, "%s: %w", where, err)

@@ -26,6 +26,9 @@ type Position struct {
 	// beyond Win when several are walked at once (incremental.concurrency):
 	// see windowState. "" for a run walked one window at a time.
 	Fly string `json:"fly,omitempty"`
+	// Parent, in a child run (SPEC §8), names the parent row of window
+	// Win by its key ("id=42") for people; "" otherwise.
+	Parent string `json:"parent,omitempty"`
 }
 
 // Encode returns the stored form of p.
@@ -51,11 +54,18 @@ func DecodePosition(s string) (Position, error) {
 // or an unknown style). r redacts secrets that a next URL may carry.
 func (p Position) Describe(style string, r *Redactor) string {
 	s := styleOf(style).describe(p, r)
-	if p.Win > 0 || p.Fly != "" {
+	switch {
+	case p.Parent != "":
+		s = fmt.Sprintf("parent %d (%s), %s", p.Win+1, p.Parent, s)
+	case p.Win > 0 || p.Fly != "":
 		s = fmt.Sprintf("window %d, %s", p.Win+1, s)
 	}
 	if ws, err := decodeWindows(p); err == nil && len(ws.Pos) > 0 {
-		s += fmt.Sprintf(" (+%d windows in flight)", len(ws.Pos))
+		what := "windows"
+		if p.Parent != "" {
+			what = "parents"
+		}
+		s += fmt.Sprintf(" (+%d %s in flight)", len(ws.Pos), what)
 	}
 	if p.End {
 		s += " (end)"

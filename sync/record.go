@@ -38,7 +38,10 @@ func (b *BadRecord) Error() string {
 type Mapper struct {
 	Table *Table
 	Infer bool
-	buf   []byte
+	// Parent is the parent row of a child resource's page (a JSON object
+	// of the parent's columns): columns with Column.Parent take its values.
+	Parent gjson.Result
+	buf    []byte
 }
 
 // Map converts one record. It returns the row, or a *BadRecord. When columns
@@ -56,6 +59,9 @@ func (m *Mapper) Map(index int, rec gjson.Result) (row Row, added bool, err erro
 	row.Values = make([]any, len(t.Columns))
 	for i, c := range t.Columns {
 		v := rec.Get(c.Path)
+		if c.Parent != "" {
+			v = m.parentValue(c)
+		}
 		val, err := Convert(v, c.Type)
 		if err != nil {
 			return Row{}, added, &BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
@@ -348,4 +354,14 @@ func (m *Mapper) hash(values []any) string {
 	}
 	m.buf = b
 	return strconv.FormatUint(xxhash.Sum64(b), 16)
+}
+
+// parentValue is the parent row's value of column c's Column.Parent: the
+// parent table's text, or for a json column the JSON it holds.
+func (m *Mapper) parentValue(c Column) gjson.Result {
+	v := m.Parent.Get(EscapePath(c.Parent))
+	if c.Type == TypeJSON && v.Type == gjson.String && gjson.Valid(v.Str) {
+		return gjson.Parse(v.Str)
+	}
+	return v
 }

@@ -19,7 +19,11 @@ const (
 // Window is the incremental window of a run: the mark every request sends
 // in incremental.param (From, "" when none) and the upper bound it sends
 // in incremental.end_param (To, "" when none).
-type Window struct{ From, To string }
+//
+// Parent, for a child resource (fan-out, SPEC §8), is the parent row whose
+// children the window walks: a JSON object of the parent's columns (their
+// values as text, or null); "" otherwise.
+type Window struct{ From, To, Parent string }
 
 // request returns the request for the page at pos in the run's window
 // win. The position goes where
@@ -54,11 +58,18 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 			params[k] = vs
 		}
 	}
+	base := p.job.Source.URL
+	if win.Parent != "" {
+		var err error
+		if base, err = p.parentRequest(&req, params, win.Parent); err != nil {
+			return Request{}, err
+		}
+	}
 	var err error
 	if next != "" {
 		req.URL, err = p.src.BuildURL(next, params, true)
 	} else {
-		req.URL, err = p.src.BuildURL(p.job.Source.URL, params, false)
+		req.URL, err = p.src.BuildURL(base, params, false)
 	}
 	return req, err
 }

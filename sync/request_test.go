@@ -83,12 +83,12 @@ func TestRunWindowsStep(t *testing.T) {
 	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since, end_param: until, step: 1d}\n"+
 		"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	got := runWindows(job, "2024-01-01T00:00:00.000Z", started)
-	want := []Window{{"2024-01-01T00:00:00.000Z", "2024-01-02T00:00:00.000Z"}, {"2024-01-02T00:00:00.000Z", "2024-01-03T00:00:00.000Z"},
-		{"2024-01-03T00:00:00.000Z", "2024-01-03T12:00:01.000Z"}} // the start rounded up
+	want := []Window{{From: "2024-01-01T00:00:00.000Z", To: "2024-01-02T00:00:00.000Z"}, {From: "2024-01-02T00:00:00.000Z", To: "2024-01-03T00:00:00.000Z"},
+		{From: "2024-01-03T00:00:00.000Z", To: "2024-01-03T12:00:01.000Z"}} // the start rounded up
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("windows %v, want %v", got, want)
 	}
-	if got := runWindows(job, "1704067200", started); len(got) != 3 || got[1] != (Window{"1704153600", "1704240000"}) || got[2].To != "1704283201" {
+	if got := runWindows(job, "1704067200", started); len(got) != 3 || got[1] != (Window{From: "1704153600", To: "1704240000"}) || got[2].To != "1704283201" {
 		t.Errorf("unix windows %v", got)
 	}
 	if got := runWindows(job, "", started); len(got) != 1 || got[0].From != "" {

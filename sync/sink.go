@@ -45,6 +45,9 @@ type Column struct {
 	Name string     // column name in the table
 	Path string     // GJSON path of the value in each record
 	Type ColumnType // column type
+	// Parent, in a child resource (SPEC §8), is the parent table's column
+	// whose value the column takes; Path is then unused.
+	Parent string
 }
 
 // Table describes the target table a job writes to.

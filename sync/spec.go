@@ -159,7 +159,10 @@ type ColumnSpec struct {
 	Name string     `json:"-"`
 	Path string     `yaml:"path,omitempty" json:"path,omitempty"`
 	Type ColumnType `yaml:"type,omitempty" json:"type,omitempty"`
-	Line int        `json:"-"`
+	// Parent, in a child resource, names the parent table's column whose
+	// value the column takes (instead of a path in the record).
+	Parent string `yaml:"parent,omitempty" json:"parent,omitempty"`
+	Line   int    `json:"-"`
 }
 
 // Columns is the ordered target.columns mapping.
@@ -187,8 +190,10 @@ func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 					col.Path = cv.Value
 				case "type":
 					col.Type = ColumnType(cv.Value)
+				case "parent":
+					col.Parent = cv.Value
 				default:
-					return fmt.Errorf("line %d: unknown key target.columns.%s.%s (want path or type)", ck.Line, k.Value, ck.Value)
+					return fmt.Errorf("line %d: unknown key target.columns.%s.%s (want path, type or parent)", ck.Line, k.Value, ck.Value)
 				}
 			}
 		default:

@@ -51,6 +51,11 @@ type windowRun struct {
 	done  map[int]bool     // completed windows above low
 	next  int              // next window to start
 	walks map[int]*walkState
+	// label names window k in checkpoints (a child's parent key, "id=42");
+	// nil for incremental windows.
+	label func(k int) string
+	// first is a window's first page (the style's start, Win 0).
+	first Position
 }
 
 // walkState is what loop detection keeps per window.
@@ -65,7 +70,8 @@ func newWindowRun(e *Engine, wins []Window, pos Position) (*windowRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &windowRun{wins: wins, low: min(pos.Win, len(wins)), pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{}}
+	w := &windowRun{wins: wins, low: min(pos.Win, len(wins)), pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
+		first: e.windowStart(0)}
 	if w.low < len(wins) {
 		p := pos
 		p.Fly = ""
@@ -105,12 +111,18 @@ func (w *windowRun) checkpoint() Position {
 	if w.low >= len(w.wins) {
 		return Position{Win: len(w.wins) - 1, End: true}
 	}
-	p := w.pos[w.low]
+	p, ok := w.pos[w.low]
+	if !ok { // the lowest window is not started yet: its first page
+		p = w.first
+	}
 	p.Win, p.Fly = w.low, ""
+	if w.label != nil {
+		p.Parent = w.label(w.low)
+	}
 	ws := windowState{Started: w.next, Pos: map[string]Position{}}
 	for k, q := range w.pos {
 		if k != w.low {
-			q.Win = 0 // the key says which window
+			q.Win, q.Parent = 0, "" // the key says which window
 			ws.Pos[strconv.Itoa(k)] = q
 		}
 	}
@@ -131,7 +143,7 @@ func (w *windowRun) checkpoint() Position {
 func (w *windowRun) page(k int, fp *fetched) string {
 	if !fp.next.End {
 		p := fp.next
-		p.Win = k
+		p.Win, p.Parent = k, ""
 		w.pos[k] = p
 		return ""
 	}
@@ -167,10 +179,17 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	if err != nil {
 		return RunFailed, Errorf(ExitPermanent, "%w", err)
 	}
-	if rs.info.Kind == KindRun {
+	if rs.info.Kind == KindRun && e.Job.Parent == nil {
 		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), wins[0].From)
 	}
-	inFlight := max(e.Job.Incremental.Concurrency, 1)
+	inFlight := 1
+	switch {
+	case e.Job.Parent != nil:
+		w.label = func(k int) string { return e.parentDesc(wins[k].Parent) }
+		inFlight = max(e.Job.Parent.Concurrency, 1)
+	case e.Job.Incremental != nil:
+		inFlight = max(e.Job.Incremental.Concurrency, 1)
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan winPage)
@@ -178,6 +197,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		w.walks[k] = &walkState{seen: map[string]bool{}}
 		go func() {
 			for fp := range e.pipeline(pctx, from, wins[k], nil, 0) {
+				e.missingParent(&fp, wins[k])
 				select {
 				case pages <- winPage{k, fp}:
 				case <-pctx.Done():
@@ -199,7 +219,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	fill()
 	committed := 0
 	for {
-		wp, status, err := nextWindowPage(ctx, o, pages, wins, committed, started, log)
+		wp, status, err := nextWindowPage(ctx, o, pages, e.windowName(wins), committed, started, log)
 		if status != "" {
 			return status, err
 		}
@@ -212,7 +232,11 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 			return RunCompleted, nil
 		}
 		if wp.fp.next.End {
-			log.Info("window completed", "window", wp.k+1, "of", len(wins), "from", wins[wp.k].From, "to", wins[wp.k].To)
+			if w.label != nil {
+				log.Info("parent completed", "parent", wp.k+1, "of", len(wins), "key", w.label(wp.k), "pages", rs.pages)
+			} else {
+				log.Info("window completed", "window", wp.k+1, "of", len(wins), "from", wins[wp.k].From, "to", wins[wp.k].To)
+			}
 			delete(w.walks, wp.k)
 			fill()
 		}
@@ -222,7 +246,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 // nextWindowPage waits for the next fetched page of any window. It
 // returns a status other than "" when the run stops instead: a limit
 // reached (partial), an interrupt, or the page's fetch failed.
-func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, wins []Window, committed int, started time.Time, log *slog.Logger) (winPage, string, error) {
+func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name func(k int) string, committed int, started time.Time, log *slog.Logger) (winPage, string, error) {
 	if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
 		log.Info("stopping: limit reached; the next run continues", "pages", committed)
 		return winPage{}, RunPartial, nil
@@ -237,7 +261,7 @@ func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, wins [
 		if ctx.Err() != nil {
 			return wp, RunInterrupted, nil
 		}
-		return wp, RunFailed, fmt.Errorf("window %d (%s to %s): %w", wp.k+1, wins[wp.k].From, wins[wp.k].To, wp.fp.err)
+		return wp, RunFailed, fmt.Errorf("%s: %w", name(wp.k), wp.fp.err)
 	}
 	return wp, "", nil
 }
@@ -250,6 +274,9 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 	w *windowRun, wp winPage) (string, bool, error) {
 	fp := wp.fp
 	fp.pos.Win = wp.k
+	if w.label != nil {
+		fp.pos.Parent = w.label(wp.k)
+	}
 	fp.windowTo = w.page(wp.k, &fp)
 	ckpt := w.checkpoint()
 	fp.ckpt = &ckpt
@@ -258,6 +285,17 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 	status, done, err := e.commitBounded(ctx, o, rs, sink, log, started, fp)
 	ws.seen, ws.prev = rs.seen, rs.prev
 	return status, done, err
+}
+
+// windowName returns how errors name window k of wins: "window 2 (FROM
+// to TO)", or for a child "parent orders id=42".
+func (e *Engine) windowName(wins []Window) func(k int) string {
+	return func(k int) string {
+		if e.Job.Parent != nil {
+			return "parent " + e.Job.Parent.Resource + " " + e.parentDesc(wins[k].Parent)
+		}
+		return fmt.Sprintf("window %d (%s to %s)", k+1, wins[k].From, wins[k].To)
+	}
 }
 
 // windowed reports whether the job's runs are split into windows

@@ -18,7 +18,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\npagination: {style: cursor, next: next}\n"+
 		"incremental: {field: ts, param: since, end_param: until, step: 1d, concurrency: 3}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	e := &Engine{Job: job}
-	wins := []Window{{"d0", "d1"}, {"d1", "d2"}, {"d2", "d3"}, {"d3", "d4"}}
+	wins := []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}, {From: "d2", To: "d3"}, {From: "d3", To: "d4"}}
 	w, err := newWindowRun(e, wins, Position{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,5 +126,22 @@ func TestEngineWindowsInFlight(t *testing.T) {
 	}
 	if len(windows) < 10 {
 		t.Errorf("%d windows requested, want 11 of 6h over 61h", len(windows))
+	}
+}
+
+// When the lowest window not completed has not started yet, the
+// checkpoint is its first page: page 1 for page style, never the zero
+// position (page 0).
+func TestWindowRunCheckpointOfUnstartedWindow(t *testing.T) {
+	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\npagination: {style: page, size: 2, size_param: n}\n"+
+		"incremental: {field: ts, param: since, end_param: until, step: 1d}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+	e := &Engine{Job: job}
+	w, err := newWindowRun(e, []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}}, e.windowStart(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.page(0, &fetched{next: Position{Page: 2, End: true}})
+	if got := w.checkpoint(); got.Win != 1 || got.Page != 1 || got.End {
+		t.Errorf("checkpoint %+v, want window 2 at page 1", got)
 	}
 }

@@ -222,7 +222,9 @@ func (f *Fetcher) newRequest(ctx context.Context, r idsync.Request) (*retryableh
 	}
 	if f.sameOrigin(rawURL) {
 		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
-			req.Header.Set(k, src.Headers[k])
+			if _, set := r.Header[k]; !set { // a child's header with its parent's values is in r.Header
+				req.Header.Set(k, src.Headers[k])
+			}
 		}
 	} else {
 		f.warnForeignOrigin(rawURL)
@@ -304,9 +306,9 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 			msg += ": " + f.redact(ex)
 		}
 		if slices.Contains(rc.OnStatus, st.status) {
-			return &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later"}
+			return &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
 		}
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status)}
+		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
 	}
 	return nil
 }
