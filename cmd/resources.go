@@ -202,11 +202,12 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 	return nil
 }
 
-// parentOf is the resource name of job's parent: "" while the loader
-// refuses parent: (a resource has no parent yet).
+// parentOf is the resource name of job's parent ("" when it has none).
 func parentOf(job *idsync.Job) string {
-	_ = job
-	return ""
+	if job.Parent == nil {
+		return ""
+	}
+	return job.Parent.Resource
 }
 
 // runResource runs one resource under what is left of the invocation's
