@@ -12,10 +12,12 @@ import (
 
 // shopLog counts and records the requests a Shop received.
 type shopLog struct {
-	mu     sync.Mutex
-	byPath map[string]int
-	reqs   []ShopRequest
-	faults int
+	mu       sync.Mutex
+	byPath   map[string]int
+	reqs     []ShopRequest
+	faults   int
+	inFlight int
+	maxIn    int
 }
 
 // ShopRequest is one request a Shop received.
@@ -27,7 +29,28 @@ type ShopRequest struct {
 func (l *shopLog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.byPath, l.reqs, l.faults = map[string]int{}, nil, 0
+	l.byPath, l.reqs, l.faults, l.maxIn = map[string]int{}, nil, 0, l.inFlight
+}
+
+// enter counts a request in flight; the returned function ends it.
+func (l *shopLog) enter() func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inFlight++
+	l.maxIn = max(l.maxIn, l.inFlight)
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.inFlight--
+	}
+}
+
+// MaxInFlight returns the most requests the Shop was serving at once since
+// NewShop or ResetCounters.
+func (s *Shop) MaxInFlight() int {
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	return s.log.maxIn
 }
 
 func (l *shopLog) add(r *http.Request) {
@@ -102,6 +125,7 @@ func (s *Shop) ChildRequests(id int) int { return s.Requests(s.ChildPath(id)) }
 // a configured failure (SetFailing, SetNotFound) or a random fault.
 func (s *Shop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.log.add(r)
+	defer s.log.enter()()
 	if !sleep(r.Context(), time.Duration(s.latency.Load())) {
 		return
 	}

@@ -237,6 +237,19 @@ func TestShopFaultsAndLatency(t *testing.T) {
 	if d := time.Since(t0); d < 60*time.Millisecond {
 		t.Errorf("request took %v with 60ms latency", d)
 	}
+	if s.MaxInFlight() != 1 {
+		t.Errorf("MaxInFlight %d after requests one at a time", s.MaxInFlight())
+	}
+	done := make(chan struct{})
+	for range 3 {
+		go func() { get(t, base+"/orders/2/items"); done <- struct{}{} }()
+	}
+	for range 3 {
+		<-done
+	}
+	if s.MaxInFlight() != 3 {
+		t.Errorf("MaxInFlight %d after three requests at once (60ms each)", s.MaxInFlight())
+	}
 }
 
 var nextLink = regexp.MustCompile(`<([^>]+)>; rel="next"`)
