@@ -23,6 +23,7 @@ const (
 	// arrays with an RFC 8288 Link header, as GitHub does:
 	//
 	//	GET /repos
+	//	GET /orgs/{owner}/repos
 	//	GET /repos/{owner}/{name}/issues
 	ShapeGitHub = "github"
 )

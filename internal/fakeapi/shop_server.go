@@ -166,7 +166,9 @@ func (s *Shop) route(r *http.Request) *response {
 		return s.serveCustomers(r)
 	case s.shape == ShapeShop && len(parts) == 1 && parts[0] == "orders",
 		s.shape == ShapeGitHub && len(parts) == 1 && parts[0] == "repos":
-		return s.serveParents(r)
+		return s.serveParents(r, "")
+	case s.shape == ShapeGitHub && len(parts) == 3 && parts[0] == "orgs" && parts[2] == "repos":
+		return s.serveParents(r, parts[1])
 	case s.shape == ShapeShop && len(parts) == 3 && parts[0] == "orders" && parts[2] == "items":
 		id, err := strconv.Atoi(parts[1])
 		if err != nil {
@@ -202,7 +204,9 @@ func (s *Shop) serveCustomers(r *http.Request) *response {
 	return s.list(r, items)
 }
 
-func (s *Shop) serveParents(r *http.Request) *response {
+// serveParents lists the parents updated since updated_since (every one
+// without it), only owner's when owner is not empty.
+func (s *Shop) serveParents(r *http.Request, owner string) *response {
 	since, bad := timeParam(r.URL.Query(), "updated_since")
 	if bad != nil {
 		return bad
@@ -210,7 +214,7 @@ func (s *Shop) serveParents(r *http.Request) *response {
 	s.mu.RLock()
 	items := make([]shopItem, 0, len(s.parents))
 	for _, p := range s.parents {
-		if !p.UpdatedAt.Before(since) {
+		if !p.UpdatedAt.Before(since) && (owner == "" || p.Owner == owner) {
 			items = append(items, shopItem{id: p.ID, at: p.UpdatedAt, json: s.parentJSON(p)})
 		}
 	}

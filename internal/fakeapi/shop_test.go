@@ -283,6 +283,9 @@ func TestShopGitHubShape(t *testing.T) {
 	if len(repos) != 12 || first["full_name"] != "org2/repo-1" || first["owner"].(map[string]any)["login"] != "org2" {
 		t.Fatalf("repos %v, first %v", repos, first)
 	}
+	if org, _ := walk(base + "/orgs/org1/repos"); len(org) != 4 || org[0] != 3 {
+		t.Errorf("repos of org1: %v, want 3, 6, 9, 12", org)
+	}
 	if p := s.ChildPath(2); p != "/repos/org3/repo-2/issues" {
 		t.Fatalf("ChildPath(2) = %q", p)
 	}
