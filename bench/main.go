@@ -6,6 +6,7 @@
 //	go run ./bench -quick               # smaller sizes, for a smoke test
 //	go run ./bench -throughput-only     # the baseline comparison alone
 //	go run ./bench -seen-design 1000000 # what tracking deletions costs (docs/deletions.md)
+//	go run ./bench -fanout-only         # the parent → child fan-out figures alone
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -35,8 +36,16 @@ func main() {
 		only    = flag.Bool("throughput-only", false, "only the throughput figures (no latency, windows or memory), to compare two trees quickly")
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
+		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
 	)
 	flag.Parse()
+	if *fanout {
+		if err := fanoutOnly(*quick); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *seen > 0 {
 		if err := seenDesignIn(*pg, *seen, *size); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -134,7 +143,13 @@ func (b *bench) rest(quick, skipRSS bool, size int) error {
 		return err
 	}
 
-	// 4. Peak memory at 10,000 and 1,000,000 records.
+	// 4. Fan-out: 1,000 orders × 3 pages of items, one order at a time
+	// against eight.
+	if err := b.fanout(fanoutParents(quick), 20*time.Millisecond); err != nil {
+		return err
+	}
+
+	// 5. Peak memory at 10,000 and 1,000,000 records.
 	if !skipRSS {
 		big := 1_000_000
 		if quick {
@@ -156,4 +171,30 @@ func serve(n int, latency time.Duration) (*fakeapi.Server, func(), error) {
 		return nil, nil, err
 	}
 	return srv, func() { srv.Close(); cancel() }, nil
+}
+
+// fanoutParents is the number of orders of the fan-out figures.
+func fanoutParents(quick bool) int {
+	if quick {
+		return 100
+	}
+	return 1000
+}
+
+// fanoutOnly builds the binary and measures the fan-out case alone.
+func fanoutOnly(quick bool) error {
+	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "idemsync")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	return (&bench{bin: bin, dir: dir}).fanout(fanoutParents(quick), 20*time.Millisecond)
 }

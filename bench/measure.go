@@ -28,6 +28,7 @@ type measured struct {
 	rss     int64 // peak resident set, bytes (0 when the OS does not say)
 	written int64 // rows inserted or updated
 	pages   int64
+	stdout  []byte // the --json object
 }
 
 type row struct {
@@ -115,7 +116,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return measured{}, fmt.Errorf("%s: %v: %s", name, err, out.String())
 	}
-	return measured{wall: wall, rss: rss, written: res.Inserted + res.Updated, pages: res.Pages}, nil
+	return measured{wall: wall, rss: rss, written: res.Inserted + res.Updated, pages: res.Pages, stdout: out.Bytes()}, nil
 }
 
 func (b *bench) table(records int, rows []row) {

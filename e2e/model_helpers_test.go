@@ -78,6 +78,7 @@ type modelExit struct {
 	code    int // -1 when the harness killed it
 	partial bool
 	stderr  string
+	stdout  string // the --json output alone
 }
 
 // modelInvoke runs the binary; kill, when non-nil, is polled and the process
@@ -111,7 +112,7 @@ wait:
 		}
 	}
 	if killed && c.ProcessState != nil && !c.ProcessState.Exited() {
-		return modelExit{code: -1, stderr: errOut.String()}
+		return modelExit{code: -1, stderr: errOut.String(), stdout: out.String()}
 	}
 	code := 0
 	if err != nil {
@@ -120,7 +121,7 @@ wait:
 		}
 		code = c.ProcessState.ExitCode()
 	}
-	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String() + out.String()}
+	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String() + out.String(), stdout: out.String()}
 }
 
 // modelRow is one target row.

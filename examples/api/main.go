@@ -8,6 +8,11 @@
 // is open. Routes: /page, /offset, /cursor, /cursor-url, /cursor-header,
 // /link, /hwm, /all and /redirect; see the fakeapi package documentation
 // for their parameters and JSON shapes.
+//
+// With -shop it serves the two-level shop instead (the fan-out examples,
+// examples/shop-fanout.yaml): /customers, /orders and /orders/{id}/items,
+// -records orders with 0..12 items each; -shop=github serves /repos and
+// /repos/{owner}/{name}/issues (examples/github-fanout.yaml).
 package main
 
 import (
@@ -53,6 +58,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxFaults := fs.Int("fault-max-consecutive", 0, "never more faults in a row than this (0 = no cap)")
 	slowDelay := fs.Duration("slow-delay", fakeapi.DefaultSlowDelay, "how long the slow fault waits")
 	mutateEvery := fs.Int("mutate-every", 0, "after every N successful list responses, update one record and add one (0 = never)")
+	shop := fs.String("shop", "", "serve the two-level shop API instead: shop (orders → items) or github (repos → issues)")
 	token := fs.String("token", os.Getenv("FAKEAPI_TOKEN"), "require \"Authorization: Bearer TOKEN\" (default $FAKEAPI_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,6 +88,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *faultKinds != "" {
 		opts.Faults.Kinds = strings.Split(*faultKinds, ",")
+	}
+	if *shop != "" {
+		srv, err := fakeapi.StartShop(ctx, *addr, fakeapi.ShopOptions{Shape: *shop, Parents: opts.Records,
+			PageSize: *pageSize, Latency: *latency, Seed: *seed, Faults: opts.Faults})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "example API listening on %s\n", srv.URL)
+		return srv.Wait()
 	}
 
 	srv, err := fakeapi.Start(ctx, *addr, opts)

@@ -87,3 +87,42 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestRunServesTheShop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-records", "5", "-shop", "shop"}, &stderr) }()
+	line := regexp.MustCompile(`^example API listening on (http://127\.0\.0\.1:\d+)\n$`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if m := line.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line; stderr: %q", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for path, want := range map[string]int{"/orders": 5, "/orders/2/items": 12, "/customers": 10} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Meta struct{ Total int }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || body.Meta.Total != want {
+			t.Errorf("%s: total %d (%v), want %d", path, body.Meta.Total, err, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-shop", "gitlab"}, &stderr); err == nil {
+		t.Error("-shop gitlab accepted")
+	}
+}

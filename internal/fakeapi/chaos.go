@@ -19,6 +19,13 @@ const maintenancePage = `<!DOCTYPE html>
 // (FaultSlow after its delay).
 func (a *API) inject(w http.ResponseWriter, r *http.Request, kind string, slow time.Duration, render func() *response) bool {
 	a.obs.fault(kind)
+	return writeFault(w, r, kind, slow, render)
+}
+
+// writeFault writes fault kind instead of the response render would build.
+// It returns false when the normal response should still follow (FaultSlow
+// after its delay).
+func writeFault(w http.ResponseWriter, r *http.Request, kind string, slow time.Duration, render func() *response) bool {
 	switch kind {
 	case Fault429Seconds:
 		rateLimited("1").write(w)

@@ -43,4 +43,13 @@
 // Tests mutate the data set directly (Update, Add, Delete) or through
 // MutateEvery, which runs a function after every n-th successful list
 // response, so a sync can be made to race with changes deterministically.
+//
+// # Two levels
+//
+// A *Shop (NewShop) is a second API, of parents each with its own paginated
+// children, for fan-out tests: orders and their items (ShapeShop) or
+// repositories and their issues (ShapeGitHub), some parents without
+// children and some with several pages, children that change between runs,
+// a parent whose children answer 404, latency, faults and request counts
+// per path.
 package fakeapi

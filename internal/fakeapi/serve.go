@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,8 +17,11 @@ type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:41234", without a
 	// trailing slash. An unspecified listen host is reported as 127.0.0.1.
 	URL string
-	// API is the data set being served; tests mutate and inspect it.
+	// API is the data set being served by Start; tests mutate and inspect
+	// it. Nil for StartShop.
 	API *API
+	// Shop is the two-level data set served by StartShop; nil for Start.
+	Shop *Shop
 
 	srv     *http.Server
 	once    sync.Once
@@ -39,15 +43,44 @@ func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
 	if err := opts.Faults.Validate(); err != nil {
 		return nil, err
 	}
+	api := New(opts)
+	s, err := start(ctx, addr, api)
+	if err != nil {
+		return nil, err
+	}
+	s.API = api
+	return s, nil
+}
+
+// StartShop is Start for a Shop (see NewShop): it serves a new Shop built
+// from opts on addr. It returns an error when opts.Faults is invalid or addr
+// cannot be listened on.
+func StartShop(ctx context.Context, addr string, opts ShopOptions) (*Server, error) {
+	if err := opts.Faults.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Shape != "" && opts.Shape != ShapeShop && opts.Shape != ShapeGitHub {
+		return nil, fmt.Errorf("fakeapi: unknown shop shape %q", opts.Shape)
+	}
+	shop := NewShop(opts)
+	s, err := start(ctx, addr, shop)
+	if err != nil {
+		return nil, err
+	}
+	s.Shop = shop
+	return s, nil
+}
+
+// start listens on addr and serves h in the background until ctx is done
+// or Close is called.
+func start(ctx context.Context, addr string, h http.Handler) (*Server, error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	api := New(opts)
 	s := &Server{
 		URL:     "http://" + reachable(ln.Addr()),
-		API:     api,
-		srv:     &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second},
+		srv:     &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}

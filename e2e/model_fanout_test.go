@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+var (
+	fanoutSeeds   = flag.Int("fanout-seeds", envInt("IDEMSYNC_MODEL_FANOUT_SEEDS", 8), "fan-out model test: how many seeds to run (also IDEMSYNC_MODEL_FANOUT_SEEDS)")
+	fanoutPGSeeds = flag.Int("fanout-pg-seeds", envInt("IDEMSYNC_MODEL_FANOUT_PG_SEEDS", 3), "fan-out model test: how many seeds TestModelFanoutPostgres runs (also IDEMSYNC_MODEL_FANOUT_PG_SEEDS)")
+)
+
+// envInt is the integer in environment variable name, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// fanoutScenario is one seeded two-level case: a shop, a parent + child
+// job, and the behaviours it composes.
+type fanoutScenario struct {
+	Seed                    int64
+	Parents, MaxChildren    int
+	ParentSize, ChildSize   int
+	ParentStyle, ChildStyle string
+	Fanout                  int
+	ParentRows              string
+	// Incremental makes the parent resource incremental on updated_at
+	// (cursor style, with an overlap that covers every change a scenario
+	// makes: a walk by id misses a parent changed behind its cursor, and a
+	// later run must still see it). Rows the overlap reads again are
+	// unchanged, so they must not start child walks.
+	Incremental bool
+	FaultPct    int  // percent of requests answered 503 (0: none)
+	Mutations   bool // the shop changes between invocations
+}
+
+// newFanoutScenario derives a scenario from seed.
+func newFanoutScenario(seed int64) fanoutScenario {
+	rng := rand.New(rand.NewSource(seed ^ 0x6661))
+	pick := func(opts ...string) string { return opts[rng.Intn(len(opts))] }
+	sc := fanoutScenario{
+		Seed:        seed,
+		Parents:     3 + rng.Intn(35),
+		MaxChildren: rng.Intn(16),
+		ParentSize:  3 + rng.Intn(8),
+		ChildSize:   2 + rng.Intn(5),
+		ParentStyle: pick("page", "cursor"),
+		ChildStyle:  pick("page", "cursor"),
+		Fanout:      1 + rng.Intn(4),
+		ParentRows:  pick("changed", "changed", "all"),
+		Incremental: rng.Intn(3) == 0,
+		Mutations:   rng.Intn(4) != 0,
+	}
+	if rng.Intn(3) == 0 {
+		sc.FaultPct = 5 + rng.Intn(11)
+	}
+	if sc.Incremental {
+		sc.ParentStyle = "cursor"
+	}
+	return sc
+}
+
+func (sc fanoutScenario) String() string {
+	s := fmt.Sprintf("seed %d: %d orders (%s, pages of %d) with 0..%d items each (%s, pages of %d), fanout %d, parent_rows %s",
+		sc.Seed, sc.Parents, sc.ParentStyle, sc.ParentSize, sc.MaxChildren, sc.ChildStyle, sc.ChildSize, sc.Fanout, sc.ParentRows)
+	if sc.Incremental {
+		s += ", orders incremental (overlap 1h)"
+	}
+	if sc.FaultPct > 0 {
+		s += fmt.Sprintf(", %d%% 503", sc.FaultPct)
+	}
+	if sc.Mutations {
+		s += ", changes between invocations"
+	}
+	return s
+}
+
+// job is the scenario's job file.
+func (sc fanoutScenario) job(api string, tgt shopTarget) string {
+	return shopJob{api: api, target: tgt.url, schema: tgt.schema, parentStyle: sc.ParentStyle, childStyle: sc.ChildStyle,
+		parentSize: sc.ParentSize, childSize: sc.ChildSize, parentRows: sc.ParentRows, fanout: sc.Fanout,
+		incremental: sc.Incremental, overlap: "1h"}.yaml()
+}
+
+// TestModelFanout extends TestModel to two-level jobs (orders → order_items):
+// per seed a scenario, the real binary under a random schedule of runs,
+// kills, slices and resumes with the shop changing between invocations,
+// and the invariant checked after every exit: exit 0 with the job
+// completed ⇒ both tables equal the source for every parent that did not
+// change while the run was under way (all of them when nothing changed).
+func TestModelFanout(t *testing.T) {
+	runFanoutModel(t, *fanoutSeeds, func(t *testing.T) shopTarget { return sqliteTarget() })
+}
+
+// TestModelFanoutPostgres runs the first -fanout-pg-seeds seeds of
+// TestModelFanout with a PostgreSQL target.
+func TestModelFanoutPostgres(t *testing.T) {
+	pg := postgresURL(t)
+	runFanoutModel(t, *fanoutPGSeeds, func(t *testing.T) shopTarget { return postgresTarget(t, pg) })
+}
+
+func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
+	seeds := []int64{}
+	if *modelSeed >= 0 {
+		seeds = append(seeds, *modelSeed)
+	} else {
+		for i := 0; i < n; i++ {
+			seeds = append(seeds, *modelSeedStart+int64(i))
+		}
+	}
+	sum := &modelSummary{exits: map[string]int{}}
+	t.Run("seeds", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				fanoutSeedRun(t, newFanoutScenario(seed), sum, target(t))
+			})
+		}
+	})
+	sum.report(t)
+}
+
+// fanoutSeedRun drives one scenario until three completed invocations or
+// the step budget.
+func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopTarget) {
+	repro := fmt.Sprintf("go test ./e2e -run '%s$' -seed %d -v", strings.Split(t.Name(), "/")[0], sc.Seed)
+	t.Log(sc.String())
+	shop := fakeapi.NewShop(fakeapi.ShopOptions{Parents: sc.Parents, MaxChildren: max(sc.MaxChildren, 1), Seed: sc.Seed})
+	if sc.FaultPct > 0 {
+		shop.SetFaults(fakeapi.Faults{Rate: float64(sc.FaultPct) / 100, Kinds: []string{fakeapi.Fault503}, Seed: sc.Seed, MaxConsecutive: 2})
+	}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", sc.job(srv.URL, tgt))
+	rng := rand.New(rand.NewSource(sc.Seed * 7907))
+	defer func() { sum.mu.Lock(); sum.seeds++; sum.mu.Unlock() }()
+	fail := func(format string, args ...any) {
+		sum.mu.Lock()
+		sum.failed++
+		sum.failedSeeds = append(sum.failedSeeds, sc.Seed)
+		sum.mu.Unlock()
+		t.Errorf("%s: %s\nreproduce: %s", sc, fmt.Sprintf(format, args...), repro)
+	}
+
+	var start *fakeapi.ShopSnapshot // the data when the current chain of invocations began
+	completed := 0
+	for step := 0; step < 40; step++ {
+		if sc.Mutations && rng.Intn(100) < 30 {
+			t.Logf("step %d: %s", step, fanoutMutate(rng, shop, sc))
+		}
+		if start == nil {
+			snap := shop.Snapshot()
+			start = &snap
+		}
+		args, kill := fanoutStep(rng, shop, job)
+		ex := modelInvoke(t, dir, kill, args...)
+		status := fanoutStatus(ex.stdout)
+		sum.exit(ex.code, ex.code == 0 && status != "completed")
+		switch {
+		case ex.code == 0 && status == "completed":
+			if bad := fanoutHoles(t, tgt, dir, *start, shop.Snapshot()); len(bad) > 0 {
+				fail("exit 0 over a hole after %v (completed invocation %d): %d problems, e.g. %s\n%s",
+					args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
+				return
+			}
+			if completed++; completed == 3 {
+				return
+			}
+			start = nil
+		case ex.code == 0 && status != "":
+		case ex.code == -1, ex.code == 3:
+			// A kill leaves the tables as they are; a transient failure
+			// (retries exhausted) too. Neither may duplicate a key.
+			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{})
+		case ex.code == 5 && args[0] == "resume":
+		default:
+			fail("unexpected exit %d (status %q) after %v: %s\n%s", ex.code, status, args, modelLastLine(ex.stderr), ex.stderr)
+			return
+		}
+	}
+	t.Logf("step budget spent after %d completed invocations", completed)
+}
+
+// fanoutStatus is the top-level "status" of a multi-resource --json
+// object, "" when stdout holds none.
+func fanoutStatus(stdout string) string {
+	var v struct {
+		Status    string            `json:"status"`
+		Resources []json.RawMessage `json:"resources"`
+	}
+	if json.Unmarshal([]byte(stdout), &v) != nil || v.Resources == nil {
+		return ""
+	}
+	return v.Status
+}
+
+// fanoutStep picks the next invocation and, for a kill, when to kill it.
+func fanoutStep(rng *rand.Rand, shop *fakeapi.Shop, job string) ([]string, func() bool) {
+	switch n := rng.Intn(100); {
+	case n < 40:
+		return []string{"run", job}, nil
+	case n < 62:
+		deadline := time.Now().Add(time.Duration(10+rng.Intn(90)) * time.Millisecond)
+		return []string{"run", job}, func() bool { return time.Now().After(deadline) }
+	case n < 82:
+		at := shop.TotalRequests() + 1 + rng.Intn(12)
+		return []string{"run", job}, func() bool { return shop.TotalRequests() >= at }
+	case n < 94:
+		return []string{"run", job, "--max-pages", fmt.Sprint(1 + rng.Intn(4))}, nil
+	default:
+		return []string{"resume", job}, nil
+	}
+}
+
+// fanoutMutate changes the shop between invocations and says how.
+func fanoutMutate(rng *rand.Rand, shop *fakeapi.Shop, sc fanoutScenario) string {
+	ps := shop.Parents()
+	p := ps[rng.Intn(len(ps))].ID
+	switch rng.Intn(5) {
+	case 0:
+		return fmt.Sprintf("%d items added to order %d", len(shop.AddChildren(p, 1+rng.Intn(3))), p)
+	case 1:
+		if kids := shop.Children(p); len(kids) > 0 {
+			c := kids[rng.Intn(len(kids))].ID
+			shop.UpdateChild(p, c)
+			return fmt.Sprintf("item %d of order %d updated", c, p)
+		}
+		shop.TouchParent(p)
+		return fmt.Sprintf("order %d touched", p)
+	case 2:
+		shop.TouchParent(p)
+		return fmt.Sprintf("order %d touched", p)
+	case 3:
+		shop.UpdateParent(p)
+		return fmt.Sprintf("order %d updated", p)
+	default:
+		added := shop.AddParents(1, sc.MaxChildren)
+		return fmt.Sprintf("order %d added with %d items", added[0].ID, len(shop.Children(added[0].ID)))
+	}
+}
+
+// fanoutHoles reads both tables (failing on a duplicate key) and lists how
+// they differ from end for every parent unchanged between start and end,
+// itself and its children: a missing, stale or extra row. Rows of parents
+// the source does not hold are always wrong.
+func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.ShopSnapshot) []string {
+	t.Helper()
+	orders := tgt.read(t, dir, "orders", 1, ordersCols...)
+	items := tgt.read(t, dir, "order_items", 2, itemsCols...)
+	if end.Parents == nil {
+		return nil
+	}
+	var bad []string
+	byParent := map[string]shopTable{}
+	for k, v := range items {
+		pid, _, _ := strings.Cut(k, "|")
+		if byParent[pid] == nil {
+			byParent[pid] = shopTable{}
+		}
+		byParent[pid][k] = v
+		if id, _ := strconv.Atoi(pid); end.Parents[id].ID == 0 {
+			bad = append(bad, fmt.Sprintf("item %s of an order the source lacks", k))
+		}
+	}
+	for k := range orders {
+		if id, _ := strconv.Atoi(k); end.Parents[id].ID == 0 {
+			bad = append(bad, fmt.Sprintf("order %s not in the source", k))
+		}
+	}
+	for id, p := range end.Parents {
+		s, ok := start.Parents[id]
+		if !ok || s != p || fmt.Sprint(start.Children[id]) != fmt.Sprint(end.Children[id]) {
+			continue // changed during the run: no claim
+		}
+		key := strconv.Itoa(id)
+		if d := diffTables(shopTable{key: orders[key]}, wantOrders([]fakeapi.ShopParent{p})); orders[key] == "" || d != "" {
+			bad = append(bad, fmt.Sprintf("order %d: %q, want %q", id, orders[key], wantOrders([]fakeapi.ShopParent{p})[key]))
+		}
+		if d := diffTables(byParent[key], wantOrderItems(end.Children[id])); d != "" {
+			bad = append(bad, fmt.Sprintf("items of order %d: %s", id, d))
+		}
+	}
+	return bad
+}
