@@ -98,6 +98,7 @@ type multiRun struct {
 	results  map[string]*resourceResult // by resource, the latest of its runs
 	order    []string                   // resources in the order they were first reported
 	ran      map[string]bool            // resources whose engine ran in this invocation
+	dirty    map[string]bool            // children whose parent wrote rows after their run began
 	stopped  string                     // why the invocation runs no more resources ("" while it may)
 	totals   []checkpoint.MetricsTotals // each resource's metrics after its run
 	hardExit hardExitState
@@ -128,7 +129,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	}
 	defer unlock()
 	m := &multiRun{g: g, ios: ios, jf: jf, store: store, opts: opts, started: started, metrics: metricsFile, log: log,
-		results: map[string]*resourceResult{}, ran: map[string]bool{}}
+		results: map[string]*resourceResult{}, ran: map[string]bool{}, dirty: map[string]bool{}}
 	if g.json {
 		gate := &jsonGate{}
 		g.gate = gate
@@ -173,6 +174,11 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 			return err
 		}
 		unfinished[r.Name] = run != nil
+		if run != nil && r.Job.Parent != nil {
+			if m.dirty[r.Name], err = m.parentWroteSince(ctx, r.Job.Parent.Name, run.StartedAt); err != nil {
+				return err
+			}
+		}
 	}
 	// Round one: the unfinished runs, parents before children.
 	for _, r := range selected {
@@ -188,18 +194,84 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 		}
 		return nil
 	}
-	// Round two: the others in file order, and a child again when its
-	// parent ran in this round.
-	again := map[string]bool{}
-	for _, r := range selected {
-		p := parentOf(r.Job)
-		if m.ran[r.Name] && (p == "" || !again[p]) {
-			continue
+	// Round two: the rest of the cycle in file order, and a child again
+	// when its parent wrote rows after the child's run began (its parent
+	// list was fixed then).
+	k, err := m.cycleStart(ctx, selected)
+	if err != nil {
+		return err
+	}
+	for i, r := range selected {
+		if m.dirty[r.Name] || i >= k && !m.ran[r.Name] {
+			m.runResource(ctx, r, m.opts)
 		}
-		m.runResource(ctx, r, m.opts)
-		again[r.Name] = true
 	}
 	return nil
+}
+
+// cycleStart is the index of the first selected resource that has not
+// begun a run since the current cycle began: the first that never ran, or
+// whose last run began before its predecessor's. 0 when each one's last
+// run began after the one before it (the cycle is over; a new one
+// begins). So invocations cut short by --max-pages or --time-limit go
+// round every resource in turn instead of starting with the first one
+// each time, and a resource that keeps failing holds up no other.
+func (m *multiRun) cycleStart(ctx context.Context, selected []jobfile.Resource) (int, error) {
+	var prev time.Time
+	for i, r := range selected {
+		last, err := m.lastBegun(ctx, r.Job.Name)
+		if err != nil {
+			return 0, err
+		}
+		if last.IsZero() || last.Before(prev) {
+			return i, nil
+		}
+		prev = last
+	}
+	return 0, nil
+}
+
+// lastBegun is when the job's (state name) last run of kind run began,
+// whatever became of it; the zero time when it never ran.
+func (m *multiRun) lastBegun(ctx context.Context, job string) (time.Time, error) {
+	js, err := m.store.Job(ctx, job)
+	if err != nil || js.LastSync == nil {
+		return time.Time{}, err
+	}
+	return js.LastSync.StartedAt, nil
+}
+
+// parentWroteSince reports whether a run of the parent (state name
+// parent) that began after since inserted or updated rows: a child run
+// continued from before it does not know those rows.
+func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
+	runs, err := m.store.Runs(ctx, parent, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.StartedAt.After(since) && r.Inserted+r.Updated > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// wrote notes that resource name's run res ended: a child whose run began
+// before its parent wrote rows must run again; a child's new run (not a
+// continued one) took its parent list now.
+func (m *multiRun) wrote(name string, job *idsync.Job, res *idsync.Result) {
+	if job.Parent != nil && res.RunID != 0 && !res.Resumed {
+		m.dirty[name] = false
+	}
+	if res.Inserted+res.Updated == 0 {
+		return
+	}
+	for _, r := range m.jf.Resources {
+		if parentOf(r.Job) == name {
+			m.dirty[r.Name] = true
+		}
+	}
 }
 
 // parentOf is the resource name of job's parent ("" when it has none).
@@ -237,6 +309,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 		m.totals = append(m.totals, metrics.totals)
 	}
 	m.ran[r.Name] = true
+	m.wrote(r.Name, r.Job, res)
 	code := idsync.ExitCode(err)
 	res.Job, res.ExitCode = m.jf.Name, code
 	if err != nil && res.Error == "" {

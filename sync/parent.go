@@ -181,7 +181,7 @@ func (e *Engine) lastCompletedStart(ctx context.Context) (time.Time, error) {
 	}
 	for _, r := range runs {
 		if r.Kind == KindRun && r.Status == RunCompleted {
-			return r.StartedAt.UTC().Truncate(time.Second), nil
+			return r.StartedAt.UTC().Truncate(time.Millisecond), nil
 		}
 	}
 	return time.Time{}, nil
