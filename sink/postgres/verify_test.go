@@ -1,0 +1,55 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/idemsync/idemsync/sink/sinktest"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// A column altered to a narrower type: values it still holds exactly are
+// unchanged; a value it can no longer hold as written fails the verify
+// page with an error naming the table, column and key (a rewrite would
+// store the rounded or cut value again), and nothing of the page is
+// written.
+func TestVerifyNarrowedColumn(t *testing.T) {
+	for _, tc := range []struct {
+		name, col, alter, using string
+		shown                   string     // the type as the error names it
+		fits, lost              idsync.Row // lost does not fit the narrowed type
+	}{
+		{"numeric scale", "n", "numeric(10,1)", "", "numeric(10,1)",
+			sinktest.Row("a", "12.5", "abc"), sinktest.Row("b", "12.55", "abc")},
+		{"varchar length", "s", "varchar(3)", " USING left(s, 3)", "character varying(3)",
+			sinktest.Row("a", "1", "abc"), sinktest.Row("b", "1", "abcd")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newPostgresBackend(t)
+			s := b.Sink(t)
+			tbl := b.Table("narrow", []string{"id"}, sinktest.Col("id", idsync.TypeText),
+				sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("s", idsync.TypeText))
+			sinktest.MustPrepare(t, s, tbl)
+			sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, tc.fits, tc.lost)
+			b.Exec(t, "ALTER TABLE "+sinktest.QName(tbl)+" ALTER COLUMN "+tc.col+" TYPE "+tc.alter+tc.using)
+			sinktest.MustPrepare(t, s, tbl) // a new run prepares the table again
+			sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 1}, tc.fits)
+			before := b.Read(t, tbl)
+			_, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), []idsync.Row{tc.fits, tc.lost})
+			if idsync.ExitCode(err) != idsync.ExitPermanent {
+				t.Fatalf("verify of a value the column cannot hold: err %v (exit %d), want exit %d", err, idsync.ExitCode(err), idsync.ExitPermanent)
+			}
+			for _, want := range []string{"narrow", `column "` + tc.col + `"`, tc.shown, "id=b"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+			t.Logf("%v; hint: %s", err, idsync.Hint(err))
+			if hint := idsync.Hint(err); !strings.Contains(hint, "ALTER TABLE") {
+				t.Errorf("hint %q does not say how to widen the column", hint)
+			}
+			sinktest.AssertRows(t, b.Read(t, tbl), before)
+		})
+	}
+}
