@@ -17,8 +17,10 @@ import (
 // that a row edited outside idemsync (its hash unchanged) is rewritten.
 // Both sides are in the column's type, compared in its text form: the
 // stored form, so numeric 12.5 differs from 12.50 and jsonb compares as
-// jsonb normalizes it; json, which has no equality, compares as text. It
-// returns "" without t.Verify.
+// jsonb normalizes it; json, which has no equality, compares as text.
+// COLLATE "C" compares the text byte by byte, whatever the column's
+// collation (a nondeterministic one takes 'BOB' for 'Bob'). It returns ""
+// without t.Verify.
 func pgVerifyTerms(t *idsync.Table, target string) string {
 	if !t.Verify {
 		return ""
@@ -26,7 +28,7 @@ func pgVerifyTerms(t *idsync.Table, target string) string {
 	var b strings.Builder
 	for _, c := range t.Columns {
 		if !sqlkit.IsKey(t, c.Name) {
-			fmt.Fprintf(&b, " OR %s.%s::text IS DISTINCT FROM EXCLUDED.%[2]s::text", target, sqlkit.QuoteIdent(c.Name))
+			fmt.Fprintf(&b, ` OR %s.%s::text COLLATE "C" IS DISTINCT FROM EXCLUDED.%[2]s::text`, target, sqlkit.QuoteIdent(c.Name))
 		}
 	}
 	return b.String()

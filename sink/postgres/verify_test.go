@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/sink/sinktest"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -63,20 +64,24 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 	s := b.Sink(t)
 	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", idsync.TypeInteger),
 		sinktest.Col("t", idsync.TypeText), sinktest.Col("i", idsync.TypeInteger), sinktest.Col("n", idsync.TypeNumeric),
-		sinktest.Col("ts", idsync.TypeTimestamp), sinktest.Col("j", idsync.TypeJSON), sinktest.Col("c", idsync.TypeText))
+		sinktest.Col("ts", idsync.TypeTimestamp), sinktest.Col("j", idsync.TypeJSON), sinktest.Col("c", idsync.TypeText),
+		sinktest.Col("ci", idsync.TypeText))
 	tbl.Create = false
+	ci := sqlkit.QuoteIdent(b.Schema) + ".ci"
+	b.Exec(t, "CREATE COLLATION "+ci+" (provider = icu, locale = 'und-u-ks-level2', deterministic = false)")
 	b.Exec(t, "CREATE TABLE "+sinktest.QName(tbl)+` (id integer PRIMARY KEY, t varchar(20), i integer, n numeric(12,2),
-		ts timestamp, j json, c char(4), _idemsync_hash text, _idemsync_synced_at timestamptz)`)
+		ts timestamp, j json, c char(4), ci text COLLATE `+ci+`, _idemsync_hash text, _idemsync_synced_at timestamptz)`)
 	sinktest.MustPrepare(t, s, tbl)
 	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
 	rows := []idsync.Row{
-		sinktest.Row(int64(1), "héllo", int64(7), "12.5", at, `{"b":1,"a":[1,2]}`, "ab"),
-		sinktest.Row(int64(2), "", int64(-7), "-0.01", at.Add(time.Hour), `[]`, "abcd"),
-		sinktest.Row(int64(3), nil, nil, nil, nil, nil, nil),
+		sinktest.Row(int64(1), "héllo", int64(7), "12.5", at, `{"b":1,"a":[1,2]}`, "ab", "Ann"),
+		sinktest.Row(int64(2), "", int64(-7), "-0.01", at.Add(time.Hour), `[]`, "abcd", "Bob"),
+		sinktest.Row(int64(3), nil, nil, nil, nil, nil, nil, nil),
 	}
 	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 3}, rows...)
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 3}, rows...)
 	b.Exec(t, "UPDATE "+sinktest.QName(tbl)+` SET j = '{"a":[1,2],"b":1}' WHERE id = 1`) // json keeps its text
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 1, Unchanged: 2}, rows...)
+	b.Exec(t, "UPDATE "+sinktest.QName(tbl)+` SET ci = 'BOB' WHERE id = 2`)              // equal under the column's collation, not the same
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 2, Unchanged: 1}, rows...)
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 3}, rows...)
 }

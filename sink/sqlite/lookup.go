@@ -15,8 +15,9 @@ import (
 // row with the same hash: the database compares the keys, with the key
 // columns' affinity. With t.Verify the other mapped columns are bound too
 // (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL is NULL,
-// values compare with the column's affinity, and a value of another
-// storage class is not the same).
+// values compare with the column's affinity, text byte by byte whatever
+// the column's collation, and a value of another storage class is not the
+// same).
 func sqliteSameSQL(t *idsync.Table, n int) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
@@ -27,7 +28,7 @@ func sqliteSameSQL(t *idsync.Table, n int) string {
 	if t.Verify {
 		for i, c := range sqliteVerifyColumns(t) {
 			names = append(names, fmt.Sprintf("c%d", i))
-			on = append(on, fmt.Sprintf("%s.%s IS v.c%d", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(c), i))
+			on = append(on, fmt.Sprintf("%s.%s IS v.c%d COLLATE BINARY", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(c), i))
 		}
 	}
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"

@@ -24,8 +24,9 @@ func sqliteVerifyColumns(t *idsync.Table) []string {
 // WHERE adds to the hash comparison: " OR target.c IS NOT next.c" for each
 // column of sqliteVerifyColumns, so that a row edited outside idemsync
 // (its hash unchanged) is rewritten. Both sides are in the column's stored
-// form (excluded holds the value after the column's affinity). It returns
-// "" without t.Verify.
+// form (excluded holds the value after the column's affinity); text
+// compares byte by byte whatever the column's collation (NOCASE would
+// take 'BOB' for 'Bob'). It returns "" without t.Verify.
 func sqliteVerifyTerms(t *idsync.Table, target, next string) string {
 	if !t.Verify {
 		return ""
@@ -33,7 +34,7 @@ func sqliteVerifyTerms(t *idsync.Table, target, next string) string {
 	var b strings.Builder
 	for _, c := range sqliteVerifyColumns(t) {
 		q := sqlkit.QuoteIdent(c)
-		fmt.Fprintf(&b, " OR %s.%s IS NOT %s.%[2]s", target, q, next)
+		fmt.Fprintf(&b, " OR %s.%s IS NOT %s.%[2]s COLLATE BINARY", target, q, next)
 	}
 	return b.String()
 }

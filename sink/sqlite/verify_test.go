@@ -56,21 +56,22 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", idsync.TypeInteger),
 		sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("ts", idsync.TypeTimestamp),
 		sinktest.Col("b", idsync.TypeBoolean), sinktest.Col("j", idsync.TypeJSON),
-		sinktest.Col("s", idsync.TypeText), sinktest.Col("r", idsync.TypeReal))
+		sinktest.Col("s", idsync.TypeText), sinktest.Col("r", idsync.TypeReal), sinktest.Col("ci", idsync.TypeText))
 	tbl.Create = false
 	b.Exec(t, `CREATE TABLE legacy (id INT PRIMARY KEY, n NUMERIC, ts DATETIME, b BOOLEAN, j JSON,
-		s VARCHAR(3), r FLOAT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
+		s VARCHAR(3), r FLOAT, ci TEXT COLLATE NOCASE, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
 	sinktest.MustPrepare(t, s, tbl)
 	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
 	rows := []idsync.Row{
-		sinktest.Row(int64(1), "12.50", at, true, `{"a":1}`, "longer than three", 0.1),
-		sinktest.Row(int64(2), "12345678901234567890.123456789", at, false, `[1,2]`, "12", 1e300),
-		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", -0.0),
-		sinktest.Row(int64(4), nil, nil, nil, nil, nil, nil),
+		sinktest.Row(int64(1), "12.50", at, true, `{"a":1}`, "longer than three", 0.1, "Ann"),
+		sinktest.Row(int64(2), "12345678901234567890.123456789", at, false, `[1,2]`, "12", 1e300, "Bob"),
+		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", -0.0, ""),
+		sinktest.Row(int64(4), nil, nil, nil, nil, nil, nil, nil),
 	}
 	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 4}, rows...)
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 4}, rows...)
 	b.Exec(t, `UPDATE legacy SET n = 12.51 WHERE id = 1`)
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 1, Unchanged: 3}, rows...)
+	b.Exec(t, `UPDATE legacy SET ci = 'BOB' WHERE id = 2`) // equal under the column's NOCASE, not the same
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 2, Unchanged: 2}, rows...)
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 4}, rows...)
 }
