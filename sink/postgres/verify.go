@@ -35,23 +35,32 @@ func pgVerifyTerms(t *idsync.Table, target string) string {
 }
 
 // narrowed returns the columns of t whose type in the table (types) is
-// not the one idemsync gives their column type and may hold less: a
+// not the one idemsync gives their column type and may hold less (a
 // numeric with a scale, a varchar(n), a real for a double, an integer for
-// a bigint. Timestamps without time zone are left out: text input ignores
-// the zone, so their round trip is the session's time zone, not a loss.
+// a bigint), in column order.
 func narrowed(t *idsync.Table, types map[string]string) []int {
 	var out []int
 	for j := range t.Columns {
 		c := &t.Columns[j]
 		typ := types[c.Name]
 		ct := typeOf(c.Type)
-		if typ == "" || typ == ct.binary || typ == ct.decl || sqlkit.IsKey(t, c.Name) ||
-			strings.Contains(typ, "without time zone") {
+		if typ == "" || typ == ct.binary || typ == fitRef(c, typ) || sqlkit.IsKey(t, c.Name) {
 			continue
 		}
 		out = append(out, j)
 	}
 	return out
+}
+
+// fitRef is the type a value of c is compared in to tell whether the
+// column's type typ holds it: the type idemsync creates for c, except for
+// a timestamp without time zone (timestamp(0) too), whose text input
+// ignores the zone: those compare as timestamp without time zone.
+func fitRef(c *idsync.Column, typ string) string {
+	if c.Type == idsync.TypeTimestamp && strings.HasSuffix(typ, "without time zone") {
+		return "timestamp without time zone"
+	}
+	return pgType(c.Type)
 }
 
 // checkFit fails, for a verify upsert, when a value of the page does not
@@ -64,6 +73,7 @@ func narrowed(t *idsync.Table, types map[string]string) []int {
 func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, args []any) error {
 	for _, j := range narrowed(t, types) {
 		c := &t.Columns[j]
+		decl := fitRef(c, types[c.Name])
 		params, names, keys := []string{"$1::text[]"}, []string{"v"}, []string{}
 		qargs := []any{args[j]}
 		for i, k := range t.Key {
@@ -81,7 +91,6 @@ func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *idsync.Tab
 			names = append(names, fmt.Sprintf("k%d", i))
 			keys = append(keys, fmt.Sprintf("u.k%d::text", i))
 		}
-		decl := pgType(c.Type)
 		q := fmt.Sprintf(`SELECT ARRAY[%[1]s], u.v, (u.v::%[2]s)::text FROM unnest(%[3]s) AS u(%[4]s)
 WHERE (u.v::%[2]s)::%[5]s IS DISTINCT FROM u.v::%[5]s LIMIT 1`,
 			strings.Join(keys, ", "), types[c.Name], strings.Join(params, ", "), strings.Join(names, ", "), decl)

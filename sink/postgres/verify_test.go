@@ -17,21 +17,24 @@ import (
 // store the rounded or cut value again), and nothing of the page is
 // written.
 func TestVerifyNarrowedColumn(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name, col, alter, using string
 		shown                   string     // the type as the error names it
 		fits, lost              idsync.Row // lost does not fit the narrowed type
 	}{
 		{"numeric scale", "n", "numeric(10,1)", "", "numeric(10,1)",
-			sinktest.Row("a", "12.5", "abc"), sinktest.Row("b", "12.55", "abc")},
+			sinktest.Row("a", "12.5", "abc", at), sinktest.Row("b", "12.55", "abc", at)},
+		{"timestamp precision", "ts", "timestamp(0)", "", "timestamp(0) without time zone",
+			sinktest.Row("a", "1", "abc", at), sinktest.Row("b", "1", "abc", at.Add(1500*time.Millisecond))},
 		{"varchar length", "s", "varchar(3)", " USING left(s, 3)", "character varying(3)",
-			sinktest.Row("a", "1", "abc"), sinktest.Row("b", "1", "abcd")},
+			sinktest.Row("a", "1", "abc", at), sinktest.Row("b", "1", "abcd", at)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newPostgresBackend(t)
 			s := b.Sink(t)
 			tbl := b.Table("narrow", []string{"id"}, sinktest.Col("id", idsync.TypeText),
-				sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("s", idsync.TypeText))
+				sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("s", idsync.TypeText), sinktest.Col("ts", idsync.TypeTimestamp))
 			sinktest.MustPrepare(t, s, tbl)
 			sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, tc.fits, tc.lost)
 			b.Exec(t, "ALTER TABLE "+sinktest.QName(tbl)+" ALTER COLUMN "+tc.col+" TYPE "+tc.alter+tc.using)
