@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 	rows := []idsync.Row{
 		sinktest.Row(int64(1), "12.50", at, true, `{"a":1}`, "longer than three", 0.1, "Ann"),
 		sinktest.Row(int64(2), "12345678901234567890.123456789", at, false, `[1,2]`, "12", 1e300, "Bob"),
-		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", -0.0, ""),
+		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", math.Copysign(0, -1), ""),
 		sinktest.Row(int64(4), nil, nil, nil, nil, nil, nil, nil),
 	}
 	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 4}, rows...)
