@@ -23,6 +23,7 @@ type runOpts struct {
 	from, to  string
 	metrics   string   // --metrics-file
 	resources []string // --resource
+	verify    bool     // --verify
 }
 
 // newRunCmd builds run, resume and replay: they share everything but how
@@ -36,7 +37,17 @@ func newRunCmd(g *globalOpts, ios *IOStreams, name string) *cobra.Command {
 		c.Short = "Sync: continue the job's unfinished run, or start a new one"
 		c.Long = `Sync the job. If it has an unfinished run (crashed, interrupted, failed or
 partial) it continues from the last committed page; otherwise it starts a new
-run (incremental and hwm jobs from the saved mark minus overlap).`
+run (incremental and hwm jobs from the saved mark minus overlap).
+
+With --verify the run compares the stored mapped columns of every row it
+reads with the values it would write (not only the content hash), and
+rewrites rows changed outside idemsync: a hand-edited value, a column dropped
+and added again, a value stored in another form. They count as updated. A
+completed non-incremental job is read in full by a new run; an incremental
+or hwm job reads only from its saved mark: add --restart, or use
+replay --verify, to check the whole range. On PostgreSQL a value that a
+narrowed column (numeric scale, varchar(n)) can no longer hold as written
+fails the run (exit 1) naming the table, column and key.`
 	case "resume":
 		c.Use = "resume JOB.yaml"
 		c.Short = "Continue the job's unfinished run; exit 5 when there is none"
@@ -51,7 +62,7 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 		if name == idsync.KindReplay && o.from == "" {
 			return &usageError{err: fmt.Errorf("replay needs --from")}
 		}
-		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart}
+		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart, Verify: o.verify}
 		switch name {
 		case "resume":
 			opts.Resume = true
@@ -65,6 +76,7 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
 	f.StringArrayVar(&o.resources, "resource", nil, "run only this resource of the job file (repeatable; replay takes exactly one)")
 	f.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
+	f.BoolVar(&o.verify, "verify", false, "compare every stored column of the rows this invocation reads, not only their content hash, and rewrite rows changed outside idemsync (counted as updated)")
 	if name == idsync.KindRun {
 		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 	}

@@ -16,6 +16,7 @@ type Options struct {
 	From, To  string        // replay range, in the style's terms (To optional)
 	MaxPages  int           // stop cleanly after this many pages (0: no limit)
 	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed, having committed at least one (0: none)
+	Verify    bool          // compare stored mapped columns too and rewrite rows changed outside idemsync (Table.Verify)
 }
 
 // Result is what a run did; it is the --json object of run/resume/replay.
@@ -103,6 +104,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Kind == "" {
 		o.Kind = KindRun
 	}
+	job.Table.Verify = o.Verify
 	res := &Result{Job: job.Name, Kind: o.Kind, Status: RunFailed}
 	unlock, err := e.Store.Lock(ctx, job.Name)
 	if err != nil {

@@ -119,6 +119,24 @@ func TestEngineCommitsPagesInOrder(t *testing.T) {
 	}
 }
 
+// Options.Verify reaches the sink on every page of that run, and only of
+// that run: a later run without it compares hashes again.
+func TestEngineVerifyReachesSink(t *testing.T) {
+	rig := newEngineRig()
+	job := engineJob(t, "", cursorStyle)
+	for _, verify := range []bool{true, false} {
+		rig.sink.verify = nil
+		src := &fakeSource{records: "data", serve: cursorAPI(7, 3)}
+		res, err := rig.engine(job, src).Run(context.Background(), Options{Verify: verify})
+		if err != nil || res.Status != RunCompleted {
+			t.Fatalf("run verify=%v: %+v, %v", verify, res, err)
+		}
+		if want := []bool{verify, verify, verify}; !slices.Equal(rig.sink.verify, want) {
+			t.Errorf("run verify=%v: upserts saw Table.Verify %v, want %v", verify, rig.sink.verify, want)
+		}
+	}
+}
+
 // awaitPage waits until requested is closed: page n was asked for. It gives
 // up after a while, so that an engine that never asks fails the test
 // instead of hanging it.

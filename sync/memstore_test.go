@@ -210,6 +210,7 @@ type memSink struct {
 	rows   map[string]Row
 	trace  *eventLog
 	upsert func(ctx context.Context, rows []Row) error
+	verify []bool // Table.Verify of each upsert
 }
 
 var _ Sink = (*memSink)(nil)
@@ -224,6 +225,7 @@ func (s *memSink) Upsert(ctx context.Context, t *Table, rows []Row) (Counts, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.verify = append(s.verify, t.Verify)
 	var c Counts
 	ids := make([]any, 0, len(rows))
 	for _, r := range rows {

@@ -58,6 +58,12 @@ type Table struct {
 	Columns []Column // mapped columns, key columns included
 	Version string   // optional column guarding against stale writes; "" when unset
 	Create  bool     // create the table and its unique key when missing
+	// Verify makes Upsert compare every stored mapped column, in the form
+	// the database stores it, with the value it would write, besides the
+	// content hash: a row changed outside idemsync (its hash left as it
+	// was) is rewritten and counted as Updated. False (the default)
+	// compares the hash only. The engine sets it for run --verify.
+	Verify bool
 }
 
 // String returns the table name as the user wrote it (schema.table or table).
@@ -117,6 +123,10 @@ type Sink interface {
 	// new keys are inserted, changed rows updated, identical rows left alone.
 	// Among rows sharing a key the last one wins. With t.Version set, a stored
 	// row is only overwritten by a row whose version is >= the stored one.
+	// With t.Verify set, a stored row whose mapped columns differ from the
+	// row's values counts as changed even when its hash is the same, and a
+	// value the column can no longer hold as written fails the page with an
+	// *Error naming the table, column and key.
 	// On error nothing of the page is committed.
 	Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error)
 	// Close releases the connection.

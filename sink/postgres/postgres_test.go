@@ -118,7 +118,8 @@ func TestPostgresWrongPassword(t *testing.T) {
 
 // BenchmarkPostgresUpsert upserts 100,000 records in pages of 1,000 and
 // reports records/s for a first load into an empty table, for an unchanged
-// re-sync of the same records, and for a plain COPY of the same pages into
+// re-sync of the same records (also with Table.Verify, as run --verify
+// compares them), and for a plain COPY of the same pages into
 // an empty table (the floor the sink's COPY + INSERT … ON CONFLICT is
 // measured against).
 func BenchmarkPostgresUpsert(b *testing.B) {
@@ -180,6 +181,21 @@ func BenchmarkPostgresUpsert(b *testing.B) {
 			b.Fatal(err)
 		}
 		load(b, tbl)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if n := load(b, tbl); n.Unchanged != total {
+				b.Fatalf("unchanged %d, want %d", n.Unchanged, total)
+			}
+		}
+		report(b)
+	})
+	b.Run("verify_unchanged", func(b *testing.B) {
+		tbl := newTable("verify_" + sinktest.RandomHex(3))
+		if err := s.Prepare(ctx, tbl); err != nil {
+			b.Fatal(err)
+		}
+		load(b, tbl)
+		tbl = sinktest.Verifying(tbl)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			if n := load(b, tbl); n.Unchanged != total {

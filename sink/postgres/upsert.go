@@ -15,7 +15,8 @@ import (
 // Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
 // page is sent as one array parameter per column and merged with one
 // INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE … WHERE the stored hash
-// differs (and, with t.Version set, the stored version is NULL or not newer),
+// (or, with t.Verify, a stored mapped column: pgVerifyTerms) differs (and,
+// with t.Version set, the stored version is NULL or not newer),
 // RETURNING (xmax = 0) to tell inserts from updates. Keys PostgreSQL deems
 // equal ("1.0" and "1" in a numeric key) count as duplicates, so a page
 // never fails with "cannot affect row a second time". Rows not inserted or
@@ -60,6 +61,11 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	args, err := mergeArgs(op, t, kept, data, types)
 	if err != nil {
 		return n, err
+	}
+	if t.Verify {
+		if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
+			return n, err
+		}
 	}
 	if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
 		return idsync.Counts{}, err
@@ -188,7 +194,7 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	names = append(names, "h")
 	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
 	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
-	where := fmt.Sprintf("%s.%s IS DISTINCT FROM EXCLUDED.%[2]s", target, hash)
+	where := fmt.Sprintf("(%s.%s IS DISTINCT FROM EXCLUDED.%[2]s%s)", target, hash, pgVerifyTerms(t, target))
 	if t.Version != "" {
 		v := sqlkit.QuoteIdent(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)

@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkSQLiteUpsert upserts 100,000 records in pages of 1,000 into an
-// SQLite file and reports records/s for a first load and an unchanged
-// re-sync.
+// SQLite file and reports records/s for a first load, an unchanged
+// re-sync, and an unchanged re-sync with Table.Verify (run --verify).
 func BenchmarkSQLiteUpsert(b *testing.B) {
 	const total, pageSize = 100_000, 1_000
 	ctx := context.Background()
@@ -54,6 +54,21 @@ func BenchmarkSQLiteUpsert(b *testing.B) {
 			b.Fatal(err)
 		}
 		load(b, tbl)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if n := load(b, tbl); n.Unchanged != total {
+				b.Fatalf("unchanged %d, want %d", n.Unchanged, total)
+			}
+		}
+		b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	})
+	b.Run("verify_unchanged", func(b *testing.B) {
+		tbl := sinktest.BenchTable("", "verify_unchanged")
+		if err := s.Prepare(ctx, tbl); err != nil {
+			b.Fatal(err)
+		}
+		load(b, tbl)
+		tbl = sinktest.Verifying(tbl)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			if n := load(b, tbl); n.Unchanged != total {

@@ -11,14 +11,25 @@ import (
 )
 
 // sqliteSameSQL returns the query that finds, among n rows bound as
-// (position, hash, key…), those whose key names a stored row with the same
-// hash: the database compares the keys, with the key columns' affinity.
+// (position, hash, key…[, other column…]), those whose key names a stored
+// row with the same hash: the database compares the keys, with the key
+// columns' affinity. With t.Verify the other mapped columns are bound too
+// (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL is NULL,
+// values compare with the column's affinity, text byte by byte whatever
+// the column's collation, and a value of another storage class is not the
+// same).
 func sqliteSameSQL(t *idsync.Table, n int) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
 	for i, k := range t.Key {
 		names = append(names, fmt.Sprintf("k%d", i))
 		on = append(on, fmt.Sprintf("%s.%s = v.k%d", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(k), i))
+	}
+	if t.Verify {
+		for i, c := range sqliteVerifyColumns(t) {
+			names = append(names, fmt.Sprintf("c%d", i))
+			on = append(on, fmt.Sprintf("%s.%s IS v.c%d COLLATE BINARY", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(c), i))
+		}
 	}
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
 	return fmt.Sprintf("WITH v(%s) AS (VALUES %s) SELECT v.p FROM v JOIN %s ON %s",
@@ -30,13 +41,16 @@ func sqliteSameSQL(t *idsync.Table, n int) string {
 // (same key, as the database compares keys) has the same hash.
 func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsync.Row, all [][]any, kept []int) (map[int]bool, error) {
 	same := map[int]bool{}
-	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)))
+	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)+len(st.verifyIdx)))
 	for start := 0; start < len(kept); start += st.sameBatch {
 		batch := kept[start:min(start+st.sameBatch, len(kept))]
 		args = args[:0]
 		for _, ri := range batch {
 			args = append(args, int64(ri), rows[ri].Hash)
 			for _, i := range st.keyIdx {
+				args = append(args, all[ri][i])
+			}
+			for _, i := range st.verifyIdx {
 				args = append(args, all[ri][i])
 			}
 		}

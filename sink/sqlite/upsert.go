@@ -55,6 +55,7 @@ type sqliteStmts struct {
 	sameBatch      int                 // rows per full unchanged-rows query
 	keyAff         []string            // affinity of each key column, as t.Key
 	keyIdx         []int               // index in t.Columns of each key column
+	verifyIdx      []int               // with t.Verify, index in t.Columns of each other column; see sqliteSameSQL
 	sql            func(int) [2]string // insert and upsert statements for n rows
 	sameSQL        func(int) string    // unchanged-rows query for n rows
 }
@@ -82,7 +83,7 @@ func (st *sqliteStmts) close() {
 // (which may add columns) drops them.
 func (s *Sink) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
 	var sig strings.Builder
-	fmt.Fprintf(&sig, "%q %q %q", t.Name, t.Key, t.Version)
+	fmt.Fprintf(&sig, "%q %q %q %t", t.Name, t.Key, t.Version, t.Verify)
 	for _, c := range t.Columns {
 		fmt.Fprintf(&sig, " %q", c.Name)
 	}
@@ -129,7 +130,8 @@ func (s *Sink) prepareSame(ctx context.Context, st *sqliteStmts, n int) error {
 //
 //	insert: INSERT … VALUES … ON CONFLICT (key) DO NOTHING
 //	upsert: INSERT … VALUES … ON CONFLICT (key) DO UPDATE SET …
-//	        WHERE the stored hash differs [and the version guard allows]
+//	        WHERE the stored hash [or, with t.Verify, a stored mapped
+//	        column] differs [and the version guard allows]
 //
 // Both let the database decide which stored row a key names.
 func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
@@ -151,10 +153,17 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 		return nil, err
 	}
 	st := &sqliteStmts{
-		batch:     max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
-		sameBatch: max(1, min(sameBatch, 32000/(len(t.Key)+2))),
-		same:      map[int]*sql.Stmt{},
+		batch: max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
+		same:  map[int]*sql.Stmt{},
 	}
+	if t.Verify {
+		for i, c := range t.Columns {
+			if !sqlkit.IsKey(t, c.Name) {
+				st.verifyIdx = append(st.verifyIdx, i)
+			}
+		}
+	}
+	st.sameBatch = max(1, min(sameBatch, 32000/(len(t.Key)+len(st.verifyIdx)+2)))
 	for _, k := range t.Key {
 		for i, c := range t.Columns {
 			if c.Name != k {
@@ -193,7 +202,7 @@ func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
 	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
 		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
 		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
-	where := fmt.Sprintf("%s.%s IS NOT excluded.%[2]s", target, hash)
+	where := fmt.Sprintf("(%s.%s IS NOT excluded.%[2]s%s)", target, hash, sqliteVerifyTerms(t, target, "excluded"))
 	if t.Version != "" {
 		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+)
+
+// pgVerifyTerms returns, with t.Verify set, the terms the merge's WHERE
+// adds to the hash comparison: " OR target.c::text IS DISTINCT FROM
+// EXCLUDED.c::text" for each mapped column that is not a key column, so
+// that a row edited outside idemsync (its hash unchanged) is rewritten.
+// Both sides are in the column's type, compared in its text form: the
+// stored form, so numeric 12.5 differs from 12.50 and jsonb compares as
+// jsonb normalizes it; json, which has no equality, compares as text.
+// COLLATE "C" compares the text byte by byte, whatever the column's
+// collation (a nondeterministic one takes 'BOB' for 'Bob'). It returns ""
+// without t.Verify.
+func pgVerifyTerms(t *idsync.Table, target string) string {
+	if !t.Verify {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range t.Columns {
+		if !sqlkit.IsKey(t, c.Name) {
+			fmt.Fprintf(&b, ` OR %s.%s::text COLLATE "C" IS DISTINCT FROM EXCLUDED.%[2]s::text`, target, sqlkit.QuoteIdent(c.Name))
+		}
+	}
+	return b.String()
+}
+
+// narrowed returns the columns of t whose type in the table (types) is
+// not the one idemsync gives their column type and may hold less (a
+// numeric with a scale, a varchar(n), a real for a double, an integer for
+// a bigint), in column order.
+func narrowed(t *idsync.Table, types map[string]string) []int {
+	var out []int
+	for j := range t.Columns {
+		c := &t.Columns[j]
+		typ := types[c.Name]
+		ct := typeOf(c.Type)
+		if typ == "" || typ == ct.binary || typ == fitRef(c, typ) || sqlkit.IsKey(t, c.Name) {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// fitRef is the type a value of c is compared in to tell whether the
+// column's type typ holds it: the type idemsync creates for c, except for
+// a timestamp without time zone (timestamp(0) too), whose text input
+// ignores the zone: those compare as timestamp without time zone.
+func fitRef(c *idsync.Column, typ string) string {
+	if c.Type == idsync.TypeTimestamp && strings.HasSuffix(typ, "without time zone") {
+		return "timestamp without time zone"
+	}
+	return pgType(c.Type)
+}
+
+// checkFit fails, for a verify upsert, when a value of the page does not
+// survive its column's type: cast to the column's type and back to the
+// type idemsync gives it, it is no longer the same value (a numeric
+// rounded to a narrower scale, text cut to a varchar(n)). Writing it again
+// would store the altered value and report the row as verified; instead
+// the page fails with ExitPermanent naming the table, column and key, with
+// a hint to widen the column. args are mergeArgs' parameters.
+func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, args []any) error {
+	for _, j := range narrowed(t, types) {
+		c := &t.Columns[j]
+		decl := fitRef(c, types[c.Name])
+		params, names, keys := []string{"$1::text[]"}, []string{"v"}, []string{}
+		qargs := []any{args[j]}
+		for i, k := range t.Key {
+			kj := keyIndex(t, k)
+			typ := types[k]
+			if typ == "" {
+				typ = pgType(t.Columns[kj].Type)
+			}
+			cast := "text"
+			if binaryParam(&t.Columns[kj], types) {
+				cast = typ
+			}
+			qargs = append(qargs, args[kj])
+			params = append(params, fmt.Sprintf("$%d::%s[]", len(qargs), cast))
+			names = append(names, fmt.Sprintf("k%d", i))
+			keys = append(keys, fmt.Sprintf("u.k%d::text", i))
+		}
+		q := fmt.Sprintf(`SELECT ARRAY[%[1]s], u.v, (u.v::%[2]s)::text FROM unnest(%[3]s) AS u(%[4]s)
+WHERE (u.v::%[2]s)::%[5]s IS DISTINCT FROM u.v::%[5]s LIMIT 1`,
+			strings.Join(keys, ", "), types[c.Name], strings.Join(params, ", "), strings.Join(names, ", "), decl)
+		var key []*string
+		var value, held string
+		err := tx.QueryRow(ctx, q, qargs...).Scan(&key, &value, &held)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			continue
+		case err != nil:
+			return p.dbError(op, err)
+		}
+		return &idsync.Error{Code: idsync.ExitPermanent,
+			Msg: fmt.Sprintf("%s: verify: column %q (%s) cannot hold %q as written (record with key %s): it would hold %q",
+				op, c.Name, types[c.Name], clip(value), keyText(t.Key, key), clip(held)),
+			Hint: fmt.Sprintf("widen the column (ALTER TABLE %s ALTER COLUMN %s TYPE %s) and run again", sqlkit.QuoteTable(t), sqlkit.QuoteIdent(c.Name), decl),
+		}
+	}
+	return nil
+}
+
+// clip shortens a value quoted in a message to 80 bytes or so.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:77], "") + "..."
+}
+
+// keyText renders a key as name=value pairs ("id=7, tenant=a").
+func keyText(names []string, vals []*string) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		v := "NULL"
+		if i < len(vals) && vals[i] != nil {
+			v = *vals[i]
+		}
+		parts[i] = n + "=" + v
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keyIndex returns the index in t.Columns of the column named name, or -1.
+func keyIndex(t *idsync.Table, name string) int {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
