@@ -173,6 +173,9 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 		return err
 	}
 	rs.pos = pos
+	if job.Parent != nil && len(info.Parents) == 0 {
+		rs.pos = Position{End: true, Parent: noParents}
+	}
 	if from != nil {
 		info.From, info.To = o.From, o.To
 	}

@@ -78,6 +78,10 @@ type ParentStore interface {
 	RunParents(ctx context.Context, runID int64) ([]string, error)
 }
 
+// noParents is Position.Parent of a child run without parent rows: it
+// completes as it starts.
+const noParents = "-"
+
 // parentRef matches {parent.COL} in a child's source.
 var parentRef = regexp.MustCompile(`\{parent\.([^{}]*)\}`)
 
@@ -170,10 +174,11 @@ func (e *Engine) parentSnapshot(ctx context.Context, o Options, sink Sink, fresh
 }
 
 // lastCompletedStart is the start of the child's last completed run of
-// kind run, rounded down to the second (the zero time when none): parent
-// rows written since then are the ones parent_rows: changed walks. The
-// rounding may walk a parent written in the same second again, never
-// miss one.
+// kind run, rounded down to the millisecond (the zero time when none):
+// parent rows written since then are the ones parent_rows: changed walks.
+// Both times come from the process clock; the rounding covers the
+// databases' coarser time comparisons (SQLite's julianday), so it may walk
+// a parent written in the same millisecond again, never miss one.
 func (e *Engine) lastCompletedStart(ctx context.Context) (time.Time, error) {
 	runs, err := e.Store.Runs(ctx, e.Job.Name, 0)
 	if err != nil {
@@ -181,7 +186,7 @@ func (e *Engine) lastCompletedStart(ctx context.Context) (time.Time, error) {
 	}
 	for _, r := range runs {
 		if r.Kind == KindRun && r.Status == RunCompleted {
-			return r.StartedAt.UTC().Truncate(time.Second), nil
+			return r.StartedAt.UTC().Truncate(time.Millisecond), nil
 		}
 	}
 	return time.Time{}, nil
@@ -259,7 +264,6 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 		if err := e.Store.FinishRun(context.WithoutCancel(ctx), rs.info.ID, RunCompleted, "", ""); err != nil {
 			return RunFailed, err
 		}
-		rs.pos = Position{End: true}
 		log.Info("no parent rows to walk", "parent", e.Job.Parent.Resource, "parent_rows", e.Job.Parent.Rows)
 		return RunCompleted, nil
 	}
@@ -292,7 +296,7 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *Run
 		return err
 	}
 	info.Parents = parents
-	if parents == nil {
+	if len(parents) == 0 {
 		info.Parents = []string{}
 	}
 	if o.Kind == KindReplay {

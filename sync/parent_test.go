@@ -204,8 +204,8 @@ func TestFanOutZeroParents(t *testing.T) {
 	if err != nil || res.Status != RunCompleted || res.Pages != 0 || len(src.requests()) != 0 {
 		t.Fatalf("run: %+v, %v, requests %q; want completed with 0 pages", res, err, src.requests())
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted {
-		t.Errorf("run %+v: want completed", run)
+	if run := rig.store.lastRun(); run.Status != RunCompleted || res.Checkpoint != "no parent rows (end)" {
+		t.Errorf("run %+v, checkpoint %q: want completed, no parent rows (end)", run, res.Checkpoint)
 	}
 }
 

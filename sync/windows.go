@@ -109,7 +109,11 @@ func (e *Engine) windowStart(k int) Position {
 // next page, the others in Fly; End once every window completed.
 func (w *windowRun) checkpoint() Position {
 	if w.low >= len(w.wins) {
-		return Position{Win: len(w.wins) - 1, End: true}
+		p := Position{Win: len(w.wins) - 1, End: true}
+		if w.label != nil {
+			p.Parent = w.label(p.Win)
+		}
+		return p
 	}
 	p, ok := w.pos[w.low]
 	if !ok { // the lowest window is not started yet: its first page
