@@ -304,3 +304,34 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *Run
 	}
 	return nil
 }
+
+// runParents reads a continued child run's parent snapshot and checks it
+// holds every parent column the job uses.
+func (e *Engine) runParents(ctx context.Context, runID int64) ([]string, error) {
+	ps, ok := e.Store.(ParentStore)
+	if !ok {
+		return nil, Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
+	}
+	parents, err := ps.RunParents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return parents, e.snapshotHolds(parents)
+}
+
+// snapshotHolds checks that a continued child run's snapshot holds every
+// parent column the job uses now: a {parent: COL} column added to the
+// mapping since the run started (the mapping is not part of the walk)
+// would otherwise be written NULL.
+func (e *Engine) snapshotHolds(parents []string) error {
+	if len(parents) == 0 {
+		return nil
+	}
+	row := gjson.Parse(parents[0])
+	for _, c := range e.Job.parentCols() {
+		if !row.Get(EscapePath(c)).Exists() {
+			return Errorf(ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
+		}
+	}
+	return nil
+}

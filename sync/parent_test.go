@@ -499,3 +499,23 @@ func TestFanOutConcurrent(t *testing.T) {
 		t.Errorf("run %+v", run)
 	}
 }
+
+// A continued run whose snapshot lacks a parent column the job uses now
+// (added to the mapping since it started) fails asking for --restart
+// instead of writing the column NULL.
+func TestFanOutSnapshotLacksColumn(t *testing.T) {
+	rig, fs := newFanRig(1, 2)
+	job := childJob(t, "", "", 1)
+	serve := itemsAPI(map[string]int{"1": 1, "2": 1})
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	job.Table.Columns = append(job.Table.Columns, Column{Name: "code", Type: TypeText, Parent: "code"})
+	_, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--restart") {
+		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, ExitUsage)
+	}
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
+		t.Fatalf("--restart: %+v, %v", res, err)
+	}
+}
