@@ -8,7 +8,7 @@ import (
 )
 
 // docBlocks returns the YAML blocks of a doc page that hold a top-level
-// source: (the job file examples), with their line numbers.
+// source: or resources: (the job file examples), with their line numbers.
 func docBlocks(t *testing.T, path string) map[int]string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -26,7 +26,7 @@ func docBlocks(t *testing.T, path string) map[int]string {
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 			b.WriteString(lines[i] + "\n")
 		}
-		if regexp.MustCompile(`(?m)^source:`).MatchString(b.String()) {
+		if regexp.MustCompile(`(?m)^(source|resources):`).MatchString(b.String()) {
 			out[start] = b.String()
 		}
 	}
@@ -41,6 +41,13 @@ func TestDocExamplesLoad(t *testing.T) {
 	for _, page := range []string{"../docs/job-file.md", "../docs/pagination.md", "../README.md"} {
 		for line, block := range docBlocks(t, page) {
 			spec := block
+			if regexp.MustCompile(`(?m)^resources:`).MatchString(spec) {
+				if _, err := LoadResources([]byte(spec), "/jobs/example.yaml", anyVar); err != nil {
+					t.Errorf("%s:%d: the example does not load: %v\n%s", page, line, err, block)
+				}
+				n++
+				continue
+			}
 			if !regexp.MustCompile(`(?m)^name:`).MatchString(spec) {
 				spec = "name: example\n" + spec
 			}

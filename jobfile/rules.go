@@ -154,6 +154,8 @@ var rules = map[string]Rule{
 		Examples: []any{[]any{"id"}}},
 	"target.columns":        {Doc: "Column name → GJSON path, or {path, type}. Omitted: one column per top-level field, types inferred, new fields add columns."},
 	"target.columns.*.path": {Doc: "GJSON path of the value in each record. Defaults to the column name."},
+	"target.columns.*.parent": {Doc: "In a child resource (parent:): the parent table's column whose value the column takes, instead of a path; " +
+		"its type defaults to the parent column's."},
 	"target.columns.*.type": {Default: string(idsync.TypeText), Enum: columnTypes(), Doc: strings.Join(columnTypes(), " | ") + "."},
 	"target.create":         {Fill: true, Doc: "Create the table and its unique key when missing.", Default: true},
 	"target.on_bad_record": {Fill: true, Enum: []string{"fail", "skip"}, Doc: "fail: a bad record fails its page. skip: it goes to the dead letters and the rest of the page is written.",

@@ -250,6 +250,7 @@ func columns() *Schema {
 		Properties: &Properties{
 			{Name: "path", Schema: &Schema{Type: "string", Description: rules["target.columns.*.path"].Doc}},
 			{Name: "type", Schema: columnType()},
+			{Name: "parent", Schema: &Schema{Type: "string", Description: rules["target.columns.*.parent"].Doc}},
 		},
 	}
 	col.Properties.Get("type").Description = rules["target.columns.*.type"].Doc
