@@ -125,6 +125,7 @@ func Job() *Schema {
 			Description: "A ${VAR} or ${VAR:-default} reference, expanded from the environment before the value is checked."}},
 	}
 	addPaginationRules(root.Properties.Get("pagination"))
+	g.addResources(root)
 	return root
 }
 
