@@ -154,7 +154,7 @@ var rules = map[string]Rule{
 		Examples: []any{[]any{"id"}}},
 	"target.columns":        {Doc: "Column name → GJSON path, or {path, type}. Omitted: one column per top-level field, types inferred, new fields add columns."},
 	"target.columns.*.path": {Doc: "GJSON path of the value in each record. Defaults to the column name."},
-	"defaults": {Doc: "In a file with resources: job keys deep-merged under every resource (the resource's own keys win; lists are replaced)."},
+	"defaults":              {Doc: "In a file with resources: job keys deep-merged under every resource (the resource's own keys win; lists are replaced)."},
 	"resources": {Doc: "Several endpoints in one file, run in file order (parents before children); each has a name and any job key but name, state and retention. " +
 		"Reference: docs/job-file.md, \"Several resources in one file\"."},
 	"source.base_url": {Doc: "Joined with source.path (one /) in place of source.url; usually set in defaults."},
