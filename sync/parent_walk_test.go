@@ -253,6 +253,7 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
+	job = childJob(t, "", "", 1) // the first run's pipeline may still read the old job
 	job.Table.Columns = append(job.Table.Columns, Column{Name: "code", Type: TypeText, Parent: "code"})
 	_, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--restart") {
