@@ -268,3 +268,26 @@ func TestFanOutChangedAfterFailedRun(t *testing.T) {
 		t.Errorf("third run requested %v: want both parents written since the last completed run", got)
 	}
 }
+
+// A child's walk includes its parent, parent_rows and the parent's table
+// and key; fanout_concurrency is not part of it.
+func TestFanOutIdentity(t *testing.T) {
+	base := childJob(t, "", "", 1).Identity()
+	if base["parent"] != "shop.orders" || base["parent.table"] != "orders" || base["parent.key"] != "id" || base["parent.rows"] != "" {
+		t.Errorf("identity %v", base)
+	}
+	for name, change := range map[string]func(j *Job){
+		"rows":  func(j *Job) { j.Parent.Rows = ParentRowsAll },
+		"table": func(j *Job) { j.Parent.Table.Name = "orders2" },
+		"key":   func(j *Job) { j.Parent.Table.Key = []string{"id", "code"} },
+	} {
+		j := childJob(t, "", "", 1)
+		change(j)
+		if c := j.Identity().Changes(base); len(c) == 0 {
+			t.Errorf("%s: no change in the walk", name)
+		}
+	}
+	if c := childJob(t, "", "", 8).Identity().Changes(base); len(c) != 0 {
+		t.Errorf("fanout_concurrency changed the walk: %v", c)
+	}
+}
