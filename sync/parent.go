@@ -280,7 +280,11 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 		return
 	}
 	name := "parent " + e.Job.Parent.Resource + " " + e.parentDesc(win.Parent)
-	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: name + ": " + e.Job.Secrets.Redact(fp.err.Error()), Raw: win.Parent}}
+	reason := e.Job.Secrets.Redact(fp.err.Error())
+	if !strings.Contains(reason, name) {
+		reason = name + ": " + reason
+	}
+	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: win.Parent}}
 	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
 	fp.next = Position{End: true}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -265,7 +266,10 @@ func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name f
 		if ctx.Err() != nil {
 			return wp, RunInterrupted, nil
 		}
-		return wp, RunFailed, fmt.Errorf("%s: %w", name(wp.k), wp.fp.err)
+		if n := name(wp.k); !strings.Contains(wp.fp.err.Error(), n) { // a page's error names its parent already
+			return wp, RunFailed, fmt.Errorf("%s: %w", n, wp.fp.err)
+		}
+		return wp, RunFailed, wp.fp.err
 	}
 	return wp, "", nil
 }
