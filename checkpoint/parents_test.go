@@ -50,3 +50,32 @@ func TestRunParents(t *testing.T) {
 		t.Errorf("snapshot of the kept run: %q, %v", got, err)
 	}
 }
+
+// 0008 ships beside a 0007 numbered in parallel: a state file migrated
+// by this build (8 applied, 7 unknown) gets 7 from a build that has both.
+func TestMigration0008BeforeParallel0007(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latestVersion(ms) != 8 {
+		t.Fatalf("latest migration %d, want 8", latestVersion(ms))
+	}
+	if slices.ContainsFunc(ms, func(m migration) bool { return m.version == 7 }) {
+		t.Skip("0007 is in this build: nothing runs side by side")
+	}
+	seven := migration{version: 7, name: "0007_parallel.sql", sql: "CREATE TABLE parallel_seven (x INTEGER) STRICT"}
+	withSeven := append(slices.Clone(ms[:len(ms)-1]), seven, ms[len(ms)-1])
+	if err := s.migrateTo(ctx, withSeven); err != nil {
+		t.Fatalf("migrate with 0007 added: %v", err)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'parallel_seven'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("0007 not applied to a file at version 8: %d, %v", n, err)
+	}
+	if _, err := s.RunParents(ctx, 1); err == nil || !strings.Contains(err.Error(), "no such run") {
+		t.Errorf("run_parents after the migration: %v", err)
+	}
+}

@@ -41,6 +41,13 @@ func TestDocExamplesLoad(t *testing.T) {
 	for _, page := range []string{"../docs/job-file.md", "../docs/pagination.md", "../README.md"} {
 		for line, block := range docBlocks(t, page) {
 			spec := block
+			if regexp.MustCompile(`(?m)^resources:`).MatchString(spec) {
+				if _, err := LoadResources([]byte(spec), "/jobs/example.yaml", anyVar); err != nil {
+					t.Errorf("%s:%d: the example does not load: %v\n%s", page, line, err, block)
+				}
+				n++
+				continue
+			}
 			if !regexp.MustCompile(`(?m)^name:`).MatchString(spec) {
 				spec = "name: example\n" + spec
 			}

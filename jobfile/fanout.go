@@ -114,6 +114,9 @@ func childProblems(job *idsync.Job, prefix string) []string {
 	if job.Pagination.Continue {
 		bad("pagination.continue", "a child resource's walk starts at the first page for each parent")
 	}
+	if err := idsync.CheckParentBody(job.Source.Body); err != nil {
+		bad("source.body", "%v", err)
+	}
 	known := func(col string) bool { return len(par.Table.Columns) == 0 || par.Table.Column(col) != nil }
 	for _, col := range idsync.ParentRefs(&job.Source) {
 		if !known(col) {

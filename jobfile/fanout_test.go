@@ -104,7 +104,9 @@ resources:
 			`incremental: a child resource is walked whole for each parent: parent_rows: changed keeps it incremental`},
 		"other database": {strings.Replace(child(okKeys, okSrc, okCols), "    target: {table: items", "    target: {url: \"sqlite:other.db\", table: items", 1),
 			`target.url: a child resource writes to its parent's database`},
-		"in defaults": {strings.Replace(child(okKeys, okSrc, okCols), "defaults: {", "defaults: {parent: orders, ", 1), `defaults: parent belongs to a resource`},
+		"body not JSON": {child(okKeys, `{url: "https://x/i", method: POST, body: "id={parent.id}"}`, okCols), `source.body: {parent.COL} is only used in a JSON body`},
+		"body key":      {child(okKeys, `{url: "https://x/i", method: POST, body: {"{parent.id}": 1}}`, okCols), `source.body: {parent.COL} is only used in the string values`},
+		"in defaults":   {strings.Replace(child(okKeys, okSrc, okCols), "defaults: {", "defaults: {parent: orders, ", 1), `defaults: parent belongs to a resource`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -154,6 +154,13 @@ var rules = map[string]Rule{
 		Examples: []any{[]any{"id"}}},
 	"target.columns":        {Doc: "Column name → GJSON path, or {path, type}. Omitted: one column per top-level field, types inferred, new fields add columns."},
 	"target.columns.*.path": {Doc: "GJSON path of the value in each record. Defaults to the column name."},
+	"defaults":              {Doc: "In a file with resources: job keys deep-merged under every resource (the resource's own keys win; lists are replaced)."},
+	"resources": {Doc: "Several endpoints in one file, run in file order (parents before children); each has a name and any job key but name, state and retention. " +
+		"Reference: docs/job-file.md, \"Several resources in one file\"."},
+	"source.base_url": {Doc: "Joined with source.path (one /) in place of source.url; usually set in defaults."},
+	"source.path":     {Doc: "Joined to source.base_url in place of source.url; may use {parent.COL} in a child."},
+	"target.columns.*.parent": {Doc: "In a child resource (parent:): the parent table's column whose value the column takes, instead of a path; " +
+		"its type defaults to the parent column's."},
 	"target.columns.*.type": {Default: string(idsync.TypeText), Enum: columnTypes(), Doc: strings.Join(columnTypes(), " | ") + "."},
 	"target.create":         {Fill: true, Doc: "Create the table and its unique key when missing.", Default: true},
 	"target.on_bad_record": {Fill: true, Enum: []string{"fail", "skip"}, Doc: "fail: a bad record fails its page. skip: it goes to the dead letters and the rest of the page is written.",

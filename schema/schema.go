@@ -125,6 +125,7 @@ func Job() *Schema {
 			Description: "A ${VAR} or ${VAR:-default} reference, expanded from the environment before the value is checked."}},
 	}
 	addPaginationRules(root.Properties.Get("pagination"))
+	g.addResources(root)
 	return root
 }
 
@@ -250,6 +251,7 @@ func columns() *Schema {
 		Properties: &Properties{
 			{Name: "path", Schema: &Schema{Type: "string", Description: rules["target.columns.*.path"].Doc}},
 			{Name: "type", Schema: columnType()},
+			{Name: "parent", Schema: &Schema{Type: "string", Description: rules["target.columns.*.parent"].Doc}},
 		},
 	}
 	col.Properties.Get("type").Description = rules["target.columns.*.type"].Doc

@@ -316,7 +316,7 @@ target:
 
 // jobfile/rules.go has no rule for a key that no longer exists.
 func TestRulesHaveNoStaleKeys(t *testing.T) {
-	keys := map[string]bool{"": true, "target.columns.*.path": true, "target.columns.*.type": true, "retry.on_status[]": true}
+	keys := map[string]bool{"": true, "target.columns.*.path": true, "target.columns.*.type": true, "target.columns.*.parent": true, "source.base_url": true, "source.path": true, "retry.on_status[]": true}
 	var walk func(s *Schema, path string)
 	walk = func(s *Schema, path string) {
 		if s == nil || s.Properties == nil {

@@ -173,6 +173,9 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 		return err
 	}
 	rs.pos = pos
+	if job.Parent != nil && len(info.Parents) == 0 {
+		rs.pos = Position{End: true, Parent: noParents}
+	}
 	if from != nil {
 		info.From, info.To = o.From, o.To
 	}
@@ -228,6 +231,12 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 // position, replay bound, loop guard and counts into rs.
 func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cur Identity) error {
 	job := e.Job
+	var err error
+	if job.Parent != nil {
+		if rs.parents, err = e.runParents(ctx, run.ID); err != nil {
+			return err
+		}
+	}
 	if err := e.Store.Reopen(ctx, run.ID); err != nil {
 		return err
 	}
@@ -237,16 +246,6 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 		}
 	}
 	rs.info, rs.resumed = run, true
-	var err error
-	if job.Parent != nil {
-		ps, ok := e.Store.(ParentStore)
-		if !ok {
-			return Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", job.Parent.Resource)
-		}
-		if rs.parents, err = ps.RunParents(ctx, run.ID); err != nil {
-			return err
-		}
-	}
 	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
 		return err
 	}

@@ -78,6 +78,10 @@ type ParentStore interface {
 	RunParents(ctx context.Context, runID int64) ([]string, error)
 }
 
+// noParents is Position.Parent of a child run without parent rows: it
+// completes as it starts.
+const noParents = "-"
+
 // parentRef matches {parent.COL} in a child's source.
 var parentRef = regexp.MustCompile(`\{parent\.([^{}]*)\}`)
 
@@ -170,10 +174,11 @@ func (e *Engine) parentSnapshot(ctx context.Context, o Options, sink Sink, fresh
 }
 
 // lastCompletedStart is the start of the child's last completed run of
-// kind run, rounded down to the second (the zero time when none): parent
-// rows written since then are the ones parent_rows: changed walks. The
-// rounding may walk a parent written in the same second again, never
-// miss one.
+// kind run, rounded down to the millisecond (the zero time when none):
+// parent rows written since then are the ones parent_rows: changed walks.
+// Both times come from the process clock; the rounding covers the
+// databases' coarser time comparisons (SQLite's julianday), so it may walk
+// a parent written in the same millisecond again, never miss one.
 func (e *Engine) lastCompletedStart(ctx context.Context) (time.Time, error) {
 	runs, err := e.Store.Runs(ctx, e.Job.Name, 0)
 	if err != nil {
@@ -259,7 +264,6 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 		if err := e.Store.FinishRun(context.WithoutCancel(ctx), rs.info.ID, RunCompleted, "", ""); err != nil {
 			return RunFailed, err
 		}
-		rs.pos = Position{End: true}
 		log.Info("no parent rows to walk", "parent", e.Job.Parent.Resource, "parent_rows", e.Job.Parent.Rows)
 		return RunCompleted, nil
 	}
@@ -276,7 +280,11 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 		return
 	}
 	name := "parent " + e.Job.Parent.Resource + " " + e.parentDesc(win.Parent)
-	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: name + ": " + e.Job.Secrets.Redact(fp.err.Error()), Raw: win.Parent}}
+	reason := e.Job.Secrets.Redact(fp.err.Error())
+	if !strings.Contains(reason, name) {
+		reason = name + ": " + reason
+	}
+	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: win.Parent}}
 	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
 	fp.next = Position{End: true}
 }
@@ -292,11 +300,42 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *Run
 		return err
 	}
 	info.Parents = parents
-	if parents == nil {
+	if len(parents) == 0 {
 		info.Parents = []string{}
 	}
 	if o.Kind == KindReplay {
 		info.From, info.To = o.From, o.To
+	}
+	return nil
+}
+
+// runParents reads a continued child run's parent snapshot and checks it
+// holds every parent column the job uses.
+func (e *Engine) runParents(ctx context.Context, runID int64) ([]string, error) {
+	ps, ok := e.Store.(ParentStore)
+	if !ok {
+		return nil, Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
+	}
+	parents, err := ps.RunParents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return parents, e.snapshotHolds(parents)
+}
+
+// snapshotHolds checks that a continued child run's snapshot holds every
+// parent column the job uses now: a {parent: COL} column added to the
+// mapping since the run started (the mapping is not part of the walk)
+// would otherwise be written NULL.
+func (e *Engine) snapshotHolds(parents []string) error {
+	if len(parents) == 0 {
+		return nil
+	}
+	row := gjson.Parse(parents[0])
+	for _, c := range e.Job.parentCols() {
+		if !row.Get(EscapePath(c)).Exists() {
+			return Errorf(ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -104,4 +105,22 @@ func bodyStrings(v gjson.Result, path string, f func(path, s string)) {
 	case v.Type == gjson.String:
 		f(path, v.Str)
 	}
+}
+
+// CheckParentBody reports an error when source.body names {parent.COL}
+// where a child's request cannot put the value: in a body that is not
+// JSON, or in a JSON key rather than a string value.
+func CheckParentBody(body BodyText) error {
+	if !hasRef(string(body)) {
+		return nil
+	}
+	if !gjson.Valid(string(body)) {
+		return fmt.Errorf("{parent.COL} is only used in a JSON body (a mapping), in its string values")
+	}
+	n := 0
+	bodyStrings(gjson.Parse(string(body)), "", func(_, s string) { n += len(parentRef.FindAllString(s, -1)) })
+	if n != len(parentRef.FindAllString(string(body), -1)) {
+		return fmt.Errorf("{parent.COL} is only used in the string values of a JSON body, not in its keys")
+	}
+	return nil
 }

@@ -55,6 +55,10 @@ func DecodePosition(s string) (Position, error) {
 func (p Position) Describe(style string, r *Redactor) string {
 	s := styleOf(style).describe(p, r)
 	switch {
+	case p.Parent == noParents:
+		return "no parent rows (end)"
+	case p.Parent != "" && p.End:
+		return fmt.Sprintf("parent %d (%s) (end)", p.Win+1, p.Parent)
 	case p.Parent != "":
 		s = fmt.Sprintf("parent %d (%s), %s", p.Win+1, p.Parent, s)
 	case p.Win > 0 || p.Fly != "":

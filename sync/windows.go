@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -109,7 +110,11 @@ func (e *Engine) windowStart(k int) Position {
 // next page, the others in Fly; End once every window completed.
 func (w *windowRun) checkpoint() Position {
 	if w.low >= len(w.wins) {
-		return Position{Win: len(w.wins) - 1, End: true}
+		p := Position{Win: len(w.wins) - 1, End: true}
+		if w.label != nil {
+			p.Parent = w.label(p.Win)
+		}
+		return p
 	}
 	p, ok := w.pos[w.low]
 	if !ok { // the lowest window is not started yet: its first page
@@ -261,7 +266,10 @@ func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name f
 		if ctx.Err() != nil {
 			return wp, RunInterrupted, nil
 		}
-		return wp, RunFailed, fmt.Errorf("%s: %w", name(wp.k), wp.fp.err)
+		if n := name(wp.k); !strings.Contains(wp.fp.err.Error(), n) { // a page's error names its parent already
+			return wp, RunFailed, fmt.Errorf("%s: %w", n, wp.fp.err)
+		}
+		return wp, RunFailed, wp.fp.err
 	}
 	return wp, "", nil
 }

@@ -1,0 +1,265 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+)
+
+// A run stopped after every page (--max-pages 1) resumes at the exact
+// child page of the exact parent: each resumed run first requests the
+// page its checkpoint names, and the walk ends with every row once.
+func TestFanOutResumesAtTheChildPage(t *testing.T) {
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprint("fanout_concurrency ", conc), func(t *testing.T) {
+			rig, fs := newFanRig(1, 2, 3, 4)
+			serve := itemsAPI(map[string]int{"1": 5, "2": 0, "3": 2, "4": 3})
+			job := childJob(t, "", "", conc)
+			var pages int64
+			for n := 0; ; n++ {
+				if n > 30 {
+					t.Fatal("the walk does not end")
+				}
+				var ckpt RunInfo
+				if n > 0 {
+					ckpt = rig.store.lastRun()
+				}
+				src := &fakeSource{records: "data", serve: serve}
+				res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{MaxPages: 1})
+				if err != nil {
+					t.Fatalf("run %d: %+v, %v", n, res, err)
+				}
+				if ckpt.Unfinished() {
+					checkResumed(t, n, conc, ckpt, src.requests())
+				}
+				if res.Status == RunCompleted {
+					pages = res.Pages
+					break
+				}
+			}
+			want := []string{"1/1", "1/2", "1/3", "1/4", "1/5", "3/1", "3/2", "4/1", "4/2", "4/3"}
+			if got := childRows(rig.sink); !slices.Equal(got, want) {
+				t.Errorf("rows %q, want %q", got, want)
+			}
+			// 1: pages 1-3, 2: 1 empty, 3: pages 1-2 (2 empty), 4: pages 1-2
+			if pages != 8 {
+				t.Errorf("%d pages committed in the run, want 8: no page twice", pages)
+			}
+		})
+	}
+}
+
+// checkResumed checks the requests of a run that continued run: with one
+// parent at a time, the first is the page of the checkpoint; no page before
+// a parent's checkpoint, and none of a completed parent, is requested.
+func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
+	t.Helper()
+	p, err := DecodePosition(run.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := decodeWindows(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oid := func(k int) string {
+		row := run.Parents[k]
+		i := strings.Index(row, `"id":"`)
+		return row[i+6 : i+6+strings.Index(row[i+6:], `"`)]
+	}
+	at := map[string]int64{oid(p.Win): p.Page} // order id → checkpoint page; -1: completed
+	for k, q := range ws.Pos {
+		i, _ := strconv.Atoi(k)
+		at[oid(i)] = q.Page
+	}
+	for _, k := range ws.Done {
+		at[oid(k)] = -1
+	}
+	for k := range p.Win {
+		at[oid(k)] = -1
+	}
+	pageURL := func(o string, page int64) string {
+		return fmt.Sprintf("http://api.test/orders/%s/items?page=%d&per_page=2", o, page)
+	}
+	if conc == 1 && (len(reqs) == 0 || reqs[0] != pageURL(oid(p.Win), p.Page)) {
+		t.Fatalf("run %d requested %q first, want the checkpoint's page %s", n, reqs, pageURL(oid(p.Win), p.Page))
+	}
+	for _, r := range reqs {
+		u, _ := url.Parse(r)
+		o := itemsPath.FindStringSubmatch(u.Path)[1]
+		page, _ := strconv.ParseInt(u.Query().Get("page"), 10, 64)
+		if c, ok := at[o]; ok && (c < 0 || page < c) {
+			t.Errorf("run %d requested %s: before the checkpoint (%d) of parent %s", n, r, c, o)
+		}
+	}
+}
+
+// A 404 for one parent's children fails the run naming the parent under
+// on_bad_record: fail; under skip it is a dead letter naming the parent,
+// and the walk goes on to the next parent.
+func TestFanOutMissingParent(t *testing.T) {
+	serve := itemsAPI(map[string]int{"1": 1, "3": 1}) // 2 is a 404
+	t.Run("fail", func(t *testing.T) {
+		rig, fs := newFanRig(1, 2, 3)
+		res, err := rig.fanEngine(childJob(t, "", "", 1), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
+		if ExitCode(err) != ExitPermanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+			t.Fatalf("run: %+v, %v; want exit 1 naming parent orders id=2 and the 404", res, err)
+		}
+		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1"}) {
+			t.Errorf("rows %q", got)
+		}
+	})
+	t.Run("skip", func(t *testing.T) {
+		rig, fs := newFanRig(1, 2, 3)
+		job := childJob(t, "", "", 1)
+		job.Target.OnBadRecord = "skip"
+		res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
+		if err != nil || res.Status != RunCompleted || res.Skipped != 1 {
+			t.Fatalf("run: %+v, %v; want completed with 1 skipped", res, err)
+		}
+		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1", "3/1"}) {
+			t.Errorf("rows %q", got)
+		}
+		dead, _ := rig.store.DeadLetters(context.Background(), job.Name, 0)
+		if len(dead) != 1 || !strings.Contains(dead[0].Reason, "parent orders id=2") || !strings.Contains(dead[0].Reason, "404") {
+			t.Errorf("dead letters %+v; want one naming parent orders id=2 and the 404", dead)
+		}
+	})
+}
+
+// Parent values are escaped where they land: path-escaped in the path,
+// query-escaped in the URL's query and in source.query, raw in a header.
+func TestFanOutEscapesParentValues(t *testing.T) {
+	rig, fs := newFanRig(1)
+	fs.parents[0].code = "a/b c?&x"
+	job := childJob(t, "url: http://api.test/orders/{parent.code}/items?o={parent.code}", "", 1)
+	job.Source.Query = map[string]QueryValue{"code": {"{parent.code}"}}
+	job.Source.Headers = map[string]string{"X-Code": "{parent.code}"}
+	job.Source.Body = `{"q":{"code":"{parent.code}","n":["id {parent.id}"]}}`
+	var got Request
+	src := &recordingSource{fakeSource: fakeSource{records: "data", serve: func(context.Context, *url.URL) (string, error) { return `{"data":[]}`, nil }}}
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got = src.first
+	if !strings.HasPrefix(got.URL, "http://api.test/orders/a%2Fb%20c%3F&x/items?") {
+		t.Errorf("URL %s: want the code path-escaped", got.URL)
+	}
+	u, _ := url.Parse(got.URL)
+	if q := u.Query(); q.Get("o") != "a/b c?&x" || q.Get("code") != "a/b c?&x" {
+		t.Errorf("query %v: want o and code decoding to the code", q)
+	}
+	if got.Header["X-Code"] != "a/b c?&x" {
+		t.Errorf("header %q", got.Header["X-Code"])
+	}
+	want := []BodyValue{{Path: "q.code", Value: "a/b c?&x"}, {Path: "q.n.0", Value: "id 1"}}
+	if fmt.Sprint(got.Body) != fmt.Sprint(want) {
+		t.Errorf("body values %v, want %v", got.Body, want)
+	}
+}
+
+// recordingSource is a fakeSource that keeps its first request whole.
+type recordingSource struct {
+	fakeSource
+	once  gosync.Once
+	first Request
+}
+
+func (s *recordingSource) Fetch(ctx context.Context, req Request) (*Response, error) {
+	s.once.Do(func() { s.first = req })
+	return s.fakeSource.Fetch(ctx, req)
+}
+
+// A replay walks the children of the parents whose key lies in
+// [--from, --to], and does not move what parent_rows: changed walks next.
+func TestFanOutReplayKeyRange(t *testing.T) {
+	rig, fs := newFanRig(1, 2, 3, 4)
+	serve := itemsAPI(map[string]int{"1": 1, "2": 1, "3": 1, "4": 1})
+	job := childJob(t, "", "", 1)
+	if _, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	fs.touch(4)
+	src := &fakeSource{records: "data", serve: serve}
+	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "2", To: "3"})
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("replay: %+v, %v", res, err)
+	}
+	if got := orderRequests(src); fmt.Sprint(got) != "map[2:2 3:2]" { // a short page, then the empty page that proves it
+		t.Errorf("replay requested %v, want parents 2 and 3", got)
+	}
+	src = &fakeSource{records: "data", serve: serve}
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := orderRequests(src); fmt.Sprint(got) != "map[4:2]" {
+		t.Errorf("run after the replay requested %v, want parent 4 only (written since the last completed run)", got)
+	}
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); ExitCode(err) != ExitUsage {
+		t.Errorf("replay --from x: %v, want exit %d", err, ExitUsage)
+	}
+}
+
+// fanout_concurrency 4 walks several parents at once; every row lands
+// once and the run's pages are those of a walk one parent at a time.
+func TestFanOutConcurrent(t *testing.T) {
+	var ids []int
+	counts := map[string]int{}
+	for i := 1; i <= 20; i++ {
+		ids = append(ids, i)
+		counts[strconv.Itoa(i)] = i % 5
+	}
+	rig, fs := newFanRig(ids...)
+	var mu gosync.Mutex
+	inFlight, most := 0, 0
+	base := itemsAPI(counts)
+	serve := func(ctx context.Context, u *url.URL) (string, error) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		return base(ctx, u)
+	}
+	res, err := rig.fanEngine(childJob(t, "", "", 4), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if n := rig.sink.count(); n != 40 || res.Records != 40 {
+		t.Errorf("%d rows, %d records; want 40", n, res.Records)
+	}
+	if most < 2 || most > 4 {
+		t.Errorf("at most %d requests in flight, want 2 to 4", most)
+	}
+	if run := rig.store.lastRun(); run.Status != RunCompleted || !strings.Contains(run.Checkpoint, `"end":true`) {
+		t.Errorf("run %+v", run)
+	}
+}
+
+// A continued run whose snapshot lacks a parent column the job uses now
+// (added to the mapping since it started) fails asking for --restart
+// instead of writing the column NULL.
+func TestFanOutSnapshotLacksColumn(t *testing.T) {
+	rig, fs := newFanRig(1, 2)
+	job := childJob(t, "", "", 1)
+	serve := itemsAPI(map[string]int{"1": 1, "2": 1})
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
+		t.Fatalf("first run: %+v, %v", res, err)
+	}
+	job = childJob(t, "", "", 1) // the first run's pipeline may still read the old job
+	job.Table.Columns = append(job.Table.Columns, Column{Name: "code", Type: TypeText, Parent: "code"})
+	_, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--restart") {
+		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, ExitUsage)
+	}
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
+		t.Fatalf("--restart: %+v, %v", res, err)
+	}
+}
