@@ -51,11 +51,10 @@ func TestDocExamplesLoad(t *testing.T) {
 			if !regexp.MustCompile(`(?m)^name:`).MatchString(spec) {
 				spec = "name: example\n" + spec
 			}
-			multi := regexp.MustCompile(`(?m)^resources:`).MatchString(spec)
-			if !multi && !regexp.MustCompile(`(?m)^target:`).MatchString(spec) {
+			if !regexp.MustCompile(`(?m)^target:`).MatchString(spec) {
 				spec += "target: {url: sqlite:out.db, table: t, key: [id]}\n"
 			}
-			if _, err := LoadResources([]byte(spec), "/jobs/example.yaml", anyVar); err != nil {
+			if _, err := Load([]byte(spec), "/jobs/example.yaml", anyVar); err != nil {
 				t.Errorf("%s:%d: the example does not load: %v\n%s", page, line, err, block)
 			}
 			n++

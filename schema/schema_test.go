@@ -95,7 +95,12 @@ func TestExamplesValidate(t *testing.T) {
 				t.Errorf("schema: %v", err)
 			}
 			abs, _ := filepath.Abs(f)
-			if _, err := jobfile.Load(data, abs, noEnv); err != nil {
+			// The GitHub example needs a token and an organisation.
+			env := func(k string) (string, bool) {
+				v, ok := map[string]string{"GITHUB_TOKEN": "x", "GITHUB_ORG": "my-org"}[k]
+				return v, ok
+			}
+			if _, err := jobfile.LoadResources(data, abs, env); err != nil {
 				t.Errorf("loader: %v", err)
 			}
 		})
