@@ -214,32 +214,47 @@ func TestResourcesAggregateJSON(t *testing.T) {
 }
 
 // --max-pages counts the pages of the whole invocation, over all its
-// resources; invocations of N pages each finish the job.
+// resources; the next run continues the unfinished resource run where the
+// last slice stopped.
 func TestResourcesMaxPagesWholeInvocation(t *testing.T) {
 	s, url := startShop(t, fakeapi.ShopOptions{Parents: 20, MaxChildren: 9, Seed: 8})
 	tgt, dir := sqliteTarget(), t.TempDir()
-	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url, customers: true}.yaml())
-	for i := 1; ; i++ {
-		if i > 200 {
-			t.Fatal("no completion after 200 invocations of --max-pages 3")
-		}
-		j := runJob(t, dir, 0, "run", job, "--max-pages", "3")
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	// orders has 3 pages (7, 7, 6), order_items dozens: the first slice of
+	// 4 is all of orders and the first page of items (order 1's, empty);
+	// three slices stop short of the end.
+	var last jobRunJSON
+	for i := 1; i <= 3; i++ {
+		last = runJob(t, dir, 0, "run", job, "--max-pages", "4")
 		pages := int64(0)
-		for _, r := range j.Resources {
+		for _, r := range last.Resources {
 			pages += r.Pages
 		}
-		if pages > 3 {
-			t.Fatalf("invocation %d committed %d pages with --max-pages 3: %+v", i, pages, j.Resources)
+		if pages != 4 || last.Status == "completed" {
+			t.Fatalf("slice %d: %d pages, status %q; want 4 pages and not completed: %+v", i, pages, last.Status, last.Resources)
 		}
-		if i == 1 && (pages != 3 || j.Status == "completed") {
-			t.Fatalf("first invocation: %d pages, status %q; want 3 pages and not completed", pages, j.Status)
-		}
-		if j.Status == "completed" {
-			t.Logf("completed after %d invocations", i)
-			break
+		if i == 1 {
+			if o := last.resource(t, "orders"); o.Pages != 3 || o.Status != "completed" {
+				t.Errorf("slice 1: orders %+v, want its 3 pages, completed", o.runJSON)
+			}
 		}
 	}
-	assertShop(t, tgt, dir, s, true)
+	items := last.resource(t, "order_items")
+	if items.Pages == 0 || items.Status == "completed" {
+		t.Fatalf("order_items after three slices: %+v", items.runJSON)
+	}
+	s.ResetCounters()
+	j := runJob(t, dir, 0, "run", job)
+	if r := j.resource(t, "order_items"); r.RunID != items.RunID || r.Status != "completed" {
+		t.Errorf("order_items: run %d %s, want run %d continued to the end", r.RunID, r.Status, items.RunID)
+	}
+	if n := s.ChildRequests(1); n != 0 {
+		t.Errorf("the children of order 1, walked in the first slice, were fetched %d times again", n)
+	}
+	if j.Status != "completed" {
+		t.Errorf("job %s after a run without --max-pages", j.Status)
+	}
+	assertShop(t, tgt, dir, s, false)
 }
 
 // Adding a resource to the file (here in front of the others) leaves the
@@ -312,32 +327,35 @@ func TestAddingAResourceKeepsAnUnfinishedRun(t *testing.T) {
 
 // The job's exit code is the most severe of its resources' (2 > 1 > 3 >
 // 130 > 0): a transient failure of one resource while the others complete
-// is 3; a child's permanent failure next to it is 1.
+// is 3; a child's permanent failure next to it is 1. The failing customers
+// resource comes last in the file, so every failure below happens whether
+// or not the runner goes on after a failed resource.
 func TestResourcesMostSevereExitCode(t *testing.T) {
-	s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11})
-	dir := t.TempDir()
-	spec := shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}
-	// customers last, so that whatever the runner does after a failure,
-	// the failures below all happen.
-	job := writeJob(t, dir, "job.yaml", severityJob(spec))
-
-	s.SetFailing("/customers", 503)
-	j := runJob(t, dir, 3, "run", job)
-	if j.Status == "completed" || j.resource(t, "customers").Status != "failed" {
-		t.Errorf("with customers failing: %+v", j)
-	}
-	for _, n := range []string{"orders", "order_items"} {
-		if r := j.resource(t, n); r.Status != "completed" {
-			t.Errorf("resource %s: %s, want completed next to a failing resource", n, r.Status)
+	t.Run("3", func(t *testing.T) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", severityJob(shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}))
+		s.SetFailing("/customers", 503)
+		j := runJob(t, dir, 3, "run", job)
+		if j.Status == "completed" || j.resource(t, "customers").Status != "failed" {
+			t.Errorf("with customers failing: %+v", j)
 		}
-	}
-
-	s.SetNotFound(4, true)
-	s.TouchParent(4)
-	j = runJob(t, dir, 1, "run", job)
-	if j.resource(t, "order_items").Status != "failed" {
-		t.Errorf("order_items with a 404 parent: %+v", j.resource(t, "order_items").runJSON)
-	}
+		for _, n := range []string{"orders", "order_items"} {
+			if r := j.resource(t, n); r.Status != "completed" {
+				t.Errorf("resource %s: %s, want completed next to a failing resource", n, r.Status)
+			}
+		}
+	})
+	t.Run("1", func(t *testing.T) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11, NotFound: []int{4}})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", severityJob(shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}))
+		s.SetFailing("/customers", 503)
+		j := runJob(t, dir, 1, "run", job)
+		if j.Status == "completed" || j.resource(t, "orders").Status != "completed" || j.resource(t, "order_items").Status != "failed" {
+			t.Errorf("with order 4's items missing and customers failing: %+v", j)
+		}
+	})
 }
 
 // severityJob is spec's job with a customers resource after the others.
