@@ -214,7 +214,9 @@ target:
 		return fmt.Sprintf("name: repos\nsource: {url: %q, timeout: 5s}\n%s", api+"/orgs/org1/repos",
 			strings.Replace(repos, "target:\n", fmt.Sprintf("target:\n  url: %q\n", target), 1))
 	}
-	indent := func(s string) string { return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n" }
+	indent := func(s string) string {
+		return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+	}
 	return fmt.Sprintf(`name: github
 defaults:
   source: {base_url: %q, timeout: 5s}
