@@ -272,7 +272,11 @@ func TestAddingAResourceKeepsTheOthers(t *testing.T) {
 	after := statusEntries(t, dir, job)
 	for _, n := range []string{"orders", "order_items"} {
 		b, a := before[n], after[n]
-		if a.Status != b.Status || a.Checkpoint != b.Checkpoint || a.HWM != b.HWM || a.LastRun == nil || a.LastRun.RunID != b.LastRun.RunID {
+		if b.LastRun == nil || a.LastRun == nil {
+			t.Errorf("resource %s: no last run before (%v) or after (%v) customers was added", n, b.LastRun, a.LastRun)
+			continue
+		}
+		if a.Status != b.Status || a.Checkpoint != b.Checkpoint || a.HWM != b.HWM || a.LastRun.RunID != b.LastRun.RunID {
 			t.Errorf("resource %s changed when customers was added: before %+v, after %+v", n, b, a)
 		}
 	}
