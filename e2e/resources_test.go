@@ -371,3 +371,43 @@ func severityJob(spec shopJob) string {
 	end := strings.Index(full, "  - name: orders\n")
 	return spec.yaml() + full[start:end]
 }
+
+// One order's items as a v1 job (the order id fixed in the URL): the
+// child route's page and cursor walks, and how many requests one walk of a
+// parent's children takes, which the fan-out tests count on.
+func TestShopV1ChildJob(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 3, MaxChildren: 9, Seed: 5})
+	for _, style := range []string{"page", "cursor"} {
+		for _, id := range []int{1, 2} { // no items; 9 items
+			t.Run(fmt.Sprintf("%s/%d", style, id), func(t *testing.T) {
+				dir := t.TempDir()
+				job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: items
+source: {url: %q, records: data, timeout: 5s}
+pagination: %s
+target:
+  url: sqlite:out.db
+  table: order_items
+  key: [order_id, id]
+  columns: {order_id: {path: id, type: integer}, id: {path: id, type: integer}, sku: {path: sku, type: text}, qty: {path: qty, type: integer}, updated_at: {path: updated_at, type: text}}
+`, url+s.ChildPath(id), shopPagination(style, 4)))
+				s.ResetCounters()
+				r := runCode(t, dir, nil, 0, "run", job)
+				kids := s.Children(id)
+				want := len(kids)/4 + 1 // page: full pages, then the empty one...
+				if len(kids)%4 != 0 {
+					want++ // ...or the short one and the empty one that proves it the last
+				}
+				if style == "cursor" {
+					want = max(1, (len(kids)+3)/4) // cursor: until next_cursor is null
+				}
+				if r.Records != int64(len(kids)) || s.ChildRequests(id) != want {
+					t.Errorf("%d records in %d requests, want %d in %d", r.Records, s.ChildRequests(id), len(kids), want)
+				}
+				got := sqliteTarget().read(t, dir, "order_items", 2, "id", "sku", "qty", "updated_at")
+				if len(got) != len(kids) {
+					t.Errorf("%d rows, want %d", len(got), len(kids))
+				}
+			})
+		}
+	}
+}
