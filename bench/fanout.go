@@ -22,7 +22,10 @@ resources:
   - name: orders
     source: {path: /orders}
     pagination: {style: page, size_param: per_page, size: 100, total_pages: meta.total_pages}
-    target: {table: orders, key: [id]}
+    target:
+      table: orders
+      key: [id]
+      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: status, updated_at: {path: updated_at, type: timestamp}}
   - name: order_items
     parent: orders
     parent_rows: all
