@@ -21,14 +21,17 @@ defaults:
 resources:
   - name: orders
     source: {path: /orders}
-    pagination: {style: page, size_param: per_page, size: 100}
-    target: {table: orders, key: [id]}
+    pagination: {style: page, size_param: per_page, size: 100, total_pages: meta.total_pages}
+    target:
+      table: orders
+      key: [id]
+      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: status, updated_at: {path: updated_at, type: timestamp}}
   - name: order_items
     parent: orders
     parent_rows: all
     fanout_concurrency: %d
     source: {path: "/orders/{parent.id}/items"}
-    pagination: {style: page, size_param: per_page, size: %d}
+    pagination: {style: page, size_param: per_page, size: %d, total_pages: meta.total_pages}
     target:
       table: order_items
       key: [order_id, id]
@@ -37,9 +40,9 @@ resources:
 }
 
 // fanout measures a parent → child job: parents orders with three pages of
-// items each (two full, one short, so each walk ends without an extra
-// request), latency a request, the children of one order at a time against
-// eight at once.
+// items each (two full, one short; total_pages ends each walk on its third
+// page, without a request to prove it the last), latency a request, the
+// children of one order at a time against eight at once.
 func (b *bench) fanout(parents int, latency time.Duration) error {
 	const size = 10
 	const children = 2*size + size/2

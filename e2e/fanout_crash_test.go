@@ -43,12 +43,12 @@ func TestFanoutCrashConvergence(t *testing.T) {
 			// fetched ahead for each parent in flight, plus, with several
 			// parents in flight, the pages of the parents finished beyond
 			// the contiguous prefix the checkpoint covers (at most
-			// fanout-1 parents of at most 3 pages here: 11 children in
-			// pages of 4). A run that started the child walk over would
+			// fanout-1 parents of at most 4 requests here: 11 children in
+			// pages of 4, the short page proven by an empty one). A run that started the child walk over would
 			// pay for every page done so far instead. Once a pass has
 			// completed, a later one changes no parent: it walks the
 			// parents' pages and no child.
-			maxChildPages := opts.MaxChildren/spec.childSize + 1
+			maxChildPages := opts.MaxChildren/spec.childSize + 2
 			perKill := 3
 			if c.fanout > 1 {
 				perKill = (c.fanout-1)*maxChildPages + 2*c.fanout

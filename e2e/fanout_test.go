@@ -199,3 +199,90 @@ func TestFanoutConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// githubJob is a repos → issues job over the github shape: bare arrays
+// paged by Link header, the issues path templated from two parent
+// columns. Without issues it is a v1 job of the repos alone.
+func githubJob(api, target string, issues bool) string {
+	repos := `pagination: {style: link, size_param: per_page, size: 4}
+target:
+  table: repos
+  key: [id]
+  columns: {id: {path: id, type: integer}, owner: {path: owner.login, type: text}, name: {path: name, type: text}, updated_at: {path: updated_at, type: text}}
+`
+	if !issues {
+		return fmt.Sprintf("name: repos\nsource: {url: %q, timeout: 5s}\n%s", api+"/orgs/org1/repos",
+			strings.Replace(repos, "target:\n", fmt.Sprintf("target:\n  url: %q\n", target), 1))
+	}
+	indent := func(s string) string {
+		return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+	}
+	return fmt.Sprintf(`name: github
+defaults:
+  source: {base_url: %q, timeout: 5s}
+  target: {url: %q}
+resources:
+  - name: repos
+    source: {path: /orgs/org1/repos}
+%s  - name: issues
+    parent: repos
+    fanout_concurrency: 2
+    source: {path: "/repos/{parent.owner}/{parent.name}/issues"}
+    pagination: {style: link, size_param: per_page, size: 3}
+    target:
+      table: issues
+      key: [repo_id, number]
+      columns: {repo_id: {parent: id}, number: {path: number, type: integer}, id: {path: id, type: integer}, title: {path: title, type: text}, comments: {path: comments, type: integer}}
+`, api, target, indent(repos))
+}
+
+// wantRepos and wantIssues are the github shape's tables for org1.
+func wantRepos(s *fakeapi.Shop) (repos, issues shopTable) {
+	repos, issues = shopTable{}, shopTable{}
+	for _, p := range s.Parents() {
+		if p.Owner != "org1" {
+			continue
+		}
+		repos[strconv.Itoa(p.ID)] = p.Owner + "|" + p.Name + "|" + stamp(p.UpdatedAt)
+		for _, c := range s.Children(p.ID) {
+			issues[fmt.Sprintf("%d|%d", p.ID, c.Number)] = fmt.Sprintf("%d|%s|%d", c.ID, c.SKU, c.Qty)
+		}
+	}
+	return repos, issues
+}
+
+// The GitHub shape: an organisation's repositories by Link header, then
+// each one's issues at a path built from two parent columns.
+func TestFanoutGitHubShape(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Shape: fakeapi.ShapeGitHub, Parents: 30, MaxChildren: 8, Seed: 18})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", githubJob(url, tgt.url, true))
+	runJob(t, dir, 0, "run", job)
+	repos, issues := wantRepos(s)
+	if d := diffTables(tgt.read(t, dir, "repos", 1, "id", "owner", "name", "updated_at"), repos); d != "" {
+		t.Errorf("repos: %s", d)
+	}
+	if d := diffTables(tgt.read(t, dir, "issues", 2, "repo_id", "number", "id", "title", "comments"), issues); d != "" {
+		t.Errorf("issues: %s", d)
+	}
+	for _, p := range s.Parents() {
+		if n := s.ChildRequests(p.ID); (p.Owner == "org1") != (n > 0) {
+			t.Errorf("repo %s/%s: %d issue requests", p.Owner, p.Name, n)
+		}
+	}
+}
+
+// The repos half of TestFanoutGitHubShape as a v1 job: the github shape
+// and its Link pagination, without fan-out.
+func TestGitHubShapeV1Repos(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Shape: fakeapi.ShapeGitHub, Parents: 30, Seed: 18})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", githubJob(url, tgt.url, false))
+	if r := runCode(t, dir, nil, 0, "run", job); r.Records != 10 {
+		t.Errorf("repos run: %+v", r)
+	}
+	repos, _ := wantRepos(s)
+	if d := diffTables(tgt.read(t, dir, "repos", 1, "id", "owner", "name", "updated_at"), repos); d != "" {
+		t.Errorf("repos: %s", d)
+	}
+}

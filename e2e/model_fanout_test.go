@@ -54,7 +54,7 @@ func newFanoutScenario(seed int64) fanoutScenario {
 	sc := fanoutScenario{
 		Seed:        seed,
 		Parents:     3 + rng.Intn(35),
-		MaxChildren: rng.Intn(16),
+		MaxChildren: 1 + rng.Intn(15),
 		ParentSize:  3 + rng.Intn(8),
 		ChildSize:   2 + rng.Intn(5),
 		ParentStyle: pick("page", "cursor"),
@@ -138,7 +138,7 @@ func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
 func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopTarget) {
 	repro := fmt.Sprintf("go test ./e2e -run '%s$' -seed %d -v", strings.Split(t.Name(), "/")[0], sc.Seed)
 	t.Log(sc.String())
-	shop := fakeapi.NewShop(fakeapi.ShopOptions{Parents: sc.Parents, MaxChildren: max(sc.MaxChildren, 1), Seed: sc.Seed})
+	shop := fakeapi.NewShop(fakeapi.ShopOptions{Parents: sc.Parents, MaxChildren: sc.MaxChildren, Seed: sc.Seed})
 	if sc.FaultPct > 0 {
 		shop.SetFaults(fakeapi.Faults{Rate: float64(sc.FaultPct) / 100, Kinds: []string{fakeapi.Fault503}, Seed: sc.Seed, MaxConsecutive: 2})
 	}

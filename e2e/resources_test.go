@@ -1,84 +1,11 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
-
-// v1OrdersJob is a v1 job file (source: at the top level) over the shop's
-// orders, with the columns the fan-out tests read back.
-func v1OrdersJob(api string, tgt shopTarget, style string) string {
-	table := "orders"
-	if tgt.schema != "" {
-		table = tgt.schema + ".orders"
-	}
-	return fmt.Sprintf(`name: orders
-source: {url: %q, records: data, timeout: 5s}
-pagination: %s
-retry: {attempts: 3, min_wait: 5ms, max_wait: 50ms}
-target:
-  url: %q
-  table: %s
-  key: [id]
-  columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}
-`, api+"/orders", shopPagination(style, 7), tgt.url, table)
-}
-
-// A v1 job over the shop's parent route: the shop API, its page and cursor
-// styles, and the harness that reads tables back, without fan-out.
-func TestShopV1ParentJob(t *testing.T) {
-	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
-		for _, style := range []string{"page", "cursor"} {
-			t.Run(style, func(t *testing.T) {
-				s, url := startShop(t, fakeapi.ShopOptions{Parents: 23, Seed: 5})
-				dir := t.TempDir()
-				if tgt.schema != "" {
-					tgt = postgresTarget(t, tgt.url) // a schema per style
-				}
-				job := writeJob(t, dir, "job.yaml", v1OrdersJob(url, tgt, style))
-				r := runCode(t, dir, nil, 0, "run", job)
-				if r.Status != "completed" || r.Records != 23 {
-					t.Fatalf("run: %+v", r)
-				}
-				if d := diffTables(tgt.read(t, dir, "orders", 1, ordersCols...), wantOrders(s.Parents())); d != "" {
-					t.Fatalf("orders differ from the source: %s", d)
-				}
-				s.UpdateParent(4)
-				s.AddChildren(9, 1)
-				r = runCode(t, dir, nil, 0, "run", job)
-				if r.Updated != 2 || r.Unchanged != 21 {
-					t.Errorf("second run updated %d, unchanged %d; want 2, 21", r.Updated, r.Unchanged)
-				}
-				if d := diffTables(tgt.read(t, dir, "orders", 1, ordersCols...), wantOrders(s.Parents())); d != "" {
-					t.Fatalf("orders differ from the source after changes: %s", d)
-				}
-			})
-		}
-	})
-}
-
-// A v1 file keeps working unchanged next to v2 ones: its --json is the v1
-// run object, and status has one entry named after the job.
-func TestV1FileKeepsWorking(t *testing.T) {
-	api, url := startAPI(t, fakeapi.Options{Records: 120})
-	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
-	res := idemsync(t, dir, nil, "run", job, "--json")
-	r := parseRun(t, res)
-	if res.code != 0 || r.Status != "completed" || r.Job != "orders-page" || r.Records != 120 {
-		t.Fatalf("v1 run: exit %d %+v", res.code, r)
-	}
-	if strings.Contains(res.stdout, `"resources"`) {
-		t.Errorf("a v1 run printed the multi-resource object: %s", res.stdout)
-	}
-	if st := statusOf(t, dir, job); st.Name != "orders-page" || st.Status != "completed" {
-		t.Errorf("v1 status: %+v", st)
-	}
-	assertEqualSource(t, readSQLite(t, dir+"/out.db"), sourceRows(api))
-}
 
 // `run JOB --resource NAME` runs only that resource; a child run on its own
 // walks the parent's table as the parent's last run left it.
@@ -261,7 +188,11 @@ func TestAddingAResourceKeepsTheOthers(t *testing.T) {
 	after := statusEntries(t, dir, job)
 	for _, n := range []string{"orders", "order_items"} {
 		b, a := before[n], after[n]
-		if a.Status != b.Status || a.Checkpoint != b.Checkpoint || a.HWM != b.HWM || a.LastRun == nil || a.LastRun.RunID != b.LastRun.RunID {
+		if b.LastRun == nil || a.LastRun == nil {
+			t.Errorf("resource %s: no last run before (%v) or after (%v) customers was added", n, b.LastRun, a.LastRun)
+			continue
+		}
+		if a.Status != b.Status || a.Checkpoint != b.Checkpoint || a.HWM != b.HWM || a.LastRun.RunID != b.LastRun.RunID {
 			t.Errorf("resource %s changed when customers was added: before %+v, after %+v", n, b, a)
 		}
 	}
@@ -316,32 +247,35 @@ func TestAddingAResourceKeepsAnUnfinishedRun(t *testing.T) {
 
 // The job's exit code is the most severe of its resources' (2 > 1 > 3 >
 // 130 > 0): a transient failure of one resource while the others complete
-// is 3; a child's permanent failure next to it is 1.
+// is 3; a child's permanent failure next to it is 1. The failing customers
+// resource comes last in the file, so every failure below happens whether
+// or not the runner goes on after a failed resource.
 func TestResourcesMostSevereExitCode(t *testing.T) {
-	s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11})
-	dir := t.TempDir()
-	spec := shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}
-	// customers last, so that whatever the runner does after a failure,
-	// the failures below all happen.
-	job := writeJob(t, dir, "job.yaml", severityJob(spec))
-
-	s.SetFailing("/customers", 503)
-	j := runJob(t, dir, 3, "run", job)
-	if j.Status == "completed" || j.resource(t, "customers").Status != "failed" {
-		t.Errorf("with customers failing: %+v", j)
-	}
-	for _, n := range []string{"orders", "order_items"} {
-		if r := j.resource(t, n); r.Status != "completed" {
-			t.Errorf("resource %s: %s, want completed next to a failing resource", n, r.Status)
+	t.Run("3", func(t *testing.T) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", severityJob(shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}))
+		s.SetFailing("/customers", 503)
+		j := runJob(t, dir, 3, "run", job)
+		if j.Status == "completed" || j.resource(t, "customers").Status != "failed" {
+			t.Errorf("with customers failing: %+v", j)
 		}
-	}
-
-	s.SetNotFound(4, true)
-	s.TouchParent(4)
-	j = runJob(t, dir, 1, "run", job)
-	if j.resource(t, "order_items").Status != "failed" {
-		t.Errorf("order_items with a 404 parent: %+v", j.resource(t, "order_items").runJSON)
-	}
+		for _, n := range []string{"orders", "order_items"} {
+			if r := j.resource(t, n); r.Status != "completed" {
+				t.Errorf("resource %s: %s, want completed next to a failing resource", n, r.Status)
+			}
+		}
+	})
+	t.Run("1", func(t *testing.T) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Seed: 11, NotFound: []int{4}})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", severityJob(shopJob{api: url, target: "sqlite:out.db", onBad: "fail"}))
+		s.SetFailing("/customers", 503)
+		j := runJob(t, dir, 1, "run", job)
+		if j.Status == "completed" || j.resource(t, "orders").Status != "completed" || j.resource(t, "order_items").Status != "failed" {
+			t.Errorf("with order 4's items missing and customers failing: %+v", j)
+		}
+	})
 }
 
 // severityJob is spec's job with a customers resource after the others.

@@ -255,13 +255,6 @@ func (s *Shop) Customers() []ShopCustomer {
 	return slices.Clone(s.customers)
 }
 
-// ChildPages returns how many pages of size a full walk of parent id's
-// children fetches when it ends on a short or empty page: the full pages
-// plus the short or empty one.
-func (s *Shop) ChildPages(id, size int) int {
-	return len(s.Children(id))/size + 1
-}
-
 // SetLatency changes the per-request latency for requests that start later.
 func (s *Shop) SetLatency(d time.Duration) { s.latency.Store(int64(d)) }
 

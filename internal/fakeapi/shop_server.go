@@ -26,6 +26,7 @@ type ShopRequest struct {
 	Query url.Values
 }
 
+// reset forgets every request counted and recorded.
 func (l *shopLog) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -53,6 +54,7 @@ func (s *Shop) MaxInFlight() int {
 	return s.log.maxIn
 }
 
+// add counts and records request r.
 func (l *shopLog) add(r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -193,6 +195,7 @@ func (s *Shop) repoID(owner, name string) int {
 	return 0
 }
 
+// serveCustomers lists the customers.
 func (s *Shop) serveCustomers(r *http.Request) *response {
 	s.mu.RLock()
 	items := make([]shopItem, 0, len(s.customers))
@@ -222,6 +225,8 @@ func (s *Shop) serveParents(r *http.Request, owner string) *response {
 	return s.list(r, items)
 }
 
+// serveChildren lists parent id's children, or answers 404 when there is
+// no such parent or SetNotFound marked it.
 func (s *Shop) serveChildren(r *http.Request, id int) *response {
 	s.mu.RLock()
 	_, ok := s.parentIndex(id)

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// `resume JOB` continues the unfinished resource runs and nothing else;
+// with none left it exits 5.
+func TestResourcesResume(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 20, MaxChildren: 9, Seed: 19})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	first := runJob(t, dir, 0, "run", job, "--max-pages", "5").resource(t, "order_items")
+	if first.Status == "completed" {
+		t.Fatalf("order_items completed within 5 pages: %+v", first.runJSON)
+	}
+	s.ResetCounters()
+	j := runJob(t, dir, 0, "resume", job)
+	if r := j.resource(t, "order_items"); r.RunID != first.RunID || r.Status != "completed" {
+		t.Errorf("resume: order_items run %d %s, want run %d completed", r.RunID, r.Status, first.RunID)
+	}
+	if n := s.Requests("/orders"); n != 0 {
+		t.Errorf("resume walked the completed orders again (%d requests)", n)
+	}
+	assertShop(t, tgt, dir, s, false)
+	if r := idemsync(t, dir, nil, "resume", job); r.code != 5 {
+		t.Errorf("resume with nothing to resume: exit %d, want 5: %s", r.code, r.stderr)
+	}
+}
+
+// `replay --resource orders --from 4` re-syncs the orders from page 4 on
+// and walks no child; the orders it updated are changed parents, so the
+// next run walks their items: a replay leaves no hole in the children.
+func TestResourcesReplayParentThenChildren(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 30, MaxChildren: 6, Seed: 20})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	runJob(t, dir, 0, "run", job)
+
+	s.AddChildren(25, 2) // order 25 is on page 4 (orders 22–28)
+	s.ResetCounters()
+	r := idemsync(t, dir, nil, "replay", job, "--resource", "orders", "--from", "4", "--json")
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, req := range s.RequestLog() {
+		if req.Path != "/orders" {
+			t.Errorf("replay of orders asked %s", req.Path)
+			continue
+		}
+		if p, _ := strconv.Atoi(req.Query.Get("page")); p < 4 {
+			t.Errorf("replay --from 4 asked orders page %q", req.Query.Get("page"))
+		}
+	}
+	if d := diffTables(tgt.read(t, dir, "orders", 1, ordersCols...), wantOrders(s.Parents())); d != "" {
+		t.Errorf("orders after the replay: %s", d)
+	}
+
+	s.ResetCounters()
+	runJob(t, dir, 0, "run", job)
+	if got := childRequestCounts(s); len(got) != 1 || got[25] == 0 {
+		t.Errorf("the run after the replay fetched children of %v, want order 25's", got)
+	}
+	assertShop(t, tgt, dir, s, false)
+}
+
+// SIGINT during the child walk: the job exits 130 with order_items
+// interrupted and orders completed; the next run continues the child run.
+func TestResourcesInterrupted(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 30, MaxChildren: 9, Seed: 22, Latency: 20 * time.Millisecond})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	c := exec.Command(binary, "run", job, "--json")
+	c.Dir, c.Env = dir, cleanEnv()
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	for deadline := time.Now().Add(30 * time.Second); len(childRequestCounts(s)) < 5; {
+		select {
+		case <-done:
+			t.Fatalf("exit %d before the child walk was under way: %s %s", c.ProcessState.ExitCode(), out.String(), errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = c.Process.Kill()
+			<-done
+			t.Fatalf("the child walk never started: %s", errOut.String())
+		}
+	}
+	if err := c.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	j := parseJobRun(t, result{code: c.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()})
+	if c.ProcessState.ExitCode() != 130 || j.ExitCode != 130 {
+		t.Fatalf("exit %d (--json %d), want 130: %s", c.ProcessState.ExitCode(), j.ExitCode, errOut.String())
+	}
+	items := j.resource(t, "order_items")
+	if j.resource(t, "orders").Status != "completed" || items.Status != "interrupted" || j.Status == "completed" {
+		t.Errorf("after SIGINT: job %s, orders %s, order_items %s", j.Status, j.resource(t, "orders").Status, items.Status)
+	}
+	s.SetLatency(0)
+	j = runJob(t, dir, 0, "run", job)
+	if r := j.resource(t, "order_items"); r.RunID != items.RunID || r.Status != "completed" {
+		t.Errorf("after SIGINT, order_items run %d %s, want run %d continued", r.RunID, r.Status, items.RunID)
+	}
+	assertShop(t, tgt, dir, s, false)
+}
