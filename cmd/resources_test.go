@@ -277,3 +277,28 @@ func regexpLine(s, pattern string) bool {
 	}
 	return false
 }
+
+// validate --connect of a child resource checks its database only: its
+// requests need a parent row, so none is sent with {parent.id} in it.
+func TestResourcesValidateConnectChild(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 5})
+	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, `  - name: kids
+    parent: a
+    source: {path: "/page/{parent.id}/kids"}
+    pagination: {style: page, size_param: per_page, size: 10}
+    target:
+      table: kids
+      key: [a_id, id]
+      columns: {a_id: {parent: id}, id: {path: id, type: integer}}
+`))
+	r := execute(t, false, "validate", job, "--connect")
+	if r.code != 0 || !strings.Contains(r.stdout, "reachable") {
+		t.Fatalf("validate --connect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := api.Requests("/page/{parent.id}/kids") + api.Requests("/page/%7Bparent.id%7D/kids"); n != 0 {
+		t.Errorf("%d requests with the placeholder unfilled", n)
+	}
+	if api.Requests("/page") == 0 {
+		t.Error("the parent's API was not reached")
+	}
+}

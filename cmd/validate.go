@@ -79,7 +79,17 @@ to the target database.`,
 }
 
 // checkConnect fetches the first page (writing nothing) and opens the sink.
+// A child resource's requests need a parent row ({parent.COL}): only its
+// database is checked.
 func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
+	if job.Parent != nil {
+		s, err := sink.OpenTarget(ctx, &job.Target, log)
+		if err != nil {
+			return err
+		}
+		log.Info("a child resource's API requests need a parent row: only its database was checked", "parent", job.Parent.Resource)
+		return s.Close()
+	}
 	f := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	var store *checkpoint.Store
 	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {

@@ -13,14 +13,21 @@ import (
 // the source, and the number of requests proves that each resumed run
 // continued at the child page of the parent where the killed one stopped
 // (a clean pass plus a few pages a kill), with one parent at a time and
-// with fanout_concurrency: 4.
+// with fanout_concurrency: 4; into SQLite and PostgreSQL.
 func TestFanoutCrashConvergence(t *testing.T) {
+	forEachTarget(t, fanoutCrashConvergence)
+}
+
+func fanoutCrashConvergence(t *testing.T, tgt shopTarget) {
 	const kills = 20
 	for _, c := range []struct {
 		fanout  int
 		latency time.Duration
 	}{{1, 3 * time.Millisecond}, {4, 10 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("fanout%d", c.fanout), func(t *testing.T) {
+			if tgt.schema != "" {
+				tgt = postgresTarget(t, tgt.url)
+			}
 			opts := fakeapi.ShopOptions{Parents: 80, MaxChildren: 11, Seed: 21, Latency: c.latency}
 			spec := shopJob{parentSize: 10, childSize: 4, fanout: c.fanout}
 			// One clean pass over an identical shop is the yardstick.
@@ -33,11 +40,11 @@ func TestFanoutCrashConvergence(t *testing.T) {
 
 			s, url := startShop(t, opts)
 			dir := t.TempDir()
-			spec.api, spec.target = url, "sqlite:out.db"
+			spec.api, spec.target, spec.schema = url, tgt.url, tgt.schema
 			job := writeJob(t, dir, "job.yaml", spec.yaml())
 			seed := uint64(time.Now().UnixNano())
 			st := crashLoop(t, dir, job, kills, seed, 20*time.Millisecond, 150*time.Millisecond)
-			assertShop(t, sqliteTarget(), dir, s, false)
+			assertShop(t, tgt, dir, s, false)
 
 			// A kill wastes at most the child page being committed and one
 			// fetched ahead for each parent in flight, plus, with several
