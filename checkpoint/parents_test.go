@@ -60,14 +60,15 @@ func TestMigration0008BeforeParallel0007(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if latestVersion(ms) != 8 {
-		t.Fatalf("latest migration %d, want 8", latestVersion(ms))
+	if latestVersion(ms) < 8 {
+		t.Fatalf("latest migration %d, want at least 8", latestVersion(ms))
 	}
 	if slices.ContainsFunc(ms, func(m migration) bool { return m.version == 7 }) {
 		t.Skip("0007 is in this build: nothing runs side by side")
 	}
 	seven := migration{version: 7, name: "0007_parallel.sql", sql: "CREATE TABLE parallel_seven (x INTEGER) STRICT"}
-	withSeven := append(slices.Clone(ms[:len(ms)-1]), seven, ms[len(ms)-1])
+	at := slices.IndexFunc(ms, func(m migration) bool { return m.version > 7 })
+	withSeven := slices.Concat(ms[:at], []migration{seven}, ms[at:])
 	if err := s.migrateTo(ctx, withSeven); err != nil {
 		t.Fatalf("migrate with 0007 added: %v", err)
 	}

@@ -99,6 +99,8 @@ type multiRun struct {
 	order    []string                   // resources in the order they were first reported
 	ran      map[string]bool            // resources whose engine ran in this invocation
 	dirty    map[string]bool            // children whose parent wrote rows after their run began
+	cycle    string                     // the name of the open cycle ("" for resume and replay)
+	cycleAt  time.Time                  // when it opened
 	stopped  string                     // why the invocation runs no more resources ("" while it may)
 	totals   []checkpoint.MetricsTotals // each resource's metrics after its run
 	hardExit hardExitState
@@ -153,6 +155,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		}
 	}
 	out := m.result()
+	m.closeCycle(ctx, out.Status)
 	m.print(out)
 	if out.ExitCode != 0 {
 		return &reportedError{code: out.ExitCode}
@@ -180,6 +183,11 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 			}
 		}
 	}
+	if !m.opts.Resume {
+		if err := m.openCycle(ctx, selected); err != nil {
+			return err
+		}
+	}
 	// Round one: the unfinished runs, parents before children.
 	for _, r := range selected {
 		if unfinished[r.Name] {
@@ -192,53 +200,106 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 		if len(m.ran) == 0 {
 			return idsync.Errorf(idsync.ExitNothing, "job %s: no resource has an unfinished run to resume", m.jf.Name)
 		}
+		m.notResumed(selected)
 		return nil
 	}
-	// Round two: the rest of the cycle in file order, and a child again
-	// when its parent wrote rows after the child's run began (its parent
-	// list was fixed then).
-	k, err := m.cycleStart(ctx, selected)
-	if err != nil {
-		return err
+	// Round two, in file order (parents first): every resource that has
+	// not begun a completed run since the cycle opened, and every child
+	// whose parent wrote rows after the child's run began (its parents
+	// were fixed then).
+	for _, r := range selected {
+		done, err := m.doneInCycle(ctx, r)
+		if err != nil {
+			return err
+		}
+		if !done || m.dirty[r.Name] {
+			m.runResource(ctx, r, m.opts)
+		}
 	}
-	for i, r := range selected {
-		if m.dirty[r.Name] || i >= k && !m.ran[r.Name] {
+	for _, r := range selected {
+		if m.dirty[r.Name] {
 			m.runResource(ctx, r, m.opts)
 		}
 	}
 	return nil
 }
 
-// cycleStart is the index of the first selected resource that has not
-// begun a run since the current cycle began: the first that never ran, or
-// whose last run began before its predecessor's. 0 when each one's last
-// run began after the one before it (the cycle is over; a new one
-// begins). So invocations cut short by --max-pages or --time-limit go
-// round every resource in turn instead of starting with the first one
-// each time, and a resource that keeps failing holds up no other.
-func (m *multiRun) cycleStart(ctx context.Context, selected []jobfile.Resource) (int, error) {
-	var prev time.Time
-	for i, r := range selected {
-		last, err := m.lastBegun(ctx, r.Job.Name)
-		if err != nil {
-			return 0, err
-		}
-		if last.IsZero() || last.Before(prev) {
-			return i, nil
-		}
-		prev = last
+// A cycle is one sync of every selected resource. It opens when an
+// invocation finds none open, and stays open while invocations are cut
+// short (--max-pages, --time-limit, a signal, SIGKILL): the next one syncs
+// only the resources that have not begun a completed run since it opened,
+// as a run cut short continues where it stopped. An invocation that ends
+// completed or failed closes it, so the next one syncs every resource
+// again and a resource that keeps failing holds up no other.
+
+// cycleName keys the cycle of the selected resources in the state file:
+// the job's name, and the selection when --resource narrowed it.
+func (m *multiRun) cycleName(selected []jobfile.Resource) string {
+	if len(selected) == len(m.jf.Resources) {
+		return m.jf.Name
 	}
-	return 0, nil
+	names := make([]string, len(selected))
+	for i, r := range selected {
+		names[i] = r.Name
+	}
+	return m.jf.Name + "|" + strings.Join(names, ",")
 }
 
-// lastBegun is when the job's (state name) last run of kind run began,
-// whatever became of it; the zero time when it never ran.
-func (m *multiRun) lastBegun(ctx context.Context, job string) (time.Time, error) {
-	js, err := m.store.Job(ctx, job)
-	if err != nil || js.LastSync == nil {
-		return time.Time{}, err
+// openCycle reads the open cycle, or opens one now.
+func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) error {
+	m.cycle = m.cycleName(selected)
+	at, open, err := m.store.Cycle(ctx, m.cycle)
+	if err != nil {
+		return err
 	}
-	return js.LastSync.StartedAt, nil
+	if !open {
+		at = m.started
+		if err := m.store.OpenCycle(ctx, m.cycle, at); err != nil {
+			return err
+		}
+	}
+	m.cycleAt = at
+	return nil
+}
+
+// closeCycle closes the open cycle unless the job ended partial or
+// interrupted. A failure to write it is a warning: the next invocation
+// then syncs only what this cycle has not.
+func (m *multiRun) closeCycle(ctx context.Context, status string) {
+	if m.cycle == "" || status == idsync.RunPartial || status == idsync.RunInterrupted {
+		return
+	}
+	if err := m.store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
+		m.log.Warn("the cycle of the resources stays open", "err", err)
+	}
+}
+
+// doneInCycle reports whether r's last completed run of kind run began
+// since the cycle opened.
+func (m *multiRun) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, error) {
+	runs, err := m.store.Runs(ctx, r.Job.Name, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, run := range runs {
+		if run.Kind == idsync.KindRun && run.Status == idsync.RunCompleted {
+			return !run.StartedAt.Before(m.cycleAt), nil
+		}
+	}
+	return false, nil
+}
+
+// notResumed lists, after resume, every selected resource it did not
+// continue as not run: resume finishes what was started and syncs nothing
+// else, so the job is partial, not completed, unless every selected
+// resource had a run to finish; run syncs the rest.
+func (m *multiRun) notResumed(selected []jobfile.Resource) {
+	for _, r := range selected {
+		if !m.ran[r.Name] {
+			m.record(&resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: m.opts.Kind, Status: statusNotRun,
+				Error: "not continued: resume continues unfinished runs only; run syncs this resource"}}, false)
+		}
+	}
 }
 
 // parentWroteSince reports whether a run of the parent (state name
@@ -399,8 +460,12 @@ func (m *multiRun) result() *jobResult {
 	out := &jobResult{Job: m.jf.Name, Kind: m.opts.Kind, Resources: []resourceResult{}}
 	all := true
 	var errs []string
-	for _, n := range m.order {
-		rr := m.results[n]
+	for _, r := range m.jf.Resources { // in file order
+		n := r.Name
+		rr, ok := m.results[n]
+		if !ok {
+			continue
+		}
 		out.Resources = append(out.Resources, *rr)
 		if rr.Status != idsync.RunCompleted {
 			all = false
