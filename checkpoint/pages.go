@@ -44,11 +44,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			UPDATE runs SET
 				pages = pages + 1, records = records + ?,
 				inserted = inserted + ?, updated = updated + ?,
-				unchanged = unchanged + ?, skipped = skipped + ?,
+				unchanged = unchanged + ?, skipped = skipped + ?, deleted = deleted + ?,
 				checkpoint = ?, last_pos = ?,
 				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
 			WHERE id = ? AND job = ? AND status = ? AND owner = ?`,
-			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped,
+			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped, p.Counts.Deleted,
 			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning, s.token)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)

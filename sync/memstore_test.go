@@ -172,6 +172,34 @@ func (s *memStore) Runs(_ context.Context, _ string, n int) ([]RunInfo, error) {
 
 func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, error) { return nil, nil }
 
+// SeenKeys: the in-memory store keeps no keys; engine tests that sweep
+// use the checkpoint package's store.
+func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) { return false, nil }
+
+func (s *memStore) CompletePass(_ context.Context, id int64, deleted int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err != nil {
+		return err
+	}
+	if r.Status != RunRunning {
+		return fmt.Errorf("run %d is %s, not running", r.ID, r.Status)
+	}
+	r.Status, r.FinishedAt, r.Deleted = RunCompleted, time.Now(), r.Deleted+deleted
+	return nil
+}
+
+func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil {
+		r.Status, r.Error = RunRefused, errMsg
+	}
+	return err
+}
+
 func (s *memStore) Close() error { return nil }
 
 // lastRun returns a copy of the latest run.

@@ -54,6 +54,7 @@ type sqliteStmts struct {
 	same           map[int]*sql.Stmt   // by rows asked about; see sqliteSameSQL
 	sameBatch      int                 // rows per full unchanged-rows query
 	keyAff         []string            // affinity of each key column, as t.Key
+	keyDecl        []string            // declared type of each key column, as t.Key
 	keyIdx         []int               // index in t.Columns of each key column
 	sql            func(int) [2]string // insert and upsert statements for n rows
 	sameSQL        func(int) string    // unchanged-rows query for n rows
@@ -164,7 +165,7 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 			if !ok {
 				d = sqliteType(c.Type)
 			}
-			st.keyIdx, st.keyAff = append(st.keyIdx, i), append(st.keyAff, affinity(d))
+			st.keyIdx, st.keyAff, st.keyDecl = append(st.keyIdx, i), append(st.keyAff, affinity(d)), append(st.keyDecl, d)
 		}
 	}
 	if len(st.keyIdx) != len(t.Key) {
@@ -238,7 +239,7 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, fmt.Errorf("%s: %w", op, err)
 	}
-	kept := lastOfEachKey(st, all)
+	kept, tombs := splitTombstones(rows, lastOfEachKey(st, all))
 	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
 		return n, s.wrap(op, err)
 	}
@@ -247,6 +248,10 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		return n, s.wrap(op, err)
 	}
 	defer tx.Rollback()
+	deleted, err := bury(ctx, tx, t, st, all, tombs)
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
 	same, err := unchangedRows(ctx, tx, st, rows, all, kept)
 	if err != nil {
 		return n, s.wrap(op, err)
@@ -260,7 +265,8 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	n.Deleted = deleted
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	if err := tx.Commit(); err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}
