@@ -174,7 +174,9 @@ func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, erro
 
 // SeenKeys: the in-memory store keeps no keys; engine tests that sweep
 // use the checkpoint package's store.
-func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) { return false, nil }
+func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) {
+	return false, nil
+}
 
 func (s *memStore) CompletePass(_ context.Context, id int64, deleted int64) error {
 	s.mu.Lock()
