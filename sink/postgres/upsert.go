@@ -189,6 +189,11 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
 	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
 	where := fmt.Sprintf("%s.%s IS DISTINCT FROM EXCLUDED.%[2]s", target, hash)
+	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		sets = append(sets, del+" = NULL")
+		where = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", where, target, del)
+	}
 	if t.Version != "" {
 		v := sqlkit.QuoteIdent(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)

@@ -12,10 +12,14 @@ import (
 
 // sqliteSameSQL returns the query that finds, among n rows bound as
 // (position, hash, key…), those whose key names a stored row with the same
-// hash: the database compares the keys, with the key columns' affinity.
+// hash: the database compares the keys, with the key columns' affinity. On
+// a soft table a marked row is never unchanged: its write clears the mark.
 func sqliteSameSQL(t *idsync.Table, n int) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
+	if t.Soft() {
+		on = append(on, fmt.Sprintf("%s.%s IS NULL", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColDeletedAt)))
+	}
 	for i, k := range t.Key {
 		names = append(names, fmt.Sprintf("k%d", i))
 		on = append(on, fmt.Sprintf("%s.%s = v.k%d", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(k), i))

@@ -83,7 +83,7 @@ func (st *sqliteStmts) close() {
 // (which may add columns) drops them.
 func (s *Sink) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
 	var sig strings.Builder
-	fmt.Fprintf(&sig, "%q %q %q", t.Name, t.Key, t.Version)
+	fmt.Fprintf(&sig, "%q %q %q %q", t.Name, t.Key, t.Version, t.Deletes)
 	for _, c := range t.Columns {
 		fmt.Fprintf(&sig, " %q", c.Name)
 	}
@@ -190,11 +190,17 @@ func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
 		}
 	}
 	sets = append(sets, hash+" = excluded."+hash, synced+" = excluded."+synced)
+	changed := fmt.Sprintf("%s.%s IS NOT excluded.%[2]s", target, hash)
+	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		sets = append(sets, del+" = NULL")
+		changed = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", changed, target, del)
+	}
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+2), ", ") + ")"
 	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
 		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
 		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
-	where := fmt.Sprintf("%s.%s IS NOT excluded.%[2]s", target, hash)
+	where := changed
 	if t.Version != "" {
 		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",
