@@ -116,9 +116,9 @@ func CheckSweepRatio(t *Table, n, live int64, maxRatio float64, allow bool) erro
 		return nil
 	}
 	return &refusal{&Error{Code: ExitPermanent,
-		Msg: fmt.Sprintf("table %s: sweep would delete %d of %d rows (%s) > max_delete_ratio %s",
+		Msg: fmt.Sprintf("table %s: sweep would delete %d of %d rows (%s) > max_delete_ratio %s; run with --allow-mass-delete to allow it once",
 			t, n, live, percent(n, live), strconv.FormatFloat(maxRatio, 'g', -1, 64)),
-		Hint: "run with --allow-mass-delete to allow it once (if the source really lost those records), or raise target.max_delete_ratio"}}
+		Hint: "if the source really lost those records, run once with --allow-mass-delete (or raise target.max_delete_ratio); if it glitched, the next run starts a fresh full pass"}}
 }
 
 // refusal is the *Error of a refused sweep; errors.Is finds

@@ -148,6 +148,9 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		Allow: o.AllowMassDelete, At: time.Now().UTC(), Failpoint: e.Failpoint})
+	if errors.Is(err, ErrSweepRefused) {
+		return 0, err // names the table and the numbers
+	}
 	if err != nil {
 		return 0, fmt.Errorf("sweep %s: %w", job.Table.String(), err)
 	}

@@ -34,6 +34,7 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	}
 	op := "upsert into " + t.String()
 	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
+	kept, tombs := splitTombstones(kept)
 	data, err := pageValues(op, t, kept)
 	if err != nil {
 		return n, err
@@ -57,17 +58,24 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	args, err := mergeArgs(op, t, kept, data, types)
+	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {
 		return n, err
 	}
-	if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
-		return idsync.Counts{}, err
+	if len(kept) > 0 {
+		args, err := mergeArgs(op, t, kept, data, types)
+		if err != nil {
+			return n, err
+		}
+		if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
+			return idsync.Counts{}, err
+		}
 	}
+	n.Deleted = deleted
 	if err := tx.Commit(ctx); err != nil {
 		return idsync.Counts{}, p.dbError(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	return n, nil
 }
 
