@@ -111,6 +111,7 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 			return RunFailed, err
 		}
 		deleted = n
+		e.failpoint("swept")
 	}
 	if err := e.Store.CompletePass(context.WithoutCancel(ctx), rs.info.ID, deleted); err != nil {
 		return RunFailed, err
