@@ -30,8 +30,17 @@ var (
 type modelSummary struct {
 	mu                     gosync.Mutex
 	seeds, refused, failed int
+	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
 	exits                  map[string]int
 	failedSeeds            []int64
+}
+
+// swept counts a completed full pass checked for deletions.
+func (s *modelSummary) swept(records int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweeps++
+	s.sweptRecords += records
 }
 
 func (s *modelSummary) exit(code int, partial bool) {
@@ -121,7 +130,8 @@ func (sum *modelSummary) report(t *testing.T) {
 		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
 	}
 	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
-	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v", sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds)
+	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source",
+		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords)
 }
 
 // modelSeedRun drives one scenario until exit 0 (completed) or the step budget.
@@ -148,6 +158,15 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	defer func() { sum.mu.Lock(); sum.seeds++; sum.mu.Unlock() }()
 
 	start := api.Snapshot() // the data set when the current run began
+	// known holds every id the source had before the current run began;
+	// claimSwept whether the next completed run must have swept those gone
+	// (a full pass after a start the harness saw: not after an overlapping
+	// pair, whose other run may have begun earlier).
+	known, claimSwept := map[int]bool{}, true
+	for id := range start {
+		known[id] = true
+	}
+	drng := rand.New(rand.NewSource(sc.Seed ^ 0x676f6e65))
 	refusals, completed := 0, 0
 	// Now and then the job file changes its page size between invocations
 	// (a random source of its own, so the schedule of runs stays as it
@@ -222,9 +241,17 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		}
 		switch {
 		case ex.code == 0 && !ex.partial:
-			if bad := modelMissing(start, api.Snapshot(), table); len(bad) > 0 {
+			end := api.Snapshot()
+			if bad := modelMissing(start, end, table); len(bad) > 0 {
 				fail("exit 0 over a hole after %v (completed run %d): %d of %d records wrong, e.g. %s\n%s", args, completed+1, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
+			}
+			if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil {
+				if bad := modelSwept(sc.Deletes, known, start, end, table); len(bad) > 0 {
+					fail("exit 0 of a full pass after %v (completed run %d) left rows of deleted records: %d, e.g. %s\n%s", args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
+					return
+				}
+				sum.swept(len(known) - len(start))
 			}
 			if sc.Has("future") {
 				hwm := statusOf(t, dir, job).HWM
@@ -238,6 +265,22 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			if completed++; completed == 2 {
 				return
 			}
+			for id := range end {
+				known[id] = true
+			}
+			// The source loses a few records between the runs: the next
+			// full pass must sweep them (and those the walk's own deletes
+			// removed).
+			if pairStart == nil && len(end) > 3 {
+				var ids []int
+				for id := range end {
+					ids = append(ids, id)
+				}
+				sort.Ints(ids)
+				drng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				api.Delete(ids[:1+drng.Intn(3)]...)
+			}
+			claimSwept = pairStart == nil
 			start = api.Snapshot()
 			if pairStart != nil {
 				start = *pairStart
