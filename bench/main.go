@@ -6,6 +6,7 @@
 //	go run ./bench -quick               # smaller sizes, for a smoke test
 //	go run ./bench -throughput-only     # the baseline comparison alone
 //	go run ./bench -seen-design 1000000 # what tracking deletions costs (docs/deletions.md)
+//	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -35,8 +36,16 @@ func main() {
 		only    = flag.Bool("throughput-only", false, "only the throughput figures (no latency, windows or memory), to compare two trees quickly")
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
+		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 	)
 	flag.Parse()
+	if *sweep > 0 {
+		if err := sweepOnly(*pg, *sweep, *size); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *seen > 0 {
 		if err := seenDesignIn(*pg, *seen, *size); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -54,6 +63,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// sweepOnly builds the binary and prints the deletion figures alone.
+func sweepOnly(pgURL string, n, size int) error {
+	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "idemsync")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	b := &bench{bin: bin, dir: dir}
+	return b.sweepFigures(pgURL, n, size)
 }
 
 func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly bool) error {

@@ -100,8 +100,14 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		req.Failpoint("sweep-loaded")
 	}
 	gone, live := pgSweepWhere(t)
+	// Two counts: a NOT EXISTS in WHERE is planned as an anti-join, one in
+	// an aggregate's FILTER as a subquery per row.
 	var n int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE `+gone+`), count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&n, &res.Live); err != nil {
+	from := `FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + live
+	if err := tx.QueryRow(ctx, `SELECT count(*) `+from).Scan(&res.Live); err != nil {
+		return res, p.dbError(op, err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) `+from+` AND `+gone).Scan(&n); err != nil {
 		return res, p.dbError(op, err)
 	}
 	if err := idsync.CheckSweepRatio(t, n, res.Live, req.MaxRatio, req.Allow); err != nil {
