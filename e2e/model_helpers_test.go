@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	gosync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -310,4 +312,50 @@ func modelCommitted(t *testing.T, dir string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// modelSummary counts outcomes over all seeds of one TestModel.
+type modelSummary struct {
+	mu                     gosync.Mutex
+	seeds, refused, failed int
+	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
+	exits                  map[string]int
+	failedSeeds            []int64
+}
+
+// swept counts a completed full pass checked for deletions.
+func (s *modelSummary) swept(records int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweeps++
+	s.sweptRecords += records
+}
+
+func (s *modelSummary) exit(code int, partial bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := fmt.Sprint(code)
+	switch {
+	case code == -1:
+		k = "killed"
+	case partial:
+		k = "0-partial"
+	}
+	s.exits[k]++
+}
+
+// report logs the outcome counts of all seeds.
+func (sum *modelSummary) report(t *testing.T) {
+	keys := make([]string, 0, len(sum.exits))
+	for k := range sum.exits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ex []string
+	for _, k := range keys {
+		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
+	}
+	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
+	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source",
+		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords)
 }

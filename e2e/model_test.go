@@ -26,36 +26,6 @@ var (
 	modelSkipFlag  = flag.String("model-skip", os.Getenv("IDEMSYNC_MODEL_SKIP"), "model test: behaviour kinds never enabled, comma-separated (also IDEMSYNC_MODEL_SKIP)")
 )
 
-// modelSummary counts outcomes over all seeds of one TestModel.
-type modelSummary struct {
-	mu                     gosync.Mutex
-	seeds, refused, failed int
-	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
-	exits                  map[string]int
-	failedSeeds            []int64
-}
-
-// swept counts a completed full pass checked for deletions.
-func (s *modelSummary) swept(records int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sweeps++
-	s.sweptRecords += records
-}
-
-func (s *modelSummary) exit(code int, partial bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := fmt.Sprint(code)
-	switch {
-	case code == -1:
-		k = "killed"
-	case partial:
-		k = "0-partial"
-	}
-	s.exits[k]++
-}
-
 // TestModel is the model-based adversarial test of SPEC §4.10 ("Exit 0 means
 // complete"): per seed a scenario (fakeapi.NewScenario), the real binary
 // under a random schedule of runs, kills, slices, resumes and restarts, and
@@ -116,22 +86,6 @@ func modelSkip() map[string]bool {
 		}
 	}
 	return skip
-}
-
-// report logs the outcome counts of all seeds.
-func (sum *modelSummary) report(t *testing.T) {
-	keys := make([]string, 0, len(sum.exits))
-	for k := range sum.exits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var ex []string
-	for _, k := range keys {
-		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
-	}
-	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
-	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source",
-		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords)
 }
 
 // modelSeedRun drives one scenario until exit 0 (completed) or the step budget.
