@@ -246,3 +246,60 @@ func TestDeletesFullPassOfIncrementalJob(t *testing.T) {
 		})
 	}
 }
+
+// A pass with a page whose bad record went to the dead letters has an
+// incomplete set of keys (the bad record's key is unknown): it completes,
+// deletes nothing and says why; the next complete pass deletes.
+func TestDeletesIncompleteSetDeletesNothing(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			api := newDelAPI(t, 30)
+			job := writeJob(t, dir, tg.name+".yaml", delJob(api.URL, tg, "hard", "  on_bad_record: skip\n", "state: "+tg.name+".db\n"))
+			delRun(t, dir, 0, "run", job)
+			api.remove(9)
+			api.mu.Lock()
+			r12 := api.recs[12]
+			r12.UpdatedAt = "not a time"
+			api.recs[12] = r12
+			api.mu.Unlock()
+			r := delRun(t, dir, 0, "run", job)
+			if deletedOf(t, r) != 0 || !strings.Contains(r.stderr, "this full pass deletes nothing") {
+				t.Fatalf("a pass with a dead letter deleted, or did not say why not: %s\n%s", r.stdout, r.stderr)
+			}
+			if n := len(tg.rows(t)); n != 30 {
+				t.Fatalf("%d rows, want 30", n)
+			}
+			api.set(12, "fixed", false)
+			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 1 {
+				t.Fatalf("the next complete pass: %s", r.stdout)
+			}
+			sameIDs(t, "after a complete pass", liveIDs(tg.rows(t)), api.live())
+		})
+	}
+}
+
+// A windowed run (incremental.step) never deletes; run --full walks such a
+// job in one window and sweeps.
+func TestDeletesWindowedRunsNeverDelete(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			api := newDelAPI(t, 30)
+			inc := "incremental:\n  field: updated_at\n  param: updated_since\n  end_param: updated_before\n  initial: \"2023-12-25T00:00:00Z\"\n  step: 7d\n"
+			job := writeJob(t, dir, tg.name+".yaml", delJob(api.URL, tg, "hard", "", "state: "+tg.name+".db\n"+inc))
+			delRun(t, dir, 0, "run", job)
+			api.remove(1, 2)
+			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 0 {
+				t.Fatalf("a windowed run deleted: %s", r.stdout)
+			}
+			if n := len(tg.rows(t)); n != 30 {
+				t.Fatalf("%d rows after a windowed run, want 30", n)
+			}
+			if r := delRun(t, dir, 0, "run", job, "--full"); deletedOf(t, r) != 2 {
+				t.Fatalf("--full on a windowed job: %s", r.stdout)
+			}
+			sameIDs(t, "after --full", liveIDs(tg.rows(t)), api.live())
+		})
+	}
+}

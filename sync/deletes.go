@@ -104,7 +104,8 @@ type Sweeper interface {
 	// is idempotent: run again after a crash it does the same to the same
 	// rows. A sweep over req.MaxRatio that req.Allow does not let pass
 	// changes nothing and returns an *Error (ExitPermanent) wrapping
-	// ErrSweepRefused that names the numbers.
+	// ErrSweepRefused that names the numbers; an error of req.Keys changes
+	// nothing and is returned wrapped.
 	Sweep(ctx context.Context, t *Table, req SweepRequest) (SweepResult, error)
 }
 

@@ -16,6 +16,10 @@ import (
 // whose key it did not see are swept (deletes: soft or hard) before the
 // run is marked completed.
 
+// errIncompleteKeys stops a sweep whose run has a page committed without
+// its keys: such a set must not decide a deletion.
+var errIncompleteKeys = errors.New("the pass's set of seen keys is incomplete")
+
 // fullPass reports whether a new run started with o is a full pass, and
 // why (for the log).
 func (e *Engine) fullPass(o Options, js *JobState) (bool, string) {
@@ -128,19 +132,14 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	if !ok {
 		return 0, Errorf(ExitUsage, "target.deletes: %s: this database cannot sweep deleted rows", job.Table.String())
 	}
+	// An incomplete set fails the loading of the keys, before the sweep
+	// removes anything: the sweep rolls back.
 	keys := func(fn func(string) error) error {
-		_, err := e.Store.SeenKeys(ctx, rs.info.ID, fn)
+		complete, err := e.Store.SeenKeys(ctx, rs.info.ID, fn)
+		if err == nil && !complete {
+			return errIncompleteKeys
+		}
 		return err
-	}
-	// A first read tells whether the set is complete without touching the
-	// target (the run's pages cannot change meanwhile: the run holds the
-	// job's lock).
-	if c, err := e.Store.SeenKeys(ctx, rs.info.ID, func(string) error { return nil }); err != nil {
-		return 0, err
-	} else if !c {
-		log.Warn("this full pass deletes nothing: some of its pages were committed without their keys (deletes was turned on during the run, or a page had bad records); the next full pass will",
-			"deletes", job.Target.Deletes)
-		return 0, nil
 	}
 	ratio := DefaultMaxDeleteRatio
 	if r := job.Target.MaxDeleteRatio; r != nil {
@@ -149,6 +148,11 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		Allow: o.AllowMassDelete, At: time.Now().UTC(), Failpoint: e.Failpoint})
+	if errors.Is(err, errIncompleteKeys) {
+		log.Warn("this full pass deletes nothing: some of its pages were committed without their keys (deletes was turned on during the run, or a page had bad records); the next full pass will",
+			"deletes", job.Target.Deletes)
+		return 0, nil
+	}
 	if errors.Is(err, ErrSweepRefused) {
 		return 0, err // names the table and the numbers
 	}

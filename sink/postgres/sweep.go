@@ -68,9 +68,9 @@ func keyIndexes(t *idsync.Table) []int {
 // Sweep deletes (hard) or marks (soft) the rows of t whose key is not
 // among req.Keys, in one transaction (see idsync.Sweeper): the keys go
 // into a temporary table with the key columns' types (ON COMMIT DROP),
-// the rows with no match are counted against the live rows, and removed
-// unless the share exceeds req.MaxRatio. Errors are *idsync.Error as for
-// Upsert.
+// the rows with no match are removed, and the transaction rolls back when
+// they exceed req.MaxRatio of the live rows. Errors are *idsync.Error as
+// for Upsert, or wrap the error of req.Keys.
 func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepRequest) (idsync.SweepResult, error) {
 	var res idsync.SweepResult
 	op := "sweep " + t.String()
@@ -100,19 +100,11 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		req.Failpoint("sweep-loaded")
 	}
 	gone, live := pgSweepWhere(t)
-	// Two counts: a NOT EXISTS in WHERE is planned as an anti-join, one in
-	// an aggregate's FILTER as a subquery per row.
-	var n int64
-	from := `FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + live
-	if err := tx.QueryRow(ctx, `SELECT count(*) `+from).Scan(&res.Live); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&res.Live); err != nil {
 		return res, p.dbError(op, err)
 	}
-	if err := tx.QueryRow(ctx, `SELECT count(*) `+from+` AND `+gone).Scan(&n); err != nil {
-		return res, p.dbError(op, err)
-	}
-	if err := idsync.CheckSweepRatio(t, n, res.Live, req.MaxRatio, req.Allow); err != nil {
-		return res, err
-	}
+	// Remove first, then check the share: a refusal rolls back, and the
+	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + gone
 	var args []any
 	if req.Mode == idsync.DeletesSoft {
@@ -124,6 +116,9 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return res, p.dbError(op, err)
 	}
 	res.Deleted = tag.RowsAffected()
+	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req.MaxRatio, req.Allow); err != nil {
+		return idsync.SweepResult{}, err
+	}
 	if req.Failpoint != nil {
 		req.Failpoint("sweep-applied")
 	}

@@ -51,8 +51,9 @@ func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 // among req.Keys, in one transaction (see idsync.Sweeper): the keys go
 // into a temporary table whose columns have the key columns' declared
 // types (so SQLite compares them as the unique key does), the rows with no
-// match are counted against the live rows, and removed unless the share
-// exceeds req.MaxRatio. Errors are *idsync.Error as for Upsert.
+// match are removed, and the transaction rolls back when they exceed
+// req.MaxRatio of the live rows. Errors are *idsync.Error as for Upsert,
+// or wrap the error of req.Keys.
 func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepRequest) (idsync.SweepResult, error) {
 	var res idsync.SweepResult
 	s.mu.Lock()
@@ -73,16 +74,11 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	failpoint(req, "sweep-loaded")
 	gone, live := sweepWhere(t)
 	tbl := sqlkit.QuoteIdent(t.Name)
-	var n int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live).Scan(&res.Live); err != nil {
 		return res, s.wrap(op, err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live+` AND `+gone).Scan(&n); err != nil {
-		return res, s.wrap(op, err)
-	}
-	if err := idsync.CheckSweepRatio(t, n, res.Live, req.MaxRatio, req.Allow); err != nil {
-		return res, err
-	}
+	// Remove first, then check the share: a refusal rolls back, and the
+	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
 	args := []any{}
 	if req.Mode == idsync.DeletesSoft {
@@ -95,6 +91,9 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	}
 	if res.Deleted, err = r.RowsAffected(); err != nil {
 		return res, s.wrap(op, err)
+	}
+	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req.MaxRatio, req.Allow); err != nil {
+		return idsync.SweepResult{}, err
 	}
 	failpoint(req, "sweep-applied")
 	if _, err := tx.ExecContext(ctx, `DROP TABLE `+seenTable); err != nil {
