@@ -40,7 +40,7 @@ func main() {
 	)
 	flag.Parse()
 	if *sweep > 0 {
-		if err := sweepOnly(*pg, *sweep, *size); err != nil {
+		if err := sweepOnly(*pg, *sweep, *size, *repeat); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -66,7 +66,7 @@ func main() {
 }
 
 // sweepOnly builds the binary and prints the deletion figures alone.
-func sweepOnly(pgURL string, n, size int) error {
+func sweepOnly(pgURL string, n, size, repeat int) error {
 	dir, err := os.MkdirTemp("", "idemsync-bench-")
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func sweepOnly(pgURL string, n, size int) error {
 	}
 	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	b := &bench{bin: bin, dir: dir}
-	return b.sweepFigures(pgURL, n, size)
+	return b.sweepFigures(pgURL, n, size, repeat)
 }
 
 func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly bool) error {

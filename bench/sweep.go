@@ -16,62 +16,78 @@ import (
 )
 
 // sweepFigures measures deletions (docs/deletions.md) on a table of n rows
-// in pages of size, for SQLite and, when pgURL is set, PostgreSQL: for each
-// of deletes keep, hard and soft, a first load, then an unchanged re-sync
-// (its wall time: what recording the seen keys and the empty sweep add to
-// keep), then a re-sync after the source lost 1% of its records (the last
-// ids: the API deletes those cheaply), whose sweep time is read from the
-// run's log.
-func (b *bench) sweepFigures(pgURL string, n, size int) error {
-	fmt.Printf("\n## deletions: %d rows in pages of %d; unchanged re-sync by target.deletes, then a sweep of 1%% deleted (one pass each)\n", n, size)
+// in pages of size, for SQLite and, when pgURL is set, PostgreSQL. One API
+// serves three jobs, deletes keep, hard and soft, each with its own table
+// and state file: a first load each; then repeat rounds of an unchanged
+// re-sync of each job in turn (interleaved, so that a busy moment of the
+// machine hits all three), whose medians give what recording the seen
+// keys and an empty sweep add to keep; then the source loses 1% of its
+// records (the last ids: the API deletes those cheaply) and each job runs
+// once more, its sweep's own time read from its log.
+func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
+	fmt.Printf("\n## deletions: %d rows in pages of %d; unchanged re-sync by target.deletes (median of %d, interleaved), then a sweep of 1%% deleted\n", n, size, repeat)
 	targets := []struct{ name, url string }{{"sqlite", ""}}
 	if pgURL != "" {
 		targets = append(targets, struct{ name, url string }{"postgres", pgURL})
 	}
+	modes := []string{"keep", "hard", "soft"}
 	for _, tg := range targets {
-		resync := map[string]time.Duration{}
-		for _, mode := range []string{"keep", "hard", "soft"} {
-			api, stop, err := serve(n, 0)
-			if err != nil {
-				return err
-			}
+		api, stop, err := serve(n, 0)
+		if err != nil {
+			return err
+		}
+		jobs, states := map[string]string{}, map[string]string{}
+		for _, mode := range modes {
 			url := tg.url
-			if url != "" {
-				_ = dropPostgresTable(url, "sweep_"+mode)
-			}
 			if url == "" {
 				url = "sqlite:" + filepath.Join(b.dir, "sweep-"+mode+".db")
+			} else {
+				_ = dropPostgresTable(url, "sweep_"+mode)
 			}
-			job := replaceTable(pageJob(api, size, 1, url), "sweep_"+mode) + "  deletes: " + mode + "\n"
-			state := filepath.Join(b.dir, fmt.Sprintf("sweep-%s-%s.state.db", tg.name, mode))
-			first, _, err := b.timedRun(tg.name+"-"+mode+"-first", job, state)
+			jobs[mode] = replaceTable(pageJob(api, size, 1, url), "sweep_"+mode) + "  deletes: " + mode + "\n"
+			states[mode] = filepath.Join(b.dir, fmt.Sprintf("sweep-%s-%s.state.db", tg.name, mode))
+			first, _, err := b.timedRun(tg.name+"-"+mode+"-first", jobs[mode], states[mode])
 			if err != nil {
 				stop()
 				return err
 			}
-			again, _, err := b.timedRun(tg.name+"-"+mode+"-again", job, state)
-			if err != nil {
-				stop()
-				return err
-			}
-			resync[mode] = again
-			for id := n; id > n-n/100; id-- {
-				api.API.Delete(id)
-			}
-			swept, sweepMS, err := b.timedRun(tg.name+"-"+mode+"-swept", job, state)
-			stop()
-			if err != nil {
-				return err
-			}
-			fmt.Printf("%-9s deletes: %-4s  first load %6.2fs  unchanged re-sync %6.2fs  re-sync with 1%% deleted %6.2fs (sweep %6.2fs)\n",
-				tg.name, mode, first.Seconds(), again.Seconds(), swept.Seconds(), float64(sweepMS)/1000)
+			fmt.Printf("%-9s deletes: %-4s  first load %6.2fs\n", tg.name, mode, first.Seconds())
 		}
+		resync := map[string][]measured{}
+		for i := range repeat {
+			for _, mode := range modes {
+				again, _, err := b.timedRun(fmt.Sprintf("%s-%s-again-%d", tg.name, mode, i), jobs[mode], states[mode])
+				if err != nil {
+					stop()
+					return err
+				}
+				resync[mode] = append(resync[mode], measured{wall: again})
+			}
+		}
+		for id := n; id > n-n/100; id-- {
+			api.API.Delete(id)
+		}
+		for _, mode := range modes {
+			swept, sweepMS, err := b.timedRun(tg.name+"-"+mode+"-swept", jobs[mode], states[mode])
+			if err != nil {
+				stop()
+				return err
+			}
+			var walls []string
+			for _, m := range resync[mode] {
+				walls = append(walls, fmt.Sprintf("%.2f", m.wall.Seconds()))
+			}
+			fmt.Printf("%-9s deletes: %-4s  unchanged re-sync %6.2fs (runs %s)  re-sync with 1%% deleted %6.2fs (sweep %5.2fs)\n",
+				tg.name, mode, median(resync[mode]).wall.Seconds(), strings.Join(walls, " "), swept.Seconds(), float64(sweepMS)/1000)
+		}
+		stop()
+		keep := median(resync["keep"]).wall.Seconds()
 		for _, mode := range []string{"hard", "soft"} {
 			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%%\n", tg.name, mode,
-				100*(resync[mode].Seconds()-resync["keep"].Seconds())/resync["keep"].Seconds())
+				100*(median(resync[mode]).wall.Seconds()-keep)/keep)
 		}
 		if tg.url != "" {
-			for _, mode := range []string{"keep", "hard", "soft"} {
+			for _, mode := range modes {
 				_ = dropPostgresTable(tg.url, "sweep_"+mode)
 			}
 		}
