@@ -7,6 +7,7 @@
 //	go run ./bench -throughput-only     # the baseline comparison alone
 //	go run ./bench -seen-design 1000000 # what tracking deletions costs (docs/deletions.md)
 //	go run ./bench -fanout-only         # the parent → child fan-out figures alone
+//	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -37,10 +38,18 @@ func main() {
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
+		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 	)
 	flag.Parse()
 	if *fanout {
 		if err := fanoutOnly(*quick); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *sweep > 0 {
+		if err := sweepOnly(*pg, *sweep, *size, *repeat); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -63,6 +72,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// sweepOnly builds the binary and prints the deletion figures alone.
+func sweepOnly(pgURL string, n, size, repeat int) error {
+	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "idemsync")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	b := &bench{bin: bin, dir: dir}
+	return b.sweepFigures(pgURL, n, size, repeat)
 }
 
 func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly bool) error {

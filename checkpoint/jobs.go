@@ -37,8 +37,9 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
 	st := &idsync.JobState{Name: job}
-	var cols sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, '') FROM jobs WHERE name = ?`, job).Scan(&st.HWM, &cols, &st.Identity)
+	var cols, fullAt sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due FROM jobs WHERE name = ?`,
+		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, nil
 	}
@@ -47,6 +48,9 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 	}
 	if st.Columns, err = decodeColumns(cols); err != nil {
 		return nil, err
+	}
+	if st.FullPassAt, err = parseTime(fullAt); err != nil {
+		return nil, fmt.Errorf("job's last full pass: %w", err)
 	}
 	if st.LastRun, err = latestRun(ctx, tx, job); err != nil {
 		return nil, err

@@ -44,11 +44,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			UPDATE runs SET
 				pages = pages + 1, records = records + ?,
 				inserted = inserted + ?, updated = updated + ?,
-				unchanged = unchanged + ?, skipped = skipped + ?,
+				unchanged = unchanged + ?, skipped = skipped + ?, deleted = deleted + ?,
 				checkpoint = ?, last_pos = ?,
 				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
 			WHERE id = ? AND job = ? AND status = ? AND owner = ?`,
-			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped,
+			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped, p.Counts.Deleted,
 			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning, s.token)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
@@ -83,9 +83,8 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			return err
 		}
 		if !p.FinishedAt.IsZero() {
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ?`,
-				idsync.RunCompleted, formatTime(p.FinishedAt), p.RunID); err != nil {
-				return fmt.Errorf("complete run: %w", err)
+			if err := completeRun(ctx, tx, job, p, now); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -233,4 +232,25 @@ func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
 		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type}
 	}
 	return out, nil
+}
+
+// completeRun marks the run of p completed in the page's transaction and,
+// when the run is a full pass, records it as the job's last one (as
+// CompletePass does for a run that sweeps).
+func completeRun(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommit, now string) error {
+	var full bool
+	var started string
+	err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ? RETURNING full, started_at`,
+		idsync.RunCompleted, formatTime(p.FinishedAt), p.RunID).Scan(&full, &started)
+	if err != nil {
+		return fmt.Errorf("complete run: %w", err)
+	}
+	if !full {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_pass_at = ?, full_due = 0, updated_at = ? WHERE name = ?`,
+		started, now, job); err != nil {
+		return fmt.Errorf("save last full pass: %w", err)
+	}
+	return nil
 }

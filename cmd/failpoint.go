@@ -14,7 +14,10 @@ import (
 // IDEMSYNC_TEST_FAILPOINT=STEP[:N] the process kills itself (SIGKILL on Unix,
 // TerminateProcess on Windows: no deferred code runs) the N-th time (default
 // 1) it reaches STEP, one of request (an HTTP attempt is about to be sent),
-// fetched, target-committed, checkpoint-committed. Unset, it costs nothing.
+// fetched, target-committed, checkpoint-committed, and of a full pass's
+// sweep: sweep-loaded (seen keys loaded, nothing removed), sweep-applied
+// (rows removed, not committed), swept (committed, run not yet completed).
+// Unset, it costs nothing.
 func installFailpoint(e *idsync.Engine, f *httpsource.Fetcher) {
 	spec := os.Getenv("IDEMSYNC_TEST_FAILPOINT")
 	if spec == "" {

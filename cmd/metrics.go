@@ -60,9 +60,17 @@ func (m *runMetrics) onPage(next func(idsync.PageEvent)) func(idsync.PageEvent) 
 		m.add.Updated += ev.Counts.Updated
 		m.add.Unchanged += ev.Counts.Unchanged
 		m.add.Skipped += int64(ev.Skipped)
+		m.add.Deleted += ev.Counts.Deleted
 		if next != nil {
 			next(ev)
 		}
+	}
+}
+
+// onSweep counts the rows a full pass's sweep deleted or marked.
+func (m *runMetrics) onSweep(deleted int64) {
+	if m != nil {
+		m.add.Deleted += deleted
 	}
 }
 

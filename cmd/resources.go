@@ -448,6 +448,7 @@ func (m *multiRun) record(rr *resourceResult, ran bool) {
 		rr.Updated += old.Updated
 		rr.Unchanged += old.Unchanged
 		rr.Skipped += old.Skipped
+		rr.Deleted += old.Deleted
 		rr.Resumed = rr.Resumed || old.Resumed
 	}
 	m.results[rr.Resource] = rr

@@ -18,6 +18,8 @@ import (
 
 type runOpts struct {
 	restart   bool
+	full      bool // --full
+	allowMass bool // --allow-mass-delete
 	maxPages  int
 	timeLimit time.Duration
 	from, to  string
@@ -62,7 +64,8 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 		if name == idsync.KindReplay && o.from == "" {
 			return &usageError{err: fmt.Errorf("replay needs --from")}
 		}
-		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart, Verify: o.verify}
+		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart,
+			Verify: o.verify, Full: o.full, AllowMassDelete: o.allowMass}
 		switch name {
 		case "resume":
 			opts.Resume = true
@@ -79,6 +82,10 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	f.BoolVar(&o.verify, "verify", false, "compare every stored column of the rows this invocation reads, not only their content hash, and rewrite rows changed outside idemsync (counted as updated)")
 	if name == idsync.KindRun {
 		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
+		f.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
+	}
+	if name != idsync.KindReplay {
+		f.BoolVar(&o.allowMass, "allow-mass-delete", false, "let this run's sweep remove more than target.max_delete_ratio of the table's rows")
 	}
 	if name == idsync.KindReplay {
 		f.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
@@ -184,6 +191,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 		}
 	}
 	eng.OnPage = metrics.onPage(eng.OnPage)
+	eng.OnSweep = metrics.onSweep
 	installFailpoint(eng, fetcher)
 	res, err = eng.Run(ctx, opts)
 	metrics.finish(ctx, err)

@@ -47,6 +47,9 @@ type runStatus struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	ExitCode   *int       `json:"exit_code,omitempty"` // hides Result's
 	Resumed    *bool      `json:"resumed,omitempty"`   // hides Result's
+	// Refused: a full pass whose sweep max_delete_ratio refused (shown
+	// failed; never continued: the next run is a fresh full pass).
+	Refused bool `json:"-"`
 }
 
 type statusOpts struct {
@@ -204,7 +207,7 @@ func storedRun(r *idsync.RunInfo, style, hwm string, red *idsync.Redactor, locke
 	if res.Status == idsync.RunRunning && !locked {
 		res.Status = idsync.RunInterrupted
 	}
-	out := runStatus{Result: res, RunNumber: r.Number, StartedAt: r.StartedAt.UTC()}
+	out := runStatus{Result: res, RunNumber: r.Number, StartedAt: r.StartedAt.UTC(), Refused: r.Status == idsync.RunRefused}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t

@@ -33,18 +33,20 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	row("saved mark", orDash(j.HWM))
 	if r := j.LastRun; r != nil {
 		row("last run", runLine(r))
-		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped",
-			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped))
+		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped, %d deleted",
+			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped, r.Deleted))
 		row("last error", oneLine(r.Error, 200))
 		changes := strings.Join(j.WalkChanges, "; ")
-		switch r.Status {
-		case idsync.RunPartial, idsync.RunInterrupted, idsync.RunFailed:
+		switch st := r.Status; {
+		case r.Refused:
+			row("next run", "starts a fresh full pass (the sweep of this one was refused)")
+		case st == idsync.RunPartial || st == idsync.RunInterrupted || st == idsync.RunFailed:
 			if changes != "" {
 				row("next run", fmt.Sprintf("refused (exit 2): the job file changed the walk of run #%d: %s (--restart starts over)", r.RunNumber, changes))
 			} else {
 				row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunNumber, r.Checkpoint))
 			}
-		case idsync.RunCompleted, idsync.RunAbandoned:
+		case st == idsync.RunCompleted || st == idsync.RunAbandoned:
 			if changes != "" {
 				row("next run", "starts from the beginning: the job file changed the walk: "+changes)
 			}
@@ -115,14 +117,14 @@ func writeRuns(w io.Writer, runs []runStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RUN\tID\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tCHECKPOINT\tERROR")
+	fmt.Fprintln(tw, "  RUN\tID\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tDELETED\tCHECKPOINT\tERROR")
 	for _, r := range runs {
 		took := "-"
 		if r.FinishedAt != nil || r.Status == idsync.RunRunning {
 			took = durationText(r.DurationMS)
 		}
-		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunNumber, r.RunID, r.Kind, r.Status,
-			stamp(r.StartedAt), took, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunNumber, r.RunID, r.Kind, r.Status,
+			stamp(r.StartedAt), took, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped, r.Deleted,
 			r.Checkpoint, orDash(oneLine(r.Error, 60)))
 	}
 	_ = tw.Flush()

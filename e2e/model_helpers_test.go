@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	gosync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,7 +72,9 @@ target:
     id: {path: id, type: integer}
     v: {path: v, type: text}
     updated_at: {path: updated_at, type: text}
-`, apiURL, sc.Concurrency, pag, sc.Size, inc, target, table)
+  deletes: %s
+  max_delete_ratio: 0.9
+`, apiURL, sc.Concurrency, pag, sc.Size, inc, target, table, sc.Deletes)
 }
 
 // modelExit is one finished (or killed) invocation.
@@ -124,8 +128,11 @@ wait:
 	return modelExit{code: code, partial: strings.Contains(out.String(), `"status":"partial"`), stderr: errOut.String() + out.String(), stdout: out.String()}
 }
 
-// modelRow is one target row.
-type modelRow struct{ v, updatedAt string }
+// modelRow is one target row; deleted when soft-deleted (marked).
+type modelRow struct {
+	v, updatedAt string
+	deleted      bool
+}
 
 // modelTarget is where a scenario's job writes and how the harness reads it.
 type modelTarget struct {
@@ -165,7 +172,11 @@ func modelPostgres(t *testing.T, url string) modelTarget {
 		}
 		defer conn.Close(ctx)
 		out, dups := map[int]modelRow{}, 0
-		rows, err := conn.Query(ctx, `SELECT id, v, updated_at FROM `+pgx.Identifier{schema, "items"}.Sanitize())
+		q := `SELECT id, v, updated_at, ` + modelDeletedExpr + ` FROM ` + pgx.Identifier{schema, "items"}.Sanitize()
+		rows, err := conn.Query(ctx, q)
+		if err != nil && strings.Contains(err.Error(), "_idemsync_deleted_at") { // not a soft table
+			rows, err = conn.Query(ctx, strings.Replace(q, modelDeletedExpr, "false", 1))
+		}
 		if err != nil {
 			if strings.Contains(err.Error(), "does not exist") {
 				return out, 0
@@ -176,7 +187,7 @@ func modelPostgres(t *testing.T, url string) modelTarget {
 		for rows.Next() {
 			var id int
 			var r modelRow
-			if err := rows.Scan(&id, &r.v, &r.updatedAt); err != nil {
+			if err := rows.Scan(&id, &r.v, &r.updatedAt, &r.deleted); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := out[id]; ok {
@@ -196,7 +207,10 @@ func modelPostgres(t *testing.T, url string) modelTarget {
 func modelRows(t *testing.T, db *sql.DB) (map[int]modelRow, int) {
 	t.Helper()
 	out := map[int]modelRow{}
-	rows, err := db.Query(`SELECT id, v, updated_at FROM items`)
+	rows, err := db.Query(`SELECT id, v, updated_at, ` + modelDeletedExpr + ` FROM items`)
+	if err != nil && strings.Contains(err.Error(), "_idemsync_deleted_at") { // not a soft table
+		rows, err = db.Query(`SELECT id, v, updated_at, false FROM items`)
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), "no such table") {
 			return out, 0
@@ -208,7 +222,7 @@ func modelRows(t *testing.T, db *sql.DB) (map[int]modelRow, int) {
 	for rows.Next() {
 		var id int
 		var r modelRow
-		if err := rows.Scan(&id, &r.v, &r.updatedAt); err != nil {
+		if err := rows.Scan(&id, &r.v, &r.updatedAt, &r.deleted); err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := out[id]; ok {
@@ -222,8 +236,31 @@ func modelRows(t *testing.T, db *sql.DB) (map[int]modelRow, int) {
 	return out, dups
 }
 
+// modelDeletedExpr reads a row's soft-deletion mark as a boolean.
+const modelDeletedExpr = `_idemsync_deleted_at IS NOT NULL`
+
+// modelSwept lists the rows a completed full pass should have removed but
+// did not: records known before the run began (known) that were gone
+// when it began and are still gone (neither in start nor in end) must
+// have no row (hard) or a marked one (soft).
+func modelSwept(mode string, known map[int]bool, start, end map[int]fakeapi.ModelRecord, table map[int]modelRow) []string {
+	var bad []string
+	for id := range known {
+		_, inStart := start[id]
+		_, inEnd := end[id]
+		row, ok := table[id]
+		if inStart || inEnd || !ok {
+			continue
+		}
+		if mode == "hard" || !row.deleted {
+			bad = append(bad, fmt.Sprintf("id %d deleted at the source before the pass still in the table (deleted mark %v)", id, row.deleted))
+		}
+	}
+	return bad
+}
+
 // modelMissing lists the records unchanged between start and end that the
-// table lacks or holds with another value.
+// table lacks, holds with another value, or holds marked deleted.
 func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow) []string {
 	var bad []string
 	for id, s := range start {
@@ -237,6 +274,8 @@ func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow
 			bad = append(bad, fmt.Sprintf("id %d missing", id))
 		case got.v != e.V || got.updatedAt != e.UpdatedAt:
 			bad = append(bad, fmt.Sprintf("id %d stale (%s, want %s)", id, got.v, e.V))
+		case got.deleted:
+			bad = append(bad, fmt.Sprintf("id %d marked deleted but live at the source", id))
 		}
 	}
 	return bad
@@ -274,4 +313,50 @@ func modelCommitted(t *testing.T, dir string) []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// modelSummary counts outcomes over all seeds of one TestModel.
+type modelSummary struct {
+	mu                     gosync.Mutex
+	seeds, refused, failed int
+	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
+	exits                  map[string]int
+	failedSeeds            []int64
+}
+
+// swept counts a completed full pass checked for deletions.
+func (s *modelSummary) swept(records int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweeps++
+	s.sweptRecords += records
+}
+
+func (s *modelSummary) exit(code int, partial bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := fmt.Sprint(code)
+	switch {
+	case code == -1:
+		k = "killed"
+	case partial:
+		k = "0-partial"
+	}
+	s.exits[k]++
+}
+
+// report logs the outcome counts of all seeds.
+func (sum *modelSummary) report(t *testing.T) {
+	keys := make([]string, 0, len(sum.exits))
+	for k := range sum.exits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ex []string
+	for _, k := range keys {
+		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
+	}
+	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
+	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source",
+		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords)
 }

@@ -26,27 +26,6 @@ var (
 	modelSkipFlag  = flag.String("model-skip", os.Getenv("IDEMSYNC_MODEL_SKIP"), "model test: behaviour kinds never enabled, comma-separated (also IDEMSYNC_MODEL_SKIP)")
 )
 
-// modelSummary counts outcomes over all seeds of one TestModel.
-type modelSummary struct {
-	mu                     gosync.Mutex
-	seeds, refused, failed int
-	exits                  map[string]int
-	failedSeeds            []int64
-}
-
-func (s *modelSummary) exit(code int, partial bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := fmt.Sprint(code)
-	switch {
-	case code == -1:
-		k = "killed"
-	case partial:
-		k = "0-partial"
-	}
-	s.exits[k]++
-}
-
 // TestModel is the model-based adversarial test of SPEC §4.10 ("Exit 0 means
 // complete"): per seed a scenario (fakeapi.NewScenario), the real binary
 // under a random schedule of runs, kills, slices, resumes and restarts, and
@@ -109,21 +88,6 @@ func modelSkip() map[string]bool {
 	return skip
 }
 
-// report logs the outcome counts of all seeds.
-func (sum *modelSummary) report(t *testing.T) {
-	keys := make([]string, 0, len(sum.exits))
-	for k := range sum.exits {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var ex []string
-	for _, k := range keys {
-		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
-	}
-	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
-	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v", sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds)
-}
-
 // modelSeedRun drives one scenario until exit 0 (completed) or the step budget.
 func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt modelTarget) {
 	repro := fmt.Sprintf("go test ./e2e -run '%s$' -seed %d -v", strings.Split(t.Name(), "/")[0], sc.Seed)
@@ -148,6 +112,15 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	defer func() { sum.mu.Lock(); sum.seeds++; sum.mu.Unlock() }()
 
 	start := api.Snapshot() // the data set when the current run began
+	// known holds every id the source had before the current run began;
+	// claimSwept whether the next completed run must have swept those gone
+	// (a full pass after a start the harness saw: not after an overlapping
+	// pair, whose other run may have begun earlier).
+	known, claimSwept := map[int]bool{}, true
+	for id := range start {
+		known[id] = true
+	}
+	drng := rand.New(rand.NewSource(sc.Seed ^ 0x676f6e65))
 	refusals, completed := 0, 0
 	// Now and then the job file changes its page size between invocations
 	// (a random source of its own, so the schedule of runs stays as it
@@ -222,9 +195,17 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		}
 		switch {
 		case ex.code == 0 && !ex.partial:
-			if bad := modelMissing(start, api.Snapshot(), table); len(bad) > 0 {
+			end := api.Snapshot()
+			if bad := modelMissing(start, end, table); len(bad) > 0 {
 				fail("exit 0 over a hole after %v (completed run %d): %d of %d records wrong, e.g. %s\n%s", args, completed+1, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
+			}
+			if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil {
+				if bad := modelSwept(sc.Deletes, known, start, end, table); len(bad) > 0 {
+					fail("exit 0 of a full pass after %v (completed run %d) left rows of deleted records: %d, e.g. %s\n%s", args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
+					return
+				}
+				sum.swept(len(known) - len(start))
 			}
 			if sc.Has("future") {
 				hwm := statusOf(t, dir, job).HWM
@@ -238,6 +219,22 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			if completed++; completed == 2 {
 				return
 			}
+			for id := range end {
+				known[id] = true
+			}
+			// The source loses a few records between the runs: the next
+			// full pass must sweep them (and those the walk's own deletes
+			// removed).
+			if pairStart == nil && len(end) > 3 {
+				var ids []int
+				for id := range end {
+					ids = append(ids, id)
+				}
+				sort.Ints(ids)
+				drng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+				api.Delete(ids[:1+drng.Intn(3)]...)
+			}
+			claimSwept = pairStart == nil
 			start = api.Snapshot()
 			if pairStart != nil {
 				start = *pairStart

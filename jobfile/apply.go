@@ -56,6 +56,9 @@ func checkRules(spec *idsync.Spec, skip map[string]bool, bad idsync.BadFunc) {
 
 // ruleProblem says what is wrong with v under r, or "".
 func ruleProblem(r Rule, v reflect.Value) string {
+	if v.Kind() == reflect.Pointer && !v.IsNil() { // an optional number: *float64
+		v = v.Elem()
+	}
 	switch v.Kind() {
 	case reflect.String:
 		s := v.String()

@@ -36,7 +36,8 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	}
 	finishTimeout(t, bad)
 	checkTargetMode(t, bad)
-	j.Table = idsync.Table{Key: t.Key, Version: t.Version, Create: *t.Create}
+	checkDeletes(t, bad)
+	j.Table = idsync.Table{Key: t.Key, Version: t.Version, Create: *t.Create, Deletes: t.Deletes}
 	j.Table.Schema, j.Table.Name = splitTable(t.Table)
 	j.Infer = len(t.Columns) == 0
 	j.targetColumns(bad, lines)
@@ -139,3 +140,26 @@ func finishTimeout(t *idsync.Target, bad func(key, format string, args ...any)) 
 // maxTimeout is the largest lock_timeout/statement_timeout PostgreSQL
 // accepts (INT_MAX milliseconds).
 const maxTimeout = time.Duration(1<<31-1) * time.Millisecond
+
+// checkDeletes checks target.tombstone against target.deletes: a
+// tombstone deletes or marks, so it needs deletes soft or hard, a field
+// and a scalar value.
+func checkDeletes(t *idsync.Target, bad func(key, format string, args ...any)) {
+	tb := t.Tombstone
+	if tb == nil {
+		return
+	}
+	if t.Deletes != idsync.DeletesSoft && t.Deletes != idsync.DeletesHard {
+		bad("target.tombstone", "needs target.deletes: soft or hard (it is %s)", t.Deletes)
+	}
+	if tb.Field == "" {
+		bad("target.tombstone.field", "is required")
+	}
+	switch tb.Value.(type) {
+	case bool, string, int, int64, float64:
+	case nil:
+		bad("target.tombstone.value", "is required (a boolean, a number or a string)")
+	default:
+		bad("target.tombstone.value", "must be a boolean, a number or a string")
+	}
+}

@@ -137,6 +137,9 @@ var rules = map[string]Rule{
 		Default: "as_received", Examples: []any{"as_received", "unix", "2006-01-02 15:04:05"}},
 	"incremental.max_future": {Fill: true, Doc: "A record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
 		Default: "1h", Examples: []any{"1h", "1d"}},
+	"incremental.full_every": {Doc: "Make a run a full pass (no lower bound: from initial when set, else sending no mark; from the first page) when the last completed full pass started more than this long ago, or none completed yet. " +
+		"A full pass catches rows an incremental run misses (records deleted upstream, rows missed by shifting pages) and is when target.deletes sweeps. Omitted: only run --full does.",
+		Min: num(0), Examples: []any{"24h", "7d"}},
 
 	"retry":          {Doc: "Retries of transient failures: network errors, timeouts, invalid or truncated JSON, error_path payloads, and on_status."},
 	"retry.attempts": {Fill: true, Min: num(1), Doc: "Tries per request, the first included.", Default: idsync.DefaultAttempts},
@@ -172,6 +175,15 @@ var rules = map[string]Rule{
 		Default: idsync.DefaultLockTimeout.String()},
 	"target.timeout.statement": {Doc: "Longest run of one statement, its lock waits included. At least 1ms.",
 		Default: idsync.DefaultStatementTimeout.String()},
+	"target.deletes": {Fill: true, Enum: []string{idsync.DeletesKeep, idsync.DeletesSoft, idsync.DeletesHard}, Default: idsync.DeletesKeep,
+		Doc: "What happens to rows whose key a completed full pass did not see: keep them; soft: set their _idemsync_deleted_at (cleared when the key comes back); hard: delete them. " +
+			"Partial, failed, windowed and replay runs never delete. See docs/deletions.md."},
+	"target.max_delete_ratio": {Fill: true, Default: idsync.DefaultMaxDeleteRatio, Min: num(0), Max: num(1),
+		Doc: "A sweep that would remove more than this share of the table's live rows changes nothing and fails its run (exit 1); run --allow-mass-delete lets one run pass."},
+	"target.tombstone":       {Doc: "A record whose field holds value is deleted (deletes: hard) or marked (soft) in its page's own write, on any run. Needs deletes: soft or hard."},
+	"target.tombstone.field": {Doc: "Required. GJSON path of the flag in each record.", Examples: []any{"deleted", "meta.is_deleted"}},
+	"target.tombstone.value": {Doc: "Required. The value that flags a deleted record: a boolean, a number or a string, compared with the field's JSON value.",
+		Examples: []any{true, "deleted"}},
 	"target.mode": {Doc: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
 		"an octal string letting the owner read and write. An existing file keeps its mode.", Default: "0600", Examples: []any{"0640"}},
 }

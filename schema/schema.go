@@ -278,6 +278,8 @@ var shapes = map[string]func() *Schema{
 	"pagination.overlap":  overlap,
 	"incremental.initial": scalarText,
 	"incremental.overlap": overlap,
+	// A boolean, a number or a string, compared with the record's value.
+	"target.tombstone.value": scalarText,
 	"source.body": func() *Schema {
 		return &Schema{AnyOf: []*Schema{{Type: "string"}, {Type: "object"}, {Type: "array"}}}
 	},

@@ -155,6 +155,11 @@ name: orders
 source: {url: "https://api.example.com/orders", auth: {type: bearer, token: abc123}}
 target: {url: "sqlite:out.db", table: orders, key: id}
 `, []string{"source.auth.type"}},
+	{"tombstone", `
+name: orders
+source: {url: "https://api.example.com/orders"}
+target: {url: "sqlite:out.db", table: orders, key: id, deletes: hard, tombstone: {field: deleted, value: true}}
+`, []string{"target.tombstone.field", "target.tombstone.value"}},
 }
 
 func TestRequiredKeysAgree(t *testing.T) {

@@ -101,6 +101,9 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 	case o.Restart && run != nil:
 		e.Logger.Info("abandoning the unfinished run (--restart)", "job", job.Name, "run_id", run.ID)
 		run = nil
+	case o.Full && o.Kind == KindRun && run != nil && !run.Full:
+		e.Logger.Info("abandoning the unfinished run to start a full pass (--full)", "job", job.Name, "run_id", run.ID)
+		run = nil
 	}
 	return run, nil
 }
@@ -152,6 +155,18 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
 	job := e.Job
 	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
+	full, why := e.fullPass(o, js)
+	if full {
+		// A full pass has no lower bound: it starts where the very first
+		// run would (from initial, or sending no mark; from the first page;
+		// a child from its parent's every row).
+		info.Full, fresh = true, true
+		c := *js
+		c.HWM, js = "", &c
+		if why != "" {
+			e.Logger.Info("this run is a full pass", "job", job.Name, "why", why)
+		}
+	}
 	if job.Parent != nil {
 		if err := e.startChild(ctx, o, sink, info, fresh); err != nil {
 			return err
@@ -186,7 +201,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 	}
 	info.ID = id
 	rs.info = info
-	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind,
+	e.Logger.Info("starting run", "job", job.Name, "run_id", id, "kind", info.Kind, "full_pass", info.Full,
 		"from", rs.pos.Describe(job.Pagination.Style, job.Secrets), "window", info.Window)
 	return nil
 }
@@ -265,7 +280,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 		rs.prev = p.Hash
 	}
 	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
-	rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged}
+	rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted}
 	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
 		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
 	return nil

@@ -52,12 +52,19 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 			"position", where, "rows", counts.Dropped)
 	}
 
-	// 4. Commit checkpoint and page row.
+	// 4. Commit checkpoint and page row, with the page's keys when the run
+	// sweeps at its end. The last page completes the run in the same
+	// transaction, except for a run that sweeps: its last page leaves it
+	// unfinished at its end, and finishPass sweeps and completes it.
+	keys, err := e.pageKeys(wctx, rs, sink, rows, dead)
+	if err != nil {
+		return false, fmt.Errorf("keys of %s: %w", where, err)
+	}
 	ckpt := fp.checkpoint()
 	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
-		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Elapsed: time.Since(fp.t0)}
+		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
 	e.saveMarks(rs, &fp, pc)
-	if ckpt.End {
+	if ckpt.End && !e.sweeps(rs) {
 		pc.FinishedAt = time.Now().UTC()
 	}
 	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
@@ -187,6 +194,7 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 	}
 	for i, rec := range fp.resp.Records {
 		row, _, err := mapper.Map(i, rec)
+		row.Tombstone = job.Target.Tombstone.Matches(rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
 			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
 		}

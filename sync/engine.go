@@ -17,6 +17,11 @@ type Options struct {
 	MaxPages  int           // stop cleanly after this many pages (0: no limit)
 	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed, having committed at least one (0: none)
 	Verify    bool          // compare stored mapped columns too and rewrite rows changed outside idemsync (Table.Verify)
+	// Full makes a new run of kind run a full pass (run --full): no lower
+	// bound, from the first page, and a sweep at its end (SPEC §10).
+	Full bool
+	// AllowMassDelete lets this run's sweep pass target.max_delete_ratio.
+	AllowMassDelete bool
 }
 
 // Result is what a run did; it is the --json object of run/resume/replay.
@@ -31,6 +36,7 @@ type Result struct {
 	Updated    int64  `json:"updated"`
 	Unchanged  int64  `json:"unchanged"`
 	Skipped    int64  `json:"skipped"`
+	Deleted    int64  `json:"deleted"`
 	Checkpoint string `json:"checkpoint"`
 	HWM        string `json:"hwm"`
 	DurationMS int64  `json:"duration_ms"`
@@ -75,6 +81,9 @@ type Engine struct {
 	// name ("fetched", "target-committed", "checkpoint-committed"); tests
 	// use it to crash the process at that point.
 	Failpoint func(step string)
+	// OnSweep, when set, is called after a sweep committed with the rows
+	// it deleted or marked.
+	OnSweep func(deleted int64)
 
 	validator RowValidator // the sink's, when it has one; set by begin
 }
@@ -87,6 +96,7 @@ type runState struct {
 	seen    map[string]bool
 	prev    string // hash of the previous committed page
 	resumed bool   // an unfinished run is being continued
+	refused bool   // the run's sweep was refused: it ended for good
 	hwm     string // job's saved mark
 	future  futureMarks
 	total   Counts
@@ -137,7 +147,17 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages})
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
-	status, runErr := e.loop(ctx, o, rs, sink, log, started)
+	var status string
+	var runErr error
+	if !rs.pos.End {
+		status, runErr = e.loop(ctx, o, rs, sink, log, started)
+	}
+	// A run that sweeps and read its last page is completed by finishPass
+	// (after its sweep); so is a run continued at its end (its sweep or
+	// its completion did not commit before the process died).
+	if rs.pos.End && (status == "" || status == RunCompleted && e.sweeps(rs)) {
+		status, runErr = e.finishPass(ctx, o, rs, sink, log)
+	}
 	return e.end(ctx, res, rs, status, runErr, log, started)
 }
 
@@ -151,7 +171,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	if runErr != nil && status == RunFailed {
 		msg = job.Secrets.Redact(runErr.Error())
 	}
-	if status != RunCompleted { // a completing page already marked the run
+	if status != RunCompleted && !rs.refused { // a completing page or finishPass already marked the run
 		if err := e.Store.FinishRun(bg, rs.info.ID, status, msg, ""); err != nil && runErr == nil {
 			runErr, status = err, RunFailed
 		}
@@ -163,6 +183,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.Status = status
 	res.Pages, res.Records, res.Skipped = rs.pages, rs.records, rs.skipped
 	res.Inserted, res.Updated, res.Unchanged = rs.total.Inserted, rs.total.Updated, rs.total.Unchanged
+	res.Deleted = rs.total.Deleted
 	res.Checkpoint = rs.pos.Describe(job.Pagination.Style, job.Secrets)
 	res.HWM = rs.hwm
 	res.DurationMS = time.Since(started).Milliseconds()
@@ -175,7 +196,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.ExitCode = ExitCode(runErr)
 	log.Info("run finished", "status", status, "pages", rs.pages, "records", rs.records,
 		"inserted", rs.total.Inserted, "updated", rs.total.Updated, "unchanged", rs.total.Unchanged,
-		"skipped", rs.skipped, "checkpoint", res.Checkpoint, "ms", res.DurationMS)
+		"skipped", rs.skipped, "deleted", rs.total.Deleted, "checkpoint", res.Checkpoint, "ms", res.DurationMS)
 	return res, runErr
 }
 

@@ -194,6 +194,36 @@ func (s *memStore) RunParents(_ context.Context, id int64) ([]string, error) {
 	return slices.Clone(r.Parents), nil
 }
 
+// SeenKeys: the in-memory store keeps no keys; engine tests that sweep
+// use the checkpoint package's store.
+func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) {
+	return false, nil
+}
+
+func (s *memStore) CompletePass(_ context.Context, id int64, deleted int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err != nil {
+		return err
+	}
+	if r.Status != RunRunning {
+		return fmt.Errorf("run %d is %s, not running", r.ID, r.Status)
+	}
+	r.Status, r.FinishedAt, r.Deleted = RunCompleted, time.Now(), r.Deleted+deleted
+	return nil
+}
+
+func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil {
+		r.Status, r.Error = RunRefused, errMsg
+	}
+	return err
+}
+
 func (s *memStore) Close() error { return nil }
 
 // lastRun returns a copy of the latest run.

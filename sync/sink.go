@@ -64,7 +64,15 @@ type Table struct {
 	// was) is rewritten and counted as Updated. False (the default)
 	// compares the hash only. The engine sets it for run --verify.
 	Verify bool
+	// Deletes is target.deletes (keep, soft or hard; "" is keep). With
+	// soft the table has ColDeletedAt, and a write of a marked row's key
+	// clears its mark.
+	Deletes string
 }
+
+// Soft reports whether the table marks deleted rows (deletes: soft)
+// instead of deleting them.
+func (t *Table) Soft() bool { return t.Deletes == DeletesSoft }
 
 // String returns the table name as the user wrote it (schema.table or table).
 func (t *Table) String() string {
@@ -88,11 +96,16 @@ func (t *Table) Column(name string) *Column {
 type Row struct {
 	Values []any  // aligned with Table.Columns; nil is SQL NULL
 	Hash   string // content hash of Values, stored in ColHash
+	// Tombstone: the record was flagged deleted (target.tombstone); the
+	// row with its key is deleted or, on a soft table, marked, instead of
+	// written.
+	Tombstone bool
 }
 
-// Counts tallies what an upsert did. Inserted+Updated+Unchanged+Dropped
+// Counts tallies what an upsert did. Inserted+Updated+Unchanged+Dropped+Deleted
 // equals the number of rows handed to Upsert: a row superseded by a later
-// row with the same key in the same page counts as unchanged.
+// row with the same key in the same page counts as unchanged, and so does a
+// tombstone whose row was already gone (or marked).
 type Counts struct {
 	Inserted  int64
 	Updated   int64
@@ -101,6 +114,8 @@ type Counts struct {
 	// write succeeded (a trigger returning NULL): the engine reports them
 	// as skipped, with a warning. Sinks that cannot tell leave it 0.
 	Dropped int64
+	// Deleted counts the rows tombstones deleted or newly marked.
+	Deleted int64
 }
 
 // Add adds o to c.
@@ -109,6 +124,7 @@ func (c *Counts) Add(o Counts) {
 	c.Updated += o.Updated
 	c.Unchanged += o.Unchanged
 	c.Dropped += o.Dropped
+	c.Deleted += o.Deleted
 }
 
 // Sink writes pages of rows into a target table. Implementations live in the

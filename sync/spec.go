@@ -127,6 +127,10 @@ type Incremental struct {
 	// MaxFuture: a record whose mark lies more than this after the run's
 	// start never moves the saved mark. Defaults to 1h.
 	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`
+	// FullEvery, when set, makes a run a full pass (no lower bound) when
+	// the last completed full pass started more than this long ago, or
+	// never completed (SPEC §10).
+	FullEvery Duration `yaml:"full_every,omitempty" json:"full_every,omitempty"`
 }
 
 // Retry configures retries of transient failures.
@@ -151,6 +155,15 @@ type Target struct {
 	// Mode is the permission of an SQLite target file idemsync creates, an
 	// octal string such as "0640". Defaults to "0600", like the state file.
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// Deletes is what happens to rows a completed full pass did not see:
+	// keep, soft or hard (SPEC §10). Defaults to keep.
+	Deletes string `yaml:"deletes,omitempty" json:"deletes,omitempty"`
+	// MaxDeleteRatio: a sweep that would remove more than this share of
+	// the table's live rows fails its run. Defaults to 0.5.
+	MaxDeleteRatio *float64 `yaml:"max_delete_ratio,omitempty" json:"max_delete_ratio,omitempty"`
+	// Tombstone, when set, names a field and value that flag a deleted
+	// record: it is deleted (hard) or marked (soft) on any run.
+	Tombstone *Tombstone `yaml:"tombstone,omitempty" json:"tombstone,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

@@ -16,7 +16,7 @@ func JobStatus(js *JobState) string {
 	switch js.LastRun.Status {
 	case RunCompleted:
 		return JobCompleted
-	case RunFailed:
+	case RunFailed, RunRefused:
 		return JobFailed
 	case RunPartial:
 		return JobPartial
@@ -34,9 +34,12 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 		style = guessStyle(pos)
 	}
 	status := r.Status
+	if status == RunRefused { // a run's status is one of SPEC §2's
+		status = RunFailed
+	}
 	res := Result{
 		Job: r.Job, RunID: r.ID, Kind: r.Kind, Status: status,
-		Pages: r.Pages, Records: r.Records, Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, Skipped: r.Skipped,
+		Pages: r.Pages, Records: r.Records, Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, Skipped: r.Skipped, Deleted: r.Deleted,
 		Checkpoint: pos.Describe(style, red), HWM: hwm, Error: red.Redact(r.Error),
 	}
 	if !r.FinishedAt.IsZero() {

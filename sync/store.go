@@ -20,6 +20,9 @@ const (
 	RunPartial     = "partial"
 	RunCompleted   = "completed"
 	RunAbandoned   = "abandoned"
+	// RunRefused is a full pass whose sweep max_delete_ratio refused: it
+	// failed for good (status shows it failed) and is never continued.
+	RunRefused = "refused"
 )
 
 // Job statuses reported by status (SPEC §2).
@@ -48,6 +51,11 @@ type RunInfo struct {
 	Updated    int64     `json:"updated"`
 	Unchanged  int64     `json:"unchanged"`
 	Skipped    int64     `json:"skipped"`
+	// Deleted counts the rows the run deleted or marked deleted:
+	// tombstones and the sweep of a full pass.
+	Deleted int64 `json:"deleted"`
+	// Full: the run is a full pass (SPEC §10), fixed when it starts.
+	Full bool `json:"full,omitempty"`
 	// Checkpoint is the encoded Position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded Position of the last committed page ("" if none).
@@ -91,6 +99,11 @@ type JobState struct {
 	LastSync    *RunInfo // most recent run of kind run (not a replay), nil when none
 	DeadLetters int64
 	Holder      string // "pid N on HOST since T" while a run holds the lock
+	// FullPassAt is when the job's last completed full pass started
+	// (zero: none completed).
+	FullPassAt time.Time
+	// FullDue: the next run must be a full pass (a sweep was refused).
+	FullDue bool
 }
 
 // PageCommit is everything recorded, in one state transaction, after a
@@ -171,6 +184,17 @@ type Store interface {
 	Runs(ctx context.Context, job string, n int) ([]RunInfo, error)
 	// DeadLetters returns the job's dead letters, newest first (n <= 0: all).
 	DeadLetters(ctx context.Context, job string, n int) ([]DeadLetter, error)
+	// SeenKeys calls fn with the key of every row of every page committed
+	// to runID (docs/deletions.md); complete is false when a page was
+	// committed without its keys.
+	SeenKeys(ctx context.Context, runID int64, fn func(key string) error) (complete bool, err error)
+	// CompletePass completes the full pass runID (unfinished, at its end):
+	// adds deleted to its count, marks it completed and makes its start
+	// the job's last full pass, in one transaction.
+	CompletePass(ctx context.Context, runID int64, deleted int64) error
+	// RefusePass ends the full pass runID for good with status refused and
+	// errMsg, and makes the job's next run a full pass.
+	RefusePass(ctx context.Context, runID int64, errMsg string) error
 	// Close closes the file.
 	Close() error
 }

@@ -335,6 +335,8 @@ func replayMarks(o Options) error {
 // start without --to). Any other run has its one window.
 func runWindowsOf(job *Job, run *RunInfo) []Window {
 	switch {
+	case run.Kind == KindRun && run.Full: // a full pass is one window, from the first page
+		return []Window{runWindow(job, run.Window, run.StartedAt)}
 	case run.Kind == KindRun:
 		return runWindows(job, run.Window, run.StartedAt)
 	case job.windowed():

@@ -42,7 +42,14 @@ type Scenario struct {
 	// windows of Step seconds (incremental.step, with end_param), Windows
 	// of them walked at once; 0 = not split.
 	Step, Windows int
+	// Deletes is the job's target.deletes (keep, soft or hard), drawn from
+	// a random source of its own so that every seed's walk stays as it was.
+	Deletes string
 }
+
+// FullPasses reports whether every run of the scenario's job is a full
+// pass (SPEC §10): neither incremental nor hwm.
+func (s Scenario) FullPasses() bool { return !s.Has("incremental") && s.Style != "hwm" }
 
 // Has reports whether the scenario enables behaviour kind b.
 func (s Scenario) Has(b string) bool { return slices.Contains(s.Behaviours, b) }
@@ -135,6 +142,10 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 	if wrng := rand.New(rand.NewSource(seed ^ 0x77696e64)); s.Has("incremental") && !skip["windows"] && wrng.Intn(2) == 0 {
 		s.Step, s.Windows = 15+wrng.Intn(120), 1+wrng.Intn(4)
 	}
+	s.Deletes = []string{"keep", "soft", "hard"}[rand.New(rand.NewSource(seed^0x64656c)).Intn(3)]
+	if skip["sweeps"] {
+		s.Deletes = "keep"
+	}
 	mrng := rand.New(rand.NewSource(seed ^ 0x6d61726b))
 	for _, b := range markBehaviours {
 		// A string-comparing server needs marks of one form, so strcmp
@@ -152,6 +163,9 @@ func (s Scenario) String() string {
 	fmt.Fprintf(&b, "seed %d: %s, %d records, size %d", s.Seed, s.Style, s.N, s.Size)
 	if s.Concurrency > 1 {
 		fmt.Fprintf(&b, ", %d pages in flight", s.Concurrency)
+	}
+	if s.Deletes != "keep" {
+		fmt.Fprintf(&b, ", deletes: %s", s.Deletes)
 	}
 	for _, k := range s.Behaviours {
 		switch k {

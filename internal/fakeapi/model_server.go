@@ -133,6 +133,24 @@ func (m *ModelAPI) Snapshot() map[int]ModelRecord {
 	return out
 }
 
+// Delete removes the records with the given ids (between runs: a test's
+// own deletions) and returns how many it removed.
+func (m *ModelAPI) Delete(ids ...int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		for i, r := range m.recs {
+			if r.ID == id {
+				m.recs = append(m.recs[:i], m.recs[i+1:]...)
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // Requests returns how many list requests the API has seen.
 func (m *ModelAPI) Requests() int {
 	m.mu.Lock()

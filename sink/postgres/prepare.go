@@ -106,8 +106,11 @@ func pgCreate(t *idsync.Table) string {
 	}
 	defs = append(defs,
 		sqlkit.QuoteIdent(idsync.ColHash)+" text",
-		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" timestamptz",
-		"PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
+		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" timestamptz")
+	if t.Soft() {
+		defs = append(defs, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" timestamptz")
+	}
+	defs = append(defs, "PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
 	return "CREATE TABLE IF NOT EXISTS " + sqlkit.QuoteTable(t) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 }
 
@@ -169,6 +172,9 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *idsync.Table, oid uint32
 	cols = append(cols,
 		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
 		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+	if t.Soft() {
+		cols = append(cols, idsync.Column{Name: idsync.ColDeletedAt, Type: idsync.TypeTimestamp})
+	}
 	for _, c := range cols {
 		if have[c.Name] {
 			continue

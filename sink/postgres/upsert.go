@@ -35,6 +35,7 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	}
 	op := "upsert into " + t.String()
 	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
+	kept, tombs := splitTombstones(kept)
 	data, err := pageValues(op, t, kept)
 	if err != nil {
 		return n, err
@@ -58,22 +59,29 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	args, err := mergeArgs(op, t, kept, data, types)
+	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {
 		return n, err
 	}
-	if t.Verify {
-		if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
+	if len(kept) > 0 {
+		args, err := mergeArgs(op, t, kept, data, types)
+		if err != nil {
 			return n, err
 		}
+		if t.Verify {
+			if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
+				return n, err
+			}
+		}
+		if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
+			return idsync.Counts{}, err
+		}
 	}
-	if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
-		return idsync.Counts{}, err
-	}
+	n.Deleted = deleted
 	if err := tx.Commit(ctx); err != nil {
 		return idsync.Counts{}, p.dbError(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	return n, nil
 }
 
@@ -195,6 +203,11 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
 	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
 	where := fmt.Sprintf("(%s.%s IS DISTINCT FROM EXCLUDED.%[2]s%s)", target, hash, pgVerifyTerms(t, target))
+	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		sets = append(sets, del+" = NULL")
+		where = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", where, target, del)
+	}
 	if t.Version != "" {
 		v := sqlkit.QuoteIdent(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)

@@ -17,10 +17,14 @@ import (
 // (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL is NULL,
 // values compare with the column's affinity, text byte by byte whatever
 // the column's collation, and a value of another storage class is not the
-// same).
+// same). On a soft table a marked row is never unchanged: its write
+// clears the mark.
 func sqliteSameSQL(t *idsync.Table, n int) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
+	if t.Soft() {
+		on = append(on, fmt.Sprintf("%s.%s IS NULL", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColDeletedAt)))
+	}
 	for i, k := range t.Key {
 		names = append(names, fmt.Sprintf("k%d", i))
 		on = append(on, fmt.Sprintf("%s.%s = v.k%d", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(k), i))

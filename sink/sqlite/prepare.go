@@ -85,8 +85,11 @@ func sqliteCreate(t *idsync.Table) string {
 	}
 	defs = append(defs,
 		sqlkit.QuoteIdent(idsync.ColHash)+" TEXT",
-		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" TEXT",
-		"PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
+		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" TEXT")
+	if t.Soft() {
+		defs = append(defs, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" TEXT")
+	}
+	defs = append(defs, "PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
 	return "CREATE TABLE " + sqlkit.QuoteIdent(t.Name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 }
 
@@ -145,6 +148,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 	cols = append(cols,
 		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
 		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+	if t.Soft() {
+		cols = append(cols, idsync.Column{Name: idsync.ColDeletedAt, Type: idsync.TypeTimestamp})
+	}
 	for _, c := range cols {
 		if have[sqlkit.ASCIILower(c.Name)] {
 			continue

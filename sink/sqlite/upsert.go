@@ -54,6 +54,7 @@ type sqliteStmts struct {
 	same           map[int]*sql.Stmt   // by rows asked about; see sqliteSameSQL
 	sameBatch      int                 // rows per full unchanged-rows query
 	keyAff         []string            // affinity of each key column, as t.Key
+	keyDecl        []string            // declared type of each key column, as t.Key
 	keyIdx         []int               // index in t.Columns of each key column
 	verifyIdx      []int               // with t.Verify, index in t.Columns of each other column; see sqliteSameSQL
 	sql            func(int) [2]string // insert and upsert statements for n rows
@@ -83,7 +84,7 @@ func (st *sqliteStmts) close() {
 // (which may add columns) drops them.
 func (s *Sink) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
 	var sig strings.Builder
-	fmt.Fprintf(&sig, "%q %q %q %t", t.Name, t.Key, t.Version, t.Verify)
+	fmt.Fprintf(&sig, "%q %q %q %t %q", t.Name, t.Key, t.Version, t.Verify, t.Deletes)
 	for _, c := range t.Columns {
 		fmt.Fprintf(&sig, " %q", c.Name)
 	}
@@ -173,7 +174,7 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 			if !ok {
 				d = sqliteType(c.Type)
 			}
-			st.keyIdx, st.keyAff = append(st.keyIdx, i), append(st.keyAff, affinity(d))
+			st.keyIdx, st.keyAff, st.keyDecl = append(st.keyIdx, i), append(st.keyAff, affinity(d)), append(st.keyDecl, d)
 		}
 	}
 	if len(st.keyIdx) != len(t.Key) {
@@ -198,11 +199,17 @@ func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
 		}
 	}
 	sets = append(sets, hash+" = excluded."+hash, synced+" = excluded."+synced)
+	changed := fmt.Sprintf("(%s.%s IS NOT excluded.%[2]s%s)", target, hash, sqliteVerifyTerms(t, target, "excluded"))
+	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		sets = append(sets, del+" = NULL")
+		changed = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", changed, target, del)
+	}
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+2), ", ") + ")"
 	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
 		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
 		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
-	where := fmt.Sprintf("(%s.%s IS NOT excluded.%[2]s%s)", target, hash, sqliteVerifyTerms(t, target, "excluded"))
+	where := changed
 	if t.Version != "" {
 		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
 		where += fmt.Sprintf(" AND (%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",
@@ -247,7 +254,7 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, fmt.Errorf("%s: %w", op, err)
 	}
-	kept := lastOfEachKey(st, all)
+	kept, tombs := splitTombstones(rows, lastOfEachKey(st, all))
 	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
 		return n, s.wrap(op, err)
 	}
@@ -256,6 +263,10 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		return n, s.wrap(op, err)
 	}
 	defer tx.Rollback()
+	deleted, err := bury(ctx, tx, t, st, all, tombs)
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
 	same, err := unchangedRows(ctx, tx, st, rows, all, kept)
 	if err != nil {
 		return n, s.wrap(op, err)
@@ -269,7 +280,8 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped
+	n.Deleted = deleted
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	if err := tx.Commit(); err != nil {
 		return idsync.Counts{}, s.wrap(op, err)
 	}

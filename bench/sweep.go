@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// sweepFigures measures deletions (docs/deletions.md) on a table of n rows
+// in pages of size, for SQLite and, when pgURL is set, PostgreSQL. One API
+// serves three jobs, deletes keep, hard and soft, each with its own table
+// and state file: a first load each; then repeat rounds of an unchanged
+// re-sync of each job in turn (interleaved, so that a busy moment of the
+// machine hits all three), whose medians give what recording the seen
+// keys and an empty sweep add to keep; then the source loses 1% of its
+// records (the last ids: the API deletes those cheaply) and each job runs
+// once more, its sweep's own time read from its log.
+func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
+	fmt.Printf("\n## deletions: %d rows in pages of %d; unchanged re-sync by target.deletes (median of %d, interleaved), then a sweep of 1%% deleted\n", n, size, repeat)
+	targets := []struct{ name, url string }{{"sqlite", ""}}
+	if pgURL != "" {
+		targets = append(targets, struct{ name, url string }{"postgres", pgURL})
+	}
+	modes := []string{"keep", "hard", "soft"}
+	for _, tg := range targets {
+		api, stop, err := serve(n, 0)
+		if err != nil {
+			return err
+		}
+		jobs, states := map[string]string{}, map[string]string{}
+		for _, mode := range modes {
+			url := tg.url
+			if url == "" {
+				url = "sqlite:" + filepath.Join(b.dir, "sweep-"+mode+".db")
+			} else {
+				_ = dropPostgresTable(url, "sweep_"+mode)
+			}
+			jobs[mode] = replaceTable(pageJob(api, size, 1, url), "sweep_"+mode) + "  deletes: " + mode + "\n"
+			states[mode] = filepath.Join(b.dir, fmt.Sprintf("sweep-%s-%s.state.db", tg.name, mode))
+			first, _, err := b.timedRun(tg.name+"-"+mode+"-first", jobs[mode], states[mode])
+			if err != nil {
+				stop()
+				return err
+			}
+			fmt.Printf("%-9s deletes: %-4s  first load %6.2fs\n", tg.name, mode, first.Seconds())
+		}
+		resync := map[string][]measured{}
+		for i := range repeat {
+			for _, mode := range modes {
+				again, _, err := b.timedRun(fmt.Sprintf("%s-%s-again-%d", tg.name, mode, i), jobs[mode], states[mode])
+				if err != nil {
+					stop()
+					return err
+				}
+				resync[mode] = append(resync[mode], measured{wall: again})
+			}
+		}
+		for id := n; id > n-n/100; id-- {
+			api.API.Delete(id)
+		}
+		for _, mode := range modes {
+			swept, sweepMS, err := b.timedRun(tg.name+"-"+mode+"-swept", jobs[mode], states[mode])
+			if err != nil {
+				stop()
+				return err
+			}
+			var walls []string
+			for _, m := range resync[mode] {
+				walls = append(walls, fmt.Sprintf("%.2f", m.wall.Seconds()))
+			}
+			fmt.Printf("%-9s deletes: %-4s  unchanged re-sync %6.2fs (runs %s)  re-sync with 1%% deleted %6.2fs (sweep %5.2fs)\n",
+				tg.name, mode, median(resync[mode]).wall.Seconds(), strings.Join(walls, " "), swept.Seconds(), float64(sweepMS)/1000)
+		}
+		stop()
+		keep := median(resync["keep"]).wall.Seconds()
+		for _, mode := range []string{"hard", "soft"} {
+			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%%\n", tg.name, mode,
+				100*(median(resync[mode]).wall.Seconds()-keep)/keep)
+		}
+		if tg.url != "" {
+			for _, mode := range modes {
+				_ = dropPostgresTable(tg.url, "sweep_"+mode)
+			}
+		}
+	}
+	return nil
+}
+
+// timedRun runs the job with the state file state, its logs in JSON, and
+// returns its wall time and the ms of its sweep (0 when it logged none).
+func (b *bench) timedRun(name, job, state string) (time.Duration, int64, error) {
+	dir := filepath.Join(b.dir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, 0, err
+	}
+	jobFile := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(jobFile, []byte(job), 0o600); err != nil {
+		return 0, 0, err
+	}
+	c := exec.Command(b.bin, "run", jobFile, "--json", "--log-format", "json", "--state", state)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	t0 := time.Now()
+	err := c.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %v: %s", name, err, lastLines(errOut.String(), 3))
+	}
+	var ms int64
+	sc := bufio.NewScanner(&errOut)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Msg string `json:"msg"`
+			MS  int64  `json:"ms"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && strings.HasPrefix(l.Msg, "swept rows") {
+			ms = l.MS
+		}
+	}
+	return wall, ms, nil
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// dropPostgresTable drops a table the sweep figures created.
+func dropPostgresTable(url, table string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table}.Sanitize())
+	return err
+}

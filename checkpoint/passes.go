@@ -1,0 +1,78 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// CompletePass completes the unfinished run runID, which read its last
+// page: it adds deleted to the run's deleted count, marks it completed
+// and, when the run is a full pass, makes its start the job's last full
+// pass (jobs.full_pass_at) and clears a pending full pass, all in one
+// transaction. The run must be running and owned by this Store, as for
+// CommitPage. Errors are *idsync.Error (exit 1), or wrap idsync.ErrLocked
+// when another Store took the run over.
+func (s *Store) CompletePass(ctx context.Context, runID int64, deleted int64) error {
+	now := s.stamp()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var job string
+		var full bool
+		var started string
+		err := tx.QueryRowContext(ctx, `
+			UPDATE runs SET status = ?, finished_at = ?, deleted = deleted + ?
+			WHERE id = ? AND status = ? AND owner = ? RETURNING job, full, started_at`,
+			idsync.RunCompleted, now, deleted, runID, idsync.RunRunning, s.token).Scan(&job, &full, &started)
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.notFinishable(ctx, tx, runID)
+		}
+		if err != nil {
+			return fmt.Errorf("complete run: %w", err)
+		}
+		if !full {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_pass_at = ?, full_due = 0, updated_at = ? WHERE name = ?`,
+			started, now, job); err != nil {
+			return fmt.Errorf("save last full pass: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("complete run %d", runID), err)
+	}
+	return nil
+}
+
+// RefusePass ends the unfinished run runID for good with status refused
+// and errMsg (stored as given: the caller redacts it), and makes the
+// job's next run a full pass (jobs.full_due), in one transaction. A
+// refused run is never continued: its seen keys are dropped with it.
+// Errors are as for CompletePass.
+func (s *Store) RefusePass(ctx context.Context, runID int64, errMsg string) error {
+	now := s.stamp()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var job string
+		err := tx.QueryRowContext(ctx, `
+			UPDATE runs SET status = ?, error = ?, finished_at = ?
+			WHERE id = ? AND status = ? AND owner = ? RETURNING job`,
+			idsync.RunRefused, errMsg, now, runID, idsync.RunRunning, s.token).Scan(&job)
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.notFinishable(ctx, tx, runID)
+		}
+		if err != nil {
+			return fmt.Errorf("refuse run: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_due = 1, updated_at = ? WHERE name = ?`, now, job); err != nil {
+			return fmt.Errorf("save pending full pass: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("refuse run %d", runID), err)
+	}
+	return nil
+}

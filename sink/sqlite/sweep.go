@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+var _ idsync.Sweeper = (*Sink)(nil)
+
+// seenTable is the temporary table a sweep loads the seen keys into; it
+// lives in the connection's temp schema and is dropped after the sweep.
+const seenTable = `temp."_idemsync_seen"`
+
+// seenBatch is how many keys one insert into seenTable binds, at most.
+const seenBatch = 500
+
+// KeyForms returns each row's key as bound by Upsert (sqliteKeyValue: the
+// form the column's affinity stores), encoded with sqlkit.EncodeKey (see
+// idsync.Sweeper).
+func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op := "keys of " + t.String()
+	st, err := s.statements(ctx, t)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	all, err := sqliteRows(t, st, rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make([]string, len(all))
+	key := make([]any, len(st.keyIdx))
+	for ri, vals := range all {
+		for k, i := range st.keyIdx {
+			key[k] = vals[i]
+		}
+		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
+			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", op, err)
+		}
+	}
+	return out, nil
+}
+
+// Sweep deletes (hard) or marks (soft) the rows of t whose key is not
+// among req.Keys, in one transaction (see idsync.Sweeper): the keys go
+// into a temporary table whose columns have the key columns' declared
+// types (so SQLite compares them as the unique key does), the rows with no
+// match are removed, and the transaction rolls back when they exceed
+// req.MaxRatio of the live rows. Errors are *idsync.Error as for Upsert,
+// or wrap the error of req.Keys.
+func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepRequest) (idsync.SweepResult, error) {
+	var res idsync.SweepResult
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op := "sweep " + t.String()
+	st, err := s.statements(ctx, t)
+	if err != nil {
+		return res, s.wrap(op, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return res, s.wrap(op, err)
+	}
+	defer tx.Rollback() // also undoes seenTable's creation
+	if err := loadSeen(ctx, tx, t, st, req.Keys); err != nil {
+		return res, s.wrap(op, err)
+	}
+	failpoint(req, "sweep-loaded")
+	gone, live := sweepWhere(t)
+	tbl := sqlkit.QuoteIdent(t.Name)
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live).Scan(&res.Live); err != nil {
+		return res, s.wrap(op, err)
+	}
+	// Remove first, then check the share: a refusal rolls back, and the
+	// common case (nothing or little to remove) costs one pass, not two.
+	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
+	args := []any{}
+	if req.Mode == idsync.DeletesSoft {
+		q = fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s AND %s`, tbl, sqlkit.QuoteIdent(idsync.ColDeletedAt), live, gone)
+		args = append(args, formatTime(req.At))
+	}
+	r, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return res, s.wrap(op, err)
+	}
+	if res.Deleted, err = r.RowsAffected(); err != nil {
+		return res, s.wrap(op, err)
+	}
+	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req.MaxRatio, req.Allow); err != nil {
+		return idsync.SweepResult{}, err
+	}
+	failpoint(req, "sweep-applied")
+	if _, err := tx.ExecContext(ctx, `DROP TABLE `+seenTable); err != nil {
+		return idsync.SweepResult{}, s.wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return idsync.SweepResult{}, s.wrap(op, err)
+	}
+	return res, nil
+}
+
+// failpoint calls req's failpoint, when it has one.
+func failpoint(req idsync.SweepRequest, step string) {
+	if req.Failpoint != nil {
+		req.Failpoint(step)
+	}
+}
+
+// loadSeen creates seenTable with one column per key column, declared
+// like it, and a primary key over them, and inserts every key of keys.
+func loadSeen(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, keys func(func(string) error) error) error {
+	var defs, names []string
+	for k := range t.Key {
+		defs = append(defs, fmt.Sprintf("k%d %s", k, st.keyDecl[k]))
+		names = append(names, fmt.Sprintf("k%d", k))
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+seenTable); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE %s (%s, PRIMARY KEY (%s)) WITHOUT ROWID`,
+		seenTable, strings.Join(defs, ", "), strings.Join(names, ", "))); err != nil {
+		return err
+	}
+	perKey := len(t.Key)
+	batch := max(1, min(seenBatch, 32000/perKey))
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", perKey), ", ") + ")"
+	insert := func(n int) string {
+		return fmt.Sprintf(`INSERT OR IGNORE INTO %s VALUES %s`, seenTable, strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "))
+	}
+	full, err := tx.PrepareContext(ctx, insert(batch))
+	if err != nil {
+		return err
+	}
+	defer full.Close()
+	args := make([]any, 0, batch*perKey)
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		var err error
+		if len(args) == batch*perKey {
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insert(len(args)/perKey), args...)
+		}
+		args = args[:0]
+		return err
+	}
+	err = keys(func(k string) error {
+		vals, err := sqlkit.DecodeKey(k, args)
+		if err != nil {
+			return err
+		}
+		if len(vals)-len(args) != perKey {
+			return fmt.Errorf("recorded key has %d values for %d key columns (was target.key changed?)", len(vals)-len(args), perKey)
+		}
+		args = vals
+		if len(args) == batch*perKey {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// sweepWhere returns the conditions of a sweep: gone (the row's key is
+// not in seenTable) and live (the row is not marked deleted; always true
+// on a table that does not mark).
+func sweepWhere(t *idsync.Table) (gone, live string) {
+	tbl := sqlkit.QuoteIdent(t.Name)
+	var on []string
+	for k, name := range t.Key {
+		on = append(on, fmt.Sprintf("s.k%d = %s.%s", k, tbl, sqlkit.QuoteIdent(name)))
+	}
+	gone = fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)", seenTable, strings.Join(on, " AND "))
+	live = "1"
+	if t.Soft() {
+		live = sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"
+	}
+	return gone, live
+}

@@ -1,0 +1,64 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// splitTombstones splits the indexes of the rows to write (kept) into
+// those written and those whose record was a tombstone (target.tombstone).
+func splitTombstones(rows []idsync.Row, kept []int) (write, tombs []int) {
+	for _, ri := range kept {
+		if rows[ri].Tombstone {
+			tombs = append(tombs, ri)
+		} else {
+			write = append(write, ri)
+		}
+	}
+	if tombs == nil {
+		return kept, nil
+	}
+	return write, tombs
+}
+
+// bury deletes the stored rows of the tombstones' keys, or on a soft
+// table marks those not marked yet, in tx; it returns how many rows it
+// deleted or marked. A tombstone whose row is absent changes nothing.
+func bury(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, all [][]any, tombs []int) (int64, error) {
+	if len(tombs) == 0 {
+		return 0, nil
+	}
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Key)), ", ") + ")"
+	var n int64
+	for start := 0; start < len(tombs); start += countBatch {
+		batch := tombs[start:min(start+countBatch, len(tombs))]
+		var args []any
+		where := fmt.Sprintf("(%s) IN (VALUES %s)", sqlkit.QuoteList(t.Key), strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", "))
+		q := "DELETE FROM " + sqlkit.QuoteIdent(t.Name) + " WHERE " + where
+		if t.Soft() {
+			q = fmt.Sprintf("UPDATE %s SET %s = ? WHERE %[2]s IS NULL AND %s", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColDeletedAt), where)
+			args = append(args, formatTime(time.Now()))
+		}
+		for _, ri := range batch {
+			for _, i := range st.keyIdx {
+				args = append(args, all[ri][i])
+			}
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		c, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}

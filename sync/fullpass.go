@@ -1,0 +1,172 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// A full pass (SPEC §10) is a run of kind run that reads the whole
+// source: every run of a job that always starts from its first page, and
+// a run of an incremental, hwm or continue: true job that run --full,
+// incremental.full_every or a refused sweep asked for. It is fixed when
+// the run starts (RunInfo.Full). When it completed every page, the rows
+// whose key it did not see are swept (deletes: soft or hard) before the
+// run is marked completed.
+
+// errIncompleteKeys stops a sweep whose run has a page committed without
+// its keys: such a set must not decide a deletion.
+var errIncompleteKeys = errors.New("the pass's set of seen keys is incomplete")
+
+// fullPass reports whether a new run started with o is a full pass, and
+// why (for the log).
+func (e *Engine) fullPass(o Options, js *JobState) (bool, string) {
+	job := e.Job
+	if o.Kind != KindRun {
+		return false, ""
+	}
+	// A child walking only the parents changed since its last run
+	// (parent_rows: changed) sees part of its table, as an incremental
+	// run does.
+	changedParents := job.Parent != nil && job.Parent.Rows != ParentRowsAll
+	partial := job.Incremental != nil || styleOf(job.Pagination.Style).traits().keepsMark || job.Pagination.Continue || changedParents
+	switch {
+	case !partial:
+		return true, ""
+	case o.Full:
+		return true, "run --full"
+	case js.FullDue:
+		return true, "the last full pass's sweep was refused"
+	}
+	every := e.fullEvery()
+	if every <= 0 {
+		return false, ""
+	}
+	if js.FullPassAt.IsZero() {
+		return true, "full_every: no full pass completed yet"
+	}
+	if since := time.Since(js.FullPassAt); since > every {
+		return true, fmt.Sprintf("full_every: the last full pass started %s ago", since.Round(time.Second))
+	}
+	return false, ""
+}
+
+// fullEvery is incremental.full_every (0 when unset).
+func (e *Engine) fullEvery() time.Duration {
+	if inc := e.Job.Incremental; inc != nil {
+		return inc.FullEvery.Duration
+	}
+	return 0
+}
+
+// sweeps reports whether the run ends with a sweep: a full pass of a job
+// with deletes: soft or hard.
+func (e *Engine) sweeps(rs *runState) bool {
+	d := e.Job.Target.Deletes
+	return rs.info.Full && rs.info.Kind == KindRun && (d == DeletesSoft || d == DeletesHard)
+}
+
+// pageKeys returns the keys of a page's rows for the run's set of seen
+// keys (nil when the run does not sweep). A page with dead letters gets
+// none: the keys of its bad records are unknown, so the set is incomplete
+// and this pass deletes nothing.
+func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []Row, dead []DeadLetter) ([]string, error) {
+	if !e.sweeps(rs) || len(dead) > 0 {
+		return nil, nil
+	}
+	sw, ok := sink.(Sweeper)
+	if !ok {
+		return nil, nil
+	}
+	live := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		if !r.Tombstone {
+			live = append(live, r)
+		}
+	}
+	keys, err := sw.KeyForms(ctx, &e.Job.Table, live)
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	return keys, nil
+}
+
+// finishPass ends a run that read its last page: for a full pass of a job
+// that sweeps, it sweeps the rows the pass did not see, then completes the
+// run (recording the pass). A refused sweep ends the run for good
+// (RunRefused, shown as failed) and fails with exit 1; any other failure
+// leaves the run unfinished at its end, so the next run sweeps again.
+func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (string, error) {
+	var deleted int64
+	if e.sweeps(rs) {
+		n, err := e.sweep(ctx, o, rs, sink, log)
+		switch {
+		case errors.Is(err, ErrSweepRefused):
+			msg := e.Job.Secrets.Redact(err.Error())
+			if ferr := e.Store.RefusePass(context.WithoutCancel(ctx), rs.info.ID, msg); ferr != nil {
+				return RunFailed, ferr
+			}
+			rs.refused = true
+			return RunFailed, err
+		case err != nil && ctx.Err() != nil:
+			return RunInterrupted, nil
+		case err != nil:
+			return RunFailed, err
+		}
+		deleted = n
+		e.failpoint("swept")
+	}
+	if err := e.Store.CompletePass(context.WithoutCancel(ctx), rs.info.ID, deleted); err != nil {
+		return RunFailed, err
+	}
+	rs.total.Deleted += deleted
+	return RunCompleted, nil
+}
+
+// sweep reads the run's seen keys and has the sink remove the rows it did
+// not see. An incomplete set sweeps nothing (logged).
+func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (int64, error) {
+	job := e.Job
+	sw, ok := sink.(Sweeper)
+	if !ok {
+		return 0, Errorf(ExitUsage, "target.deletes: %s: this database cannot sweep deleted rows", job.Table.String())
+	}
+	// An incomplete set fails the loading of the keys, before the sweep
+	// removes anything: the sweep rolls back.
+	keys := func(fn func(string) error) error {
+		complete, err := e.Store.SeenKeys(ctx, rs.info.ID, fn)
+		if err == nil && !complete {
+			return errIncompleteKeys
+		}
+		return err
+	}
+	ratio := DefaultMaxDeleteRatio
+	if r := job.Target.MaxDeleteRatio; r != nil {
+		ratio = *r
+	}
+	t0 := time.Now()
+	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
+		Allow: o.AllowMassDelete, At: time.Now().UTC(), Failpoint: e.Failpoint})
+	if errors.Is(err, errIncompleteKeys) {
+		log.Warn("this full pass deletes nothing: some of its pages were committed without their keys (deletes was turned on during the run, or a page had bad records); the next full pass will",
+			"deletes", job.Target.Deletes)
+		return 0, nil
+	}
+	if errors.Is(err, ErrSweepRefused) {
+		return 0, err // names the table and the numbers
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sweep %s: %w", job.Table.String(), err)
+	}
+	log.Info("swept rows the full pass did not see", "deletes", job.Target.Deletes, "deleted", res.Deleted,
+		"live_rows_before", res.Live, "ms", time.Since(t0).Milliseconds())
+	if e.OnSweep != nil {
+		e.OnSweep(res.Deleted)
+	}
+	return res.Deleted, nil
+}

@@ -1,0 +1,71 @@
+package sync
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Which new runs are full passes (SPEC §10): every run of a job that
+// starts from the first page; for incremental, hwm and continue: true
+// jobs only under --full, full_every or after a refused sweep; never a
+// replay.
+func TestFullPassDecision(t *testing.T) {
+	page := "  style: page\n  size_param: per_page\n  size: 10\n"
+	inc := "incremental:\n  field: updated_at\n  param: since\n"
+	every := inc + "  full_every: 24h\n"
+	hwm := "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n  size: 10\n"
+	old, recent := time.Now().Add(-25*time.Hour), time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name, pag, extra string
+		o                Options
+		js               JobState
+		want             bool
+	}{
+		{"page", page, "", Options{Kind: KindRun}, JobState{}, true},
+		{"page replay", page, "", Options{Kind: KindReplay}, JobState{}, false},
+		{"continue", page + "  continue: true\n", "", Options{Kind: KindRun}, JobState{}, false},
+		{"continue --full", page + "  continue: true\n", "", Options{Kind: KindRun, Full: true}, JobState{}, true},
+		{"incremental", page, inc, Options{Kind: KindRun}, JobState{}, false},
+		{"incremental --full", page, inc, Options{Kind: KindRun, Full: true}, JobState{}, true},
+		{"incremental refused sweep", page, inc, Options{Kind: KindRun}, JobState{FullDue: true}, true},
+		{"full_every, never a pass", page, every, Options{Kind: KindRun}, JobState{}, true},
+		{"full_every, recent pass", page, every, Options{Kind: KindRun}, JobState{FullPassAt: recent}, false},
+		{"full_every, old pass", page, every, Options{Kind: KindRun}, JobState{FullPassAt: old}, true},
+		{"full_every replay", page, every, Options{Kind: KindReplay}, JobState{FullPassAt: old}, false},
+		{"hwm", hwm, "", Options{Kind: KindRun}, JobState{}, false},
+		{"hwm --full", hwm, "", Options{Kind: KindRun, Full: true}, JobState{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := engineJob(t, "", tc.pag+tc.extra)
+			e := newEngineRig().engine(job, nil)
+			if got, why := e.fullPass(tc.o, &tc.js); got != tc.want {
+				t.Errorf("full pass %v (%q), want %v", got, why, tc.want)
+			}
+		})
+	}
+}
+
+// A refused sweep's error names the numbers and the flag, and is found by
+// errors.Is; shares at the limit pass.
+func TestCheckSweepRatio(t *testing.T) {
+	tbl := &Table{Name: "orders"}
+	if err := CheckSweepRatio(tbl, 500, 1000, 0.5, false); err != nil {
+		t.Errorf("exactly the ratio refused: %v", err)
+	}
+	err := CheckSweepRatio(tbl, 950, 1000, 0.5, false)
+	want := "table orders: sweep would delete 950 of 1000 rows (95%) > max_delete_ratio 0.5; run with --allow-mass-delete to allow it once"
+	if err == nil || err.Error() != want || ExitCode(err) != ExitPermanent || !errors.Is(err, ErrSweepRefused) {
+		t.Errorf("got %v (exit %d), want %q, exit 1, ErrSweepRefused", err, ExitCode(err), want)
+	}
+	if err := CheckSweepRatio(tbl, 950, 1000, 0.5, true); err != nil {
+		t.Errorf("--allow-mass-delete refused: %v", err)
+	}
+	if err := CheckSweepRatio(tbl, 1, 1000, 0, false); err == nil || !errors.Is(err, ErrSweepRefused) {
+		t.Errorf("ratio 0 let a deletion pass: %v", err)
+	}
+	if err := CheckSweepRatio(tbl, 1, 300, 0.001, false); err == nil || !strings.Contains(err.Error(), "(<1%)") {
+		t.Errorf("a share under 1%% is not written <1%%: %v", err)
+	}
+}
