@@ -39,6 +39,7 @@ type shopJob struct {
 	onBad       string // order_items' on_bad_record; "" leaves it out
 	incremental bool   // orders incremental on updated_at
 	overlap     string // incremental.overlap; "" leaves it out
+	deletes     string // order_items' target.deletes; "" leaves it out
 }
 
 // table is the name of a table in the job's schema.
@@ -123,6 +124,9 @@ func (j shopJob) itemsYAML() string {
 `, shopPagination(j.childStyle, j.childSize), j.table("order_items"))
 	if j.onBad != "" {
 		fmt.Fprintf(&b, "      on_bad_record: %s\n", j.onBad)
+	}
+	if j.deletes != "" {
+		fmt.Fprintf(&b, "      deletes: %s\n", j.deletes)
 	}
 	b.WriteString("      columns: {order_id: {parent: id}, id: {path: id, type: integer}, sku: {path: sku, type: text}, qty: {path: qty, type: integer}, updated_at: {path: updated_at, type: text}}\n")
 	return b.String()

@@ -279,6 +279,7 @@ type runJSON struct {
 	Updated    int64  `json:"updated"`
 	Unchanged  int64  `json:"unchanged"`
 	Skipped    int64  `json:"skipped"`
+	Deleted    int64  `json:"deleted"`
 	Checkpoint string `json:"checkpoint"`
 	HWM        string `json:"hwm"`
 	DurationMS *int64 `json:"duration_ms"`

@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// Deletions in a child resource (SPEC §8 with §10): with parent_rows: all
+// every run is a full pass, and a child gone from the source is deleted;
+// a pass in which one parent's children answered 404 (a dead letter under
+// on_bad_record: skip) deletes nothing, so a parent that fails for a while
+// never loses its children's rows; with parent_rows: changed only run
+// --full sweeps.
+func TestFanoutDeletes(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 12, MaxChildren: 6, Seed: 31})
+		dir := t.TempDir()
+		spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: "all", deletes: "hard", onBad: "skip"}
+		job := writeJob(t, dir, "job.yaml", spec.yaml())
+		runJob(t, dir, 0, "run", job)
+		assertShop(t, tgt, dir, s, false)
+
+		// A child gone from the source is deleted by the next full pass.
+		victim := s.Children(2)[0]
+		if !s.DeleteChild(2, victim.ID) {
+			t.Fatal("the fake shop did not delete the child")
+		}
+		j := runJob(t, dir, 0, "run", job)
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 1 {
+			t.Errorf("order_items after a child was deleted: %+v", r)
+		}
+		assertShop(t, tgt, dir, s, false)
+
+		// Parent 3's children answer 404 for a while: the pass skips it
+		// with a dead letter and deletes none of its rows.
+		before := len(s.Children(3))
+		if before == 0 {
+			t.Fatal("seed gives parent 3 no children; pick another")
+		}
+		s.SetNotFound(3, true)
+		j = runJob(t, dir, 0, "run", job)
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 0 {
+			t.Errorf("order_items with parent 3's children missing: %+v", r)
+		}
+		items := tgt.read(t, dir, "order_items", 2, itemsCols...)
+		n := 0
+		for k := range items {
+			if strings.HasPrefix(k, "3|") {
+				n++
+			}
+		}
+		if n != before {
+			t.Errorf("parent 3 has %d child rows after its 404, want the %d it had", n, before)
+		}
+		s.SetNotFound(3, false)
+		runJob(t, dir, 0, "run", job)
+		assertShop(t, tgt, dir, s, false)
+
+		// parent_rows: changed is no full pass: a deleted child stays until
+		// run --full, which walks every parent and sweeps.
+		spec.parentRows = "changed"
+		writeJob(t, dir, "job.yaml", spec.yaml())
+		runJob(t, dir, 0, "run", job, "--restart")
+		gone := s.Children(5)[0]
+		s.DeleteChild(5, gone.ID)
+		s.TouchParent(5)
+		j = runJob(t, dir, 0, "run", job)
+		if r := j.resource(t, "order_items"); r.Deleted != 0 {
+			t.Errorf("a changed-parents walk deleted %d rows", r.Deleted)
+		}
+		j = runJob(t, dir, 0, "run", job, "--full")
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 1 {
+			t.Errorf("run --full of order_items: %+v", r)
+		}
+		assertShop(t, tgt, dir, s, false)
+	})
+}
