@@ -248,6 +248,12 @@ func completeRun(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageComm
 	if !full {
 		return nil
 	}
+	return recordFullPass(ctx, tx, job, started, now)
+}
+
+// recordFullPass records a completed full pass begun at started as the
+// job's last one, and that none is due.
+func recordFullPass(ctx context.Context, tx *sql.Tx, job, started, now string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_pass_at = ?, full_due = 0, updated_at = ? WHERE name = ?`,
 		started, now, job); err != nil {
 		return fmt.Errorf("save last full pass: %w", err)

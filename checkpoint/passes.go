@@ -35,11 +35,7 @@ func (s *Store) CompletePass(ctx context.Context, runID int64, deleted int64) er
 		if !full {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_pass_at = ?, full_due = 0, updated_at = ? WHERE name = ?`,
-			started, now, job); err != nil {
-			return fmt.Errorf("save last full pass: %w", err)
-		}
-		return nil
+		return recordFullPass(ctx, tx, job, started, now)
 	})
 	if err != nil {
 		return s.wrap(fmt.Sprintf("complete run %d", runID), err)

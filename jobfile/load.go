@@ -39,15 +39,25 @@ func (e *SpecError) ExitCode() int { return idsync.ExitUsage }
 // the environment. It returns a *SpecError (wrapped in an *Error with exit
 // code 2) for any problem.
 func LoadFile(path string) (*idsync.Job, error) {
+	abs, data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Load(data, abs, os.LookupEnv)
+}
+
+// readFile reads the job file at path and returns its absolute path and
+// bytes; a failure is a usage error (exit 2).
+func readFile(path string) (string, []byte, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
+		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
+		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
 	}
-	return Load(data, abs, os.LookupEnv)
+	return abs, data, nil
 }
 
 // parseDoc parses a job file's bytes into its top YAML node, and returns

@@ -2,10 +2,7 @@ package jobfile
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
-
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // File is a loaded job file: the job's name and its resources in file
@@ -40,13 +37,9 @@ func (f *File) Names() []string {
 // without resources:, expanding ${VAR} from the environment. Errors are
 // as LoadFile's (exit 2).
 func LoadResourcesFile(path string) (*File, error) {
-	abs, err := filepath.Abs(path)
+	abs, data, err := readFile(path)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
+		return nil, err
 	}
 	rs, err := LoadResources(data, abs, os.LookupEnv)
 	if err != nil {
