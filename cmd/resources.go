@@ -245,14 +245,14 @@ func (m *multiRun) cycleName(selected []jobfile.Resource) string {
 	return m.jf.Name + "|" + strings.Join(names, ",")
 }
 
-// openCycle reads the open cycle, or opens one now.
+// openCycle reads the open cycle, or opens one now (always with --restart).
 func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) error {
 	m.cycle = m.cycleName(selected)
 	at, open, err := m.store.Cycle(ctx, m.cycle)
 	if err != nil {
 		return err
 	}
-	if !open {
+	if !open || m.opts.Restart { // --restart starts every resource over
 		at = m.started
 		if err := m.store.OpenCycle(ctx, m.cycle, at); err != nil {
 			return err

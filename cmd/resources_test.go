@@ -302,3 +302,29 @@ func TestResourcesValidateConnectChild(t *testing.T) {
 		t.Error("the parent's API was not reached")
 	}
 }
+
+// A cycle cut short stays open: the next run syncs only the resources the
+// cycle has not, and --restart starts every resource over.
+func TestResourcesCycle(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 15})
+	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, ""))
+	// a takes 2 pages; the third is b's first.
+	j := decodeJob(t, execute(t, false, "run", job, "--max-pages", "3", "--json"))
+	if j.Status != "partial" || j.Resources[0].Status != "completed" || j.Resources[1].Status != "partial" {
+		t.Fatalf("first invocation: %+v", j)
+	}
+	j = decodeJob(t, execute(t, false, "run", job, "--json"))
+	if j.Status != "completed" || len(j.Resources) != 1 || j.Resources[0].Resource != "b" || !j.Resources[0].Resumed {
+		t.Fatalf("the rest of the cycle: %+v", j)
+	}
+	// The cycle closed: the next run syncs both.
+	j = decodeJob(t, execute(t, false, "run", job, "--json"))
+	if j.Status != "completed" || len(j.Resources) != 2 {
+		t.Fatalf("a new cycle: %+v", j)
+	}
+	decodeJob(t, execute(t, false, "run", job, "--max-pages", "3", "--json"))
+	j = decodeJob(t, execute(t, false, "run", job, "--restart", "--json"))
+	if j.Status != "completed" || len(j.Resources) != 2 || j.Resources[0].Resumed || j.Resources[1].Resumed {
+		t.Fatalf("--restart: %+v", j)
+	}
+}
