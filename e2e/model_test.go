@@ -283,10 +283,15 @@ func modelStep(rng *rand.Rand, api *fakeapi.ModelAPI, job string) ([]string, fun
 }
 
 // modelRefusal reports whether a failure names a contradiction idemsync
-// detected (SPEC §4.10: refusing is the desired behaviour).
+// detected (SPEC §4.10: refusing is the desired behaviour), or an hwm walk
+// that cannot progress: more records share one mark than a page holds
+// (SPEC §6), which idemsync sees as a full page making no progress or, at
+// the next mark, as the same page again (seed 5477: a record updated on
+// every response, marks in whole seconds).
 func modelRefusal(stderr string) bool {
 	s := strings.ToLower(stderr)
-	return strings.Contains(s, "contradict") || strings.Contains(s, "cap")
+	return strings.Contains(s, "contradict") || strings.Contains(s, "cap") || strings.Contains(s, "made no progress") ||
+		strings.Contains(s, "page at mark") && strings.Contains(s, "repeats the previous page")
 }
 
 // modelLastLine returns the last error line of stderr, else its last line.
