@@ -17,7 +17,8 @@ import (
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
 // and time; one without a Position gets the page's), the page's keys
 // (p.Keys, read back by SeenKeys), and, when p.FinishedAt
-// is set, the run's completion.
+// is set, the run's completion (and with p.FullPass, its start as the
+// job's last full pass).
 //
 // The run must belong to job, be running, and be owned by this Store (it
 // started or reopened it); a run another Store took over returns an error
@@ -86,6 +87,12 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ?`,
 				idsync.RunCompleted, formatTime(p.FinishedAt), p.RunID); err != nil {
 				return fmt.Errorf("complete run: %w", err)
+			}
+			if p.FullPass {
+				if _, err := tx.ExecContext(ctx, `UPDATE jobs SET full_pass_at = (SELECT started_at FROM runs WHERE id = ?), full_due = 0
+					WHERE name = ?`, p.RunID, job); err != nil {
+					return fmt.Errorf("save last full pass: %w", err)
+				}
 			}
 		}
 		return nil

@@ -31,7 +31,7 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	row("checkpoint", orDash(j.Checkpoint))
 	row("saved mark", orDash(j.HWM))
 	if j.LastFullPass != nil {
-		row("last full pass", "started "+stamp(*j.LastFullPass))
+		row("full pass", "the last completed one started "+stamp(*j.LastFullPass))
 	}
 	if r := j.LastRun; r != nil {
 		row("last run", runLine(r))

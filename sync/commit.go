@@ -53,8 +53,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	}
 
 	// 4. Commit checkpoint and page row, with the page's keys when the run
-	// sweeps at its end. A full pass's last page leaves the run unfinished
-	// at its end: finishPass sweeps and completes it.
+	// sweeps at its end. The last page of a run that sweeps leaves it
+	// unfinished at its end: finishPass sweeps and completes it.
 	keys, err := e.pageKeys(wctx, rs, sink, rows, dead)
 	if err != nil {
 		return false, fmt.Errorf("keys of %s: %w", where, err)
@@ -63,8 +63,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
 	e.saveMarks(rs, &fp, pc)
-	if ckpt.End && !rs.info.Full {
-		pc.FinishedAt = time.Now().UTC()
+	if ckpt.End && !e.sweeps(rs) {
+		pc.FinishedAt, pc.FullPass = time.Now().UTC(), rs.info.Full
 	}
 	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
 		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)

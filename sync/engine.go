@@ -149,10 +149,10 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	if !rs.pos.End {
 		status, runErr = e.loop(ctx, o, rs, sink, log, started)
 	}
-	// A full pass that read its last page is completed by finishPass
-	// (after its sweep); so is a run continued at its end (its sweep or
-	// its completion did not commit before the process died).
-	if rs.pos.End && (status == "" || status == RunCompleted && rs.info.Full) {
+	// A run that sweeps is completed by finishPass after its last page;
+	// so is a run continued at its end (its sweep or its completion did
+	// not commit before the process died).
+	if rs.pos.End && (status == "" || status == RunCompleted && e.sweeps(rs)) {
 		status, runErr = e.finishPass(ctx, o, rs, sink, log)
 	}
 	return e.end(ctx, res, rs, status, runErr, log, started)

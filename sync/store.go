@@ -120,6 +120,9 @@ type PageCommit struct {
 	Keys       []string
 	Elapsed    time.Duration // fetch to commit
 	FinishedAt time.Time     // set when this page completes the run
+	// FullPass: the run this page completes is a full pass; its start
+	// becomes the job's last full pass (with FinishedAt only).
+	FullPass bool
 }
 
 // PageInfo is one committed page.
