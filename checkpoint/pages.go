@@ -17,7 +17,8 @@ import (
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
 // and time; one without a Position gets the page's), the page's keys
 // (p.Keys, read back by SeenKeys), and, when p.FinishedAt
-// is set, the run's completion.
+// is set, the run's completion (and, for a full pass, its start as the
+// job's last full pass).
 //
 // The run must belong to job, be running, and be owned by this Store (it
 // started or reopened it); a run another Store took over returns an error

@@ -35,6 +35,9 @@ type jobStatus struct {
 	// in the walk of the unfinished run (the next run exits 2) or of the
 	// last completed run (the next run starts from the beginning).
 	WalkChanges []string `json:"walk_changes,omitempty"`
+	// LastFullPass is when the job's last completed full pass started
+	// (SPEC §10; incremental.full_every counts from it).
+	LastFullPass *time.Time `json:"last_full_pass,omitempty"`
 }
 
 // runStatus is a stored run: the fields of run --json, plus when it
@@ -69,7 +72,7 @@ $IDEMSYNC_STATE, or .idemsync/state.db in the current folder).
 
 status only reads: it never creates a state file, and a job that never ran
 says so. --json prints {"jobs":[{"name","status","checkpoint","hwm",
-"last_run","last_sync","dead_letters"}]} with status one of never_run,
+"last_run","last_sync","dead_letters","last_full_pass"}]} with status one of never_run,
 running, interrupted, partial, failed, completed; last_sync is the newest
 run of kind run (a replay does not hide it). run_id is unique in the state
 file; run_number counts the job's runs from 1.`,
@@ -169,6 +172,10 @@ func withResource(s jobStatus, multi bool) jobStatus {
 // jobState gathers one job's status from the store.
 func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOpts) (jobStatus, error) {
 	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
+	if !js.FullPassAt.IsZero() {
+		at := js.FullPassAt.UTC()
+		s.LastFullPass = &at
+	}
 	if js.LastRun != nil {
 		r := storedRun(js.LastRun, style, js.HWM, red, js.Holder != "")
 		s.LastRun, s.Checkpoint = &r, r.Checkpoint

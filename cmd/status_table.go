@@ -31,6 +31,9 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	row("lock holder", j.Holder)
 	row("checkpoint", orDash(j.Checkpoint))
 	row("saved mark", orDash(j.HWM))
+	if j.LastFullPass != nil {
+		row("full pass", "the last completed one started "+stamp(*j.LastFullPass))
+	}
 	if r := j.LastRun; r != nil {
 		row("last run", runLine(r))
 		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped, %d deleted",

@@ -31,6 +31,7 @@ func pinTimes(t *testing.T, state string) {
 		`UPDATE runs SET started_at = printf('2024-05-01T02:%02d:00.000000000Z', id),
 			finished_at = CASE WHEN finished_at IS NULL THEN NULL ELSE printf('2024-05-01T02:%02d:01.250000000Z', id) END`,
 		`UPDATE dead_letters SET at = '2024-05-01T02:00:01.000000000Z'`,
+		`UPDATE jobs SET full_pass_at = (SELECT max(started_at) FROM runs WHERE runs.job = jobs.name AND full = 1 AND status = 'completed')`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)

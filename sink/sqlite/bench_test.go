@@ -78,3 +78,49 @@ func BenchmarkSQLiteUpsert(b *testing.B) {
 		b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	})
 }
+
+// BenchmarkSQLiteSweep sweeps a table of 200,000 rows against the keys
+// of all of them (nothing to remove: the cost every full pass pays) and
+// reports rows/s.
+func BenchmarkSQLiteSweep(b *testing.B) {
+	const total, pageSize = 200_000, 1_000
+	ctx := context.Background()
+	pages := sinktest.BenchPages(total, pageSize)
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tbl := sinktest.BenchTable("", "sweep")
+	tbl.Deletes = idsync.DeletesHard
+	if err := s.Prepare(ctx, tbl); err != nil {
+		b.Fatal(err)
+	}
+	var keys []string
+	for _, page := range pages {
+		if _, err := s.Upsert(ctx, tbl, page); err != nil {
+			b.Fatal(err)
+		}
+		k, err := s.KeyForms(ctx, tbl, page)
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, k...)
+	}
+	req := idsync.SweepRequest{Mode: idsync.DeletesHard, MaxRatio: 0.5, Keys: func(fn func(string) error) error {
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := s.Sweep(ctx, tbl, req)
+		if err != nil || res.Deleted != 0 || res.Live != total {
+			b.Fatalf("sweep: %+v, %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

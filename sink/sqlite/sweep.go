@@ -30,15 +30,21 @@ func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
-	all, err := sqliteRows(t, st, rows)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	out := make([]string, len(all))
+	// Only the key columns are converted: the rest of the row does not
+	// matter here, and converting it (JSON compaction) would cost as much
+	// as the upsert's own conversion.
+	out := make([]string, len(rows))
 	key := make([]any, len(st.keyIdx))
-	for ri, vals := range all {
+	for ri, r := range rows {
+		if len(r.Values) != len(t.Columns) {
+			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+		}
 		for k, i := range st.keyIdx {
-			key[k] = vals[i]
+			v, err := sqliteValue(&t.Columns[i], r.Values[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+			key[k] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], v)
 		}
 		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
 			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", op, err)
