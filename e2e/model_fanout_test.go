@@ -45,6 +45,10 @@ type fanoutScenario struct {
 	Incremental bool
 	FaultPct    int  // percent of requests answered 503 (0: none)
 	Mutations   bool // the shop changes between invocations
+	// Deletes is order_items' target.deletes ("" keeps the default,
+	// keep): hard in some scenarios walking every parent, whose every
+	// run is a full pass; children are then also deleted at the source.
+	Deletes string
 }
 
 // newFanoutScenario derives a scenario from seed.
@@ -70,6 +74,11 @@ func newFanoutScenario(seed int64) fanoutScenario {
 	if sc.Incremental {
 		sc.ParentStyle = "cursor"
 	}
+	// Drawn from a source of its own, so that every other seed's scenario
+	// stays as it was.
+	if drng := rand.New(rand.NewSource(seed ^ 0x64656c)); sc.ParentRows == "all" && sc.Mutations && drng.Intn(2) == 0 {
+		sc.Deletes = "hard"
+	}
 	return sc
 }
 
@@ -85,6 +94,9 @@ func (sc fanoutScenario) String() string {
 	if sc.Mutations {
 		s += ", changes between invocations"
 	}
+	if sc.Deletes != "" {
+		s += ", order_items deletes: " + sc.Deletes + " (children deleted at the source too)"
+	}
 	return s
 }
 
@@ -92,7 +104,7 @@ func (sc fanoutScenario) String() string {
 func (sc fanoutScenario) job(api string, tgt shopTarget) string {
 	return shopJob{api: api, target: tgt.url, schema: tgt.schema, parentStyle: sc.ParentStyle, childStyle: sc.ChildStyle,
 		parentSize: sc.ParentSize, childSize: sc.ChildSize, parentRows: sc.ParentRows, fanout: sc.Fanout,
-		incremental: sc.Incremental, overlap: "1h"}.yaml()
+		incremental: sc.Incremental, overlap: "1h", deletes: sc.Deletes}.yaml()
 }
 
 // TestModelFanout extends TestModel to two-level jobs (orders → order_items):
@@ -230,6 +242,13 @@ func fanoutStep(rng *rand.Rand, shop *fakeapi.Shop, job string) ([]string, func(
 func fanoutMutate(rng *rand.Rand, shop *fakeapi.Shop, sc fanoutScenario) string {
 	ps := shop.Parents()
 	p := ps[rng.Intn(len(ps))].ID
+	if sc.Deletes != "" && rng.Intn(3) == 0 {
+		if kids := shop.Children(p); len(kids) > 0 {
+			c := kids[rng.Intn(len(kids))].ID
+			shop.DeleteChild(p, c)
+			return fmt.Sprintf("item %d of order %d deleted", c, p)
+		}
+	}
 	switch rng.Intn(5) {
 	case 0:
 		return fmt.Sprintf("%d items added to order %d", len(shop.AddChildren(p, 1+rng.Intn(3))), p)
