@@ -76,38 +76,21 @@ func main() {
 
 // sweepOnly builds the binary and prints the deletion figures alone.
 func sweepOnly(pgURL string, n, size, repeat int) error {
-	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	b, done, err := newBench()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "idemsync")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build: %w", err)
-	}
-	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	b := &bench{bin: bin, dir: dir}
+	defer done()
 	return b.sweepFigures(pgURL, n, size, repeat)
 }
 
 func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly bool) error {
-	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	b, done, err := newBench()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "idemsync")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build: %w", err)
-	}
-	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	b := &bench{bin: bin, dir: dir}
+	defer done()
+	dir := b.dir
 
 	// 1. Throughput with no latency: baseline vs first load vs unchanged re-sync.
 	fmt.Printf("\n## throughput: %d records in pages of %d, no latency (median of %d runs)\n", records, size, repeat)
@@ -211,18 +194,31 @@ func fanoutParents(quick bool) int {
 
 // fanoutOnly builds the binary and measures the fan-out case alone.
 func fanoutOnly(quick bool) error {
-	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	b, done, err := newBench()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer done()
+	return b.fanout(fanoutParents(quick), 20*time.Millisecond)
+}
+
+// newBench builds the binary with CGO_ENABLED=0 into a temporary folder,
+// prints the machine line, and returns the bench and the function that
+// removes the folder.
+func newBench() (*bench, func(), error) {
+	dir, err := os.MkdirTemp("", "idemsync-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	done := func() { os.RemoveAll(dir) }
 	bin := filepath.Join(dir, "idemsync")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("build: %w", err)
+		done()
+		return nil, nil, fmt.Errorf("build: %w", err)
 	}
 	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	return (&bench{bin: bin, dir: dir}).fanout(fanoutParents(quick), 20*time.Millisecond)
+	return &bench{bin: bin, dir: dir}, done, nil
 }
