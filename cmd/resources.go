@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -16,10 +15,11 @@ import (
 // A job file with several resources (SPEC §8) runs them one after another
 // under one lock, the job file's: first every selected resource with an
 // unfinished run, parents before children (file order puts a parent
-// first), then the others in file order, and again every child whose
-// parent ran in that second round. --max-pages and --time-limit count for
-// the whole invocation; a resource that fails, is refused or is
-// interrupted leaves its children for the next invocation.
+// first), then, in file order, the resources the current cycle has not
+// synced, and last every child whose parent wrote rows after the child's
+// run began (resources_cycle.go). --max-pages and --time-limit count for
+// the whole invocation; a child whose parent did not complete waits for
+// the next invocation.
 
 // Statuses of a resource an invocation did not run (extensions of the run
 // object's status).
@@ -27,61 +27,6 @@ const (
 	statusNotRun  = "not_run" // the invocation's limit was reached before it
 	statusSkipped = "skipped" // its parent did not complete in this invocation
 )
-
-// jobResult is the --json object of run/resume/replay for a job file with
-// several resources (SPEC §8).
-type jobResult struct {
-	Job        string           `json:"job"`
-	Kind       string           `json:"kind"`
-	Status     string           `json:"status"`
-	ExitCode   int              `json:"exit_code"`
-	DurationMS int64            `json:"duration_ms"`
-	Error      string           `json:"error"`
-	Resources  []resourceResult `json:"resources"`
-}
-
-// resourceResult is one resource's v1 run object, plus its name.
-type resourceResult struct {
-	Resource string `json:"resource"`
-	idsync.Result
-}
-
-// checkOnly checks the --resource names against the file: each names one
-// of its resources; replay of a file with several takes exactly one.
-func checkOnly(jf *jobfile.File, only []string, kind string) error {
-	for _, n := range only {
-		if jf.Resource(n) == nil {
-			return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", n, jf.Name, strings.Join(jf.Names(), ", "))}
-		}
-	}
-	if kind == idsync.KindReplay && jf.Multi && len(only) != 1 {
-		return &usageError{err: fmt.Errorf("replay of job %s needs exactly one --resource (one of: %s)", jf.Name, strings.Join(jf.Names(), ", "))}
-	}
-	return nil
-}
-
-// severity orders exit codes for a job's result: the most severe of its
-// resources' wins (2 > 1 > 3 > 130 > 0; 4 and 5 between 3 and 130).
-func severity(code int) int {
-	switch code {
-	case idsync.ExitUsage:
-		return 6
-	case idsync.ExitPermanent:
-		return 5
-	case idsync.ExitTransient:
-		return 4
-	case idsync.ExitLocked:
-		return 3
-	case idsync.ExitNothing:
-		return 2
-	case idsync.ExitInterrupted:
-		return 1
-	}
-	if code != 0 {
-		return 5
-	}
-	return 0
-}
 
 // multiRun is one invocation of run, resume or replay over a job file with
 // several resources.
@@ -224,117 +169,6 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 	return nil
 }
 
-// A cycle is one sync of every selected resource. It opens when an
-// invocation finds none open, and stays open while invocations are cut
-// short (--max-pages, --time-limit, a signal, SIGKILL): the next one syncs
-// only the resources that have not begun a completed run since it opened,
-// as a run cut short continues where it stopped. An invocation that ends
-// completed or failed closes it, so the next one syncs every resource
-// again and a resource that keeps failing holds up no other.
-
-// cycleName keys the cycle of the selected resources in the state file:
-// the job's name, and the selection when --resource narrowed it.
-func (m *multiRun) cycleName(selected []jobfile.Resource) string {
-	if len(selected) == len(m.jf.Resources) {
-		return m.jf.Name
-	}
-	names := make([]string, len(selected))
-	for i, r := range selected {
-		names[i] = r.Name
-	}
-	return m.jf.Name + "|" + strings.Join(names, ",")
-}
-
-// openCycle reads the open cycle, or opens one now (always with --restart).
-func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) error {
-	m.cycle = m.cycleName(selected)
-	at, open, err := m.store.Cycle(ctx, m.cycle)
-	if err != nil {
-		return err
-	}
-	if !open || m.opts.Restart { // --restart starts every resource over
-		at = m.started
-		if err := m.store.OpenCycle(ctx, m.cycle, at); err != nil {
-			return err
-		}
-	}
-	m.cycleAt = at
-	return nil
-}
-
-// closeCycle closes the open cycle unless the job ended partial or
-// interrupted. A failure to write it is a warning: the next invocation
-// then syncs only what this cycle has not.
-func (m *multiRun) closeCycle(ctx context.Context, status string) {
-	if m.cycle == "" || status == idsync.RunPartial || status == idsync.RunInterrupted {
-		return
-	}
-	if err := m.store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
-		m.log.Warn("the cycle of the resources stays open", "err", err)
-	}
-}
-
-// doneInCycle reports whether r's last completed run of kind run began
-// since the cycle opened.
-func (m *multiRun) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, error) {
-	runs, err := m.store.Runs(ctx, r.Job.Name, 0)
-	if err != nil {
-		return false, err
-	}
-	for _, run := range runs {
-		if run.Kind == idsync.KindRun && run.Status == idsync.RunCompleted {
-			return !run.StartedAt.Before(m.cycleAt), nil
-		}
-	}
-	return false, nil
-}
-
-// notResumed lists, after resume, every selected resource it did not
-// continue as not run: resume finishes what was started and syncs nothing
-// else, so the job is partial, not completed, unless every selected
-// resource had a run to finish; run syncs the rest.
-func (m *multiRun) notResumed(selected []jobfile.Resource) {
-	for _, r := range selected {
-		if !m.ran[r.Name] {
-			m.record(&resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: m.opts.Kind, Status: statusNotRun,
-				Error: "not continued: resume continues unfinished runs only; run syncs this resource"}}, false)
-		}
-	}
-}
-
-// parentWroteSince reports whether a run of the parent (state name
-// parent) that began after since inserted or updated rows: a child run
-// continued from before it does not know those rows.
-func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
-	runs, err := m.store.Runs(ctx, parent, 0)
-	if err != nil {
-		return false, err
-	}
-	for _, r := range runs {
-		if r.StartedAt.After(since) && r.Inserted+r.Updated > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// wrote notes that resource name's run res ended: a child whose run began
-// before its parent wrote rows must run again; a child's new run (not a
-// continued one) took its parent list now.
-func (m *multiRun) wrote(name string, job *idsync.Job, res *idsync.Result) {
-	if job.Parent != nil && res.RunID != 0 && !res.Resumed {
-		m.dirty[name] = false
-	}
-	if res.Inserted+res.Updated == 0 {
-		return
-	}
-	for _, r := range m.jf.Resources {
-		if parentOf(r.Job) == name {
-			m.dirty[r.Name] = true
-		}
-	}
-}
-
 // parentOf is the resource name of job's parent ("" when it has none).
 func parentOf(job *idsync.Job) string {
 	if job.Parent == nil {
@@ -417,131 +251,4 @@ func (m *multiRun) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Op
 		}
 	}
 	return ""
-}
-
-// nothingRanStatus is the status of a resource whose run never started.
-func nothingRanStatus(code int) string {
-	switch code {
-	case idsync.ExitNothing:
-		return "nothing_to_resume"
-	case idsync.ExitLocked:
-		return "locked"
-	}
-	return idsync.RunFailed
-}
-
-// record keeps rr as its resource's result. A resource run twice in one
-// invocation (a child continued, then run again after its parent) reports
-// its last run, with the counts of both.
-func (m *multiRun) record(rr *resourceResult, ran bool) {
-	old, seen := m.results[rr.Resource]
-	if !seen {
-		m.order = append(m.order, rr.Resource)
-	}
-	if seen && old.RunID != 0 {
-		if !ran {
-			return // the earlier run stands
-		}
-		rr.Pages += old.Pages
-		rr.Records += old.Records
-		rr.Inserted += old.Inserted
-		rr.Updated += old.Updated
-		rr.Unchanged += old.Unchanged
-		rr.Skipped += old.Skipped
-		rr.Deleted += old.Deleted
-		rr.Resumed = rr.Resumed || old.Resumed
-	}
-	m.results[rr.Resource] = rr
-	m.hardExit.set(m.snapshot())
-}
-
-// result is the job's result: every selected resource's, the most severe
-// exit code, and completed only when every resource completed.
-func (m *multiRun) result() *jobResult {
-	out := &jobResult{Job: m.jf.Name, Kind: m.opts.Kind, Resources: []resourceResult{}}
-	all := true
-	var errs []string
-	for _, r := range m.jf.Resources { // in file order
-		n := r.Name
-		rr, ok := m.results[n]
-		if !ok {
-			continue
-		}
-		out.Resources = append(out.Resources, *rr)
-		if rr.Status != idsync.RunCompleted {
-			all = false
-		}
-		if severity(rr.ExitCode) > severity(out.ExitCode) {
-			out.ExitCode = rr.ExitCode
-		}
-		if rr.ExitCode != 0 && rr.Error != "" {
-			errs = append(errs, n+": "+rr.Error)
-		}
-	}
-	out.Error = strings.Join(errs, "; ")
-	out.DurationMS = time.Since(m.started).Milliseconds()
-	switch {
-	case all:
-		out.Status = idsync.RunCompleted
-	case out.ExitCode == 0:
-		out.Status = idsync.RunPartial
-	default:
-		out.Status = jobStatusOf(out.ExitCode)
-	}
-	return out
-}
-
-// jobStatusOf is the status of a job whose exit code is code (not 0).
-func jobStatusOf(code int) string {
-	switch code {
-	case idsync.ExitInterrupted:
-		return idsync.RunInterrupted
-	case idsync.ExitLocked:
-		return "locked"
-	case idsync.ExitNothing:
-		return "nothing_to_resume"
-	}
-	return idsync.RunFailed
-}
-
-// print writes the job's result: one JSON object, or a line per resource
-// (with the error and hint of each that failed) and a summary line.
-func (m *multiRun) print(out *jobResult) {
-	if m.g.json {
-		m.g.writeResult(m.ios, out)
-		return
-	}
-	for _, rr := range out.Resources {
-		r := rr.Result
-		r.Job = m.jf.Name + jobfile.ResourceSep + rr.Resource
-		if r.RunID == 0 {
-			if !m.g.quiet || r.ExitCode != 0 {
-				fmt.Fprintf(m.ios.Out, "%s: %s: %s\n", r.Job, r.Status, r.Error)
-			}
-			continue
-		}
-		var err error
-		if r.ExitCode != 0 {
-			err = idsync.Errorf(r.ExitCode, "%s", r.Error)
-		}
-		printResult(m.ios, m.g, &r, err)
-	}
-	if !m.g.quiet || out.ExitCode != 0 {
-		fmt.Fprintf(m.ios.Out, "%s: %s (%d resources, exit %d) in %s\n", out.Job, out.Status, len(out.Resources), out.ExitCode,
-			(time.Duration(out.DurationMS) * time.Millisecond).String())
-	}
-}
-
-// failedJob reports a job whose resources never started (state file, lock
-// or logger): with --json as the job's result object.
-func failedJob(ios *IOStreams, g *globalOpts, out *jobResult, err error, red *idsync.Redactor, started time.Time) error {
-	if !g.json {
-		return err
-	}
-	out.ExitCode = idsync.ExitCode(err)
-	out.Error = red.Redact(err.Error())
-	out.Status = jobStatusOf(out.ExitCode)
-	out.DurationMS = time.Since(started).Milliseconds()
-	g.writeResult(ios, out)
-	return &reportedError{code: out.ExitCode}
 }

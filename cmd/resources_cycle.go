@@ -1,0 +1,121 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/jobfile"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// A cycle is one sync of every selected resource. It opens when an
+// invocation finds none open, and stays open while invocations are cut
+// short (--max-pages, --time-limit, a signal, SIGKILL): the next one syncs
+// only the resources that have not begun a completed run since it opened,
+// as a run cut short continues where it stopped. An invocation that ends
+// completed or failed closes it, so the next one syncs every resource
+// again and a resource that keeps failing holds up no other.
+
+// cycleName keys the cycle of the selected resources in the state file:
+// the job's name, and the selection when --resource narrowed it.
+func (m *multiRun) cycleName(selected []jobfile.Resource) string {
+	if len(selected) == len(m.jf.Resources) {
+		return m.jf.Name
+	}
+	names := make([]string, len(selected))
+	for i, r := range selected {
+		names[i] = r.Name
+	}
+	return m.jf.Name + "|" + strings.Join(names, ",")
+}
+
+// openCycle reads the open cycle, or opens one now (always with --restart).
+func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) error {
+	m.cycle = m.cycleName(selected)
+	at, open, err := m.store.Cycle(ctx, m.cycle)
+	if err != nil {
+		return err
+	}
+	if !open || m.opts.Restart { // --restart starts every resource over
+		at = m.started
+		if err := m.store.OpenCycle(ctx, m.cycle, at); err != nil {
+			return err
+		}
+	}
+	m.cycleAt = at
+	return nil
+}
+
+// closeCycle closes the open cycle unless the job ended partial or
+// interrupted. A failure to write it is a warning: the next invocation
+// then syncs only what this cycle has not.
+func (m *multiRun) closeCycle(ctx context.Context, status string) {
+	if m.cycle == "" || status == idsync.RunPartial || status == idsync.RunInterrupted {
+		return
+	}
+	if err := m.store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
+		m.log.Warn("the cycle of the resources stays open", "err", err)
+	}
+}
+
+// doneInCycle reports whether r's last completed run of kind run began
+// since the cycle opened.
+func (m *multiRun) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, error) {
+	runs, err := m.store.Runs(ctx, r.Job.Name, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, run := range runs {
+		if run.Kind == idsync.KindRun && run.Status == idsync.RunCompleted {
+			return !run.StartedAt.Before(m.cycleAt), nil
+		}
+	}
+	return false, nil
+}
+
+// notResumed lists, after resume, every selected resource it did not
+// continue as not run: resume finishes what was started and syncs nothing
+// else, so the job is partial, not completed, unless every selected
+// resource had a run to finish; run syncs the rest.
+func (m *multiRun) notResumed(selected []jobfile.Resource) {
+	for _, r := range selected {
+		if !m.ran[r.Name] {
+			m.record(&resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: m.opts.Kind, Status: statusNotRun,
+				Error: "not continued: resume continues unfinished runs only; run syncs this resource"}}, false)
+		}
+	}
+}
+
+// parentWroteSince reports whether a run of the parent (state name
+// parent) that began after since inserted or updated rows: a child run
+// continued from before it does not know those rows.
+func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
+	runs, err := m.store.Runs(ctx, parent, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.StartedAt.After(since) && r.Inserted+r.Updated > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// wrote notes that resource name's run res ended: a child whose run began
+// before its parent wrote rows must run again; a child's new run (not a
+// continued one) took its parent list now.
+func (m *multiRun) wrote(name string, job *idsync.Job, res *idsync.Result) {
+	if job.Parent != nil && res.RunID != 0 && !res.Resumed {
+		m.dirty[name] = false
+	}
+	if res.Inserted+res.Updated == 0 {
+		return
+	}
+	for _, r := range m.jf.Resources {
+		if parentOf(r.Job) == name {
+			m.dirty[r.Name] = true
+		}
+	}
+}
