@@ -238,7 +238,8 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		}
 		if wp.fp.next.End {
 			if w.label != nil {
-				log.Info("parent completed", "parent", wp.k+1, "of", len(wins), "key", w.label(wp.k), "pages", rs.pages)
+				// At debug: each page's line already names its parent.
+				log.Debug("parent completed", "parent", wp.k+1, "of", len(wins), "key", w.label(wp.k), "pages", rs.pages)
 			} else {
 				log.Info("window completed", "window", wp.k+1, "of", len(wins), "from", wins[wp.k].From, "to", wins[wp.k].To)
 			}
