@@ -63,7 +63,8 @@ type ParentFilter struct {
 // ParentReader is a Sink that can read a parent resource's table for a
 // child's fan-out.
 type ParentReader interface {
-	// ParentRows returns, for every row of t that f keeps, the values of
+	// ParentRows returns, for every row of t that f keeps (never a row
+	// marked deleted on a deletes: soft table), the values of
 	// cols as text (nil for NULL; integers and decimals in decimal
 	// notation, booleans true or false, timestamps in RFC 3339, json as
 	// JSON text), ordered by t.Key ascending. A missing table or column

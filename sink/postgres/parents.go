@@ -55,6 +55,9 @@ func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 		args = append(args, f.Since.UTC())
 		where = append(where, fmt.Sprintf("%s >= $%d", sqlkit.QuoteIdent(idsync.ColSyncedAt), len(args)))
 	}
+	if t.Soft() { // a parent marked deleted has no children to walk
+		where = append(where, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" IS NULL")
+	}
 	keys := make([]string, len(t.Key))
 	for i, k := range t.Key {
 		keys[i] = sqlkit.QuoteIdent(k)

@@ -115,6 +115,40 @@ func parentCases() []testCase {
 				t.Errorf("rows %q, %v; want 1/2 2/1", pairs, err)
 			}
 		}},
+		{"parent rows leave out soft-deleted rows", func(t *testing.T, b *DB) {
+			s, tbl := b.Sink(t), orders(b)
+			tbl.Deletes = idsync.DeletesSoft
+			MustPrepare(t, s, tbl)
+			rows := rowsOf(1, 2, 3)
+			MustUpsert(t, s, tbl, idsync.Counts{Inserted: 3}, rows...)
+			sw, ok := s.(idsync.Sweeper)
+			if !ok {
+				t.Fatalf("%s sink is no idsync.Sweeper", b.Name)
+			}
+			keys, err := sw.KeyForms(ctx, tbl, []idsync.Row{rows[0], rows[2]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sw.Sweep(ctx, tbl, idsync.SweepRequest{Mode: idsync.DeletesSoft, MaxRatio: 1, At: at,
+				Keys: func(fn func(string) error) error {
+					for _, k := range keys {
+						if err := fn(k); err != nil {
+							return err
+						}
+					}
+					return nil
+				}})
+			if err != nil || res.Deleted != 1 {
+				t.Fatalf("sweep: %+v, %v; want 1 row marked", res, err)
+			}
+			got, err := reader(t, b).ParentRows(ctx, tbl, []string{"id"}, idsync.ParentFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := ids(t, got); s != "1,3" {
+				t.Errorf("ids %s, want 1,3: a parent marked deleted has no children to walk", s)
+			}
+		}},
 		{"parent rows of a missing column or table", func(t *testing.T, b *DB) {
 			s, tbl := b.Sink(t), orders(b)
 			MustPrepare(t, s, tbl)

@@ -13,7 +13,7 @@ import (
 var _ idsync.ParentReader = (*Sink)(nil)
 
 // ParentRows implements idsync.ParentReader: cols of the rows of t that f
-// keeps, as text, by key. Synced-at times are compared as times
+// keeps (not those marked deleted), as text, by key. Synced-at times are compared as times
 // (julianday); key bounds get the column's type affinity.
 func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f idsync.ParentFilter) ([][]*string, error) {
 	s.mu.Lock()
@@ -44,6 +44,9 @@ func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	if !f.Since.IsZero() {
 		where = append(where, fmt.Sprintf("julianday(%s) >= julianday(?)", sqlkit.QuoteIdent(idsync.ColSyncedAt)))
 		args = append(args, formatTime(f.Since))
+	}
+	if t.Soft() { // a parent marked deleted has no children to walk
+		where = append(where, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" IS NULL")
 	}
 	keys := make([]string, len(t.Key))
 	for i, k := range t.Key {
