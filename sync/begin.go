@@ -190,6 +190,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 	rs.pos = pos
 	if job.Parent != nil && len(info.Parents) == 0 {
 		rs.pos = Position{End: true, Parent: noParents}
+		e.Logger.Info("no parent rows to walk", "job", job.Name, "parent", job.Parent.Resource, "parent_rows", job.Parent.Rows)
 	}
 	if from != nil {
 		info.From, info.To = o.From, o.To

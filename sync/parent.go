@@ -259,15 +259,9 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 }
 
 // loopParents walks a child run's parent snapshot, one window per parent
-// (loopWindows). A run without parents completes at once, with no page.
+// (loopWindows). A run without parents never gets here: it starts at its
+// end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
-	if len(rs.parents) == 0 {
-		if err := e.Store.FinishRun(context.WithoutCancel(ctx), rs.info.ID, RunCompleted, "", ""); err != nil {
-			return RunFailed, err
-		}
-		log.Info("no parent rows to walk", "parent", e.Job.Parent.Resource, "parent_rows", e.Job.Parent.Rows)
-		return RunCompleted, nil
-	}
 	return e.loopWindows(ctx, o, rs, sink, log, started, parentWindows(rs.parents))
 }
 
