@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +15,15 @@ import (
 // splitTombstones splits the deduplicated rows of a page into those
 // written and those whose record was a tombstone (target.tombstone).
 func splitTombstones(kept []idsync.Row) (write, tombs []idsync.Row) {
+	if !slices.ContainsFunc(kept, func(r idsync.Row) bool { return r.Tombstone }) {
+		return kept, nil // the common page: nothing to copy
+	}
 	for _, r := range kept {
 		if r.Tombstone {
 			tombs = append(tombs, r)
 		} else {
 			write = append(write, r)
 		}
-	}
-	if tombs == nil {
-		return kept, nil
 	}
 	return write, tombs
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +15,15 @@ import (
 // splitTombstones splits the indexes of the rows to write (kept) into
 // those written and those whose record was a tombstone (target.tombstone).
 func splitTombstones(rows []idsync.Row, kept []int) (write, tombs []int) {
+	if !slices.ContainsFunc(kept, func(ri int) bool { return rows[ri].Tombstone }) {
+		return kept, nil // the common page: nothing to copy
+	}
 	for _, ri := range kept {
 		if rows[ri].Tombstone {
 			tombs = append(tombs, ri)
 		} else {
 			write = append(write, ri)
 		}
-	}
-	if tombs == nil {
-		return kept, nil
 	}
 	return write, tombs
 }
