@@ -39,15 +39,16 @@ type multiRun struct {
 	started  time.Time
 	metrics  string
 	log      *slog.Logger
-	pages    int64                      // pages committed by the invocation so far
-	results  map[string]*resourceResult // by resource, the latest of its runs
-	order    []string                   // resources in the order they were first reported
-	ran      map[string]bool            // resources whose engine ran in this invocation
-	dirty    map[string]bool            // children whose parent wrote rows after their run began
-	cycle    string                     // the name of the open cycle ("" for resume and replay)
-	cycleAt  time.Time                  // when it opened
-	stopped  string                     // why the invocation runs no more resources ("" while it may)
-	totals   []checkpoint.MetricsTotals // each resource's metrics after its run
+	pages    int64                               // pages committed by the invocation so far
+	results  map[string]*resourceResult          // by resource, the latest of its runs
+	order    []string                            // resources in the order they were first reported
+	ran      map[string]bool                     // resources whose engine ran in this invocation
+	dirty    map[string]bool                     // children whose parent wrote rows after their run began
+	cycle    string                              // the name of the open cycle ("" for resume and replay)
+	cycleAt  time.Time                           // when it opened
+	stopped  string                              // why the invocation runs no more resources ("" while it may)
+	selected map[string]bool                     // the resources this invocation syncs
+	totals   map[string]checkpoint.MetricsTotals // each resource's metrics after its last run
 	hardExit hardExitState
 }
 
@@ -57,6 +58,9 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	red := idsync.NewRedactor()
 	for _, r := range jf.Resources {
 		red.Merge(r.Job.Secrets)
+	}
+	for _, r := range jf.Resources { // every output of the job redacts every resource's secrets
+		r.Job.Secrets.Merge(red)
 	}
 	skeleton := &jobResult{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed, Resources: []resourceResult{}}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, jf.Name)
@@ -76,7 +80,8 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	}
 	defer unlock()
 	m := &multiRun{g: g, ios: ios, jf: jf, store: store, opts: opts, started: started, metrics: metricsFile, log: log,
-		results: map[string]*resourceResult{}, ran: map[string]bool{}, dirty: map[string]bool{}}
+		results: map[string]*resourceResult{}, ran: map[string]bool{}, dirty: map[string]bool{},
+		selected: map[string]bool{}, totals: map[string]checkpoint.MetricsTotals{}}
 	if g.json {
 		gate := &jsonGate{}
 		g.gate = gate
@@ -91,14 +96,16 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 			}
 		}
 	}
+	for _, r := range selected {
+		m.selected[r.Name] = true
+	}
 	if err := m.runAll(ctx, selected); err != nil {
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
-	if metricsFile != "" && len(m.totals) > 0 {
-		if err := writeMetricsFile(metricsFile, m.totals...); err != nil {
-			log.Warn("metrics file not written", "path", metricsFile, "err", err)
-		}
+	if err := m.notRunNow(ctx, selected); err != nil {
+		return failedJob(ios, g, skeleton, err, red, started)
 	}
+	m.writeMetrics(ctx)
 	out := m.result()
 	m.closeCycle(ctx, out.Status)
 	m.print(out)
@@ -122,10 +129,8 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 			return err
 		}
 		unfinished[r.Name] = run != nil
-		if run != nil && r.Job.Parent != nil {
-			if m.dirty[r.Name], err = m.parentWroteSince(ctx, r.Job.Parent.Name, run.StartedAt); err != nil {
-				return err
-			}
+		if err := m.checkDirty(ctx, r, run); err != nil {
+			return err
 		}
 	}
 	if !m.opts.Resume {
@@ -149,15 +154,15 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 		return nil
 	}
 	// Round two, in file order (parents first): every resource that has
-	// not begun a completed run since the cycle opened, and every child
-	// whose parent wrote rows after the child's run began (its parents
-	// were fixed then).
+	// not run in this invocation nor begun a completed run since the cycle
+	// opened, and every child whose parent wrote rows after the child's
+	// run began (its parents were fixed then).
 	for _, r := range selected {
 		done, err := m.doneInCycle(ctx, r)
 		if err != nil {
 			return err
 		}
-		if !done || m.dirty[r.Name] {
+		if !done && !m.ran[r.Name] || m.dirty[r.Name] {
 			m.runResource(ctx, r, m.opts)
 		}
 	}
@@ -182,8 +187,8 @@ func parentOf(job *idsync.Job) string {
 // did not complete.
 func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync.Options) {
 	rr := &resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: o.Kind, Status: statusNotRun}}
-	if why := m.blocked(ctx, r, &o); why != "" {
-		rr.Error = why
+	if status, why := m.blocked(ctx, r, &o); why != "" {
+		rr.Status, rr.Error = status, why
 		m.record(rr, false)
 		return
 	}
@@ -201,7 +206,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	})
 	m.hardExit.start("")
 	if metrics != nil && metrics.totals.Job != "" {
-		m.totals = append(m.totals, metrics.totals)
+		m.totals[r.Name] = metrics.totals
 	}
 	m.ran[r.Name] = true
 	m.wrote(r.Name, r.Job, res)
@@ -213,7 +218,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	if res.RunID == 0 && err != nil {
 		res.Status = nothingRanStatus(code)
 	}
-	rr.Result = *res
+	rr.Result, rr.err = *res, err
 	m.record(rr, true)
 	switch {
 	case code == idsync.ExitInterrupted || ctx.Err() != nil:
@@ -223,32 +228,33 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	}
 }
 
-// blocked says why r does not run now ("" when it does), and cuts o's
-// limits to what is left of the invocation's.
-func (m *multiRun) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Options) string {
+// blocked says why r does not run now ("" when it does) and the status it
+// is reported with, and cuts o's limits to what is left of the
+// invocation's.
+func (m *multiRun) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Options) (string, string) {
 	if m.stopped != "" {
-		return m.stopped
+		return statusNotRun, m.stopped
 	}
 	if ctx.Err() != nil {
 		m.stopped = "interrupted before this resource; the next run continues"
-		return m.stopped
+		return statusNotRun, m.stopped
 	}
 	if p := parentOf(r.Job); p != "" {
 		if pr := m.results[p]; pr != nil && pr.Status != idsync.RunCompleted {
-			return fmt.Sprintf("its parent %s did not complete (%s); its children run after the parent completes", p, pr.Status)
+			return statusSkipped, fmt.Sprintf("its parent %s did not complete (%s); its children run after the parent completes", p, pr.Status)
 		}
 	}
 	if o.MaxPages > 0 {
 		if o.MaxPages -= int(m.pages); o.MaxPages <= 0 {
 			m.stopped = "the invocation's --max-pages was reached before this resource; the next run continues"
-			return m.stopped
+			return statusNotRun, m.stopped
 		}
 	}
 	if o.TimeLimit > 0 {
 		if o.TimeLimit -= time.Since(m.started); o.TimeLimit <= 0 {
 			m.stopped = "the invocation's --time-limit was reached before this resource; the next run continues"
-			return m.stopped
+			return statusNotRun, m.stopped
 		}
 	}
-	return ""
+	return "", ""
 }

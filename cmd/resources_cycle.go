@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemsync/idemsync/checkpoint"
 
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -87,20 +90,99 @@ func (m *multiRun) notResumed(selected []jobfile.Resource) {
 	}
 }
 
+// checkDirty notes whether the child r must run (again) because its
+// parent wrote rows after its run began: its unfinished run (run), else
+// its last completed one. A child that never completed a run runs anyway.
+func (m *multiRun) checkDirty(ctx context.Context, r jobfile.Resource, run *idsync.RunInfo) error {
+	if r.Job.Parent == nil {
+		return nil
+	}
+	var since time.Time
+	if run != nil {
+		since = run.StartedAt
+	} else {
+		runs, err := m.store.Runs(ctx, r.Job.Name, 0)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(runs, func(x idsync.RunInfo) bool { return x.Kind == idsync.KindRun && x.Status == idsync.RunCompleted })
+		if i < 0 {
+			return nil
+		}
+		since = runs[i].StartedAt
+	}
+	dirty, err := m.parentWroteSince(ctx, r.Job.Parent.Name, since)
+	m.dirty[r.Name] = dirty
+	return err
+}
+
 // parentWroteSince reports whether a run of the parent (state name
-// parent) that began after since inserted or updated rows: a child run
-// continued from before it does not know those rows.
+// parent) that inserted or updated rows may have written them after
+// since: one that finished after it or has not finished. A child run that
+// began at since does not know those rows. (It may say so of a run that
+// wrote before since and finished after: the child then runs once more
+// than it needed to.)
 func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
 	runs, err := m.store.Runs(ctx, parent, 0)
 	if err != nil {
 		return false, err
 	}
 	for _, r := range runs {
-		if r.StartedAt.After(since) && r.Inserted+r.Updated > 0 {
+		if (r.FinishedAt.IsZero() || r.FinishedAt.After(since)) && r.Inserted+r.Updated > 0 {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// notRunNow reports, after run, every selected resource this invocation
+// did not run, with its last run (it completed one since the cycle
+// opened): the job's result holds every selected resource.
+func (m *multiRun) notRunNow(ctx context.Context, selected []jobfile.Resource) error {
+	if m.opts.Resume || m.opts.Kind == idsync.KindReplay {
+		return nil
+	}
+	for _, r := range selected {
+		if _, ok := m.results[r.Name]; ok {
+			continue
+		}
+		js, err := m.store.Job(ctx, r.Job.Name)
+		if err != nil {
+			return err
+		}
+		if js.LastSync == nil {
+			continue
+		}
+		res := idsync.RunResult(js.LastSync, r.Job.Pagination.Style, js.HWM, r.Job.Secrets)
+		res.Job = m.jf.Name
+		m.record(&resourceResult{Resource: r.Name, Result: res}, false)
+	}
+	return nil
+}
+
+// writeMetrics writes the metrics file: each resource's totals after its
+// last run in this invocation, and the stored totals of the others.
+func (m *multiRun) writeMetrics(ctx context.Context) {
+	if m.metrics == "" {
+		return
+	}
+	var all []checkpoint.MetricsTotals
+	for _, r := range m.jf.Resources {
+		t, ok := m.totals[r.Name]
+		if !ok {
+			var err error
+			if t, err = m.store.Metrics(ctx, m.jf.Name, r.Name); err != nil || t.LastRun.IsZero() {
+				continue
+			}
+		}
+		all = append(all, t)
+	}
+	if len(all) == 0 {
+		return
+	}
+	if err := writeMetricsFile(m.metrics, all...); err != nil {
+		m.log.Warn("metrics file not written", "path", m.metrics, "err", err)
+	}
 }
 
 // wrote notes that resource name's run res ended: a child whose run began

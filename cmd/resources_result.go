@@ -25,6 +25,7 @@ type jobResult struct {
 type resourceResult struct {
 	Resource string `json:"resource"`
 	idsync.Result
+	err error // the error that ended the run, for its hint
 }
 
 // checkOnly checks the --resource names against the file: each names one
@@ -77,24 +78,15 @@ func nothingRanStatus(code int) string {
 
 // record keeps rr as its resource's result. A resource run twice in one
 // invocation (a child continued, then run again after its parent) reports
-// its last run, with the counts of both.
+// its last run; a run that could not start again leaves the earlier one
+// standing (the job is then not completed, see result).
 func (m *multiRun) record(rr *resourceResult, ran bool) {
 	old, seen := m.results[rr.Resource]
 	if !seen {
 		m.order = append(m.order, rr.Resource)
 	}
-	if seen && old.RunID != 0 {
-		if !ran {
-			return // the earlier run stands
-		}
-		rr.Pages += old.Pages
-		rr.Records += old.Records
-		rr.Inserted += old.Inserted
-		rr.Updated += old.Updated
-		rr.Unchanged += old.Unchanged
-		rr.Skipped += old.Skipped
-		rr.Deleted += old.Deleted
-		rr.Resumed = rr.Resumed || old.Resumed
+	if seen && old.RunID != 0 && !ran {
+		return
 	}
 	m.results[rr.Resource] = rr
 	m.hardExit.set(m.snapshot())
@@ -111,6 +103,14 @@ func (m *multiRun) result() *jobResult {
 		rr, ok := m.results[n]
 		if !ok {
 			continue
+		}
+		if m.dirty[n] && m.selected[n] && rr.ExitCode == 0 {
+			// Its parent wrote rows its last run did not walk, and no run
+			// could start again: the next run walks them.
+			c := *rr
+			c.Error = "its parent wrote rows after its run began, and the invocation stopped before it could run again; the next run walks them"
+			rr = &c
+			all = false
 		}
 		out.Resources = append(out.Resources, *rr)
 		if rr.Status != idsync.RunCompleted {
@@ -165,8 +165,8 @@ func (m *multiRun) print(out *jobResult) {
 			}
 			continue
 		}
-		var err error
-		if r.ExitCode != 0 {
+		err := rr.err
+		if r.ExitCode != 0 && err == nil {
 			err = idsync.Errorf(r.ExitCode, "%s", r.Error)
 		}
 		printResult(m.ios, m.g, &r, err)

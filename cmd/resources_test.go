@@ -182,6 +182,19 @@ func TestResourcesMetricsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only b runs now; a keeps its series, and no series is written twice.
+	if r := execute(t, false, "run", job, "--resource", "b", "--metrics-file", path); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, series := range []string{`idemsync_last_exit_code{job="shop",resource="a"}`, `idemsync_last_exit_code{job="shop",resource="b"}`} {
+		if n := strings.Count(string(b), series); n != 1 {
+			t.Errorf("%s %d times in the metrics file, want once:\n%s", series, n, b)
+		}
+	}
 	for _, want := range []string{
 		`idemsync_records_total{job="shop",resource="a",outcome="inserted"} 15`,
 		`idemsync_records_total{job="shop",resource="b",outcome="inserted"} 15`,
@@ -313,9 +326,10 @@ func TestResourcesCycle(t *testing.T) {
 	if j.Status != "partial" || j.Resources[0].Status != "completed" || j.Resources[1].Status != "partial" {
 		t.Fatalf("first invocation: %+v", j)
 	}
+	first := j.Resources[0].RunID
 	j = decodeJob(t, execute(t, false, "run", job, "--json"))
-	if j.Status != "completed" || len(j.Resources) != 1 || j.Resources[0].Resource != "b" || !j.Resources[0].Resumed {
-		t.Fatalf("the rest of the cycle: %+v", j)
+	if j.Status != "completed" || len(j.Resources) != 2 || j.Resources[0].RunID != first || !j.Resources[1].Resumed {
+		t.Fatalf("the rest of the cycle (a reported with its run of the cycle, not run again; b continued): %+v", j)
 	}
 	// The cycle closed: the next run syncs both.
 	j = decodeJob(t, execute(t, false, "run", job, "--json"))
