@@ -178,15 +178,11 @@ func TestResourcesMetricsFile(t *testing.T) {
 	if r := execute(t, false, "run", job, "--metrics-file", path); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Only b runs now; a keeps its series, and no series is written twice.
 	if r := execute(t, false, "run", job, "--resource", "b", "--metrics-file", path); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	b, err = os.ReadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
