@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // Forget removes everything the state file keeps of job (a resource that
-// was removed from its job file): its runs and their pages, its dead
-// letters, its checkpoint, saved mark and identity, its lock note and its
-// stored auth token, in one transaction. The lifetime metrics counters
+// was removed from its job file): its runs with their pages and parent
+// snapshots, its dead letters, its checkpoint, saved mark and identity,
+// its lock note, its stored auth token and the open cycles of the
+// --resource selections that name it, in one transaction. The lifetime metrics counters
 // stay (prune never touches them). The caller holds the job's lock, or
 // the lock of the job file it belonged to. It returns the number of runs
 // removed; errors are *idsync.Error (exit 1, or 3 when the file is busy).
@@ -24,6 +26,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		}
 		for _, q := range []string{
 			`DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
+			`DELETE FROM run_parents WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
 			`DELETE FROM dead_letters WHERE job = ?`,
 			`DELETE FROM runs WHERE job = ?`,
 			`DELETE FROM locks WHERE job = ?`,
@@ -32,6 +35,13 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		} {
 			if _, err := tx.ExecContext(ctx, q, job); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		// The open cycles of --resource selections that name it.
+		if file, res, ok := strings.Cut(job, "."); ok {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM job_cycles WHERE substr(name, 1, length(?1) + 1) = ?1 || '|'
+				AND instr(',' || substr(name, length(?1) + 2) || ',', ',' || ?2 || ',') > 0`, file, res); err != nil {
+				return fmt.Errorf("forget cycles: %w", err)
 			}
 		}
 		return nil

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"testing"
+	"time"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -35,7 +36,13 @@ func TestResourceStateNames(t *testing.T) {
 func TestForgetRemovesOneResource(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
-	gone := startRun(t, s, idsync.RunInfo{Job: "shop.gone", Kind: idsync.KindRun})
+	gone := startRun(t, s, idsync.RunInfo{Job: "shop.gone", Kind: idsync.KindRun, Parents: []string{`{"id":"1"}`}})
+	if err := s.OpenCycle(ctx, "shop|gone,kept", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OpenCycle(ctx, "shop|kept", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	commit(t, s, "shop.gone", idsync.PageCommit{RunID: gone, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: "a",
 		Dead: []idsync.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}})
 	kept := startRun(t, s, idsync.RunInfo{Job: "shop.kept", Kind: idsync.KindRun})
@@ -54,6 +61,12 @@ func TestForgetRemovesOneResource(t *testing.T) {
 	}
 	if js.LastRun != nil || js.DeadLetters != 0 {
 		t.Errorf("forgotten resource still has state: last run %v, %d dead letters", js.LastRun, js.DeadLetters)
+	}
+	if _, open, _ := s.Cycle(ctx, "shop|gone,kept"); open {
+		t.Error("a cycle of a selection naming the forgotten resource stays")
+	}
+	if _, open, _ := s.Cycle(ctx, "shop|kept"); !open {
+		t.Error("a cycle not naming the forgotten resource was removed")
 	}
 	if pages, _ := s.Pages(ctx, gone); len(pages) != 0 {
 		t.Errorf("forgotten resource's pages remain: %d", len(pages))
