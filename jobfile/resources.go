@@ -92,6 +92,11 @@ func resourceItems(doc, list *yaml.Node) ([]resourceItem, []string) {
 	if p := defaultsFanout(defaults); p != "" {
 		problems = append(problems, p)
 	}
+	for _, k := range fileKeys {
+		if v := mapValue(defaults, k); v != nil {
+			problems = append(problems, fmt.Sprintf("line %d: defaults.%s: %s belongs at the top level of the file", v.Line, k, k))
+		}
+	}
 	shared := &yaml.Node{Kind: yaml.MappingNode, Line: doc.Line, Column: doc.Column}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		if k := doc.Content[i].Value; k != "resources" && k != "defaults" {
@@ -112,12 +117,22 @@ func resourceItems(doc, list *yaml.Node) ([]resourceItem, []string) {
 			continue
 		}
 		seen[name] = i
+		for _, k := range fileKeys[1:] { // a resource's own name is its name
+			if v := mapValue(r, k); v != nil {
+				problems = append(problems, fmt.Sprintf("line %d: resource %s: %s: %s belongs at the top level of the file", v.Line, name, k, k))
+			}
+		}
 		own := withoutFanout(withoutKey(r, "name"))
 		merged := mergeNodes(mergeNodes(shared, defaults), own)
 		items = append(items, resourceItem{name: name, doc: merged, fan: readFanout(r)})
 	}
 	return items, problems
 }
+
+// fileKeys are the keys of the whole file (its name, state file and
+// retention), which neither defaults nor a resource may set: they key the
+// lock and the state of every resource alike.
+var fileKeys = []string{"name", "state", "retention"}
 
 // checkResource returns a resource entry's name, or a problem naming where.
 func checkResource(r *yaml.Node, where string) (string, string) {

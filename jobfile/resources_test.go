@@ -90,6 +90,23 @@ resources:
   - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
   - {name: b, parent: [a], source: {url: "https://x/b"}, target: {url: "sqlite:x.db", table: b, key: [id]}}
 `, `line 5: resource b: parent: a single value`},
+		"state under defaults": {`
+name: shop
+defaults: {state: elsewhere.db}
+resources:
+  - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
+`, `line 3: defaults.state: state belongs at the top level of the file`},
+		"name under defaults": {`
+name: shop
+defaults: {name: other}
+resources:
+  - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
+`, `defaults.name: name belongs at the top level of the file`},
+		"retention in a resource": {`
+name: shop
+resources:
+  - {name: a, retention: 7d, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a, key: [id]}}
+`, `resource a: retention: retention belongs at the top level of the file`},
 		"url and base_url": {`
 name: shop
 defaults: {source: {base_url: "https://x"}}
