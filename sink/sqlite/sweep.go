@@ -180,14 +180,18 @@ func loadSeen(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts,
 
 // sweepWhere returns the conditions of a sweep: gone (the row's key is
 // not in seenTable) and live (the row is not marked deleted; always true
-// on a table that does not mark).
+// on a table that does not mark). The table's key columns stand on the
+// left of NOT IN, so their own collation decides as it does for the
+// unique key (a key column declared COLLATE NOCASE matches "BOB" to
+// "Bob", as the upsert did).
 func sweepWhere(t *idsync.Table) (gone, live string) {
-	tbl := sqlkit.QuoteIdent(t.Name)
-	var on []string
+	cols := make([]string, len(t.Key))
+	seen := make([]string, len(t.Key))
 	for k, name := range t.Key {
-		on = append(on, fmt.Sprintf("s.k%d = %s.%s", k, tbl, sqlkit.QuoteIdent(name)))
+		cols[k] = sqlkit.QuoteIdent(t.Name) + "." + sqlkit.QuoteIdent(name)
+		seen[k] = fmt.Sprintf("k%d", k)
 	}
-	gone = fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)", seenTable, strings.Join(on, " AND "))
+	gone = fmt.Sprintf("(%s) NOT IN (SELECT %s FROM %s)", strings.Join(cols, ", "), strings.Join(seen, ", "), seenTable)
 	live = "1"
 	if t.Soft() {
 		live = sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"

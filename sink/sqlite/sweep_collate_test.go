@@ -1,0 +1,44 @@
+package sqlite_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/idemsync/idemsync/sink/sinktest"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// A key column the user declared COLLATE NOCASE: the upsert writes "BOB"
+// over "Bob" (one row, as the unique key compares them), and the sweep
+// must match the seen key "BOB" to that row the same way, not delete it.
+func TestSweepKeyCollation(t *testing.T) {
+	ctx := context.Background()
+	b := newSQLiteBackend(t)
+	s := b.Sink(t)
+	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("v", idsync.TypeText))
+	tbl.Create, tbl.Deletes = false, idsync.DeletesHard
+	b.Exec(t, `CREATE TABLE people (id TEXT COLLATE NOCASE PRIMARY KEY, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
+	sinktest.MustPrepare(t, s, tbl)
+	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"))
+	seen := []idsync.Row{sinktest.Row("BOB", "2"), sinktest.Row("ann", "2")}
+	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 2}, seen...)
+	sw := s.(idsync.Sweeper)
+	keys, err := sw.KeyForms(ctx, tbl, seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sw.Sweep(ctx, tbl, idsync.SweepRequest{Mode: idsync.DeletesHard, MaxRatio: 1, Keys: func(fn func(string) error) error {
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	if err != nil || res.Deleted != 0 {
+		t.Fatalf("sweep: %+v, %v; want nothing deleted (both rows were seen)", res, err)
+	}
+	if got := b.Rows(t, `SELECT count(*) FROM people`); got[0][0] != int64(2) {
+		t.Errorf("rows left: %v, want 2", got[0][0])
+	}
+}
