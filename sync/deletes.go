@@ -111,7 +111,8 @@ type Sweeper interface {
 
 // CheckSweepRatio returns the refusal of a sweep that would remove n of
 // live rows when that share exceeds maxRatio and allow is false, else nil.
-// Sweepers call it before removing anything.
+// Sweepers call it in the sweep's transaction and roll back on a refusal,
+// so a refused sweep removes nothing.
 func CheckSweepRatio(t *Table, n, live int64, maxRatio float64, allow bool) error {
 	if allow || n == 0 || live == 0 || float64(n) <= maxRatio*float64(live) {
 		return nil

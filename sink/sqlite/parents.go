@@ -34,7 +34,7 @@ func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	}
 	sel := make([]string, len(cols))
 	for i, c := range cols {
-		if !slices.Contains(all, c) {
+		if !slices.ContainsFunc(all, func(a string) bool { return sqlkit.ASCIILower(a) == sqlkit.ASCIILower(c) }) {
 			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: the table has no column %s", op, c)
 		}
 		sel[i] = fmt.Sprintf("CAST(%s AS TEXT)", sqlkit.QuoteIdent(c))

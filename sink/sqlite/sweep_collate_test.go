@@ -42,3 +42,17 @@ func TestSweepKeyCollation(t *testing.T) {
 		t.Errorf("rows left: %v, want 2", got[0][0])
 	}
 }
+
+// A parent table the user created with a column named in other case
+// ("ID"): SQLite names columns case-insensitively, and so does ParentRows.
+func TestParentRowsColumnCase(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s := b.Sink(t)
+	b.Exec(t, `CREATE TABLE orders (ID INTEGER PRIMARY KEY, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
+	b.Exec(t, `INSERT INTO orders (ID) VALUES (2), (1)`)
+	tbl := b.Table("orders", []string{"id"}, sinktest.Col("id", idsync.TypeInteger))
+	rows, err := s.(idsync.ParentReader).ParentRows(context.Background(), tbl, []string{"id"}, idsync.ParentFilter{})
+	if err != nil || len(rows) != 2 || *rows[0][0] != "1" {
+		t.Fatalf("ParentRows: %v, %v; want the two rows by key", rows, err)
+	}
+}
