@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -147,7 +148,7 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 		}
 	}
 	if m.opts.Resume {
-		if len(m.ran) == 0 {
+		if !slices.Contains(slices.Collect(maps.Values(unfinished)), true) {
 			return idsync.Errorf(idsync.ExitNothing, "job %s: no resource has an unfinished run to resume", m.jf.Name)
 		}
 		m.notResumed(selected)
@@ -189,6 +190,9 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	rr := &resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: o.Kind, Status: statusNotRun}}
 	if status, why := m.blocked(ctx, r, &o); why != "" {
 		rr.Status, rr.Error = status, why
+		if status == idsync.RunInterrupted {
+			rr.ExitCode = idsync.ExitInterrupted
+		}
 		m.record(rr, false)
 		return
 	}
@@ -237,7 +241,7 @@ func (m *multiRun) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Op
 	}
 	if ctx.Err() != nil {
 		m.stopped = "interrupted before this resource; the next run continues"
-		return statusNotRun, m.stopped
+		return idsync.RunInterrupted, m.stopped
 	}
 	if p := parentOf(r.Job); p != "" {
 		if pr := m.results[p]; pr != nil && pr.Status != idsync.RunCompleted {
