@@ -45,11 +45,28 @@ func (c *command) apply(req *http.Request) error {
 	return nil
 }
 
+// outputGrace is how long the output of a command that exited is still
+// read while a process it left behind holds its standard output open.
+const outputGrace = time.Second
+
+// run runs the command in a process group of its own, bounded by ctx (the
+// attempt's source.timeout): at the deadline the whole group is killed, so
+// a background process holding standard output open cannot keep the run
+// waiting (docs/job-file.md, Auth).
 func (c *command) run(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, c.a.Run[0], c.a.Run[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
+	ownGroup(cmd)
+	cmd.WaitDelay = outputGrace
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The command exited; what it left holding the output is ended.
+		killGroup(cmd)
+		if cmd.ProcessState != nil && cmd.ProcessState.Success() {
+			err = nil
+		}
+	}
 	v := strings.TrimSpace(out.String())
 	c.red.Add(v)
 	var ee *exec.ExitError
