@@ -5,19 +5,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// RunMetrics is what one command (run, resume or replay) adds to a job's
-// metrics: the pages and records it committed itself (not those of the
-// earlier attempts of a run it continued), when it ended, how long it took,
-// its exit code, and whether it succeeded (exit 0).
+// RunMetrics is how one command (run, resume or replay) ended: when, how
+// long it took, its exit code, and whether it succeeded (exit 0). The
+// counters are not part of it: they move with each page's commit.
 type RunMetrics struct {
-	Pages, Inserted, Updated, Unchanged, Skipped, Deleted int64
-	At                                                    time.Time
-	Duration                                              time.Duration
-	ExitCode                                              int
-	Success                                               bool
+	At       time.Time
+	Duration time.Duration
+	ExitCode int
+	Success  bool
 }
 
 // MetricsTotals are a job's metrics as --metrics-file reports them:
@@ -31,10 +32,39 @@ type MetricsTotals struct {
 	LastExitCode                                          int
 }
 
-// AddRunMetrics adds one command's figures to the totals of job and
-// resource (for a single-resource job, the job's name) and returns the new
-// totals, in one transaction. A failure (Success false) leaves the last
-// success time as it was. prune never removes these rows. Errors are
+// metricsKey is the (job, resource) a state job name's counters are kept
+// under: "shop.orders" is resource orders of job file shop; a
+// single-resource job is its own resource.
+func metricsKey(job string) (string, string) {
+	if file, resource, ok := strings.Cut(job, "."); ok {
+		return file, resource
+	}
+	return job, job
+}
+
+// addCounters adds one committed page's (or sweep's) figures to the
+// counters of job in tx, the transaction that commits them, so that every
+// run counts whether or not it writes a metrics file (docs/operations.md,
+// Metrics). A row first created here has no last run yet ("").
+func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c idsync.Counts, skipped int64) error {
+	file, resource := metricsKey(job)
+	_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted, last_run_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '')
+		ON CONFLICT (job, resource) DO UPDATE SET
+			pages = pages + excluded.pages, inserted = inserted + excluded.inserted,
+			updated = updated + excluded.updated, unchanged = unchanged + excluded.unchanged,
+			skipped = skipped + excluded.skipped, deleted = deleted + excluded.deleted`,
+		file, resource, pages, c.Inserted, c.Updated, c.Unchanged, skipped, c.Deleted)
+	if err != nil {
+		return fmt.Errorf("count metrics: %w", err)
+	}
+	return nil
+}
+
+// AddRunMetrics records how a command on job and resource (for a
+// single-resource job, the job's name) ended and returns the job's totals,
+// in one transaction. A failure (Success false) leaves the last success
+// time as it was. prune never removes these rows. Errors are
 // *idsync.Error (exit 1, or 3 when the file is busy).
 func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMetrics) (MetricsTotals, error) {
 	t := MetricsTotals{Job: job, Resource: resource}
@@ -46,18 +76,13 @@ func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMe
 		success = sql.NullString{String: formatTime(m.At), Valid: true}
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted,
-				last_run_at, last_success_at, last_duration_ms, last_exit_code)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+		_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, last_run_at, last_success_at, last_duration_ms, last_exit_code)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT (job, resource) DO UPDATE SET
-				pages = pages + excluded.pages, inserted = inserted + excluded.inserted,
-				updated = updated + excluded.updated, unchanged = unchanged + excluded.unchanged,
-				skipped = skipped + excluded.skipped, deleted = deleted + excluded.deleted,
 				last_run_at = excluded.last_run_at,
 				last_success_at = coalesce(excluded.last_success_at, last_success_at),
 				last_duration_ms = excluded.last_duration_ms, last_exit_code = excluded.last_exit_code`,
-			job, resource, m.Pages, m.Inserted, m.Updated, m.Unchanged, m.Skipped, m.Deleted,
-			formatTime(m.At), success, m.Duration.Milliseconds(), m.ExitCode)
+			job, resource, formatTime(m.At), success, m.Duration.Milliseconds(), m.ExitCode)
 		if err != nil {
 			return fmt.Errorf("add: %w", err)
 		}

@@ -12,7 +12,7 @@ import (
 
 // CommitPage records a page whose rows the target has committed, all in one
 // transaction: the page row (numbered after the run's last), the run's
-// counters, checkpoint (p.Next) and last position (p.Position), the run's
+// counters and the job's metrics counters, checkpoint (p.Next) and last position (p.Position), the run's
 // max mark when p.MaxMark != "", the job's high-water mark when p.HWM != "",
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
 // and time; one without a Position gets the page's), the page's keys
@@ -68,6 +68,9 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 			return fmt.Errorf("insert page: %w", err)
 		}
 		if err := touchJob(ctx, tx, job, now); err != nil {
+			return err
+		}
+		if err := addCounters(ctx, tx, job, 1, p.Counts, p.Skipped); err != nil {
 			return err
 		}
 		if p.HWM != "" {

@@ -10,7 +10,8 @@ import (
 )
 
 // CompletePass completes the unfinished run runID, which read its last
-// page: it adds deleted to the run's deleted count, marks it completed
+// page: it adds deleted to the run's deleted count (and the job's metrics
+// counter), marks it completed
 // and, when the run is a full pass, makes its start the job's last full
 // pass (jobs.full_pass_at) and clears a pending full pass, all in one
 // transaction. The run must be running and owned by this Store, as for
@@ -31,6 +32,9 @@ func (s *Store) CompletePass(ctx context.Context, runID int64, deleted int64) er
 		}
 		if err != nil {
 			return fmt.Errorf("complete run: %w", err)
+		}
+		if err := addCounters(ctx, tx, job, 0, idsync.Counts{Deleted: deleted}, 0); err != nil {
+			return err
 		}
 		if !full {
 			return nil

@@ -17,82 +17,51 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// runMetrics counts what one run, resume or replay commits and, when
-// --metrics-file is set, adds it to the job's totals in the state file and
-// writes the file after the run. A nil *runMetrics does nothing.
+// runMetrics records how one run, resume or replay ended in the job's
+// metrics in the state file and, when --metrics-file is set, writes the
+// file after the run. The counters are not counted here: each page's
+// commit moves them in the state file (docs/operations.md, Metrics), so a
+// run without --metrics-file counts too. A nil *runMetrics does nothing.
 type runMetrics struct {
-	path     string
+	path     string // "" writes no file
 	store    *checkpoint.Store
 	job      string // the job's name (the job file's)
 	resource string // the resource's name: the job's for a single-resource job
 	started  time.Time
 	log      *slog.Logger
-	add      checkpoint.RunMetrics
 	// noFile leaves writing the file to the caller (a job with several
 	// resources writes one file with all of them, after the last).
 	noFile bool
 	totals checkpoint.MetricsTotals // after finish
 }
 
-// newRunMetrics returns the tracker for a run of a single-resource job,
-// nil when path is "".
+// newRunMetrics returns the tracker for a run of a single-resource job.
 func newRunMetrics(path string, store *checkpoint.Store, job *idsync.Job, started time.Time, log *slog.Logger) *runMetrics {
 	return newResourceMetrics(path, store, job.Name, job.Name, started, log)
 }
 
-// newResourceMetrics returns the tracker for a run of one resource of job,
-// nil when path is "".
+// newResourceMetrics returns the tracker for a run of one resource of job.
 func newResourceMetrics(path string, store *checkpoint.Store, job, resource string, started time.Time, log *slog.Logger) *runMetrics {
-	if path == "" {
-		return nil
-	}
 	return &runMetrics{path: path, store: store, job: job, resource: resource, started: started, log: log}
 }
 
-// onPage wraps next (which may be nil) to count each committed page too.
-func (m *runMetrics) onPage(next func(idsync.PageEvent)) func(idsync.PageEvent) {
-	if m == nil {
-		return next
-	}
-	return func(ev idsync.PageEvent) {
-		m.add.Pages++
-		m.add.Inserted += ev.Counts.Inserted
-		m.add.Updated += ev.Counts.Updated
-		m.add.Unchanged += ev.Counts.Unchanged
-		m.add.Skipped += int64(ev.Skipped)
-		m.add.Deleted += ev.Counts.Deleted
-		if next != nil {
-			next(ev)
-		}
-	}
-}
-
-// onSweep counts the rows a full pass's sweep deleted or marked.
-func (m *runMetrics) onSweep(deleted int64) {
-	if m != nil {
-		m.add.Deleted += deleted
-	}
-}
-
 // finish records the run that ended with err in the state file and writes
-// the metrics file (unless noFile). A failure to do either is logged as a
-// warning and never changes the run's outcome.
+// the metrics file (when asked for, unless noFile). A failure to do either
+// is logged as a warning and never changes the run's outcome.
 func (m *runMetrics) finish(ctx context.Context, err error) {
 	if m == nil {
 		return
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
-	m.add.At = time.Now()
-	m.add.Duration = time.Since(m.started)
-	m.add.ExitCode = idsync.ExitCode(err)
-	m.add.Success = err == nil
-	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, m.add)
+	add := checkpoint.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
+		ExitCode: idsync.ExitCode(err), Success: err == nil}
+	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)
 	if err != nil {
 		m.log.Warn("metrics not recorded", "err", err)
 		return
 	}
 	m.totals = totals
-	if m.noFile {
+	if m.noFile || m.path == "" {
 		return
 	}
 	if err := writeMetricsFile(m.path, totals); err != nil {

@@ -198,9 +198,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	}
 	m.hardExit.start(r.Name)
 	metrics := newResourceMetrics(m.metrics, m.store, m.jf.Name, r.Name, time.Now(), m.log)
-	if metrics != nil {
-		metrics.noFile = true
-	}
+	metrics.noFile = true
 	res, err := runOne(ctx, m.g, m.ios, m.store, r.Job, o, metrics, runHooks{
 		start: m.hardExit.page,
 		page: func(ev idsync.PageEvent) {
@@ -209,7 +207,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 		},
 	})
 	m.hardExit.start("")
-	if metrics != nil && metrics.totals.Job != "" {
+	if metrics.totals.Job != "" {
 		m.totals[r.Name] = metrics.totals
 	}
 	m.ran[r.Name] = true

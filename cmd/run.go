@@ -190,8 +190,6 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 			}
 		}
 	}
-	eng.OnPage = metrics.onPage(eng.OnPage)
-	eng.OnSweep = metrics.onSweep
 	installFailpoint(eng, fetcher)
 	res, err = eng.Run(ctx, opts)
 	metrics.finish(ctx, err)
