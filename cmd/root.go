@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemsync/idemsync/source/auth"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +29,7 @@ type globalOpts struct {
 	logLevel  string
 	jobName   string // the job's name once its file was read, for error objects
 	gate      *jsonGate
+	keyring   *auth.Keyring // the job file's refresh tokens, once it was read
 }
 
 // writeResult prints a run's result object, through the gate when a

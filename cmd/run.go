@@ -104,7 +104,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		g.jobName = jobfile.SpecName(err)
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
-	g.jobName = jf.Name
+	g.jobName, g.keyring = jf.Name, newKeyring(jf)
 	if err := checkOnly(jf, only, opts.Kind); err != nil {
 		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
@@ -165,7 +165,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 		return res, idsync.Errorf(idsync.ExitUsage, "%w", err)
 	}
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
-	if err := installAuth(ctx, job, fetcher, store, log); err != nil {
+	if err := installAuth(ctx, g, job, fetcher, store, log); err != nil {
 		metrics.finish(ctx, err)
 		return res, err
 	}
@@ -192,6 +192,14 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	}
 	installFailpoint(eng, fetcher)
 	res, err = eng.Run(ctx, opts)
+	if ferr := g.keyring.Flush(ctx); ferr != nil {
+		// A rotated refresh token lost outweighs the run's own failure.
+		if err != nil {
+			log.Error("run failed", "err", err)
+		}
+		err = ferr
+		res.Status, res.Error = idsync.RunFailed, job.Secrets.Redact(ferr.Error())
+	}
 	metrics.finish(ctx, err)
 	if bar != nil {
 		bar.finish() // before the result is printed

@@ -100,7 +100,7 @@ func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog
 		defer s.Close()
 		store = s
 	}
-	if err := installAuth(ctx, job, f, store, log); err != nil {
+	if err := installAuth(ctx, g, job, f, store, log); err != nil {
 		return err
 	}
 	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (idsync.Sink, error) {

@@ -251,7 +251,7 @@ func TestAuthRefreshTokenRotation(t *testing.T) {
 	authScanAll(t, dir, &canaryScan{canaries: []string{authClientSecret, seed}}, rs...)
 	// The rotated token is in the state file, and printed nowhere.
 	var stored string
-	if err := openSQLite(t, filepath.Join(dir, ".idemsync", "state.db")).QueryRow(`SELECT token FROM auth_tokens`).Scan(&stored); err != nil || stored == "" || stored == seed {
+	if err := openSQLite(t, filepath.Join(dir, ".idemsync", "state.db")).QueryRow(`SELECT token FROM auth_credentials`).Scan(&stored); err != nil || stored == "" || stored == seed {
 		t.Fatalf("stored refresh token %q, %v: want the rotated one", stored, err)
 	}
 	outScan := &canaryScan{canaries: []string{stored}}

@@ -16,9 +16,12 @@ import (
 
 // Options is what an auth chain needs beyond the spec.
 type Options struct {
-	Job    string       // job name: keys the rotated refresh token
+	Job    string       // the job file's name: keys the rotated refresh tokens
 	Store  TokenStore   // state file: required by oauth2_refresh_token
 	Logger *slog.Logger // nil discards
+	// Keyring shares refresh tokens between the resources of a job file;
+	// nil: a keyring of this job's own.
+	Keyring *Keyring
 }
 
 // Install builds the auth chain of job's source.auth and installs it on f.
@@ -60,6 +63,12 @@ func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (
 	case idsync.AuthRefreshToken:
 		if o.Store == nil {
 			return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: "auth oauth2_refresh_token needs the state file"}
+		}
+		if o.Keyring == nil {
+			o.Keyring = NewKeyring()
+		}
+		if o.Logger == nil {
+			o.Logger = slog.New(slog.DiscardHandler)
 		}
 		return func(base http.RoundTripper) http.RoundTripper {
 			return &refreshing{base: base, src: newRefreshToken(a, base, red, o), kind: a.Type}

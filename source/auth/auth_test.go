@@ -271,28 +271,38 @@ func hintOf(err error) string {
 }
 
 // memStore is a TokenStore in memory that logs its writes among the
-// provider's events.
+// provider's events; seed, tok and pending are those of the last write.
 type memStore struct {
 	p         *provider
 	seed, tok string
 	pending   bool
 	saves     int
+	byCred    map[string][3]string // credential → seed hash, token, pending
 	mu        gosync.Mutex
 }
 
-func (m *memStore) LoadAuthToken(_ context.Context, _ string) (string, string, bool, error) {
+func (m *memStore) LoadRefreshToken(_ context.Context, _, cred, _ string) (string, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.seed, m.tok, m.pending, nil
+	e := m.byCred[cred]
+	return e[1], e[2] == "true", nil
 }
 
-func (m *memStore) SaveAuthToken(_ context.Context, _ string, seed, tok string, pending bool) error {
+func (m *memStore) SaveRefreshToken(_ context.Context, _, cred, seed, tok string, pending bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.byCred == nil {
+		m.byCred = map[string][3]string{}
+	}
+	m.byCred[cred] = [3]string{seed, tok, fmt.Sprint(pending)}
 	m.seed, m.tok, m.pending = seed, tok, pending
 	m.saves++
 	m.p.event(fmt.Sprintf("save %s pending=%v", tok, pending))
 	return nil
+}
+
+func (m *memStore) DropRefreshTokens(context.Context, string, []string, []string) (int, error) {
+	return 0, nil
 }
 
 func hash(s string) string {
@@ -357,9 +367,9 @@ func TestRefreshTokenLostInExchange(t *testing.T) {
 	if code, err := get(t, c, p.api.URL); err != nil || code != 200 {
 		t.Fatalf("GET: %d %v", code, err)
 	}
-	lost := &memStore{p: p, seed: hash(seed), tok: seed, pending: true}
-	before := p.tokens.Load()
 	a := refreshAuth(p, seed)
+	lost := &memStore{p: p, byCred: map[string][3]string{CredentialID(a): {hash(seed), seed, "true"}}}
+	before := p.tokens.Load()
 	a.AuthStyle = "body" // without it x/oauth2 tries header, then body: two requests
 	c, _ = client(t, a, Options{Job: "j", Store: lost})
 	_, err := get(t, c, p.api.URL)
