@@ -25,6 +25,7 @@ type delRecord struct {
 	V         string `json:"v"`
 	UpdatedAt string `json:"updated_at"`
 	Deleted   bool   `json:"deleted,omitempty"`
+	Rev       *int   `json:"rev,omitempty"` // absent unless a test sets it
 }
 
 // delAPI is a page-style API over a mutable set of records, ordered by
