@@ -1,0 +1,94 @@
+package httpsource
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tidwall/gjson"
+)
+
+// graphQLRequestCodes are the errors[].extensions.code values with which
+// GraphQL servers (Apollo, graphql-yoga, Hot Chocolate) refuse a request
+// before running it: the same request is refused again, so it is not
+// retried (docs/job-file.md, "Error payloads in a 2xx body").
+var graphQLRequestCodes = []string{
+	"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT",
+	"PERSISTED_QUERY_NOT_FOUND", "PERSISTED_QUERY_NOT_SUPPORTED",
+}
+
+// nullPageErrorKeys are the top-level keys that, not empty, make a null
+// records value an error answer rather than an empty page.
+var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
+
+// errorPayload classifies a valid 2xx JSON body by its error payload
+// (docs/job-file.md, "Error payloads in a 2xx body"): at source.error_path, or
+// next to a null records value. Such a page is retried (st.reason), or,
+// when it is a GraphQL request error, fails at once (st.refused).
+func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
+	if p := f.cfg.Source.ErrorPath; p != "" {
+		if v := gjson.GetBytes(data, p); errorValue(v) {
+			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
+			if why := graphQLRequestError(data, v); why != "" {
+				st.refused = why
+				return false
+			}
+			return true
+		}
+	}
+	// A missing records value is a permanent error already (records), one
+	// that names the body's top-level keys.
+	if r := f.cfg.Source.Records; r != "" {
+		if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
+			return false
+		}
+		for _, k := range nullPageErrorKeys {
+			if v := gjson.GetBytes(data, gjson.Escape(k)); errorValue(v) {
+				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.redact(excerpt([]byte(v.Raw))))
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorValue reports whether v is an error payload: present and not null,
+// false, "", {} or [].
+func errorValue(v gjson.Result) bool {
+	return v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]"
+}
+
+// graphQLRequestError says why an error payload v is a GraphQL request
+// error, or "": an error of v with a code of graphQLRequestCodes, or a
+// body whose top-level errors (GraphQL's shape: objects with a message)
+// come without a data key, which a GraphQL server sends only when it
+// refused the request before running it (a parse or validation error, an
+// unknown persisted query). A field's error comes with data (null too).
+func graphQLRequestError(data []byte, v gjson.Result) string {
+	code := ""
+	errs := v
+	if !errs.IsArray() {
+		errs = gjson.GetBytes(data, "errors")
+	}
+	errs.ForEach(func(_, e gjson.Result) bool {
+		if c := e.Get("extensions.code").String(); slices.Contains(graphQLRequestCodes, c) {
+			code = c
+		}
+		return code == ""
+	})
+	if code != "" {
+		return "GraphQL " + code
+	}
+	top := gjson.GetBytes(data, "errors")
+	if !top.IsArray() || !errorValue(top) || gjson.GetBytes(data, "data").Exists() {
+		return ""
+	}
+	shaped := true
+	top.ForEach(func(_, e gjson.Result) bool {
+		shaped = e.Get("message").Type == gjson.String
+		return shaped
+	})
+	if shaped {
+		return "GraphQL request error (errors and no data)"
+	}
+	return ""
+}
