@@ -21,17 +21,21 @@ var graphQLRequestCodes = []string{
 var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
 
 // errorPayload classifies a valid 2xx JSON body by its error payload
-// (docs/job-file.md, "Error payloads in a 2xx body"): at source.error_path, or
-// next to a null records value. Such a page is retried (st.reason), or,
-// when it is a GraphQL request error, fails at once (st.refused).
+// (docs/job-file.md, "Error payloads in a 2xx body"). With an error_path,
+// a GraphQL request error in the body's top-level errors fails at once
+// (st.refused), whatever the path selects (a filter such as
+// errors.#(path.#<3)# drops errors without a path, the request's); any
+// other payload at the path is retried (st.reason). Without one, and
+// with one, a null records value next to an error is retried too.
 func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
+		if why, errs := graphQLRequestError(data); why != "" {
+			st.reason = "error payload at errors: " + f.redact(excerpt([]byte(errs.Raw)))
+			st.refused = why
+			return false
+		}
 		if v := gjson.GetBytes(data, p); errorValue(v) {
 			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
-			if why := graphQLRequestError(data, v); why != "" {
-				st.refused = why
-				return false
-			}
 			return true
 		}
 	}
@@ -57,38 +61,30 @@ func errorValue(v gjson.Result) bool {
 	return v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]"
 }
 
-// graphQLRequestError says why an error payload v is a GraphQL request
-// error, or "": an error of v with a code of graphQLRequestCodes, or a
-// body whose top-level errors (GraphQL's shape: objects with a message)
-// come without a data key, which a GraphQL server sends only when it
-// refused the request before running it (a parse or validation error, an
-// unknown persisted query). A field's error comes with data (null too).
-func graphQLRequestError(data []byte, v gjson.Result) string {
-	code := ""
-	errs := v
-	if !errs.IsArray() {
-		errs = gjson.GetBytes(data, "errors")
+// graphQLRequestError says why the body's top-level errors (returned) are
+// a GraphQL request error, or "": an error with a code of
+// graphQLRequestCodes, or GraphQL errors (objects with a message) without
+// a data key, which a GraphQL server sends only when it refused the
+// request before running it (a parse or validation error, an unknown
+// persisted query). A field's error comes with data (null too).
+func graphQLRequestError(data []byte) (string, gjson.Result) {
+	errs := gjson.GetBytes(data, "errors")
+	if !errs.IsArray() || !errorValue(errs) {
+		return "", errs
 	}
+	code, shaped := "", true
 	errs.ForEach(func(_, e gjson.Result) bool {
-		if c := e.Get("extensions.code").String(); slices.Contains(graphQLRequestCodes, c) {
+		if c := e.Get("extensions.code").String(); code == "" && slices.Contains(graphQLRequestCodes, c) {
 			code = c
 		}
-		return code == ""
+		shaped = shaped && e.Get("message").Type == gjson.String
+		return true
 	})
-	if code != "" {
-		return "GraphQL " + code
+	switch {
+	case code != "":
+		return "GraphQL " + code, errs
+	case shaped && !gjson.GetBytes(data, "data").Exists():
+		return "GraphQL request error (errors and no data)", errs
 	}
-	top := gjson.GetBytes(data, "errors")
-	if !top.IsArray() || !errorValue(top) || gjson.GetBytes(data, "data").Exists() {
-		return ""
-	}
-	shaped := true
-	top.ForEach(func(_, e gjson.Result) bool {
-		shaped = e.Get("message").Type == gjson.String
-		return shaped
-	})
-	if shaped {
-		return "GraphQL request error (errors and no data)"
-	}
-	return ""
+	return "", errs
 }
