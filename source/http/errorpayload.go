@@ -3,6 +3,7 @@ package httpsource
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -29,7 +30,7 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // with one, a null records value next to an error is retried too.
 func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
-		if why, errs := graphQLRequestError(data); why != "" {
+		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
 			st.reason = "error payload at errors: " + f.redact(excerpt([]byte(errs.Raw)))
 			st.refused = why
 			return false
@@ -63,11 +64,12 @@ func errorValue(v gjson.Result) bool {
 
 // graphQLRequestError says why the body's top-level errors (returned) are
 // a GraphQL request error, or "": an error with a code of
-// graphQLRequestCodes, or GraphQL errors (objects with a message) without
+// graphQLRequestCodes, or, when the records are under data (gql: a
+// GraphQL answer's are), GraphQL errors (objects with a message) without
 // a data key, which a GraphQL server sends only when it refused the
 // request before running it (a parse or validation error, an unknown
 // persisted query). A field's error comes with data (null too).
-func graphQLRequestError(data []byte) (string, gjson.Result) {
+func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
 	errs := gjson.GetBytes(data, "errors")
 	if !errs.IsArray() || !errorValue(errs) {
 		return "", errs
@@ -83,8 +85,14 @@ func graphQLRequestError(data []byte) (string, gjson.Result) {
 	switch {
 	case code != "":
 		return "GraphQL " + code, errs
-	case shaped && !gjson.GetBytes(data, "data").Exists():
+	case gql && shaped && !gjson.GetBytes(data, "data").Exists():
 		return "GraphQL request error (errors and no data)", errs
 	}
 	return "", errs
+}
+
+// underData reports whether a records path starts at the body's data key,
+// where a GraphQL answer holds its results.
+func underData(records string) bool {
+	return records == "data" || strings.HasPrefix(records, "data.")
 }

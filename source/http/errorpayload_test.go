@@ -26,6 +26,7 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 		{"field error with data null", gql, `{"errors":[{"message":"throttled","path":["x"]}],"data":null}`, idsync.ExitTransient, "error payload at errors"},
 		{"other code", gql, `{"errors":[{"message":"boom","extensions":{"code":"INTERNAL_SERVER_ERROR"}}],"data":{"x":null}}`, idsync.ExitTransient, "INTERNAL_SERVER_ERROR"},
 		{"errors not GraphQL-shaped, no data", gql, `{"errors":["boom"]}`, idsync.ExitTransient, "error payload at errors"},
+		{"records not under data, no data", gql + "  # records: items\n", `{"items":[{"id":1}],"errors":[{"message":"partial"}]}`, idsync.ExitTransient, "error payload at errors"},
 		{"filtered out", gql + "  error_path: \"errors.#(path.#<3)#\"\n", `{"errors":[{"message":"n","path":["data",1,"note"]}],"data":[{"id":1}]}`, 0, ""},
 		{"error_path off", gql + "  error_path: \"\"\n", `{"errors":[{"message":"n"}],"data":[{"id":1}]}`, 0, ""},
 		{"null next to error", "", `{"data":null,"error":{"message":"down"}}`, idsync.ExitTransient, "records path data is null next to an error payload at error"},
@@ -36,7 +37,11 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.body) })
-			f, _ := newTestFetcher(t, fetchSpec(srv.URL, tt.source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\n"), nil)
+			spec := fetchSpec(srv.URL, tt.source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\n")
+			if strings.Contains(tt.source, "# records: items") {
+				spec = strings.Replace(spec, "  records: data\n", "  records: items\n", 1)
+			}
+			f, _ := newTestFetcher(t, spec, nil)
 			if tt.code == 0 {
 				if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
 					t.Fatalf("%v, want a page", err)
