@@ -25,6 +25,7 @@ type delRecord struct {
 	V         string `json:"v"`
 	UpdatedAt string `json:"updated_at"`
 	Deleted   bool   `json:"deleted,omitempty"`
+	Rev       *int   `json:"rev,omitempty"` // absent unless a test sets it
 }
 
 // delAPI is a page-style API over a mutable set of records, ordered by
@@ -38,6 +39,7 @@ type delAPI struct {
 	clock  time.Time
 	glitch bool
 	fail   int // when > 0, this page answers 500
+	null   int // when > 0, this page answers 200 {"data": null, "error": {…}}
 	since  []string
 }
 
@@ -102,6 +104,13 @@ func (a *delAPI) setFail(n int) {
 	a.fail = n
 }
 
+// setNull makes page n answer a null list next to an error object (0: none).
+func (a *delAPI) setNull(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.null = n
+}
+
 // live returns the ids of the records not flagged deleted.
 func (a *delAPI) live() map[int]string {
 	a.mu.Lock()
@@ -127,6 +136,11 @@ func (a *delAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.fail == page {
 		http.Error(w, "boom", http.StatusInternalServerError)
+		return
+	}
+	if a.null == page {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"data": null, "error": {"code": "internal", "message": "backend unavailable"}}`)
 		return
 	}
 	since := q.Get("updated_since")

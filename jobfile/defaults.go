@@ -33,7 +33,7 @@ func (j loading) finish(lines map[string]int) []string {
 	j.sourceDefaults(bad)
 
 	idsync.FillPagination(&j.Pagination, j.Source.Concurrency, bad)
-	j.bodyDefaults(bad)
+	j.bodyDefaults(bad, lines)
 	j.incrementalDefaults(bad)
 	j.retryDefaults(bad)
 	j.targetDefaults(bad, dir, lines)

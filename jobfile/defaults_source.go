@@ -87,9 +87,12 @@ func (j loading) retryDefaults(bad func(key, format string, args ...any)) {
 
 // bodyDefaults checks what the request body must be for the position to
 // go in it (pagination.in: body: a POST whose source.body, if any, is a
-// JSON object), and makes error_path default to errors for a GraphQL body
-// (a JSON object with a query string), whose errors come in a 200.
-func (j loading) bodyDefaults(bad idsync.BadFunc) {
+// JSON object), and makes error_path default to errors for every POST
+// (docs/job-file.md, "error_path"): GraphQL servers answer a failed query
+// with 200 and an errors array, whether the body carries a query or a
+// persisted query's hash. An error_path written in the file, "" included
+// (which turns the check off), is kept.
+func (j loading) bodyDefaults(bad idsync.BadFunc, lines map[string]int) {
 	s, pg := &j.Source, &j.Pagination
 	body := string(s.Body)
 	isObject := strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Valid(body)
@@ -101,7 +104,7 @@ func (j loading) bodyDefaults(bad idsync.BadFunc) {
 			bad("source.body", "must be a JSON object (or a YAML mapping) for the position to be set in it (pagination.in: body)")
 		}
 	}
-	if s.ErrorPath == "" && isObject && gjson.Get(body, "query").Type == gjson.String {
+	if _, written := lines["source.error_path"]; !written && s.Method == http.MethodPost {
 		s.ErrorPath = "errors"
 	}
 }

@@ -56,14 +56,15 @@ var rules = map[string]Rule{
 	"source.headers": {Doc: "Headers sent with every request. Their values are secrets: never logged, never stored, never sent to another origin on a redirect."},
 	"source.query":   {Doc: "Fixed query parameters added to every request (a next URL keeps its own values). A list repeats the key: expand[]: [a, b]."},
 	"source.body": {Doc: "Request body; only with method: POST. A mapping is sent as JSON, a string as it is; sent as application/json unless headers set a Content-Type. " +
-		"A GraphQL body (a mapping with a query) makes error_path default to errors."},
+		"With method: POST, error_path defaults to errors."},
 	"source.records": {Doc: "GJSON path of the records array in the body. Omit when the body itself is the array; null means an empty page.",
 		Examples: []any{"data", "data.items"}},
 	"source.timeout":     {Fill: true, Doc: "Timeout of one request attempt.", Default: idsync.DefaultTimeout.String()},
 	"source.rate_limit":  {Min: num(0), Doc: "Most requests per second, retries included. 0 or omitted: no limit."},
 	"source.concurrency": {Fill: true, Min: num(1), Max: num(64), Doc: "Pages requested at once (page and offset styles only; 1 to 64). Pages are still committed in order.", Default: 1},
 	"source.max_body":    {Fill: true, Doc: "Largest response body accepted (bytes, or with a unit: 512KiB, 10MB, 64MiB); a larger one is a permanent error.", Default: sizeText(idsync.DefaultMaxBody)},
-	"source.error_path": {Doc: "GJSON path that, present and not empty/false/null in a 2xx body, marks the page as failed (retried as transient).",
+	"source.error_path": {Doc: "GJSON path that, present and not empty/false/null in a 2xx body, marks the page as failed (retried as transient; a GraphQL request error fails at once). " +
+		"Defaults to errors with method: POST; \"\" turns the check off. See docs/job-file.md#error-payloads-in-a-2xx-body.",
 		Examples: []any{"error"}},
 	"source.insecure_skip_tls_verify": {Doc: "Turn TLS certificate verification off for this job. A warning is logged on every run.", Default: false},
 	"source.auth":                     {Doc: "How requests to the source's origin are authenticated (never sent to another origin). See docs/job-file.md#auth."},

@@ -44,9 +44,54 @@ func TestLoadRequestShapes(t *testing.T) {
 	if job.Secrets.Redact("acme") != idsync.Redacted {
 		t.Errorf("a ${VAR} in the body is not a secret")
 	}
-	rest := strings.Replace(shapeBase, "    query: \"query", "    q: \"query", 1)
-	if job, err := Load([]byte(rest), "/jobs/s.yaml", env(map[string]string{"TENANT": "a"})); err != nil || job.Source.ErrorPath != "" {
-		t.Errorf("a body without query: %v, error_path %q, want none", err, job.Source.ErrorPath)
+}
+
+// Every POST gets error_path errors by default, a GraphQL persisted query
+// (no query in the body) and a body that is no GraphQL at all included; an
+// error_path written in the file wins, "" turning the check off; a GET
+// gets none.
+func TestLoadErrorPathDefault(t *testing.T) {
+	persisted := strings.Replace(shapeBase, "    query: \"query($after: String) { orders(after: $after) { nodes { id } } }\"\n",
+		"    operationName: Orders\n    extensions: {persistedQuery: {version: 1, sha256Hash: abc}}\n", 1)
+	get := `name: s
+source: {url: "https://api.example.com/x"}
+pagination: {style: cursor, next: data.next}
+target: {url: sqlite:out.db, table: t, key: [id]}
+`
+	for _, c := range []struct{ name, spec, want string }{
+		{"persisted query", persisted, "errors"},
+		{"a body that is no GraphQL", strings.Replace(shapeBase, "    query: \"query", "    q: \"query", 1), "errors"},
+		{"a POST without a body", strings.Replace(get, "source: {", "source: {method: POST, ", 1), "errors"},
+		{"written off", strings.Replace(persisted, "  method: POST\n", "  method: POST\n  error_path: \"\"\n", 1), ""},
+		{"written", strings.Replace(persisted, "  method: POST\n", "  method: POST\n  error_path: error\n", 1), "error"},
+		{"GET", get, ""},
+	} {
+		job, err := Load([]byte(c.spec), "/jobs/s.yaml", env(map[string]string{"TENANT": "a"}))
+		if err != nil {
+			t.Errorf("%s: %v\n%s", c.name, err, c.spec)
+			continue
+		}
+		if job.Source.ErrorPath != c.want {
+			t.Errorf("%s: error_path %q, want %q", c.name, job.Source.ErrorPath, c.want)
+		}
+	}
+	// Written under defaults: it holds for every resource.
+	rs, err := LoadResources([]byte(`name: s
+defaults:
+  source: {method: POST, error_path: ""}
+  target: {url: sqlite:out.db}
+resources:
+  - name: a
+    source: {url: "https://api.example.com/a"}
+    pagination: {style: cursor, next: data.next}
+    target: {table: a, key: [id]}
+  - name: b
+    source: {url: "https://api.example.com/b", error_path: error}
+    pagination: {style: cursor, next: data.next}
+    target: {table: b, key: [id]}
+`), "/jobs/s.yaml", env(nil))
+	if err != nil || rs[0].Job.Source.ErrorPath != "" || rs[1].Job.Source.ErrorPath != "error" {
+		t.Errorf("error_path under defaults: %v, %+v", err, rs)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 // page is sent as one array parameter per column and merged with one
 // INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE … WHERE the stored hash
 // (or, with t.Verify, a stored mapped column: pgVerifyTerms) differs (and,
-// with t.Version set, the stored version is NULL or not newer),
+// with t.Version set, the stored version is NULL or not newer) or the row
+// is marked deleted (then only the mark is cleared when the version guard
+// refuses the content),
 // RETURNING (xmax = 0) to tell inserts from updates. Keys PostgreSQL deems
 // equal ("1.0" and "1" in a numeric key) count as duplicates, so a page
 // never fails with "cannot affect row a second time". Rows not inserted or
@@ -176,7 +178,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 // synced-at time; types gives each column's type in the table.
 func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	const target = `"_t"`
-	var cols, sels, params, names, sets []string
+	var cols, sels, params, names, content []string // content: the columns an update copies from the record
 	for i, c := range t.Columns {
 		q := sqlkit.QuoteIdent(c.Name)
 		cols = append(cols, q)
@@ -194,23 +196,37 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 			sels = append(sels, fmt.Sprintf("u.%s::%s", u, typ))
 		}
 		if !sqlkit.IsKey(t, c.Name) {
-			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", q))
+			content = append(content, q)
 		}
 	}
 	n := len(t.Columns)
 	params = append(params, fmt.Sprintf("$%d::text[]", n+1))
 	names = append(names, "h")
 	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
-	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", hash), fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
+	content = append(content, hash)
 	where := fmt.Sprintf("(%s.%s IS DISTINCT FROM EXCLUDED.%[2]s%s)", target, hash, pgVerifyTerms(t, target))
-	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+	guard := "" // with soft deletes, the version guard moves into the SET
+	if t.Version != "" {
+		guard = fmt.Sprintf("(%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, sqlkit.QuoteIdent(t.Version))
+		where += " AND " + guard
+	}
+	var sets []string
+	for _, q := range content {
+		if t.Soft() && guard != "" {
+			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN %[2]s THEN EXCLUDED.%[1]s ELSE %[3]s.%[1]s END", q, guard, target))
+		} else {
+			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", q))
+		}
+	}
+	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
+	if t.Soft() {
+		// A marked row whose key came back is unmarked even when unchanged,
+		// and whatever the version guard decides about its content
+		// (docs/deletions.md): the guard chooses each column's value above,
+		// not whether the row is written.
 		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
 		sets = append(sets, del+" = NULL")
-		where = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", where, target, del)
-	}
-	if t.Version != "" {
-		v := sqlkit.QuoteIdent(t.Version)
-		where += fmt.Sprintf(" AND (%s.%s IS NULL OR EXCLUDED.%[2]s >= %[1]s.%[2]s)", target, v)
+		where = fmt.Sprintf("(%s) OR %s.%s IS NOT NULL", where, target, del)
 	}
 	return fmt.Sprintf(`INSERT INTO %s AS %s (%s, %s, %s)
 SELECT %s, u.h, $%d::timestamptz FROM unnest(%s) AS u(%s)

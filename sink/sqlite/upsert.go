@@ -132,7 +132,9 @@ func (s *Sink) prepareSame(ctx context.Context, st *sqliteStmts, n int) error {
 //	insert: INSERT … VALUES … ON CONFLICT (key) DO NOTHING
 //	upsert: INSERT … VALUES … ON CONFLICT (key) DO UPDATE SET …
 //	        WHERE the stored hash [or, with t.Verify, a stored mapped
-//	        column] differs [and the version guard allows]
+//	        column] differs [and the version guard allows] [or, with
+//	        soft deletes, the row is marked: then the guard picks
+//	        each column's value and the mark is cleared]
 //
 // Both let the database decide which stored row a key names.
 func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
@@ -190,31 +192,45 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
 	const target = `"_t"`
 	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
-	var cols, sets []string
+	var cols, content []string // content: the columns an update copies from the record
 	for _, c := range t.Columns {
 		q := sqlkit.QuoteIdent(c.Name)
 		cols = append(cols, q)
 		if !sqlkit.IsKey(t, c.Name) {
+			content = append(content, q)
+		}
+	}
+	content = append(content, hash)
+	where := fmt.Sprintf("(%s.%s IS NOT excluded.%[2]s%s)", target, hash, sqliteVerifyTerms(t, target, "excluded"))
+	guard := "" // with soft deletes, the version guard moves into the SET
+	if t.Version != "" {
+		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
+		guard = fmt.Sprintf("(%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",
+			target, v, sqliteVersionFunc, quoteLiteral(string(c.Type)), quoteLiteral(c.Name))
+		where += " AND " + guard
+	}
+	var sets []string
+	for _, q := range content {
+		if t.Soft() && guard != "" {
+			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN %[2]s THEN excluded.%[1]s ELSE %[3]s.%[1]s END", q, guard, target))
+		} else {
 			sets = append(sets, q+" = excluded."+q)
 		}
 	}
-	sets = append(sets, hash+" = excluded."+hash, synced+" = excluded."+synced)
-	changed := fmt.Sprintf("(%s.%s IS NOT excluded.%[2]s%s)", target, hash, sqliteVerifyTerms(t, target, "excluded"))
-	if t.Soft() { // a marked row whose key came back is written (unmarked) even when unchanged
+	sets = append(sets, synced+" = excluded."+synced)
+	if t.Soft() {
+		// A marked row whose key came back is unmarked even when unchanged,
+		// and whatever the version guard decides about its content
+		// (docs/deletions.md): the guard chooses each column's value above,
+		// not whether the row is written.
 		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
 		sets = append(sets, del+" = NULL")
-		changed = fmt.Sprintf("(%s OR %s.%s IS NOT NULL)", changed, target, del)
+		where = fmt.Sprintf("(%s) OR %s.%s IS NOT NULL", where, target, del)
 	}
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+2), ", ") + ")"
 	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
 		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
 		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
-	where := changed
-	if t.Version != "" {
-		v, c := sqlkit.QuoteIdent(t.Version), t.Column(t.Version)
-		where += fmt.Sprintf(" AND (%s.%s IS NULL OR (excluded.%[2]s IS NOT NULL AND %s(%s, %s, excluded.%[2]s, %[1]s.%[2]s)))",
-			target, v, sqliteVersionFunc, quoteLiteral(string(c.Type)), quoteLiteral(c.Name))
-	}
 	return [2]string{head + "NOTHING", head + "UPDATE SET " + strings.Join(sets, ", ") + " WHERE " + where}
 }
 

@@ -152,7 +152,8 @@ type attempt struct {
 	hasAfter    bool
 	tooLarge    bool
 	tooDeep     bool
-	notJSON     bool // a 2xx body that is no JSON at all (an HTML page)
+	notJSON     bool   // a 2xx body that is no JSON at all (an HTML page)
+	refused     string // why a 2xx error payload is a GraphQL request error (errorPayload)
 }
 
 // Fetch sends r with retries and returns the page. Errors are *idsync.Error
@@ -294,6 +295,9 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
 	case err != nil && st.status == 0:
 		return f.transportError(where, tries, err)
+	case st.refused != "":
+		return &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
+			Hint: "the GraphQL server refused the request itself (its query, variables or persisted query): sending it again cannot help; fix source.body (not retried)"}
 	case st.reason != "" && st.status >= 200 && st.status < 300:
 		return &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
@@ -317,7 +321,7 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 // truncated or invalid JSON is retried like any transient failure.
 func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Response, err error) (bool, error) {
 	st.n++
-	st.status, st.body, st.reason, st.hasAfter, st.retryAfter, st.contentType = 0, nil, "", false, 0, ""
+	st.status, st.body, st.reason, st.hasAfter, st.retryAfter, st.contentType, st.refused = 0, nil, "", false, 0, "", ""
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
@@ -381,13 +385,7 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
 		return true, nil
 	}
-	if p := f.cfg.Source.ErrorPath; p != "" {
-		if v := gjson.GetBytes(data, p); v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]" {
-			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
-			return true, nil
-		}
-	}
-	return false, nil
+	return f.errorPayload(st, data), nil
 }
 
 func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }

@@ -1,0 +1,98 @@
+package httpsource
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// graphQLRequestCodes are the errors[].extensions.code values with which
+// GraphQL servers (Apollo, graphql-yoga, Hot Chocolate) refuse a request
+// before running it: the same request is refused again, so it is not
+// retried (docs/job-file.md, "Error payloads in a 2xx body").
+var graphQLRequestCodes = []string{
+	"GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "BAD_USER_INPUT",
+	"PERSISTED_QUERY_NOT_FOUND", "PERSISTED_QUERY_NOT_SUPPORTED",
+}
+
+// nullPageErrorKeys are the top-level keys that, not empty, make a null
+// records value an error answer rather than an empty page.
+var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
+
+// errorPayload classifies a valid 2xx JSON body by its error payload
+// (docs/job-file.md, "Error payloads in a 2xx body"). With an error_path,
+// a GraphQL request error in the body's top-level errors fails at once
+// (st.refused), whatever the path selects (a filter such as
+// errors.#(path.#<3)# drops errors without a path, the request's); any
+// other payload at the path is retried (st.reason). Without one, and
+// with one, a null records value next to an error is retried too.
+func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
+	if p := f.cfg.Source.ErrorPath; p != "" {
+		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
+			st.reason = "error payload at errors: " + f.redact(excerpt([]byte(errs.Raw)))
+			st.refused = why
+			return false
+		}
+		if v := gjson.GetBytes(data, p); errorValue(v) {
+			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
+			return true
+		}
+	}
+	// A missing records value is a permanent error already (records), one
+	// that names the body's top-level keys.
+	if r := f.cfg.Source.Records; r != "" {
+		if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
+			return false
+		}
+		for _, k := range nullPageErrorKeys {
+			if v := gjson.GetBytes(data, gjson.Escape(k)); errorValue(v) {
+				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.redact(excerpt([]byte(v.Raw))))
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorValue reports whether v is an error payload: present and not null,
+// false, "", {} or [].
+func errorValue(v gjson.Result) bool {
+	return v.Exists() && v.Type != gjson.Null && v.String() != "" && v.Raw != "false" && v.Raw != "{}" && v.Raw != "[]"
+}
+
+// graphQLRequestError says why the body's top-level errors (returned) are
+// a GraphQL request error, or "": an error with a code of
+// graphQLRequestCodes, or, when the records are under data (gql: a
+// GraphQL answer's are), GraphQL errors (objects with a message) without
+// a data key, which a GraphQL server sends only when it refused the
+// request before running it (a parse or validation error, an unknown
+// persisted query). A field's error comes with data (null too).
+func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
+	errs := gjson.GetBytes(data, "errors")
+	if !errs.IsArray() || !errorValue(errs) {
+		return "", errs
+	}
+	code, shaped := "", true
+	errs.ForEach(func(_, e gjson.Result) bool {
+		if c := e.Get("extensions.code").String(); code == "" && slices.Contains(graphQLRequestCodes, c) {
+			code = c
+		}
+		shaped = shaped && e.Get("message").Type == gjson.String
+		return true
+	})
+	switch {
+	case code != "":
+		return "GraphQL " + code, errs
+	case gql && shaped && !gjson.GetBytes(data, "data").Exists():
+		return "GraphQL request error (errors and no data)", errs
+	}
+	return "", errs
+}
+
+// underData reports whether a records path starts at the body's data key,
+// where a GraphQL answer holds its results.
+func underData(records string) bool {
+	return records == "data" || strings.HasPrefix(records, "data.")
+}
