@@ -48,6 +48,12 @@ type Column struct {
 	// Parent, in a child resource (SPEC §8), is the parent table's column
 	// whose value the column takes; Path is then unused.
 	Parent string
+	// Was, for an inferred column widened since it was first inferred, is
+	// the type it had first ("" otherwise). A sink whose column still has
+	// a narrower type widens it in the page's own write transaction; the
+	// content hash of a value of type Was is the one it had before
+	// (docs/job-file.md, "Without columns").
+	Was ColumnType
 }
 
 // Table describes the target table a job writes to.

@@ -59,6 +59,9 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
+	if types, err = p.widen(ctx, tx, op, t, types); err != nil {
+		return n, err
+	}
 	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {
 		return n, err
