@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
