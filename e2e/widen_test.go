@@ -182,48 +182,66 @@ func wantWidened(id int) map[string]string {
 // the column cannot take widens it (integer → numeric, boolean → text) in
 // the page's own write: no bad record, no job that fails on every rerun.
 // The rows written before keep their values exactly, and a rerun finds
-// every row unchanged.
+// every row unchanged. A process killed after the widening page's write,
+// before its checkpoint, continues to the same table.
 func TestInferWidens(t *testing.T) {
 	for _, name := range widenDBs {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			tg := newWidenTarget(t, name, dir)
-			api := newRawAPI(30, nil)
-			for id := 1; id <= 30; id++ {
-				api.set(id-1, widenRecord(id))
-			}
-			job := writeJob(t, dir, "job.yaml", widenJob(serve(t, api), tg, "fail"))
-			r := runCode(t, dir, nil, 0, "run", job)
-			if r.Status != "completed" || r.Inserted != 30 || r.Skipped != 0 {
-				t.Fatalf("run: %+v, want 30 rows inserted", r)
-			}
-			got := tg.read(t, "price", "qty", "flag")
-			if len(got) != 30 {
-				t.Errorf("%d rows, want 30", len(got))
-			}
-			for id := 1; id <= 30; id++ {
-				if want := wantWidened(id); fmt.Sprint(got[fmt.Sprint(id)]) != fmt.Sprint(want) {
-					t.Errorf("row %d: %v, want %v", id, got[fmt.Sprint(id)], want)
-				}
-			}
-			decls := tg.decls(t)
-			want := map[string]string{"price": "numeric", "qty": "numeric", "flag": "text"}
-			if name == "sqlite" {
-				want = map[string]string{"price": "TEXT", "qty": "TEXT", "flag": "TEXT"}
-			}
-			for c, w := range want {
-				if decls[c] != w {
-					t.Errorf("column %s is %q, want %q (all: %v)", c, decls[c], w, decls)
-				}
-			}
-			again := runCode(t, dir, nil, 0, "run", job)
-			if again.Inserted != 0 || again.Updated != 0 || again.Unchanged != 30 {
-				t.Errorf("rerun: %+v, want all 30 rows unchanged", again)
-			}
-			if after := tg.read(t, "price", "qty", "flag"); fmt.Sprint(after) != fmt.Sprint(got) {
-				t.Errorf("the rerun changed the table:\n%v\nwas\n%v", after, got)
-			}
-		})
+		for _, c := range []struct{ name, kill string }{
+			{"clean", ""},
+			{"killed", "target-committed:3"},
+		} {
+			t.Run(name+"/"+c.name, func(t *testing.T) { testInferWidens(t, name, c.kill) })
+		}
+	}
+}
+
+// testInferWidens is one case of TestInferWidens: database name, and
+// the failpoint that kills the first run ("" for none).
+func testInferWidens(t *testing.T, name, kill string) {
+	dir := t.TempDir()
+	tg := newWidenTarget(t, name, dir)
+	api := newRawAPI(30, nil)
+	for id := 1; id <= 30; id++ {
+		api.set(id-1, widenRecord(id))
+	}
+	job := writeJob(t, dir, "job.yaml", widenJob(serve(t, api), tg, "fail"))
+	if kill != "" {
+		k := idemsync(t, dir, []string{"IDEMSYNC_TEST_FAILPOINT=" + kill}, "run", job)
+		if k.code != -1 && k.code != 137 {
+			t.Fatalf("run with failpoint: exit %d, want killed: %s", k.code, k.stderr)
+		}
+	}
+	// After a kill the run continues; its counts include the pages the
+	// killed process committed, and page 3, written again, is unchanged.
+	r := runCode(t, dir, nil, 0, "run", job)
+	if r.Status != "completed" || r.Inserted+r.Unchanged != 30 || r.Updated != 0 || r.Skipped != 0 {
+		t.Fatalf("run: %+v, want the 30 rows written once", r)
+	}
+	got := tg.read(t, "price", "qty", "flag")
+	if len(got) != 30 {
+		t.Errorf("%d rows, want 30", len(got))
+	}
+	for id := 1; id <= 30; id++ {
+		if want := wantWidened(id); fmt.Sprint(got[fmt.Sprint(id)]) != fmt.Sprint(want) {
+			t.Errorf("row %d: %v, want %v", id, got[fmt.Sprint(id)], want)
+		}
+	}
+	decls := tg.decls(t)
+	want := map[string]string{"price": "numeric", "qty": "numeric", "flag": "text"}
+	if name == "sqlite" {
+		want = map[string]string{"price": "TEXT", "qty": "TEXT", "flag": "TEXT"}
+	}
+	for c, w := range want {
+		if decls[c] != w {
+			t.Errorf("column %s is %q, want %q (all: %v)", c, decls[c], w, decls)
+		}
+	}
+	again := runCode(t, dir, nil, 0, "run", job)
+	if again.Inserted != 0 || again.Updated != 0 || again.Unchanged != 30 {
+		t.Errorf("rerun: %+v, want all 30 rows unchanged", again)
+	}
+	if after := tg.read(t, "price", "qty", "flag"); fmt.Sprint(after) != fmt.Sprint(got) {
+		t.Errorf("the rerun changed the table:\n%v\nwas\n%v", after, got)
 	}
 }
 
