@@ -147,7 +147,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 	var n idsync.Counts
 	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
 	if err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
+		return idsync.Counts{}, p.mergeError(op, t, types, err)
 	}
 	for res.Next() {
 		var inserted bool
@@ -162,7 +162,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 		}
 	}
 	if err := res.Err(); err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
+		return idsync.Counts{}, p.mergeError(op, t, types, err)
 	}
 	// Rows neither inserted nor updated are unchanged, unless the
 	// database kept them out (a trigger): count those apart.
