@@ -149,7 +149,7 @@ func TestInferredTypeClashFails(t *testing.T) {
 		api.set(id-1, inferRecord(id))
 	}
 	api.set(24, `{"id":25,"name":{"first":"x"}}`) // name was inferred text; an object is JSON text, not a clash
-	api.set(26, `{"id":"k27","ok":"maybe"}`)      // ok widens to text; the key cannot
+	api.set(26, `{"id":"k27","ok":"maybe"}`)      // a bad key: its ok widens nothing
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", inferJob(serve(t, api), "fail"))
 	r := idemsync(t, dir, nil, "run", job)

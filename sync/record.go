@@ -121,10 +121,14 @@ func PadRows(t *Table, rows []Row) {
 // page, and widens an inferred column that a value of the page does not
 // fit to the join of its type and the value's (infer.Join), recording the
 // type it had first in Column.Was. Key and version columns are never
-// widened: a value they cannot take stays a bad record. It reports whether
-// the table's columns changed (docs/job-file.md, "Without columns").
+// widened: a value they cannot take stays a bad record. Records that are
+// bad for their key (not an object, a key missing, null or not of its
+// column's type) are dead letters or fail the page: they type nothing. It
+// reports whether the table's columns changed (docs/job-file.md, "Without
+// columns").
 func (m *Mapper) InferPage(recs []gjson.Result) bool {
 	t := m.Table
+	recs = slices.DeleteFunc(slices.Clone(recs), func(r gjson.Result) bool { return !m.keyFits(r) })
 	changed := false
 	for i := range t.Columns {
 		c := &t.Columns[i]
@@ -154,6 +158,28 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 		changed = true
 	}
 	return changed
+}
+
+// keyFits reports whether record r is an object whose key values are all
+// present, non-null and of their column's type when the column exists.
+func (m *Mapper) keyFits(r gjson.Result) bool {
+	if !r.IsObject() {
+		return false
+	}
+	for _, k := range m.Table.Key {
+		path, typ := EscapePath(k), ColumnType("")
+		if c := m.Table.Column(k); c != nil {
+			path, typ = c.Path, c.Type
+		}
+		v := r.Get(path)
+		if !v.Exists() || v.Type == gjson.Null {
+			return false
+		}
+		if _, err := Convert(v, typ); typ != "" && err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // keyOrVersion reports whether name is a key column of t or its

@@ -31,7 +31,7 @@ func TestInferPageWidens(t *testing.T) {
 	if m.InferPage(page1) {
 		t.Error("the same page again changed the columns")
 	}
-	page3 := []gjson.Result{gjson.Parse(`{"id":"x","qty":2.5,"flag":"yes"}`)}
+	page3 := []gjson.Result{gjson.Parse(`{"id":3,"qty":2.5,"flag":"yes"}`)}
 	if !m.InferPage(page3) {
 		t.Fatal("page 3 widened nothing")
 	}
@@ -42,7 +42,7 @@ func TestInferPageWidens(t *testing.T) {
 			t.Errorf("page 3: column %+v, want type %s was %q", c, want[c.Name], was[c.Name])
 		}
 	}
-	if _, err := m.Map(0, page3[0]); err == nil {
+	if _, err := m.Map(0, gjson.Parse(`{"id":"x"}`)); err == nil {
 		t.Error("a key value the key column cannot take is not a bad record")
 	}
 	after, err := m.Map(0, page1[0])
@@ -67,5 +67,19 @@ func TestInferPageWidens(t *testing.T) {
 	// A second widening keeps the first type.
 	if !m.InferPage([]gjson.Result{gjson.Parse(`{"id":3,"qty":{"n":1}}`)}) || tbl.Column("qty").Type != TypeJSON || tbl.Column("qty").Was != TypeInteger {
 		t.Errorf("qty after an object: %+v, want json widened from integer", *tbl.Column("qty"))
+	}
+}
+
+// A record that is bad for its key types nothing: it is a dead letter or
+// fails its page, and must not widen the table it is kept out of.
+func TestInferPageIgnoresBadKeys(t *testing.T) {
+	tbl := &Table{Key: []string{"id"}}
+	m := Mapper{Table: tbl, Infer: true}
+	m.InferPage([]gjson.Result{gjson.Parse(`{"id":1,"qty":5}`), gjson.Parse(`{"qty":"x","extra":1}`), gjson.Parse(`{"id":null,"qty":"y"}`)})
+	if c := tbl.Column("qty"); c == nil || c.Type != TypeInteger || tbl.Column("extra") != nil {
+		t.Fatalf("columns %+v: a record without a key typed the table", tbl.Columns)
+	}
+	if m.InferPage([]gjson.Result{gjson.Parse(`{"id":"k2","qty":2.5}`), gjson.Parse(`[1]`)}) {
+		t.Errorf("columns %+v: a record whose key its column cannot take widened the table", tbl.Columns)
 	}
 }
