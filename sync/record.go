@@ -132,7 +132,7 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 	changed := false
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		if c.Parent != "" || keyOrVersion(t, c.Name) {
+		if keyOrVersion(t, c.Name) {
 			continue
 		}
 		typ := string(c.Type)
@@ -175,8 +175,10 @@ func (m *Mapper) keyFits(r gjson.Result) bool {
 		if !v.Exists() || v.Type == gjson.Null {
 			return false
 		}
-		if _, err := Convert(v, typ); typ != "" && err != nil {
-			return false
+		if typ != "" {
+			if _, err := Convert(v, typ); err != nil {
+				return false
+			}
 		}
 	}
 	return true

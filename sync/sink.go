@@ -148,7 +148,9 @@ type Sink interface {
 	// With t.Verify set, a stored row whose mapped columns differ from the
 	// row's values counts as changed even when its hash is the same, and a
 	// value the column can no longer hold as written fails the page with an
-	// *Error naming the table, column and key.
+	// *Error naming the table, column and key. A column with Column.Was set
+	// whose type in the table is still narrower than Type is widened first,
+	// in the same transaction, every stored value kept.
 	// On error nothing of the page is committed.
 	Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error)
 	// Close releases the connection.
