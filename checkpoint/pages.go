@@ -209,12 +209,13 @@ type storedColumn struct {
 	Name string            `json:"name"`
 	Path string            `json:"path"`
 	Type idsync.ColumnType `json:"type"`
+	Was  idsync.ColumnType `json:"was,omitempty"` // the type before a widening
 }
 
 func encodeColumns(cols []idsync.Column) ([]byte, error) {
 	out := make([]storedColumn, len(cols))
 	for i, c := range cols {
-		out[i] = storedColumn{Name: c.Name, Path: c.Path, Type: c.Type} // inferred columns: never a parent's
+		out[i] = storedColumn{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was} // inferred columns: never a parent's
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
@@ -233,7 +234,7 @@ func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
 	}
 	out := make([]idsync.Column, len(in))
 	for i, c := range in {
-		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type}
+		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was}
 	}
 	return out, nil
 }

@@ -275,6 +275,7 @@ func TestColumnsSavedWhenGiven(t *testing.T) {
 	cols := []idsync.Column{
 		{Name: "id", Path: "id", Type: idsync.TypeInteger},
 		{Name: "email", Path: "customer.email", Type: idsync.TypeText},
+		{Name: "qty", Path: "qty", Type: idsync.TypeNumeric, Was: idsync.TypeInteger}, // widened
 	}
 	for _, step := range []struct {
 		cols []idsync.Column

@@ -3,9 +3,10 @@ package cmd
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/infer"
 )
 
 // initColumn is one column init writes: its name, the path of its value in
@@ -13,69 +14,21 @@ import (
 type initColumn struct{ name, path, typ string }
 
 // detectColumns maps every top-level field of the records, in the order
-// they first appear, to a column whose type fits every non-null value
-// seen: integer, numeric, boolean, timestamp (RFC 3339 strings), text,
-// and json for objects, arrays and fields whose values differ in kind.
+// they first appear, to a column typed by the inference a run without
+// columns uses (infer.Fields: the whole page decides), text for a field
+// that was always null.
 func detectColumns(recs []gjson.Result) []initColumn {
-	var order []string
-	kinds := map[string]string{}
-	for _, r := range recs {
-		r.ForEach(func(k, v gjson.Result) bool {
-			key := k.String()
-			if _, seen := kinds[key]; !seen {
-				order = append(order, key)
-				kinds[key] = ""
-			}
-			kinds[key] = mergeKind(kinds[key], valueKind(v))
-			return true
-		})
-	}
+	order, types := infer.Fields(recs)
 	used := map[string]bool{}
 	cols := make([]initColumn, 0, len(order))
 	for _, key := range order {
-		typ := kinds[key]
-		if typ == "" || typ == "null" {
-			typ = "text"
+		typ := types[key]
+		if typ == "" {
+			typ = infer.Text
 		}
 		cols = append(cols, initColumn{name: columnName(key, used), path: escapePath(key), typ: typ})
 	}
 	return cols
-}
-
-// valueKind is the column type one value asks for ("null" for null).
-func valueKind(v gjson.Result) string {
-	switch {
-	case v.Type == gjson.Null:
-		return "null"
-	case v.Type == gjson.True || v.Type == gjson.False:
-		return "boolean"
-	case v.Type == gjson.Number:
-		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
-			return "integer"
-		}
-		return "numeric"
-	case v.Type == gjson.String:
-		if _, err := time.Parse(time.RFC3339Nano, v.String()); err == nil {
-			return "timestamp"
-		}
-		return "text"
-	}
-	return "json"
-}
-
-// mergeKind is the type fitting values of kinds a and b.
-func mergeKind(a, b string) string {
-	switch {
-	case a == "" || a == "null":
-		return b
-	case b == "null" || a == b:
-		return a
-	case a == "integer" && b == "numeric", a == "numeric" && b == "integer":
-		return "numeric"
-	case a == "timestamp" && b == "text", a == "text" && b == "timestamp":
-		return "text"
-	}
-	return "json"
 }
 
 // columnName turns a JSON key into a lowercase snake_case column name

@@ -159,7 +159,7 @@ func TestInitRecordedAPIs(t *testing.T) {
 		{"github-issues", "/repos/octocat/Hello-World/issues?state=all&per_page=3", "issues", "",
 			map[string]string{"style": "link", "size_param": "per_page", "size": "3"},
 			map[string]idsync.ColumnType{"id": "integer", "number": "integer", "title": "text", "user": "json", "labels": "json",
-				"locked": "boolean", "created_at": "timestamp", "closed_at": "timestamp", "pull_request": "json", "body": "text"}},
+				"locked": "boolean", "created_at": "text", "closed_at": "text", "pull_request": "json", "body": "text"}},
 		{"stripe-customers", "/v1/customers?limit=2", "customers", "data",
 			map[string]string{"style": "cursor", "param": "starting_after", "next": "data.@reverse.0.id", "has_more": "has_more", "size": "2"},
 			map[string]idsync.ColumnType{"id": "text", "created": "integer", "balance": "integer", "address": "json",

@@ -66,7 +66,7 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 	}
 	w("  key: [%s]\n", key.name)
 	w("  # One column per field of the records, typed from the first page's values\n")
-	w("  # (check the types; json holds objects, arrays and mixed values as JSON).\n")
+	w("  # (check the types; mixed scalars are text, json holds objects and arrays).\n")
 	w("  columns:\n")
 	for _, c := range cols {
 		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)

@@ -144,12 +144,12 @@ func TestConvert(t *testing.T) {
 func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	tbl := &idsync.Table{Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}, {Name: "n", Path: "n", Type: idsync.TypeText}}}
 	m := idsync.Mapper{Table: tbl}
-	if _, _, err := m.Map(3, gjson.Parse(`{"n":"x"}`)); err == nil || err.Error() != "record 3: column id: key is missing or null (path id)" {
+	if _, err := m.Map(3, gjson.Parse(`{"n":"x"}`)); err == nil || err.Error() != "record 3: column id: key is missing or null (path id)" {
 		t.Errorf("missing key: %v", err)
 	}
-	a, _, _ := m.Map(0, gjson.Parse(`{"id":1,"n":"a"}`))
-	b, _, _ := m.Map(1, gjson.Parse(`{"id":2,"n":"b"}`))
-	c, _, _ := m.Map(2, gjson.Parse(`{"id":1,"n":"c"}`))
+	a, _ := m.Map(0, gjson.Parse(`{"id":1,"n":"a"}`))
+	b, _ := m.Map(1, gjson.Parse(`{"id":2,"n":"b"}`))
+	c, _ := m.Map(2, gjson.Parse(`{"id":1,"n":"c"}`))
 	rows, dropped := idsync.Dedupe(tbl, []idsync.Row{a, b, c})
 	if dropped != 1 || len(rows) != 2 || rows[1].Values[1] != "c" {
 		t.Errorf("dedupe = %+v, %d", rows, dropped)
@@ -159,15 +159,19 @@ func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	}
 	inf := &idsync.Table{Key: []string{"id"}}
 	mi := idsync.Mapper{Table: inf, Infer: true}
-	r, added, err := mi.Map(0, gjson.Parse(`{"id":1,"price":1.50,"tags":["a"],"ok":true,"a.b":"dot","nil":null}`))
-	if err != nil || !added {
+	rec := gjson.Parse(`{"id":1,"price":1.50,"tags":["a"],"ok":true,"a.b":"dot","nil":null}`)
+	if !mi.InferPage([]gjson.Result{rec}) {
+		t.Fatal("no column inferred")
+	}
+	r, err := mi.Map(0, rec)
+	if err != nil {
 		t.Fatal(err)
 	}
 	types := map[string]idsync.ColumnType{}
 	for _, c := range inf.Columns {
 		types[c.Name] = c.Type
 	}
-	want := map[string]idsync.ColumnType{"id": idsync.TypeInteger, "price": idsync.TypeReal, "tags": idsync.TypeJSON, "ok": idsync.TypeBoolean, "a.b": idsync.TypeText}
+	want := map[string]idsync.ColumnType{"id": idsync.TypeInteger, "price": idsync.TypeNumeric, "tags": idsync.TypeJSON, "ok": idsync.TypeBoolean, "a.b": idsync.TypeText}
 	for k, v := range want {
 		if types[k] != v {
 			t.Errorf("inferred %s = %q, want %q (all: %v)", k, types[k], v, types)
@@ -176,7 +180,12 @@ func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	if len(r.Values) != len(inf.Columns) || r.Values[len(r.Values)-1] != "dot" {
 		t.Errorf("values = %v", r.Values)
 	}
-	if _, _, err := mi.Map(1, gjson.Parse(`{"id":"abc"}`)); err == nil {
-		t.Error("type clash not a bad record")
+	// A key column is never widened: a value it cannot take is a bad record.
+	clash := gjson.Parse(`{"id":"abc"}`)
+	if mi.InferPage([]gjson.Result{clash}) {
+		t.Errorf("a key column was widened: %+v", inf.Columns)
+	}
+	if _, err := mi.Map(1, clash); err == nil {
+		t.Error("type clash in the key not a bad record")
 	}
 }

@@ -22,11 +22,11 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 
 	// 1. Validate and map every record (already done while fetching, unless
 	// columns are inferred: inference must see the pages in order).
-	ncols := len(job.Table.Columns)
 	rows, dead := fp.rows, fp.dead
+	changed := false
 	if !fp.mapped {
 		var err error
-		if rows, dead, err = e.mapRecords(&fp, &job.Table, where); err != nil {
+		if rows, dead, changed, err = e.mapRecords(&fp, &job.Table, where); err != nil {
 			return false, err
 		}
 	}
@@ -41,7 +41,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 
 	// 3. Upsert the page in one target transaction, under wctx: a signal
 	// or the time limit cancels it only after WriteGrace.
-	counts, cols, err := e.writeTarget(wctx, sink, rows, ncols, where)
+	counts, cols, err := e.writeTarget(wctx, sink, rows, changed, where)
 	if err != nil {
 		return false, err
 	}
@@ -95,14 +95,15 @@ func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 	return nil
 }
 
-// writeTarget adds the columns inferred on this page to the table (ncols
-// is how many it had before) and upserts rows in one target transaction.
-// It returns the counts and, when columns were added, the table's new
-// columns for the checkpoint; a failed write names the page and table.
-func (e *Engine) writeTarget(wctx context.Context, sink Sink, rows []Row, ncols int, where string) (Counts, []Column, error) {
+// writeTarget adds the columns inferred on this page to the table (changed:
+// the page added or widened columns) and upserts rows in one target
+// transaction, which widens the columns the page widened. It returns the
+// counts and, when columns changed, the table's new columns for the
+// checkpoint; a failed write names the page and table.
+func (e *Engine) writeTarget(wctx context.Context, sink Sink, rows []Row, changed bool, where string) (Counts, []Column, error) {
 	job := e.Job
 	var cols []Column
-	if len(job.Table.Columns) != ncols {
+	if changed {
 		PadRows(&job.Table, rows)
 		if err := sink.Prepare(wctx, &job.Table); err != nil {
 			return Counts{}, nil, err
@@ -181,19 +182,22 @@ func loopKey(p Position) string {
 }
 
 // mapRecords validates and converts every record of a fetched page to a row
-// of t (adding inferred columns to t when the job infers them). Bad records
+// of t (first adding and widening inferred columns of t from the whole page
+// when the job infers them; changed says whether it did). Bad records
 // become dead letters under on_bad_record: skip, and fail the page
 // otherwise, naming the page, the record, the column and the reason.
-func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadLetter, error) {
+func (e *Engine) mapRecords(fp *fetched, t *Table, where string) (rows []Row, dead []DeadLetter, changed bool, err error) {
 	job := e.Job
-	rows := make([]Row, 0, len(fp.resp.Records))
-	var dead []DeadLetter
+	rows = make([]Row, 0, len(fp.resp.Records))
 	mapper := Mapper{Table: t, Infer: job.Infer}
 	if fp.parent != "" {
 		mapper.Parent = gjson.Parse(fp.parent)
 	}
+	if job.Infer {
+		changed = mapper.InferPage(fp.resp.Records)
+	}
 	for i, rec := range fp.resp.Records {
-		row, _, err := mapper.Map(i, rec)
+		row, err := mapper.Map(i, rec)
 		row.Tombstone = job.Target.Tombstone.Matches(rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
 			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
@@ -204,10 +208,10 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 		if err != nil {
 			var bad *BadRecord
 			if !errors.As(err, &bad) {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
 			if job.Target.OnBadRecord != "skip" {
-				return nil, nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+				return nil, nil, false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
 					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
 			}
 			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
@@ -215,7 +219,7 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) ([]Row, []DeadL
 		}
 		rows = append(rows, row)
 	}
-	return rows, dead, nil
+	return rows, dead, changed, nil
 }
 
 func totalPages(job *Job, resp *Response) int64 {

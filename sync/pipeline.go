@@ -135,7 +135,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 	// With fixed columns the rows are mapped here, off the committer's path,
 	// while the previous page is being written.
 	if !job.Infer {
-		fp.rows, fp.dead, fp.err = e.mapRecords(&fp, &job.Table, where)
+		fp.rows, fp.dead, _, fp.err = e.mapRecords(&fp, &job.Table, where)
 		fp.mapped = fp.err == nil
 	}
 	return fp

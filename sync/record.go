@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/infer"
 )
 
 // BadRecord is a record that cannot be written: its key is missing or null,
@@ -33,8 +36,8 @@ func (b *BadRecord) Error() string {
 	return rec + ": column " + b.Column + ": " + b.Reason
 }
 
-// Mapper converts records to rows of a table. With Infer set it adds a
-// column for every top-level field it has not seen yet.
+// Mapper converts records to rows of a table. With Infer set, InferPage
+// adds and widens the table's columns before a page is mapped.
 type Mapper struct {
 	Table *Table
 	Infer bool
@@ -44,19 +47,14 @@ type Mapper struct {
 	buf    []byte
 }
 
-// Map converts one record. It returns the row, or a *BadRecord. When columns
-// are inferred it may append new columns to m.Table (added reports whether
-// it did); rows mapped earlier then lack the new trailing columns, which
-// PadRows fixes.
-func (m *Mapper) Map(index int, rec gjson.Result) (row Row, added bool, err error) {
-	if m.Infer {
-		if !rec.IsObject() {
-			return Row{}, false, &BadRecord{Index: index, Reason: "record is not a JSON object"}
-		}
-		added = m.infer(rec)
+// Map converts one record. It returns the row, or a *BadRecord.
+func (m *Mapper) Map(index int, rec gjson.Result) (Row, error) {
+	if m.Infer && !rec.IsObject() {
+		return Row{}, &BadRecord{Index: index, Reason: "record is not a JSON object"}
 	}
 	t := m.Table
-	row.Values = make([]any, len(t.Columns))
+	row := Row{Values: make([]any, len(t.Columns))}
+	var hashed []any // the values hashed, when a widened column hashes one as before
 	for i, c := range t.Columns {
 		v := rec.Get(c.Path)
 		if c.Parent != "" {
@@ -64,26 +62,49 @@ func (m *Mapper) Map(index int, rec gjson.Result) (row Row, added bool, err erro
 		}
 		val, err := Convert(v, c.Type)
 		if err != nil {
-			return Row{}, added, &BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
+			return Row{}, &BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
 		}
 		row.Values[i] = val
+		if h, ok := wasValue(c, v); ok {
+			if hashed == nil {
+				hashed = append([]any(nil), row.Values...)
+			}
+			hashed[i] = h
+		} else if hashed != nil {
+			hashed[i] = val
+		}
 	}
 	for _, k := range t.Key {
 		for i, c := range t.Columns {
 			if c.Name == k && row.Values[i] == nil {
-				return Row{}, added, &BadRecord{Index: index, Column: k, Reason: fmt.Sprintf("key is missing or null (path %s)", c.Path)}
+				return Row{}, &BadRecord{Index: index, Column: k, Reason: fmt.Sprintf("key is missing or null (path %s)", c.Path)}
 			}
 		}
 	}
 	if m.Infer {
 		for _, k := range t.Key {
 			if t.Column(k) == nil {
-				return Row{}, added, &BadRecord{Index: index, Column: k, Reason: "key is missing or null"}
+				return Row{}, &BadRecord{Index: index, Column: k, Reason: "key is missing or null"}
 			}
 		}
 	}
-	row.Hash = m.hash(row.Values)
-	return row, added, nil
+	if hashed == nil {
+		hashed = row.Values
+	}
+	row.Hash = m.hash(hashed)
+	return row, nil
+}
+
+// wasValue is, for a column widened from Column.Was, value v converted to
+// the type it had before when v is of that type: the content hash of a
+// row the widening did not change stays what it was, so a re-sync finds it
+// unchanged (docs/job-file.md, "Without columns").
+func wasValue(c Column, v gjson.Result) (any, bool) {
+	if c.Was == "" || infer.Join(string(c.Was), infer.Of(v)) != string(c.Was) {
+		return nil, false
+	}
+	val, err := Convert(v, c.Was)
+	return val, err == nil
 }
 
 // PadRows extends rows mapped before columns were added with NULLs.
@@ -95,38 +116,78 @@ func PadRows(t *Table, rows []Row) {
 	}
 }
 
-// infer adds a column for each new non-null top-level field of rec.
-func (m *Mapper) infer(rec gjson.Result) bool {
-	added := false
-	rec.ForEach(func(k, v gjson.Result) bool {
-		name := k.String()
-		if v.Type == gjson.Null || m.Table.Column(name) != nil || strings.HasPrefix(name, "_idemsync_") || name == "" {
-			return true
+// InferPage adds a column for each new top-level field of the page's
+// records that holds a non-null value, typed by infer.Fields over the whole
+// page, and widens an inferred column that a value of the page does not
+// fit to the join of its type and the value's (infer.Join), recording the
+// type it had first in Column.Was. Key and version columns are never
+// widened: a value they cannot take stays a bad record. Records that are
+// bad for their key (not an object, a key missing, null or not of its
+// column's type) are dead letters or fail the page: they type nothing. It
+// reports whether the table's columns changed (docs/job-file.md, "Without
+// columns").
+func (m *Mapper) InferPage(recs []gjson.Result) bool {
+	t := m.Table
+	recs = slices.DeleteFunc(slices.Clone(recs), func(r gjson.Result) bool { return !m.keyFits(r) })
+	changed := false
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if keyOrVersion(t, c.Name) {
+			continue
 		}
-		m.Table.Columns = append(m.Table.Columns, Column{Name: name, Path: EscapePath(name), Type: InferType(v)})
-		added = true
-		return true
-	})
-	return added
+		typ := string(c.Type)
+		for _, r := range recs {
+			v := r.Get(c.Path)
+			if _, err := Convert(v, ColumnType(typ)); err != nil {
+				typ = infer.Join(typ, infer.Of(v))
+			}
+		}
+		if typ != string(c.Type) && ColumnType(typ).Valid() {
+			if c.Was == "" {
+				c.Was = c.Type
+			}
+			c.Type, changed = ColumnType(typ), true
+		}
+	}
+	names, types := infer.Fields(recs)
+	for _, name := range names {
+		if types[name] == "" || t.Column(name) != nil || strings.HasPrefix(name, "_idemsync_") || name == "" {
+			continue
+		}
+		t.Columns = append(t.Columns, Column{Name: name, Path: EscapePath(name), Type: ColumnType(types[name])})
+		changed = true
+	}
+	return changed
 }
 
-// InferType picks a column type for a JSON value: integral numbers are
-// integer, other numbers real (so SQL compares them as numbers; declare
-// type: numeric for exact decimals), booleans boolean, objects and arrays
-// json, strings text.
-func InferType(v gjson.Result) ColumnType {
-	switch {
-	case v.Type == gjson.True || v.Type == gjson.False:
-		return TypeBoolean
-	case v.Type == gjson.Number:
-		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
-			return TypeInteger
-		}
-		return TypeReal
-	case v.IsObject() || v.IsArray():
-		return TypeJSON
+// keyFits reports whether record r is an object whose key values are all
+// present, non-null and of their column's type when the column exists.
+func (m *Mapper) keyFits(r gjson.Result) bool {
+	if !r.IsObject() {
+		return false
 	}
-	return TypeText
+	for _, k := range m.Table.Key {
+		path, typ := EscapePath(k), ColumnType("")
+		if c := m.Table.Column(k); c != nil {
+			path, typ = c.Path, c.Type
+		}
+		v := r.Get(path)
+		if !v.Exists() || v.Type == gjson.Null {
+			return false
+		}
+		if typ != "" {
+			if _, err := Convert(v, typ); err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyOrVersion reports whether name is a key column of t or its
+// version column.
+func keyOrVersion(t *Table, name string) bool {
+	return name == t.Version || slices.Contains(t.Key, name)
 }
 
 // EscapePath escapes a field name for use as a GJSON path.

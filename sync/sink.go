@@ -48,6 +48,12 @@ type Column struct {
 	// Parent, in a child resource (SPEC §8), is the parent table's column
 	// whose value the column takes; Path is then unused.
 	Parent string
+	// Was, for an inferred column widened since it was first inferred, is
+	// the type it had first ("" otherwise). A sink whose column still has
+	// a narrower type widens it in the page's own write transaction; the
+	// content hash of a value of type Was is the one it had before
+	// (docs/job-file.md, "Without columns").
+	Was ColumnType
 }
 
 // Table describes the target table a job writes to.
@@ -142,7 +148,9 @@ type Sink interface {
 	// With t.Verify set, a stored row whose mapped columns differ from the
 	// row's values counts as changed even when its hash is the same, and a
 	// value the column can no longer hold as written fails the page with an
-	// *Error naming the table, column and key.
+	// *Error naming the table, column and key. A column with Column.Was set
+	// whose type in the table is still narrower than Type is widened first,
+	// in the same transaction, every stored value kept.
 	// On error nothing of the page is committed.
 	Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error)
 	// Close releases the connection.

@@ -61,6 +61,9 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
+	if types, err = p.widen(ctx, tx, op, t, types); err != nil {
+		return n, err
+	}
 	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {
 		return n, err
@@ -146,7 +149,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 	var n idsync.Counts
 	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
 	if err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
+		return idsync.Counts{}, p.mergeError(op, t, types, err)
 	}
 	for res.Next() {
 		var inserted bool
@@ -161,7 +164,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 		}
 	}
 	if err := res.Err(); err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
+		return idsync.Counts{}, p.mergeError(op, t, types, err)
 	}
 	// Rows neither inserted nor updated are unchanged, unless the
 	// database kept them out (a trigger): count those apart.

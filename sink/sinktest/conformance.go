@@ -270,6 +270,29 @@ func conformanceCases() []testCase {
 			// A new sink on the same table sees the same columns.
 			MustPrepare(t, b.Sink(t), wider)
 		}},
+		{"inferred column widened in the page's write", func(t *testing.T, b *DB) {
+			// docs/job-file.md, "Without columns": the engine widens an
+			// inferred column (Column.Was set); the upsert changes its type
+			// in its own transaction and every stored value keeps its value.
+			s := b.Sink(t)
+			narrow := b.Table("widened", []string{"id"},
+				Col("id", idsync.TypeText), Col("n", idsync.TypeInteger), Col("f", idsync.TypeBoolean), Col("j", idsync.TypeInteger))
+			MustPrepare(t, s, narrow)
+			a0, b0 := Row("a", int64(9007199254740993), true, int64(7)), Row("b", int64(5), false, nil)
+			MustUpsert(t, s, narrow, idsync.Counts{Inserted: 2}, a0, b0)
+			wide := b.Table("widened", []string{"id"}, Col("id", idsync.TypeText),
+				idsync.Column{Name: "n", Path: "n", Type: idsync.TypeNumeric, Was: idsync.TypeInteger},
+				idsync.Column{Name: "f", Path: "f", Type: idsync.TypeText, Was: idsync.TypeBoolean},
+				idsync.Column{Name: "j", Path: "j", Type: idsync.TypeJSON, Was: idsync.TypeInteger})
+			MustPrepare(t, s, wide)
+			c := Row("c", "79.19", "yes", `{"a":1}`)
+			MustUpsert(t, s, wide, idsync.Counts{Inserted: 1}, c)
+			AssertRows(t, b.Read(t, wide), Want(t, wide,
+				idsync.Row{Values: []any{"a", "9007199254740993", "true", "7"}, Hash: a0.Hash},
+				idsync.Row{Values: []any{"b", "5", "false", nil}, Hash: b0.Hash}, c))
+			// A new sink, or the same page again, widens nothing more.
+			MustUpsert(t, b.Sink(t), wide, idsync.Counts{Unchanged: 1}, c)
+		}},
 		{"version guard", func(t *testing.T, b *DB) {
 			s := b.Sink(t)
 			tbl := b.Table("versioned", []string{"id"},

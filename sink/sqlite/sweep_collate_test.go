@@ -56,3 +56,23 @@ func TestParentRowsColumnCase(t *testing.T) {
 		t.Fatalf("ParentRows: %v, %v; want the two rows by key", rows, err)
 	}
 }
+
+// Keys that differ only in case in one page, in a COLLATE NOCASE key
+// column: SQLite writes them one after the other into the one row its
+// unique key sees (the last wins), where PostgreSQL refuses the page with
+// an error naming the column (postgres' TestKeyCaseInsensitiveNamesColumn).
+func TestKeyCaseInsensitiveOnePage(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s := b.Sink(t)
+	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("v", idsync.TypeText))
+	tbl.Create = false
+	b.Exec(t, `CREATE TABLE people (id TEXT COLLATE NOCASE PRIMARY KEY, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
+	sinktest.MustPrepare(t, s, tbl)
+	if _, err := s.Upsert(context.Background(), tbl, []idsync.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.Rows(t, `SELECT id, v FROM people ORDER BY id`)
+	if len(got) != 2 || got[1][1] != "2" {
+		t.Errorf("rows %v, want Ann and one Bob row holding the last value 2", got)
+	}
+}

@@ -279,6 +279,9 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		return n, s.wrap(op, err)
 	}
 	defer tx.Rollback()
+	if err := s.widen(ctx, tx, t); err != nil {
+		return n, err
+	}
 	deleted, err := bury(ctx, tx, t, st, all, tombs)
 	if err != nil {
 		return n, s.wrap(op, err)
