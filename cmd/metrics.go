@@ -74,6 +74,13 @@ func (m *runMetrics) onSweep(deleted int64) {
 	}
 }
 
+// onSweepSkipped counts a full pass that ended with its sweep skipped.
+func (m *runMetrics) onSweepSkipped(string) {
+	if m != nil {
+		m.add.SweepsSkipped++
+	}
+}
+
 // finish records the run that ended with err in the state file and writes
 // the metrics file (unless noFile). A failure to do either is logged as a
 // warning and never changes the run's outcome.
@@ -161,12 +168,16 @@ func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
 		}}
 	pages := &dto.MetricFamily{Name: proto.String("idemsync_pages_total"), Type: dto.MetricType_COUNTER.Enum(),
 		Help: proto.String("Pages committed over the job's life."), Metric: []*dto.Metric{counter(t.Pages)}}
+	skipped := &dto.MetricFamily{Name: proto.String("idemsync_sweeps_skipped_total"), Type: dto.MetricType_COUNTER.Enum(),
+		Help:   proto.String("Full passes that ended with their sweep skipped: they could not prove their records absent (docs/deletions.md)."),
+		Metric: []*dto.Metric{counter(t.SweepsSkipped)}}
 	return []*dto.MetricFamily{
 		gauge("idemsync_last_run_timestamp_seconds", "When the last run ended (Unix time).", unixSeconds(t.LastRun)),
 		gauge("idemsync_last_success_timestamp_seconds", "When the last run that exited 0 ended (Unix time); 0 before the first.", unixSeconds(t.LastSuccess)),
 		gauge("idemsync_run_duration_seconds", "How long the last run took.", t.LastDuration.Seconds()),
 		records,
 		pages,
+		skipped,
 		gauge("idemsync_last_exit_code", "The last run's exit code.", float64(t.LastExitCode)),
 	}
 }
