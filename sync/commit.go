@@ -61,8 +61,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 		return false, fmt.Errorf("keys of %s: %w", where, err)
 	}
 	rs.noProof(fp.noProof)
-	e.checkShift(rs, keys, where)
-	e.checkTotal(rs, keys, fp.resp, where)
+	e.checkShift(rs, keys, fp.parent, where)
+	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
 	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
 		return false, fmt.Errorf("before the checkpoint of %s: %w", where, err)
 	}

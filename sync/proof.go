@@ -23,11 +23,14 @@ type proofState struct {
 	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
 	// prev holds the keys of the last committed page of a page or offset
 	// walk, to see a shift as it happens (see checkShift).
-	prev map[string]bool
+	prev       map[string]bool
+	prevParent string
 	// total is the pagination.total of the last committed page of a page
-	// or offset walk in this invocation, when hasTotal (checkTotal).
-	total    int64
-	hasTotal bool
+	// or offset walk in this invocation, when hasTotal, and the parent row
+	// whose walk it belongs to (a child's; checkTotal).
+	total       int64
+	hasTotal    bool
+	totalParent string
 }
 
 // noProof records that the pass cannot prove the absence of the rows it
@@ -62,15 +65,19 @@ func (e *Engine) shiftable() bool {
 }
 
 // checkShift voids the proof of a page or offset walk whose page holds a
-// key the previous committed page held: the walk shifted (a page omitted a
+// key the previous committed page of the same walk (for a child: of the
+// same parent, parent) held: the walk shifted (a page omitted a
 // record, or one was added before the position), and the record it pushed
 // past a page boundary may not have been listed at all. keys are the
 // page's (nil when the run does not sweep). The whole pass's keys are
 // checked again before the sweep (distinctKeys): this check sees the
 // common shift at once, so that even an unfinished run says so.
-func (e *Engine) checkShift(rs *runState, keys []string, where string) {
+func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
+	}
+	if parent != rs.proof.prevParent {
+		rs.proof.prev, rs.proof.prevParent = nil, parent
 	}
 	n := 0
 	for _, k := range keys {
@@ -95,8 +102,9 @@ func (e *Engine) checkShift(rs *runState, keys []string, where string) {
 // one, and the one pushed back across a page already read is listed by no
 // page, though it exists. (A growing total shifts records forward: that
 // reads one twice, which checkShift sees.) Only the pages of one
-// invocation are compared.
-func (e *Engine) checkTotal(rs *runState, keys []string, resp *Response, where string) {
+// invocation are compared, and for a child only those of one parent's walk
+// (parent is the page's parent row).
+func (e *Engine) checkTotal(rs *runState, keys []string, resp *Response, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
@@ -104,11 +112,11 @@ func (e *Engine) checkTotal(rs *runState, keys []string, resp *Response, where s
 	if !ok {
 		return
 	}
-	if rs.proof.hasTotal && t < rs.proof.total {
+	if rs.proof.hasTotal && parent == rs.proof.totalParent && t < rs.proof.total {
 		rs.noProof(fmt.Sprintf("%s went down from %d to %d during the %s walk (at %s): a record removed before its position shifted the rest, so a record it did not list may still exist",
 			name, rs.proof.total, t, e.Job.Pagination.Style, where))
 	}
-	rs.proof.total, rs.proof.hasTotal = t, true
+	rs.proof.total, rs.proof.hasTotal, rs.proof.totalParent = t, true, parent
 }
 
 // errNoProof stops the loading of a sweep's keys: the sweep rolls back,
