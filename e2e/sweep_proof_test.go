@@ -74,11 +74,17 @@ func TestSweepSparesRecordUpdatedDuringBoundedFullPass(t *testing.T) {
 					a.served = nil
 				}
 			}
+			api.since = nil
 			api.mu.Unlock()
 			r := delRun(t, dir, 0, "run", job, "--full")
 			if d := deletedOf(t, r); d != 0 {
 				t.Fatalf("the full pass deleted %d rows of records that still exist: %s", d, r.stdout)
 			}
+			api.mu.Lock()
+			if n := len(api.since); n != 3 { // what it costs: no request more than a bounded walk's 3
+				t.Errorf("the unbounded full pass made %d requests, want 3", n)
+			}
+			api.mu.Unlock()
 			sameIDs(t, "after a full pass with a record changed during it", liveIDs(tg.rows(t)), api.live())
 			// A record really deleted is still swept by the next full pass.
 			api.remove(4)
