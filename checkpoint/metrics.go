@@ -15,10 +15,13 @@ import (
 // long it took, its exit code, and whether it succeeded (exit 0). The
 // counters are not part of it: they move with each page's commit.
 type RunMetrics struct {
-	At       time.Time
-	Duration time.Duration
-	ExitCode int
-	Success  bool
+	// SweepsSkipped counts the full passes that ended with their sweep
+	// skipped (0 or 1).
+	SweepsSkipped int64
+	At            time.Time
+	Duration      time.Duration
+	ExitCode      int
+	Success       bool
 }
 
 // MetricsTotals are a job's metrics as --metrics-file reports them:
@@ -27,6 +30,7 @@ type RunMetrics struct {
 type MetricsTotals struct {
 	Job, Resource                                         string
 	Pages, Inserted, Updated, Unchanged, Skipped, Deleted int64
+	SweepsSkipped                                         int64
 	LastRun, LastSuccess                                  time.Time
 	LastDuration                                          time.Duration
 	LastExitCode                                          int
@@ -76,13 +80,14 @@ func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMe
 		success = sql.NullString{String: formatTime(m.At), Valid: true}
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, last_run_at, last_success_at, last_duration_ms, last_exit_code)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+		_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, last_run_at, last_success_at, last_duration_ms, last_exit_code, sweeps_skipped)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 			ON CONFLICT (job, resource) DO UPDATE SET
 				last_run_at = excluded.last_run_at,
 				last_success_at = coalesce(excluded.last_success_at, last_success_at),
-				last_duration_ms = excluded.last_duration_ms, last_exit_code = excluded.last_exit_code`,
-			job, resource, formatTime(m.At), success, m.Duration.Milliseconds(), m.ExitCode)
+				last_duration_ms = excluded.last_duration_ms, last_exit_code = excluded.last_exit_code,
+				sweeps_skipped = sweeps_skipped + excluded.sweeps_skipped`,
+			job, resource, formatTime(m.At), success, m.Duration.Milliseconds(), m.ExitCode, m.SweepsSkipped)
 		if err != nil {
 			return fmt.Errorf("add: %w", err)
 		}
@@ -101,9 +106,9 @@ func (s *Store) Metrics(ctx context.Context, job, resource string) (MetricsTotal
 	var last, success sql.NullString
 	var ms int64
 	err := s.db.QueryRowContext(ctx, `SELECT pages, inserted, updated, unchanged, skipped, deleted,
-			last_run_at, last_success_at, last_duration_ms, last_exit_code
+			last_run_at, last_success_at, last_duration_ms, last_exit_code, sweeps_skipped
 		FROM metrics_totals WHERE job = ? AND resource = ?`, job, resource).Scan(
-		&t.Pages, &t.Inserted, &t.Updated, &t.Unchanged, &t.Skipped, &t.Deleted, &last, &success, &ms, &t.LastExitCode)
+		&t.Pages, &t.Inserted, &t.Updated, &t.Unchanged, &t.Skipped, &t.Deleted, &last, &success, &ms, &t.LastExitCode, &t.SweepsSkipped)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, nil
 	}

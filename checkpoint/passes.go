@@ -76,3 +76,18 @@ func (s *Store) RefusePass(ctx context.Context, runID int64, errMsg string) erro
 	}
 	return nil
 }
+
+// SkipSweep records reason as why the full pass runID cannot prove the
+// absence of the rows it did not see (docs/deletions.md): its sweep does
+// nothing. The first reason stored stays; later ones change nothing. A
+// continued run keeps it. Errors are *idsync.Error (exit 1).
+func (s *Store) SkipSweep(ctx context.Context, runID int64, reason string) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET sweep_skipped = ? WHERE id = ? AND sweep_skipped = ''`, reason, runID)
+		return err
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("run %d: record the skipped sweep", runID), err)
+	}
+	return nil
+}

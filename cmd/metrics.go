@@ -32,7 +32,9 @@ type runMetrics struct {
 	// noFile leaves writing the file to the caller (a job with several
 	// resources writes one file with all of them, after the last).
 	noFile bool
-	totals checkpoint.MetricsTotals // after finish
+	// skipped is 1 when the run ended with its sweep skipped.
+	skipped int64
+	totals  checkpoint.MetricsTotals // after finish
 }
 
 // newRunMetrics returns the tracker for a run of a single-resource job.
@@ -45,6 +47,13 @@ func newResourceMetrics(path string, store *checkpoint.Store, job, resource stri
 	return &runMetrics{path: path, store: store, job: job, resource: resource, started: started, log: log}
 }
 
+// onSweepSkipped counts a full pass that ended with its sweep skipped.
+func (m *runMetrics) onSweepSkipped(string) {
+	if m != nil {
+		m.skipped++
+	}
+}
+
 // finish records the run that ended with err in the state file and writes
 // the metrics file (when asked for, unless noFile). A failure to do either
 // is logged as a warning and never changes the run's outcome.
@@ -54,7 +63,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
 	add := checkpoint.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
-		ExitCode: idsync.ExitCode(err), Success: err == nil}
+		ExitCode: idsync.ExitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
 	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)
 	if err != nil {
 		m.log.Warn("metrics not recorded", "err", err)
@@ -130,12 +139,16 @@ func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
 		}}
 	pages := &dto.MetricFamily{Name: proto.String("idemsync_pages_total"), Type: dto.MetricType_COUNTER.Enum(),
 		Help: proto.String("Pages committed over the job's life."), Metric: []*dto.Metric{counter(t.Pages)}}
+	skipped := &dto.MetricFamily{Name: proto.String("idemsync_sweeps_skipped_total"), Type: dto.MetricType_COUNTER.Enum(),
+		Help:   proto.String("Full passes that ended with their sweep skipped: they could not prove their records absent (docs/deletions.md)."),
+		Metric: []*dto.Metric{counter(t.SweepsSkipped)}}
 	return []*dto.MetricFamily{
 		gauge("idemsync_last_run_timestamp_seconds", "When the last run ended (Unix time).", unixSeconds(t.LastRun)),
 		gauge("idemsync_last_success_timestamp_seconds", "When the last run that exited 0 ended (Unix time); 0 before the first.", unixSeconds(t.LastSuccess)),
 		gauge("idemsync_run_duration_seconds", "How long the last run took.", t.LastDuration.Seconds()),
 		records,
 		pages,
+		skipped,
 		gauge("idemsync_last_exit_code", "The last run's exit code.", float64(t.LastExitCode)),
 	}
 }

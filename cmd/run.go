@@ -190,6 +190,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 			}
 		}
 	}
+	eng.OnSweepSkipped = metrics.onSweepSkipped
 	installFailpoint(eng, fetcher)
 	res, err = eng.Run(ctx, opts)
 	if ferr := g.keyring.Flush(ctx); ferr != nil {
@@ -260,9 +261,13 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 	} else {
 		what += " " + fmt.Sprint(r.RunID)
 	}
-	fmt.Fprintf(ios.Out, "%s: %s %s: %d pages, %d records (%d inserted, %d updated, %d unchanged, %d skipped) in %s; checkpoint %s\n",
+	sweep := ""
+	if r.Sweep == idsync.SweepSkippedOutcome {
+		sweep = fmt.Sprintf("; sweep: skipped (%s)", r.SweepSkipped)
+	}
+	fmt.Fprintf(ios.Out, "%s: %s %s: %d pages, %d records (%d inserted, %d updated, %d unchanged, %d skipped) in %s; checkpoint %s%s\n",
 		r.Job, what, r.Status, r.Pages, r.Records, r.Inserted, r.Updated, r.Unchanged, r.Skipped,
-		(time.Duration(r.DurationMS) * time.Millisecond).String(), r.Checkpoint)
+		(time.Duration(r.DurationMS) * time.Millisecond).String(), r.Checkpoint, sweep)
 }
 
 // autoPrune applies the job's retention (job file key retention:, default

@@ -39,6 +39,9 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped, %d deleted",
 			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped, r.Deleted))
 		row("last error", oneLine(r.Error, 200))
+		if r.Sweep == idsync.SweepSkippedOutcome {
+			row("sweep", "skipped ("+oneLine(r.SweepSkipped, 300)+"): this pass deletes nothing")
+		}
 		changes := strings.Join(j.WalkChanges, "; ")
 		switch st := r.Status; {
 		case r.Refused:

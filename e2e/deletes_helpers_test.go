@@ -28,10 +28,12 @@ type delRecord struct {
 	Rev       *int   `json:"rev,omitempty"` // absent unless a test sets it
 }
 
-// delAPI is a page-style API over a mutable set of records, ordered by
-// id: GET /items?page=N&per_page=M[&updated_since=T]. Records can be
-// removed, restored unchanged, changed, flagged as tombstones; glitch makes
-// every page empty (an API that lost its list for a moment).
+// delAPI is a paginated API over a mutable set of records, ordered by
+// id: GET /items?page=N&per_page=M, or ?offset=N&limit=M, or (a cursor
+// walk) ?per_page=M[&after=ID], each [&updated_since=T][&updated_before=T].
+// Its body is {"data": [...], "total": N, "next": ID or null}. Records can
+// be removed, restored unchanged, changed, flagged as tombstones; glitch
+// makes every page empty (an API that lost its list for a moment).
 type delAPI struct {
 	URL    string
 	mu     gosync.Mutex
@@ -41,6 +43,15 @@ type delAPI struct {
 	fail   int // when > 0, this page answers 500
 	null   int // when > 0, this page answers 200 {"data": null, "error": {…}}
 	since  []string
+	// empty, when > 0, is a page number answered with no records (and
+	// the true total): a page lost for a moment in the middle of a walk.
+	empty int
+	// omit, when > 0, is a record id every page leaves out silently (the
+	// total still counts it).
+	omit int
+	// served, when set, is called under the lock after each page with
+	// the index of its first record.
+	served func(a *delAPI, start int)
 }
 
 // newDelAPI serves n records with ids 1..n.
@@ -128,9 +139,31 @@ func (a *delAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	q := r.URL.Query()
+	since, before := q.Get("updated_since"), q.Get("updated_before")
+	a.since = append(a.since, since)
+	var ids []int
+	for id, rec := range a.recs {
+		if (since == "" || rec.UpdatedAt >= since) && (before == "" || rec.UpdatedAt < before) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Ints(ids)
 	page, _ := strconv.Atoi(q.Get("page"))
 	size, _ := strconv.Atoi(q.Get("per_page"))
-	if page < 1 || size < 1 {
+	start := (page - 1) * size
+	switch {
+	case q.Has("offset"):
+		start, _ = strconv.Atoi(q.Get("offset"))
+		size, _ = strconv.Atoi(q.Get("limit"))
+		page = 1
+		if size > 0 {
+			page = start/size + 1
+		}
+	case !q.Has("page"): // a cursor walk: the records after the id given
+		after, _ := strconv.Atoi(q.Get("after"))
+		start, page = sort.SearchInts(ids, after+1), 1
+	}
+	if page < 1 || size < 1 || start < 0 {
 		http.Error(w, "bad page", http.StatusBadRequest)
 		return
 	}
@@ -143,23 +176,27 @@ func (a *delAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"data": null, "error": {"code": "internal", "message": "backend unavailable"}}`)
 		return
 	}
-	since := q.Get("updated_since")
-	a.since = append(a.since, since)
-	var ids []int
-	for id, rec := range a.recs {
-		if since == "" || rec.UpdatedAt >= since {
-			ids = append(ids, id)
+	data := []delRecord{}
+	var next any
+	if !a.glitch && a.empty != page {
+		for i := start; i < len(ids) && i < start+size; i++ {
+			if ids[i] != a.omit {
+				data = append(data, a.recs[ids[i]])
+			}
+		}
+		if start+size < len(ids) {
+			next = ids[start+size-1]
 		}
 	}
-	sort.Ints(ids)
-	data := []delRecord{}
-	if !a.glitch {
-		for i := (page - 1) * size; i < len(ids) && i < page*size; i++ {
-			data = append(data, a.recs[ids[i]])
-		}
+	total := len(ids)
+	if a.glitch {
+		total = 0
+	}
+	if a.served != nil {
+		a.served(a, start)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data, "total": total, "next": next})
 }
 
 // delTarget is a target of the deletion tests: SQLite or PostgreSQL.

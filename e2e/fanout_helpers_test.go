@@ -106,6 +106,18 @@ resources:
 	return b.String()
 }
 
+// childPagination is order_items' pagination block. A child that sweeps
+// reads the shop's has_more on page walks: a parent whose children fill
+// their last page ends on an empty page, which alone proves no end for a
+// sweep (docs/deletions.md).
+func (j shopJob) childPagination() string {
+	p := shopPagination(j.childStyle, j.childSize)
+	if j.deletes != "" && j.childStyle != "cursor" {
+		p = strings.TrimSuffix(p, "}") + ", has_more: meta.has_more}"
+	}
+	return p
+}
+
 // itemsYAML is the order_items resource.
 func (j shopJob) itemsYAML() string {
 	var b strings.Builder
@@ -121,7 +133,7 @@ func (j shopJob) itemsYAML() string {
     target:
       table: %s
       key: [order_id, id]
-`, shopPagination(j.childStyle, j.childSize), j.table("order_items"))
+`, j.childPagination(), j.table("order_items"))
 	if j.onBad != "" {
 		fmt.Fprintf(&b, "      on_bad_record: %s\n", j.onBad)
 	}

@@ -320,8 +320,16 @@ type modelSummary struct {
 	mu                     gosync.Mutex
 	seeds, refused, failed int
 	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
+	sweepsSkipped          int // full passes whose sweep was skipped: they could not prove absence
 	exits                  map[string]int
 	failedSeeds            []int64
+}
+
+// skippedSweep counts a completed full pass whose sweep was skipped.
+func (s *modelSummary) skippedSweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepsSkipped++
 }
 
 // swept counts a completed full pass checked for deletions.
@@ -357,6 +365,6 @@ func (sum *modelSummary) report(t *testing.T) {
 		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
 	}
 	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
-	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source",
-		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords)
+	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source, %d full passes skipped their sweep",
+		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords, sum.sweepsSkipped)
 }

@@ -200,7 +200,13 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 				fail("exit 0 over a hole after %v (completed run %d): %d of %d records wrong, e.g. %s\n%s", args, completed+1, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
 			}
-			if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil {
+			if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil && strings.Contains(ex.stdout, `"sweep":"skipped"`) {
+				// The pass could not prove its records absent (a walk
+				// shifted by the appends, docs/deletions.md): it deleted
+				// nothing. known keeps the records deleted before it, for
+				// the next full pass that proves.
+				sum.skippedSweep()
+			} else if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil {
 				if bad := modelSwept(sc.Deletes, known, start, end, table); len(bad) > 0 {
 					fail("exit 0 of a full pass after %v (completed run %d) left rows of deleted records: %d, e.g. %s\n%s", args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 					return

@@ -262,6 +262,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 		}
 	}
 	rs.info, rs.resumed = run, true
+	rs.proof.reason, rs.proof.saved = run.SweepSkipped, true
 	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
 		return err
 	}

@@ -56,9 +56,15 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	// sweeps at its end. The last page completes the run in the same
 	// transaction, except for a run that sweeps: its last page leaves it
 	// unfinished at its end, and finishPass sweeps and completes it.
-	keys, err := e.pageKeys(wctx, rs, sink, rows, dead)
+	keys, err := e.pageKeys(wctx, rs, sink, rows, dead, where)
 	if err != nil {
 		return false, fmt.Errorf("keys of %s: %w", where, err)
+	}
+	rs.noProof(fp.noProof)
+	e.checkShift(rs, keys, fp.parent, where)
+	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
+	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
+		return false, fmt.Errorf("before the checkpoint of %s: %w", where, err)
 	}
 	ckpt := fp.checkpoint()
 	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),

@@ -27,6 +27,9 @@ type endResult struct {
 	// meta.total_pages says 10 pages"): the page is no end and no step
 	// forward; it must be fetched again (a transient fault).
 	contra string
+	// weak, when set, says why the end, though taken, proves too little
+	// for a sweep (weakEnd).
+	weak string
 }
 
 // prober fetches the page at pos, to tell whether a short page was the
@@ -56,6 +59,7 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 		if len(more) > 0 {
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
+		end.weak = p.weakEnd(pos, resp, last, where)
 		if size := p.job.Pagination.Size; p.style().traits().trustsEnd && size > 0 && resp.Raw >= size {
 			p.log.Warn("the last page is full: if the API has more records, its end signal is wrong",
 				"page", where, "records", resp.Raw, "size", size, "why", why)
@@ -130,6 +134,27 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 		res.next.Size, res.capped = n, n
 	}
 	return res, nil
+}
+
+// weakEnd says why an empty page that ends a page or offset walk after a
+// full page, with no count or flag confirming it (last is empty), is weak
+// proof for a sweep: a page lost for a moment (an error served as an empty
+// list) looks the same. "" when the end is proven: a short page, a
+// confirming signal, another style's own end signal, or an empty first
+// page (an empty list, which max_delete_ratio weighs as a mass change).
+// docs/deletions.md, "What proves absence".
+func (p *pager) weakEnd(pos Position, resp *Response, last []string, where string) string {
+	if resp.Raw > 0 || len(last) > 0 {
+		return ""
+	}
+	if _, numbered := p.style().(numberedStyle); !numbered {
+		return ""
+	}
+	pg := p.job.Pagination
+	if st := p.style().start(pg, ""); pos.Page == st.Page && pos.Offset == st.Offset {
+		return ""
+	}
+	return fmt.Sprintf("the walk ended on an empty page (%s) after a full one, and nothing confirms the end (set pagination.total, has_more or total_pages)", where)
 }
 
 // firstPage reports whether pos is the first page of a page-style walk

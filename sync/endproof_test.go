@@ -331,3 +331,46 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 		}
 	}
 }
+
+// An empty page ending a page or offset walk after a full one proves too
+// little for a sweep unless a count or flag confirms it; a short page, the
+// first page and another style's own end signal prove
+// (docs/deletions.md, "What proves absence").
+func TestDecideEndWeakProof(t *testing.T) {
+	tests := []struct {
+		name, pag string
+		pos       Position
+		body      string
+		probe     string
+		weak      bool
+	}{
+		{"page empty after a full page", epPageStyle, Position{Page: 5}, epData(0, 0, ""), "", true},
+		{"offset empty after a full page", "  style: offset\n  size: 25\n", Position{Offset: 100}, epData(0, 0, ""), "", true},
+		{"page empty, total confirms", epPageStyle + "  total: total\n", Position{Page: 5}, epData(0, 0, `"total":100`), "", false},
+		{"page empty, has_more false confirms", epPageStyle + "  has_more: more\n", Position{Page: 5}, epData(0, 0, `"more":false`), "", false},
+		{"page empty, total_pages confirms", epPageStyle + "  total_pages: tp\n", Position{Page: 5}, epData(0, 0, `"tp":4`), "", false},
+		{"first page empty: a mass change, not weak", epPageStyle, Position{Page: 1}, epData(0, 0, ""), "", false},
+		{"short page proven by an empty next page", epPageStyle, Position{Page: 4}, epData(76, 10, ""), epData(0, 0, ""), false},
+		{"cursor without a next cursor", "  style: cursor\n  next: next\n", Position{Cursor: "c"}, epData(0, 0, `"next":null`), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _ := epPager(t, "data", tt.pag)
+			resp, max := epResp(t, p, tt.body)
+			probe := func(Position) (*Response, string, error) {
+				if tt.probe == "" {
+					t.Fatal("probed")
+				}
+				r, m := epResp(t, p, tt.probe)
+				return r, m, nil
+			}
+			got, err := p.decideEnd(tt.pos, resp, max, nil, probe)
+			if err != nil || !got.next.End || got.contra != "" {
+				t.Fatalf("not the end: %+v, %v", got, err)
+			}
+			if (got.weak != "") != tt.weak {
+				t.Errorf("weak %q, want weak %v", got.weak, tt.weak)
+			}
+		})
+	}
+}

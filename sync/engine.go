@@ -43,7 +43,15 @@ type Result struct {
 	Error      string `json:"error"`
 	ExitCode   int    `json:"exit_code"`
 	Resumed    bool   `json:"resumed"`
+	// Sweep is "skipped" when the run is a full pass that cannot prove its
+	// records absent, and SweepSkipped says why: its sweep deletes nothing
+	// (docs/deletions.md, docs/operations.md). Both are omitted otherwise.
+	Sweep        string `json:"sweep,omitempty"`
+	SweepSkipped string `json:"sweep_skipped,omitempty"`
 }
+
+// SweepSkippedOutcome is Result.Sweep of a run whose sweep is skipped.
+const SweepSkippedOutcome = "skipped"
 
 // PageEvent is reported after each committed page.
 type PageEvent struct {
@@ -84,6 +92,9 @@ type Engine struct {
 	// OnSweep, when set, is called after a sweep committed with the rows
 	// it deleted or marked.
 	OnSweep func(deleted int64)
+	// OnSweepSkipped, when set, is called when a full pass ends with its
+	// sweep skipped, with the reason.
+	OnSweepSkipped func(reason string)
 
 	validator RowValidator // the sink's, when it has one; set by begin
 }
@@ -103,7 +114,8 @@ type runState struct {
 	skipped int64
 	pages   int64
 	records int64
-	parents []string // a child run's parent snapshot (RunInfo.Parents)
+	parents []string   // a child run's parent snapshot (RunInfo.Parents)
+	proof   proofState // what voids the pass's proof of absence (proof.go)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock
@@ -167,6 +179,11 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status string, runErr error, log *slog.Logger, started time.Time) (*Result, error) {
 	job := e.Job
 	bg := context.WithoutCancel(ctx)
+	// A reason found after the last committed page is stored now: the run
+	// that continues this pass must not sweep either.
+	if err := e.saveNoProof(bg, rs); err != nil && runErr == nil && status != RunCompleted {
+		runErr, status = err, RunFailed
+	}
 	msg := ""
 	if runErr != nil && status == RunFailed {
 		msg = job.Secrets.Redact(runErr.Error())
@@ -194,6 +211,9 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 		res.Error = job.Secrets.Redact(runErr.Error())
 	}
 	res.ExitCode = ExitCode(runErr)
+	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
+		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
+	}
 	log.Info("run finished", "status", status, "pages", rs.pages, "records", rs.records,
 		"inserted", rs.total.Inserted, "updated", rs.total.Updated, "unchanged", rs.total.Unchanged,
 		"skipped", rs.skipped, "deleted", rs.total.Deleted, "checkpoint", res.Checkpoint, "ms", res.DurationMS)

@@ -16,9 +16,9 @@ import (
 // whose key it did not see are swept (deletes: soft or hard) before the
 // run is marked completed.
 
-// errIncompleteKeys stops a sweep whose run has a page committed without
-// its keys: such a set must not decide a deletion.
-var errIncompleteKeys = errors.New("the pass's set of seen keys is incomplete")
+// incompleteKeys is why a pass with a page committed without its keys
+// proves nothing: its set of seen keys must not decide a deletion.
+const incompleteKeys = "some of the pass's pages were committed without their keys (deletes was turned on during the run): its set of seen keys is incomplete"
 
 // fullPass reports whether a new run started with o is a full pass, and
 // why (for the log).
@@ -64,16 +64,26 @@ func (e *Engine) fullEvery() time.Duration {
 // sweeps reports whether the run ends with a sweep: a full pass of a job
 // with deletes: soft or hard.
 func (e *Engine) sweeps(rs *runState) bool {
-	d := e.Job.Target.Deletes
-	return rs.info.Full && rs.info.Kind == KindRun && (d == DeletesSoft || d == DeletesHard)
+	return rs.info.Full && rs.info.Kind == KindRun && e.Job.sweepsDeletes()
+}
+
+// sweepsDeletes reports whether the job's full passes sweep: deletes is
+// soft or hard.
+func (j *Job) sweepsDeletes() bool {
+	d := j.Target.Deletes
+	return d == DeletesSoft || d == DeletesHard
 }
 
 // pageKeys returns the keys of a page's rows for the run's set of seen
 // keys (nil when the run does not sweep). A page with dead letters gets
-// none: the keys of its bad records are unknown, so the set is incomplete
-// and this pass deletes nothing.
-func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []Row, dead []DeadLetter) ([]string, error) {
-	if !e.sweeps(rs) || len(dead) > 0 {
+// none: the keys of its bad records are unknown, so the pass cannot prove
+// anything absent (noProof) and deletes nothing.
+func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []Row, dead []DeadLetter, where string) ([]string, error) {
+	if !e.sweeps(rs) {
+		return nil, nil
+	}
+	if len(dead) > 0 {
+		rs.noProof(fmt.Sprintf("%s had %d bad record(s) skipped to the dead letters: their keys are unknown", where, len(dead)))
 		return nil, nil
 	}
 	sw, ok := sink.(Sweeper)
@@ -97,13 +107,15 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []R
 }
 
 // finishPass ends a run that read its last page: for a full pass of a job
-// that sweeps, it sweeps the rows the pass did not see, then completes the
-// run (recording the pass). A refused sweep ends the run for good
-// (RunRefused, shown as failed) and fails with exit 1; any other failure
-// leaves the run unfinished at its end, so the next run sweeps again.
+// that sweeps, it sweeps the rows the pass did not see, unless the pass
+// cannot prove them absent (noProof: the sweep is skipped, and the reason
+// stored), then completes the run (recording the pass). A refused sweep
+// ends the run for good (RunRefused, shown as failed) and fails with exit
+// 1; any other failure leaves the run unfinished at its end, so the next
+// run sweeps again.
 func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (string, error) {
 	var deleted int64
-	if e.sweeps(rs) {
+	if e.sweeps(rs) && rs.proof.reason == "" {
 		n, err := e.sweep(ctx, o, rs, sink, log)
 		switch {
 		case errors.Is(err, ErrSweepRefused):
@@ -121,6 +133,16 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 		deleted = n
 		e.failpoint("swept")
 	}
+	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
+		if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
+			return RunFailed, err
+		}
+		log.Warn("this full pass deletes nothing: it cannot prove that the records of the rows it did not see are gone; the next full pass that can will sweep",
+			"deletes", e.Job.Target.Deletes, "why", r)
+		if e.OnSweepSkipped != nil {
+			e.OnSweepSkipped(r)
+		}
+	}
 	if err := e.Store.CompletePass(context.WithoutCancel(ctx), rs.info.ID, deleted); err != nil {
 		return RunFailed, err
 	}
@@ -129,7 +151,8 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 }
 
 // sweep reads the run's seen keys and has the sink remove the rows it did
-// not see. An incomplete set sweeps nothing (logged).
+// not see. A set that proves nothing (incomplete, or a key read twice in a
+// page or offset walk) sweeps nothing: the reason goes to noProof.
 func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (int64, error) {
 	job := e.Job
 	sw, ok := sink.(Sweeper)
@@ -138,13 +161,13 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	}
 	// An incomplete set fails the loading of the keys, before the sweep
 	// removes anything: the sweep rolls back.
-	keys := func(fn func(string) error) error {
+	keys := e.distinctKeys(func(fn func(string) error) error {
 		complete, err := e.Store.SeenKeys(ctx, rs.info.ID, fn)
 		if err == nil && !complete {
-			return errIncompleteKeys
+			return &errNoProof{incompleteKeys}
 		}
 		return err
-	}
+	})
 	ratio := DefaultMaxDeleteRatio
 	if r := job.Target.MaxDeleteRatio; r != nil {
 		ratio = *r
@@ -152,9 +175,8 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		Allow: o.AllowMassDelete, At: time.Now().UTC(), Failpoint: e.Failpoint})
-	if errors.Is(err, errIncompleteKeys) {
-		log.Warn("this full pass deletes nothing: some of its pages were committed without their keys (deletes was turned on during the run, or a page had bad records); the next full pass will",
-			"deletes", job.Target.Deletes)
+	if reason, ok := noProofOf(err); ok {
+		rs.noProof(reason)
 		return 0, nil
 	}
 	if errors.Is(err, ErrSweepRefused) {

@@ -214,6 +214,16 @@ func (s *memStore) CompletePass(_ context.Context, id int64, deleted int64) erro
 	return nil
 }
 
+func (s *memStore) SkipSweep(_ context.Context, id int64, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil && r.SweepSkipped == "" {
+		r.SweepSkipped = reason
+	}
+	return err
+}
+
 func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -37,6 +37,9 @@ type fetched struct {
 	// parent is the parent row of a child's page (Window.Parent), "" for
 	// any other page.
 	parent string
+	// noProof, when set, is why this page, the last, cannot prove the
+	// end of the list (endResult.weak): the pass's sweep is skipped.
+	noProof string
 }
 
 // checkpoint is the run's position after the page: ckpt, or next.
@@ -111,7 +114,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 			return fp
 		}
 		if d.contra == "" {
-			fp.next, fp.ahead, fp.capped = d.next, d.ahead, d.capped
+			fp.next, fp.ahead, fp.capped, fp.noProof = d.next, d.ahead, d.capped, d.weak
 			break
 		}
 		if attempt >= attempts {

@@ -42,6 +42,9 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 		Pages: r.Pages, Records: r.Records, Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, Skipped: r.Skipped, Deleted: r.Deleted,
 		Checkpoint: pos.Describe(style, red), HWM: hwm, Error: red.Redact(r.Error),
 	}
+	if r.SweepSkipped != "" {
+		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, red.Redact(r.SweepSkipped)
+	}
 	if !r.FinishedAt.IsZero() {
 		res.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 	} else if status == RunRunning {

@@ -56,6 +56,10 @@ type RunInfo struct {
 	Deleted int64 `json:"deleted"`
 	// Full: the run is a full pass (SPEC §10), fixed when it starts.
 	Full bool `json:"full,omitempty"`
+	// SweepSkipped is the first reason the full pass found that voids its
+	// proof of absence: its sweep does nothing ("" while it has none;
+	// docs/deletions.md).
+	SweepSkipped string `json:"sweep_skipped,omitempty"`
 	// Checkpoint is the encoded Position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded Position of the last committed page ("" if none).
@@ -192,6 +196,9 @@ type Store interface {
 	// adds deleted to its count, marks it completed and makes its start
 	// the job's last full pass, in one transaction.
 	CompletePass(ctx context.Context, runID int64, deleted int64) error
+	// SkipSweep records reason as why the full pass runID cannot prove
+	// absence (RunInfo.SweepSkipped); the first reason stored stays.
+	SkipSweep(ctx context.Context, runID int64, reason string) error
 	// RefusePass ends the full pass runID for good with status refused and
 	// errMsg, and makes the job's next run a full pass.
 	RefusePass(ctx context.Context, runID int64, errMsg string) error

@@ -337,7 +337,14 @@ func replayMarks(o Options) error {
 func runWindowsOf(job *Job, run *RunInfo) []Window {
 	switch {
 	case run.Kind == KindRun && run.Full: // a full pass is one window, from the first page
-		return []Window{runWindow(job, run.Window, run.StartedAt)}
+		w := runWindow(job, run.Window, run.StartedAt)
+		if job.sweepsDeletes() {
+			// A record changed during the pass moves past an upper bound:
+			// a bounded walk would not list it, and its row would be swept
+			// (docs/deletions.md, "Full passes and end_param").
+			w.To = ""
+		}
+		return []Window{w}
 	case run.Kind == KindRun:
 		return runWindows(job, run.Window, run.StartedAt)
 	case job.windowed():

@@ -1,0 +1,170 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+)
+
+// A sweep may remove or mark a row only when its full pass proves the
+// record gone (docs/deletions.md, "What proves absence"). Any part of the
+// engine that sees something voiding that proof calls runState.noProof
+// with the reason; the pass then ends with its sweep skipped: it deletes
+// nothing, the run's result says `sweep: skipped (REASON)`, status shows
+// it and the metrics count it. The reason is stored with the run before
+// the page that found it is committed, so a pass continued by a later
+// invocation, after any exit, skips its sweep too.
+
+// proofState is what voids the proof of the pass in progress.
+type proofState struct {
+	reason string // the first reason found ("" while the pass proves)
+	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
+	// prev holds the keys of the last committed page of a page or offset
+	// walk, to see a shift as it happens (see checkShift).
+	prev       map[string]bool
+	prevParent string
+	// total is the pagination.total of the last committed page of a page
+	// or offset walk in this invocation, when hasTotal, and the parent row
+	// whose walk it belongs to (a child's; checkTotal).
+	total       int64
+	hasTotal    bool
+	totalParent string
+}
+
+// noProof records that the pass cannot prove the absence of the rows it
+// did not see, and why (in words for the operator, naming where). The
+// first reason stays; the sweep at the pass's end does nothing. It is the
+// one entry point for every such finding.
+func (rs *runState) noProof(reason string) {
+	if rs.proof.reason == "" && reason != "" {
+		rs.proof.reason, rs.proof.saved = reason, false
+	}
+}
+
+// saveNoProof stores the pass's reason with its run when it is not stored
+// yet (only for a run that sweeps: for any other, nothing depends on it).
+func (e *Engine) saveNoProof(ctx context.Context, rs *runState) error {
+	if rs.proof.reason == "" || rs.proof.saved || rs.info == nil || !e.sweeps(rs) {
+		return nil
+	}
+	if err := e.Store.SkipSweep(ctx, rs.info.ID, e.Job.Secrets.Redact(rs.proof.reason)); err != nil {
+		return err
+	}
+	rs.proof.saved = true
+	return nil
+}
+
+// shiftable reports whether the job walks by page numbers or offsets: a
+// record added or lost before the walk's position shifts the records
+// after it, and a shift reads one record twice and may skip another.
+func (e *Engine) shiftable() bool {
+	_, ok := styleOf(e.Job.Pagination.Style).(numberedStyle)
+	return ok
+}
+
+// checkShift voids the proof of a page or offset walk whose page holds a
+// key the previous committed page of the same walk (for a child: of the
+// same parent, parent) held: the walk shifted (a page omitted a
+// record, or one was added before the position), and the record it pushed
+// past a page boundary may not have been listed at all. keys are the
+// page's (nil when the run does not sweep). The whole pass's keys are
+// checked again before the sweep (distinctKeys): this check sees the
+// common shift at once, so that even an unfinished run says so.
+func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
+	if keys == nil || !e.shiftable() {
+		return
+	}
+	if parent != rs.proof.prevParent {
+		rs.proof.prev, rs.proof.prevParent = nil, parent
+	}
+	n := 0
+	for _, k := range keys {
+		if rs.proof.prev[k] {
+			n++
+		}
+	}
+	if n > 0 {
+		rs.noProof(fmt.Sprintf("the %s walk read %d key(s) twice (%s repeats the page before it): it shifted, so a record it did not list may still exist",
+			e.Job.Pagination.Style, n, where))
+	}
+	prev := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		prev[k] = true
+	}
+	rs.proof.prev = prev
+}
+
+// checkTotal voids the proof of a page or offset walk whose
+// pagination.total went down between two of its pages: a record before the
+// walk's position was removed, which shifts the records after it back by
+// one, and the one pushed back across a page already read is listed by no
+// page, though it exists. (A growing total shifts records forward: that
+// reads one twice, which checkShift sees.) Only the pages of one
+// invocation are compared, and for a child only those of one parent's walk
+// (parent is the page's parent row).
+func (e *Engine) checkTotal(rs *runState, keys []string, resp *Response, parent, where string) {
+	if keys == nil || !e.shiftable() {
+		return
+	}
+	t, name, ok := (&pager{job: e.Job}).total(resp)
+	if !ok {
+		return
+	}
+	if rs.proof.hasTotal && parent == rs.proof.totalParent && t < rs.proof.total {
+		rs.noProof(fmt.Sprintf("%s went down from %d to %d during the %s walk (at %s): a record removed before its position shifted the rest, so a record it did not list may still exist",
+			name, rs.proof.total, t, e.Job.Pagination.Style, where))
+	}
+	rs.proof.total, rs.proof.hasTotal, rs.proof.totalParent = t, true, parent
+}
+
+// errNoProof stops the loading of a sweep's keys: the sweep rolls back,
+// removing nothing, and the reason goes to runState.noProof.
+type errNoProof struct{ reason string }
+
+func (e *errNoProof) Error() string { return e.reason }
+
+// distinctKeys wraps the loading of a sweep's keys for a page or offset
+// walk: after the last key, it fails with *errNoProof when a key came
+// twice, so a pass whose walk shifted anywhere (also across invocations)
+// proves nothing, and the records the walk counted toward pagination.total
+// are distinct. Keys are compared by a 64-bit hash (8 bytes a key in
+// memory): a collision only makes the sweep skip.
+func (e *Engine) distinctKeys(keys func(fn func(string) error) error) func(fn func(string) error) error {
+	if !e.shiftable() {
+		return keys
+	}
+	return func(fn func(string) error) error {
+		seed := maphash.MakeSeed()
+		var hs []uint64
+		err := keys(func(k string) error {
+			hs = append(hs, maphash.String(seed, k))
+			return fn(k)
+		})
+		if err != nil {
+			return err
+		}
+		slices.Sort(hs)
+		dup := 0
+		for i := 1; i < len(hs); i++ {
+			if hs[i] == hs[i-1] {
+				dup++
+			}
+		}
+		if dup > 0 {
+			return &errNoProof{fmt.Sprintf("the %s walk read %d key(s) twice: it shifted, so a record it did not list may still exist (%d distinct keys of %d read)",
+				e.Job.Pagination.Style, dup, len(hs)-dup, len(hs))}
+		}
+		return nil
+	}
+}
+
+// noProofOf returns the reason of an *errNoProof in err's chain.
+func noProofOf(err error) (string, bool) {
+	var np *errNoProof
+	if errors.As(err, &np) {
+		return np.reason, true
+	}
+	return "", false
+}
