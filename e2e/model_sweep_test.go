@@ -19,7 +19,7 @@ func modelHostile() map[string]bool {
 		switch k = strings.TrimSpace(k); k {
 		case "":
 		case "all":
-			for _, h := range fakeapi.HostileKinds {
+			for _, h := range append(append([]string{}, fakeapi.HostileKinds...), fanoutHostileKinds...) {
 				on[h] = true
 			}
 		default:
@@ -34,8 +34,8 @@ func modelHostile() map[string]bool {
 func checkHostileKinds(t *testing.T) {
 	t.Helper()
 	for k := range modelHostile() {
-		if !containsString(fakeapi.HostileKinds, k) {
-			t.Fatalf("-model-hostile: no hostile kind %q (kinds: %s, or all)", k, strings.Join(fakeapi.HostileKinds, ","))
+		if !containsString(fakeapi.HostileKinds, k) && !containsString(fanoutHostileKinds, k) {
+			t.Fatalf("-model-hostile: no hostile kind %q (kinds: %s, %s, or all)", k, strings.Join(fakeapi.HostileKinds, ","), strings.Join(fanoutHostileKinds, ","))
 		}
 	}
 }
