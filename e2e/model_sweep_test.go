@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -34,19 +35,10 @@ func modelHostile() map[string]bool {
 func checkHostileKinds(t *testing.T) {
 	t.Helper()
 	for k := range modelHostile() {
-		if !containsString(fakeapi.HostileKinds, k) && !containsString(fanoutHostileKinds, k) {
+		if !slices.Contains(fakeapi.HostileKinds, k) && !slices.Contains(fanoutHostileKinds, k) {
 			t.Fatalf("-model-hostile: no hostile kind %q (kinds: %s, %s, or all)", k, strings.Join(fakeapi.HostileKinds, ","), strings.Join(fanoutHostileKinds, ","))
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sweepGuard checks the invariant of sweeps after every exit, whatever its
