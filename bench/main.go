@@ -1,7 +1,7 @@
 // Command bench measures idemsync against a no-frills baseline, side by
 // side in one run, and prints the figures and ratios (docs/performance.md).
 //
-//	go run ./bench                      # SQLite, latency, windows and memory figures
+//	go run ./bench                      # SQLite, deletes overhead, latency, windows and memory figures
 //	go run ./bench -pg "$IDEMSYNC_TEST_POSTGRES_URL"   # PostgreSQL too
 //	go run ./bench -quick               # smaller sizes, for a smoke test
 //	go run ./bench -throughput-only     # the baseline comparison alone
@@ -132,6 +132,11 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 	stop()
 	if throughputOnly {
 		return nil
+	}
+	// What target.deletes adds to an unchanged re-sync (issue 22's goal:
+	// hard and soft within 10% of keep), on the throughput figures' table.
+	if err := b.sweepFigures(pgURL, records, size, repeat); err != nil {
+		return err
 	}
 	return b.rest(quick, skipRSS, size)
 }

@@ -83,7 +83,7 @@ func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
 		stop()
 		keep := median(resync["keep"]).wall.Seconds()
 		for _, mode := range []string{"hard", "soft"} {
-			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%%\n", tg.name, mode,
+			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%% (goal <= +10%%)\n", tg.name, mode,
 				100*(median(resync[mode]).wall.Seconds()-keep)/keep)
 		}
 		if tg.url != "" {

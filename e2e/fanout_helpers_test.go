@@ -40,6 +40,8 @@ type shopJob struct {
 	incremental bool   // orders incremental on updated_at
 	overlap     string // incremental.overlap; "" leaves it out
 	deletes     string // order_items' target.deletes; "" leaves it out
+	// parentDeletes is orders' target.deletes; "" leaves it out.
+	parentDeletes string
 }
 
 // table is the name of a table in the job's schema.
@@ -100,6 +102,9 @@ resources:
       key: [id]
       columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}
 `, j.table("orders"))
+	if j.parentDeletes != "" {
+		fmt.Fprintf(&b, "      deletes: %s\n", j.parentDeletes)
+	}
 	if !j.noItems {
 		b.WriteString(j.itemsYAML())
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,7 +50,14 @@ type fanoutScenario struct {
 	// keep): hard in some scenarios walking every parent, whose every
 	// run is a full pass; children are then also deleted at the source.
 	Deletes string
+	// ParentDeletes is orders' target.deletes ("" keeps the default).
+	ParentDeletes string
+	// Hostiles are the hostile kinds drawn (fanoutHostileKinds).
+	Hostiles []string
 }
+
+// IsHostile reports whether the scenario enables hostile kind k.
+func (sc fanoutScenario) IsHostile(k string) bool { return slices.Contains(sc.Hostiles, k) }
 
 // newFanoutScenario derives a scenario from seed.
 func newFanoutScenario(seed int64) fanoutScenario {
@@ -97,6 +105,12 @@ func (sc fanoutScenario) String() string {
 	if sc.Deletes != "" {
 		s += ", order_items deletes: " + sc.Deletes + " (children deleted at the source too)"
 	}
+	if sc.ParentDeletes != "" {
+		s += ", orders deletes: " + sc.ParentDeletes
+	}
+	for _, k := range sc.Hostiles {
+		s += ", HOSTILE " + k
+	}
 	return s
 }
 
@@ -104,7 +118,7 @@ func (sc fanoutScenario) String() string {
 func (sc fanoutScenario) job(api string, tgt shopTarget) string {
 	return shopJob{api: api, target: tgt.url, schema: tgt.schema, parentStyle: sc.ParentStyle, childStyle: sc.ChildStyle,
 		parentSize: sc.ParentSize, childSize: sc.ChildSize, parentRows: sc.ParentRows, fanout: sc.Fanout,
-		incremental: sc.Incremental, overlap: "1h", deletes: sc.Deletes}.yaml()
+		incremental: sc.Incremental, overlap: "1h", deletes: sc.Deletes, parentDeletes: sc.ParentDeletes}.yaml()
 }
 
 // TestModelFanout extends TestModel to two-level jobs (orders → order_items):
@@ -125,6 +139,8 @@ func TestModelFanoutPostgres(t *testing.T) {
 }
 
 func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
+	checkHostileKinds(t)
+	hostile := modelHostile()
 	seeds := []int64{}
 	if *modelSeed >= 0 {
 		seeds = append(seeds, *modelSeed)
@@ -138,7 +154,9 @@ func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
-				fanoutSeedRun(t, newFanoutScenario(seed), sum, target(t))
+				sc := newFanoutScenario(seed)
+				sc.drawHostile(hostile)
+				fanoutSeedRun(t, sc, sum, target(t))
 			})
 		}
 	})
@@ -148,7 +166,7 @@ func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
 // fanoutSeedRun drives one scenario until three completed invocations or
 // the step budget.
 func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopTarget) {
-	repro := fmt.Sprintf("go test ./e2e -run '%s$' -seed %d -v", strings.Split(t.Name(), "/")[0], sc.Seed)
+	repro := fmt.Sprintf("go test ./e2e -run '%s$' -seed %d -v", strings.Split(t.Name(), "/")[0], sc.Seed) + modelHostileRepro()
 	t.Log(sc.String())
 	shop := fakeapi.NewShop(fakeapi.ShopOptions{Parents: sc.Parents, MaxChildren: sc.MaxChildren, Seed: sc.Seed})
 	if sc.FaultPct > 0 {
@@ -159,6 +177,9 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", sc.job(srv.URL, tgt))
 	rng := rand.New(rand.NewSource(sc.Seed * 7907))
+	hh := &fanoutHostileHarness{sc: sc, shop: shop, rng: rand.New(rand.NewSource(sc.Seed ^ 0x68617273))}
+	guard := &fanoutGuard{shop: shop, from: shop.Presence()}
+	exits := map[int]int{}
 	defer func() { sum.mu.Lock(); sum.seeds++; sum.mu.Unlock() }()
 	fail := func(format string, args ...any) {
 		sum.mu.Lock()
@@ -174,15 +195,30 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 		if sc.Mutations && rng.Intn(100) < 30 {
 			t.Logf("step %d: %s", step, fanoutMutate(rng, shop, sc))
 		}
+		if what := hh.between(); what != "" {
+			t.Logf("step %d: %s", step, what)
+		}
 		if start == nil {
 			snap := shop.Snapshot()
 			start = &snap
 		}
 		args, kill := fanoutStep(rng, shop, job)
+		args, selected := hh.selection(args)
+		hh.arm(t)
 		ex := modelInvoke(t, dir, kill, args...)
 		status := fanoutStatus(ex.stdout)
 		sum.exit(ex.code, ex.code == 0 && status != "completed")
+		exits[ex.code]++
+		if bad := guard.check(t, tgt, dir); len(bad) > 0 {
+			fail("after %v (exit %d) a sweep broke its invariant: %d rows, e.g. %s\n%s", args, ex.code, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
+			return
+		}
 		switch {
+		case selected && ex.code != 4 && ex.code != 130:
+			// A selection is no completed job, and may be refused (a child
+			// whose parent table does not exist yet fails with exit 1):
+			// only the invariant above is claimed.
+			t.Logf("selection %v: exit %d %s", args[1:3], ex.code, modelLastLine(ex.stderr))
 		case ex.code == 0 && status == "completed":
 			if bad := fanoutHoles(t, tgt, dir, *start, shop.Snapshot()); len(bad) > 0 {
 				fail("exit 0 over a hole after %v (completed invocation %d): %d problems, e.g. %s\n%s",
@@ -193,6 +229,7 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 				return
 			}
 			start = nil
+			guard.from = shop.Presence()
 		case ex.code == 0 && status != "":
 		case ex.code == -1, ex.code == 3:
 			// A kill leaves the tables as they are; a transient failure
@@ -203,6 +240,10 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			fail("unexpected exit %d (status %q) after %v: %s\n%s", ex.code, status, args, modelLastLine(ex.stderr), ex.stderr)
 			return
 		}
+	}
+	if completed == 0 { // progress: see modelSeedRun
+		fail("no progress: no completed invocation in 40 steps (exits %v)", exits)
+		return
 	}
 	t.Logf("step budget spent after %d completed invocations", completed)
 }
@@ -275,7 +316,7 @@ func fanoutMutate(rng *rand.Rand, shop *fakeapi.Shop, sc fanoutScenario) string 
 // fanoutHoles reads both tables (failing on a duplicate key) and lists how
 // they differ from end for every parent unchanged between start and end,
 // itself and its children: a missing, stale or extra row. Rows of parents
-// the source does not hold are always wrong.
+// the source held neither at start nor at end are always wrong.
 func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.ShopSnapshot) []string {
 	t.Helper()
 	orders := tgt.read(t, dir, "orders", 1, ordersCols...)
@@ -291,12 +332,14 @@ func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.Sh
 			byParent[pid] = shopTable{}
 		}
 		byParent[pid][k] = v
-		if id, _ := strconv.Atoi(pid); end.Parents[id].ID == 0 {
+		if id, _ := strconv.Atoi(pid); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 {
 			bad = append(bad, fmt.Sprintf("item %s of an order the source lacks", k))
 		}
 	}
 	for k := range orders {
-		if id, _ := strconv.Atoi(k); end.Parents[id].ID == 0 {
+		// An order deleted while the run was under way (parentdel) may
+		// have been read before it went: only one gone before is claimed.
+		if id, _ := strconv.Atoi(k); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 {
 			bad = append(bad, fmt.Sprintf("order %s not in the source", k))
 		}
 	}

@@ -33,6 +33,8 @@ func modelJob(sc fakeapi.Scenario, apiURL, target, table, initial string) string
 		pag = "  style: page\n  size_param: limit\n  total: header:X-Total-Count\n"
 	case "offset":
 		pag = "  style: offset\n  size_param: limit\n  has_more: has_more\n"
+	case "offset-total":
+		pag = "  style: offset\n  size_param: limit\n  total: total\n"
 	case "cursor":
 		pag = "  style: cursor\n  next: next_cursor\n  size_param: limit\n"
 	case "cursor-url":
@@ -52,13 +54,24 @@ func modelJob(sc fakeapi.Scenario, apiURL, target, table, initial string) string
 				initial, sc.Step, sc.Windows)
 		}
 	}
+	if sc.IsHostile("boundmove") {
+		// Every run a full pass, bounded above by the run's start.
+		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n  end_param: until\n  full_every: 1ms\n"
+	}
+	src, ver := "", ""
+	if sc.IsHostile("gqlerrors") {
+		src = "  method: POST\n  body:\n    operationName: Items\n    variables: {}\n    extensions:\n      persistedQuery: {version: 1, sha256Hash: \"3f1c0a\"}\n"
+	}
+	if sc.IsHostile("versionback") {
+		ver = "    ver: {path: ver, type: integer}\n  version: ver\n"
+	}
 	return fmt.Sprintf(`name: model
 source:
   url: %s/list
   records: data
   timeout: 5s
   concurrency: %d
-pagination:
+%spagination:
 %s  size: %d
 %sretry:
   attempts: 6
@@ -72,9 +85,32 @@ target:
     id: {path: id, type: integer}
     v: {path: v, type: text}
     updated_at: {path: updated_at, type: text}
+%s  deletes: %s
+  max_delete_ratio: 0.9
+`, apiURL, sc.Concurrency, src, pag, sc.Size, inc, target, table, ver, sc.Deletes)
+}
+
+// modelOtherJob is the sharedtable scenario's second job file: another
+// source (/other) written to the same table with the same deletes.
+func modelOtherJob(sc fakeapi.Scenario, apiURL, target, table string) string {
+	return fmt.Sprintf(`name: other
+source:
+  url: %s/other
+  records: data
+pagination:
+  style: cursor
+  next: next_cursor
+target:
+  url: %s
+  table: %s
+  key: [id]
+  columns:
+    id: {path: id, type: integer}
+    v: {path: v, type: text}
+    updated_at: {path: updated_at, type: text}
   deletes: %s
   max_delete_ratio: 0.9
-`, apiURL, sc.Concurrency, pag, sc.Size, inc, target, table, sc.Deletes)
+`, apiURL, target, table, sc.Deletes)
 }
 
 // modelExit is one finished (or killed) invocation.
@@ -272,10 +308,10 @@ func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("id %d missing", id))
+		case got.deleted: // first: a marked row is wrong whatever its content
+			bad = append(bad, fmt.Sprintf("id %d marked deleted but live at the source", id))
 		case got.v != e.V || got.updatedAt != e.UpdatedAt:
 			bad = append(bad, fmt.Sprintf("id %d stale (%s, want %s)", id, got.v, e.V))
-		case got.deleted:
-			bad = append(bad, fmt.Sprintf("id %d marked deleted but live at the source", id))
 		}
 	}
 	return bad

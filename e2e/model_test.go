@@ -24,6 +24,9 @@ var (
 	modelSeed      = flag.Int64("seed", -1, "model test: run only this seed")
 	modelSeedStart = flag.Int64("seed-start", 1, "model test: first seed")
 	modelSkipFlag  = flag.String("model-skip", os.Getenv("IDEMSYNC_MODEL_SKIP"), "model test: behaviour kinds never enabled, comma-separated (also IDEMSYNC_MODEL_SKIP)")
+	// Hostile kinds are off unless named: each is switched on once
+	// idemsync survives it (fakeapi.HostileKinds, docs/fault-tolerance.md).
+	modelHostileFlag = flag.String("model-hostile", os.Getenv("IDEMSYNC_MODEL_HOSTILE"), "model test: hostile kinds enabled, comma-separated, or all (also IDEMSYNC_MODEL_HOSTILE)")
 )
 
 // TestModel is the model-based adversarial test of SPEC §4.10 ("Exit 0 means
@@ -31,7 +34,8 @@ var (
 // under a random schedule of runs, kills, slices, resumes and restarts, and
 // the invariant checked after every exit. See docs/fault-tolerance.md.
 func TestModel(t *testing.T) {
-	skip := modelSkip()
+	checkHostileKinds(t)
+	skip, hostile := modelSkip(), modelHostile()
 	seeds := []int64{}
 	if *modelSeed >= 0 {
 		seeds = append(seeds, *modelSeed)
@@ -45,7 +49,7 @@ func TestModel(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
-				modelSeedRun(t, fakeapi.NewScenario(seed, skip), sum, modelSQLite(t))
+				modelSeedRun(t, fakeapi.NewHostileScenario(seed, skip, hostile), sum, modelSQLite(t))
 			})
 		}
 	})
@@ -56,7 +60,8 @@ func TestModel(t *testing.T) {
 // scenarios) with a PostgreSQL target, each in a schema of its own.
 func TestModelPostgres(t *testing.T) {
 	pg := postgresURL(t)
-	skip := modelSkip()
+	checkHostileKinds(t)
+	skip, hostile := modelSkip(), modelHostile()
 	seeds := []int64{}
 	if *modelSeed >= 0 {
 		seeds = append(seeds, *modelSeed)
@@ -70,7 +75,7 @@ func TestModelPostgres(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
 				t.Parallel()
-				modelSeedRun(t, fakeapi.NewScenario(seed, skip), sum, modelPostgres(t, pg))
+				modelSeedRun(t, fakeapi.NewHostileScenario(seed, skip, hostile), sum, modelPostgres(t, pg))
 			})
 		}
 	})
@@ -94,6 +99,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	if *modelSkipFlag != "" {
 		repro += " -model-skip=" + *modelSkipFlag
 	}
+	repro += modelHostileRepro()
 	t.Log(sc.String())
 	api := fakeapi.NewModelAPI(sc)
 	srv := httptest.NewServer(api)
@@ -101,6 +107,8 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	dir := t.TempDir()
 	initial := api.WindowsInitial()
 	job := writeJob(t, dir, "job.yaml", modelJob(sc, srv.URL, tgt.url, tgt.table, initial))
+	guard := newSweepGuard(api)
+	hh := newModelHostileHarness(t, sc, api, dir, srv.URL, tgt)
 	rng := rand.New(rand.NewSource(sc.Seed * 7919))
 	fail := func(format string, args ...any) {
 		sum.mu.Lock()
@@ -122,6 +130,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 	}
 	drng := rand.New(rand.NewSource(sc.Seed ^ 0x676f6e65))
 	refusals, completed := 0, 0
+	exits := map[int]int{} // the model job's exit codes, for the progress check
 	// Now and then the job file changes its page size between invocations
 	// (a random source of its own, so the schedule of runs stays as it
 	// was): an unfinished run must then exit 2 naming the key, never be
@@ -132,7 +141,23 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		return e.code == 2 && respecced && strings.Contains(e.stderr, "was started with another walk") &&
 			strings.Contains(e.stderr, "pagination.size: ")
 	}
-	for step := 0; step < 45; step++ {
+	steps := 45 + 15*(hh.completions()-2)
+	for step := 0; step < steps; step++ {
+		if oe, ran := hh.runOther(t, dir); ran {
+			table, dups := tgt.read(t, dir)
+			if dups > 0 {
+				fail("after the second job's run (exit %d): %d duplicate keys", oe.code, dups)
+				return
+			}
+			if bad := guard.check(table); len(bad) > 0 {
+				fail("after the second job's run (exit %d) a sweep broke its invariant: %d rows, e.g. %s\n%s", oe.code, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), oe.stderr)
+				return
+			}
+			if oe.code != 0 && oe.code != 1 && oe.code != 2 && oe.code != 3 {
+				fail("the second job exited %d: %s", oe.code, modelLastLine(oe.stderr))
+				return
+			}
+		}
 		if rrng.Intn(100) < 5 {
 			resc := sc
 			resc.Size = 5 + rrng.Intn(46)
@@ -149,12 +174,13 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		}
 		var ex modelExit
 		var pairStart *map[int]fakeapi.ModelRecord
+		var pairPres *fakeapi.Presence
 		if rng.Intn(100) < 8 {
 			// Two invocations at once, as overlapping cron entries start:
 			// one holds the job, the other exits 4 at once or, started
 			// after the first ended, runs in turn. Both exits are checked.
 			var other modelExit
-			pre := api.Snapshot()
+			pre, prePres := api.Snapshot(), api.Presence()
 			var wg gosync.WaitGroup
 			wg.Add(1)
 			go func() { defer wg.Done(); other = modelInvoke(t, dir, nil, "run", job) }()
@@ -169,7 +195,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 				// next run before the checked one's exit. That run's
 				// start is then no later than the pair's.
 				t.Logf("overlapping %v: both ran (exits %d, %d)", args, ex.code, other.code)
-				pairStart = &pre
+				pairStart, pairPres = &pre, &prePres
 			}
 			sum.exit(other.code, other.partial)
 			if walkRefusal(other) {
@@ -182,9 +208,14 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			ex = modelInvoke(t, dir, kill, args...)
 		}
 		sum.exit(ex.code, ex.partial)
+		exits[ex.code]++
 		table, dups := tgt.read(t, dir)
 		if dups > 0 {
 			fail("after %v (exit %d): %d duplicate keys", args, ex.code, dups)
+			return
+		}
+		if bad := guard.check(table); len(bad) > 0 {
+			fail("after %v (exit %d) a sweep broke its invariant: %d rows, e.g. %s\n%s", args, ex.code, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 			return
 		}
 		if !(ex.code == 0 && !ex.partial) {
@@ -196,17 +227,21 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 		switch {
 		case ex.code == 0 && !ex.partial:
 			end := api.Snapshot()
-			if bad := modelMissing(start, end, table); len(bad) > 0 {
+			// A pass served under other keys (keyswap) cannot equal the
+			// source: only the sweep invariant above is claimed for it.
+			lied := hh.swapped
+			if bad := hh.filterLoose(modelMissing(start, end, table)); !lied && len(bad) > 0 {
 				fail("exit 0 over a hole after %v (completed run %d): %d of %d records wrong, e.g. %s\n%s", args, completed+1, len(bad), len(start), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
 			}
-			if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil && strings.Contains(ex.stdout, `"sweep":"skipped"`) {
+			claimed := sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil && !lied
+			if claimed && strings.Contains(ex.stdout, `"sweep":"skipped"`) {
 				// The pass could not prove its records absent (a walk
 				// shifted by the appends, docs/deletions.md): it deleted
 				// nothing. known keeps the records deleted before it, for
 				// the next full pass that proves.
 				sum.skippedSweep()
-			} else if sc.FullPasses() && sc.Deletes != "keep" && claimSwept && pairStart == nil {
+			} else if claimed {
 				if bad := modelSwept(sc.Deletes, known, start, end, table); len(bad) > 0 {
 					fail("exit 0 of a full pass after %v (completed run %d) left rows of deleted records: %d, e.g. %s\n%s", args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 					return
@@ -222,9 +257,15 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			}
 			// A second completed run proves what the first one left for it
 			// (a saved mark, a checkpoint) holds no hole either.
-			if completed++; completed == 2 {
+			if completed++; completed == hh.completions() {
 				return
 			}
+			if pairPres != nil {
+				guard.passEnded(*pairPres)
+			} else {
+				guard.passEnded(api.Presence())
+			}
+			hh.afterCompleted(t, claimed)
 			for id := range end {
 				known[id] = true
 			}
@@ -238,7 +279,9 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 				}
 				sort.Ints(ids)
 				drng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-				api.Delete(ids[:1+drng.Intn(3)]...)
+				ids = ids[:1+drng.Intn(3)]
+				api.Delete(ids...)
+				hh.deletedB = ids
 			}
 			claimSwept = pairStart == nil
 			start = api.Snapshot()
@@ -258,12 +301,26 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			if refusals >= 2 {
 				return
 			}
+		case hh.refused(t, ex):
+			refusals++
+			if hh.stopped || refusals >= 6 {
+				return
+			}
 		default:
 			fail("unexpected exit %d after %v: %s\n%s", ex.code, args, modelLastLine(ex.stderr), ex.stderr)
 			return
 		}
 	}
-	t.Logf("step budget spent without exit 0")
+	// Progress: a binary that never completes (every run exit 3, say)
+	// must not pass. Every fault a scenario injects is bounded (retries
+	// outlast transient faults, mutations and hostile faults stop after a
+	// budget), so a seed whose runs were neither refused nor completed in
+	// the step budget made no progress.
+	if completed == 0 && refusals == 0 {
+		fail("no progress: no run completed in %d invocations (exits %v)", steps, exits)
+		return
+	}
+	t.Logf("step budget spent after %d completed runs", completed)
 }
 
 // modelStep picks the next invocation and, for a kill, when to kill it.

@@ -45,6 +45,9 @@ type Scenario struct {
 	// Deletes is the job's target.deletes (keep, soft or hard), drawn from
 	// a random source of its own so that every seed's walk stays as it was.
 	Deletes string
+	// Hostiles are the hostile kinds enabled (HostileKinds order), drawn
+	// by NewHostileScenario only.
+	Hostiles []string
 }
 
 // FullPasses reports whether every run of the scenario's job is a full
@@ -58,13 +61,13 @@ func (s Scenario) Has(b string) bool { return slices.Contains(s.Behaviours, b) }
 // (page number or offset), so that only mutations that keep every record's
 // position may run during a walk: updates in place and appends at the end.
 func (s Scenario) PositionStable() bool {
-	return strings.HasPrefix(s.Style, "page") || s.Style == "offset"
+	return strings.HasPrefix(s.Style, "page") || strings.HasPrefix(s.Style, "offset")
 }
 
 // counted reports whether the job configures a signal (total_pages,
 // has_more, total) that can contradict a short or empty page.
 func (s Scenario) counted() bool {
-	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "page-count" || s.Style == "offset"
+	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "page-count" || strings.HasPrefix(s.Style, "offset")
 }
 
 // keyed reports whether the style carries its position in the response (a
@@ -204,5 +207,6 @@ func (s Scenario) String() string {
 			b.WriteString(", records dated in the future")
 		}
 	}
+	b.WriteString(s.hostileString())
 	return b.String()
 }

@@ -47,7 +47,7 @@ func (m *ModelAPI) pageMeta(out map[string]any, r *http.Request, data []ModelRec
 		out["meta"] = map[string]any{"total_pages": (total + limit - 1) / limit, "has_more": more}
 	case "page-count":
 		out["_total"] = total
-	case "offset":
+	case "offset", "offset-total":
 		out["total"], out["has_more"] = total, more
 	case "cursor":
 		if next != "" {

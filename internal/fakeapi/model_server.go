@@ -18,7 +18,11 @@ type ModelRecord struct {
 	ID        int    `json:"id"`
 	V         string `json:"v"`
 	UpdatedAt string `json:"updated_at"`
-	mark      time.Time
+	// Ver is the record's version (target.version in versionback
+	// scenarios): it grows with every change, and null or lower only when
+	// the harness restores a record (Restore).
+	Ver  *int64 `json:"ver"`
+	mark time.Time
 }
 
 // ModelAPI serves a Scenario over HTTP. Safe for concurrent use.
@@ -36,6 +40,7 @@ type ModelAPI struct {
 	// served maps a request's position (the value of its page, offset,
 	// cursor or since parameter; "" for none) to the id sets served there.
 	served map[string][][]int
+	h      hostileState
 }
 
 // modelMarkLayout is how the model API writes marks: UTC, milliseconds.
@@ -46,6 +51,7 @@ const modelMarkLayout = "2006-01-02T15:04:05.000Z07:00"
 // minute ago; every later change is stamped now (and after the one before).
 func NewModelAPI(sc Scenario) *ModelAPI {
 	m := &ModelAPI{sc: sc, rng: rand.New(rand.NewSource(sc.Seed ^ 0x5eed)), mrng: rand.New(rand.NewSource(sc.Seed ^ 0x7469))}
+	m.initHostile()
 	m.clock = time.Now().UTC().Add(-time.Minute - time.Duration(sc.N)*time.Second).Truncate(time.Second)
 	tie := 0 // records left in the current group sharing one mark
 	for i := 1; i <= sc.N; i++ {
@@ -119,7 +125,8 @@ func (m *ModelAPI) newRecord(id int) ModelRecord {
 func (m *ModelAPI) stamp(id int) ModelRecord {
 	m.ver++
 	text, mark := m.form(m.clock)
-	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: text, mark: mark}
+	ver := int64(m.ver)
+	return ModelRecord{ID: id, V: fmt.Sprintf("v%d", m.ver), UpdatedAt: text, Ver: &ver, mark: mark}
 }
 
 // Snapshot returns the current data set by id.
@@ -143,6 +150,7 @@ func (m *ModelAPI) Delete(ids ...int) int {
 		for i, r := range m.recs {
 			if r.ID == id {
 				m.recs = append(m.recs[:i], m.recs[i+1:]...)
+				m.removedNow(id)
 				n++
 				break
 			}
@@ -161,6 +169,7 @@ func (m *ModelAPI) Requests() int {
 func (m *ModelAPI) mutate() {
 	if m.sc.Has("deletes") && len(m.recs) > 1 && m.rng.Intn(3) == 0 {
 		i := m.rng.Intn(len(m.recs))
+		m.removedNow(m.recs[i].ID)
 		m.recs = append(m.recs[:i], m.recs[i+1:]...)
 		return
 	}
@@ -183,6 +192,10 @@ func (m *ModelAPI) mutating() bool {
 func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if r.URL.Path == "/other" {
+		m.serveOther(w)
+		return
+	}
 	m.reqs++
 	if m.sc.Has("transient") && m.rng.Intn(100) < m.sc.FaultPct {
 		if m.rng.Intn(2) == 0 {
@@ -199,11 +212,15 @@ func (m *ModelAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.String(), http.StatusTemporaryRedirect)
 		return
 	}
+	if m.hostileFault(w, r) {
+		return
+	}
 	body, err := m.page(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	m.hostilePage(r, body)
 	m.resps++
 	m.record(r, body["data"].([]ModelRecord))
 	// Mutations stop after ModelMutationBudget of them: a source that
@@ -290,7 +307,7 @@ func (m *ModelAPI) window(q url.Values, limit int) ([]ModelRecord, int, error) {
 			}
 		}
 		return list, start, nil
-	case "offset":
+	case "offset", "offset-total":
 		start, _ := strconv.Atoi(q.Get("offset"))
 		return list, start, nil
 	case "cursor", "cursor-url", "cursor-header", "link":

@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,8 @@ type Shop struct {
 
 	faults faultInjector
 	log    shopLog
+	gone   shopRemovals                        // removals, for AbsentSince
+	hook   atomic.Pointer[func(*http.Request)] // OnRequest
 }
 
 // NewShop builds the data set described by opts. It panics on an unknown

@@ -111,6 +111,7 @@ func (s *Shop) DeleteChild(id, childID int) bool {
 		return false
 	}
 	s.children[id] = slices.Delete(slices.Clone(kids), i, i+1)
+	s.removedNow(ShopKey(id, childID))
 	s.touch(id)
 	return true
 }

@@ -126,6 +126,7 @@ func (s *Shop) ChildRequests(id int) int { return s.Requests(s.ChildPath(id)) }
 // ServeHTTP records the request, sleeps the latency, then serves the route,
 // a configured failure (SetFailing, SetNotFound) or a random fault.
 func (s *Shop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.afterRequest(r)
 	s.log.add(r)
 	defer s.log.enter()()
 	if !sleep(r.Context(), time.Duration(s.latency.Load())) {
