@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
-	"github.com/idemsync/idemsync/sink"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -172,7 +171,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	eng := &idsync.Engine{
 		Job: job, Store: store, Source: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return sink.OpenTarget(ctx, &job.Target, log)
+			return openWriting(ctx, g, job, log, idsync.TableClaim{})
 		},
 	}
 	if bar != nil {

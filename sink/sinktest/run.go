@@ -19,6 +19,7 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, keyCases()...)
 	cases = append(cases, parentCases()...)
 	cases = append(cases, verifyCases()...)
+	cases = append(cases, ownerCases()...)
 	cases = append(cases, testCase{"table state", tableState})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

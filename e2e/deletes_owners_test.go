@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// requests is how many pages api served.
+func (a *delAPI) requests() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.since)
+}
+
+// idsAPI serves the records with ids from..to.
+func idsAPI(t *testing.T, from, to int) *delAPI {
+	t.Helper()
+	a := newDelAPI(t, to)
+	a.remove(idRange(1, from-1)...)
+	return a
+}
+
+// sameTableJob is a job file of two resources, a and b, reading two APIs
+// into one table, with deletes da and db.
+func sameTableJob(tg delTarget, apiA, apiB *delAPI, da, db string) string {
+	return fmt.Sprintf(`name: shop
+state: shop.db
+defaults:
+  source: {records: data, timeout: 5s}
+  pagination: {style: page, size_param: per_page, size: 10}
+  retry: {attempts: 2, min_wait: 10ms, max_wait: 50ms}
+  target:
+    url: %s
+    table: %s
+    key: [id]
+    columns: {id: {path: id, type: integer}, v: v}
+resources:
+  - name: a
+    source: {url: %s/items}
+    target: {deletes: %s}
+  - name: b
+    source: {url: %s/items}
+    target: {deletes: %s}
+`, tg.url, tg.table, apiA.URL, da, apiB.URL, db)
+}
+
+// Two resources of one file with deletes: hard on one table deleted each
+// other's rows on every run (an even split is exactly 50%, under
+// max_delete_ratio); validate said "valid". Both refuse now, before
+// anything is fetched, naming the other resource; keep + keep share.
+func TestDeletesTwoResourcesOneTable(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			apiA, apiB := idsAPI(t, 1, 10), idsAPI(t, 11, 20)
+			for _, mode := range [][2]string{{"hard", "hard"}, {"keep", "soft"}} {
+				job := writeJob(t, dir, tg.name+"-"+mode[1]+".yaml", sameTableJob(tg, apiA, apiB, mode[0], mode[1]))
+				for _, args := range [][]string{{"validate", job}, {"run", job}, {"run", job}} {
+					r := idemsync(t, dir, nil, args...)
+					if r.code != 2 || !strings.Contains(r.stderr, "resources a and b both write table "+tg.table) {
+						t.Fatalf("%v with deletes %v: exit %d, want 2 naming both resources\nstdout: %s\nstderr: %s", args, mode, r.code, r.stdout, r.stderr)
+					}
+				}
+			}
+			if n := apiA.requests() + apiB.requests(); n != 0 {
+				t.Fatalf("%d pages fetched by refused runs", n)
+			}
+			if rows := tg.rows(t); len(rows) != 0 {
+				t.Fatalf("refused runs wrote %d rows", len(rows))
+			}
+			job := writeJob(t, dir, tg.name+"-keep.yaml", sameTableJob(tg, apiA, apiB, "keep", "keep"))
+			runJob(t, dir, 0, "run", job)
+			runJob(t, dir, 0, "run", job)
+			sameIDs(t, "keep + keep", liveIDs(tg.rows(t)), mergeLive(apiA.live(), apiB.live()))
+		})
+	}
+}
+
+// mergeLive is the union of two sources' live records.
+func mergeLive(a, b map[int]string) map[int]string {
+	out := map[int]string{}
+	for id, v := range a {
+		out[id] = v
+	}
+	for id, v := range b {
+		out[id] = v
+	}
+	return out
+}
+
+// Two job files (two state files, and the same job name) on one table: the
+// table belongs to the first that registered in the target database; the
+// other is refused by run and validate --connect with exit 2 naming the
+// owner and its state file, before it fetches a page, whether it deletes
+// or keeps. idemsync claim hands the table over; keep jobs share.
+func TestDeletesTwoJobFilesOneTable(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			apiA, apiB := idsAPI(t, 1, 10), idsAPI(t, 11, 20)
+			for _, sub := range []string{"x", "y"} {
+				if err := os.MkdirAll(filepath.Join(dir, tg.name+sub), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target := tg
+			if tg.name == "sqlite" {
+				target.url = "sqlite:" + filepath.Join(dir, "out.db")
+			}
+			jobA := writeJob(t, filepath.Join(dir, tg.name+"x"), "del.yaml", delJob(apiA.URL, target, "hard", "", ""))
+			jobB := writeJob(t, filepath.Join(dir, tg.name+"y"), "del.yaml", delJob(apiB.URL, target, "hard", "", ""))
+			jobBKeep := writeJob(t, filepath.Join(dir, tg.name+"y"), "keep.yaml", delJob(apiB.URL, target, "keep", "", ""))
+			delRun(t, dir, 0, "run", jobA)
+			owner := "job del (state file " + realPathOf(t, filepath.Join(dir, tg.name+"x", ".idemsync", "state.db")) + ")"
+			before := apiB.requests()
+			for _, job := range []string{jobB, jobBKeep} {
+				for _, args := range [][]string{{"run", job}, {"validate", "--connect", job}} {
+					r := idemsync(t, dir, nil, args...)
+					if r.code != 2 || !strings.Contains(r.stderr, owner) || !strings.Contains(r.stderr, "idemsync claim "+job) {
+						t.Fatalf("%v: exit %d, want 2 naming %s and the claim command\nstdout: %s\nstderr: %s", args, r.code, owner, r.stdout, r.stderr)
+					}
+				}
+			}
+			// validate --connect fetches the first page; run fetches nothing.
+			if n := apiB.requests() - before; n != 2 {
+				t.Fatalf("%d pages fetched by the refused jobs, want 2 (validate --connect's)", n)
+			}
+			sameIDs(t, "after the refused jobs", liveIDs(tg.rows(t)), apiA.live())
+			delRun(t, dir, 0, "run", jobA) // the owner runs on
+
+			// The operator moves the table to job B.
+			if r := idemsync(t, dir, nil, "claim", jobB); r.code != 0 {
+				t.Fatalf("claim: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if r := idemsync(t, dir, nil, "run", jobA); r.code != 2 || !strings.Contains(r.stderr, "job del (state file "+realPathOf(t, filepath.Join(dir, tg.name+"y", ".idemsync", "state.db"))) {
+				t.Fatalf("the former owner after claim: exit %d\n%s", r.code, r.stderr)
+			}
+			r := delRun(t, dir, 0, "run", jobB, "--allow-mass-delete")
+			if deletedOf(t, r) != 10 {
+				t.Fatalf("the new owner's first pass: %s", r.stdout)
+			}
+			sameIDs(t, "after claim", liveIDs(tg.rows(t)), apiB.live())
+		})
+	}
+}
+
+// Jobs with deletes: keep in two job files share a table; one that turns
+// deletes on is refused while the other is registered.
+func TestDeletesKeepJobsShareTable(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			apiA, apiB := idsAPI(t, 1, 10), idsAPI(t, 11, 20)
+			jobA := writeJob(t, dir, tg.name+"-a.yaml", strings.Replace(delJob(apiA.URL, tg, "keep", "", "state: "+tg.name+"-a.db\n"), "name: del", "name: a", 1))
+			jobB := writeJob(t, dir, tg.name+"-b.yaml", strings.Replace(delJob(apiB.URL, tg, "keep", "", "state: "+tg.name+"-b.db\n"), "name: del", "name: b", 1))
+			for range 2 {
+				delRun(t, dir, 0, "run", jobA)
+				delRun(t, dir, 0, "run", jobB)
+			}
+			delRun(t, dir, 0, "validate", "--connect", jobB)
+			sameIDs(t, "keep + keep", liveIDs(tg.rows(t)), mergeLive(apiA.live(), apiB.live()))
+			hardB := writeJob(t, dir, tg.name+"-b.yaml", strings.Replace(delJob(apiB.URL, tg, "hard", "", "state: "+tg.name+"-b.db\n"), "name: del", "name: b", 1))
+			if r := idemsync(t, dir, nil, "run", hardB); r.code != 2 || !strings.Contains(r.stderr, "job a (state file") {
+				t.Fatalf("a keep job turning deletes on beside another writer: exit %d\n%s", r.code, r.stderr)
+			}
+			sameIDs(t, "after the refusal", liveIDs(tg.rows(t)), mergeLive(apiA.live(), apiB.live()))
+		})
+	}
+}
+
+// realPathOf is path with its folder's symlinks resolved (t.TempDir may
+// sit under a symlink).
+func realPathOf(t *testing.T, path string) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(d, filepath.Base(path))
+}
