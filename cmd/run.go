@@ -107,6 +107,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if err := checkOnly(jf, only, opts.Kind); err != nil {
 		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
+	if err := checkAllowScope(jf, opts, only); err != nil {
+		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+	}
 	if jf.Multi {
 		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started)
 	}
@@ -192,6 +195,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	eng.OnPage = metrics.onPage(eng.OnPage)
 	eng.OnSweep = metrics.onSweep
 	installFailpoint(eng, fetcher)
+	opts.AllowCommand = allowCommand(job)
 	res, err = eng.Run(ctx, opts)
 	metrics.finish(ctx, err)
 	if bar != nil {

@@ -181,3 +181,50 @@ func realPathOf(t *testing.T, path string) string {
 	}
 	return filepath.Join(d, filepath.Base(path))
 }
+
+// An API that glitches from ids 1–10 to ids 101–110 got "inserted 10,
+// deleted 10", measured as 50% of the 20 rows the table held after the
+// pass's own inserts: exit 0, every row that existed before deleted. The
+// ratio is over the live rows the table held before the pass: 100%,
+// refused, nothing deleted.
+func TestDeletesRatioOverRowsBeforeThePass(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			api := newDelAPI(t, 10)
+			job := writeJob(t, dir, tg.name+".yaml", delJob(api.URL, tg, "hard", "", "state: "+tg.name+".db\n"))
+			delRun(t, dir, 0, "run", job)
+			old := api.remove(idRange(1, 10)...)
+			for id := 101; id <= 110; id++ {
+				api.set(id, "swapped", false)
+			}
+			r := delRun(t, dir, 1, "run", job)
+			if !strings.Contains(r.stdout, "sweep would delete 10 of the 10 rows the table held before the pass (100%) > max_delete_ratio 0.5") {
+				t.Fatalf("the swap is not refused as a mass deletion:\n%s\n%s", r.stdout, r.stderr)
+			}
+			for id := 1; id <= 10; id++ {
+				if !liveIDs(tg.rows(t))[id] {
+					t.Fatalf("row %d deleted by a refused sweep", id)
+				}
+			}
+			// The API recovers: a fresh pass removes the glitch's rows (the
+			// refused pass wrote them), 10 of the 20 before it.
+			api.remove(idRange(101, 110)...)
+			api.restore(old...)
+			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 10 {
+				t.Fatalf("after the API recovered: %s", r.stdout)
+			}
+			sameIDs(t, "after the API recovered", liveIDs(tg.rows(t)), api.live())
+			// A pass that adds 10 rows and loses 6 of 10: 60% of the rows
+			// before, refused, although 6 of the 20 after is 30%.
+			api.remove(idRange(1, 6)...)
+			for id := 201; id <= 210; id++ {
+				api.set(id, "new", false)
+			}
+			if r := delRun(t, dir, 1, "run", job); !strings.Contains(r.stdout, "6 of the 10 rows") {
+				t.Fatalf("60%% of the rows before the pass not refused: %s", r.stdout)
+			}
+			sameIDs(t, "after the refusal", liveIDs(tg.rows(t)), mergeLive(api.live(), map[int]string{1: "", 2: "", 3: "", 4: "", 5: "", 6: ""}))
+		})
+	}
+}

@@ -32,7 +32,7 @@ type Writer struct {
 }
 
 // Sweeps reports whether the writer removes or marks rows it did not see.
-func (w Writer) Sweeps() bool { return w.Deletes == DeletesSoft || w.Deletes == DeletesHard }
+func (w Writer) Sweeps() bool { return sweepingDeletes(w.Deletes) }
 
 // Same reports whether w and o are one writer.
 func (w Writer) Same(o Writer) bool { return w.Job == o.Job && w.State == o.State }
