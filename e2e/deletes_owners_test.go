@@ -228,3 +228,59 @@ func TestDeletesRatioOverRowsBeforeThePass(t *testing.T) {
 		})
 	}
 }
+
+// --allow-mass-delete lifted max_delete_ratio for every resource of a file
+// at once, and the refusal's hint did not mention --resource. It lifts it
+// only for the resources named with --resource, is refused (exit 2)
+// without one in a file with several, and the refusal names the exact
+// command.
+func TestDeletesAllowMassDeleteScoped(t *testing.T) {
+	dir, dirB := t.TempDir(), t.TempDir()
+	tgsA, tgsB := delTargets(t, dir), delTargets(t, dirB)
+	for i := range tgsA {
+		tgA, tgB := tgsA[i], tgsB[i]
+		if tgB.name == "sqlite" {
+			tgB.url = "sqlite:" + filepath.Join(dirB, "out.db")
+		}
+		t.Run(tgA.name, func(t *testing.T) {
+			apiA, apiB := newDelAPI(t, 20), newDelAPI(t, 20)
+			job := writeJob(t, dir, tgA.name+"-scoped.yaml", fmt.Sprintf(`name: shop
+state: %s-scoped.db
+defaults:
+  source: {records: data, timeout: 5s}
+  pagination: {style: page, size_param: per_page, size: 10}
+  retry: {attempts: 2, min_wait: 10ms, max_wait: 50ms}
+  target: {key: [id], columns: {id: {path: id, type: integer}, v: v}, deletes: hard}
+resources:
+  - name: a
+    source: {url: %s/items}
+    target: {url: %q, table: %s}
+  - name: b
+    source: {url: %s/items}
+    target: {url: %q, table: %s}
+`, tgA.name, apiA.URL, tgA.url, tgA.table, apiB.URL, tgB.url, tgB.table))
+			runJob(t, dir, 0, "run", job)
+			apiA.setGlitch(true)
+			apiB.setGlitch(true)
+			r := idemsync(t, dir, nil, "run", job)
+			if r.code != 1 || !strings.Contains(r.stderr, "to allow it once: idemsync run "+job+" --resource a --allow-mass-delete") ||
+				!strings.Contains(r.stderr, "idemsync run "+job+" --resource b --allow-mass-delete") {
+				t.Fatalf("the refusals do not name the command with --resource: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			r = idemsync(t, dir, nil, "run", job, "--allow-mass-delete")
+			if r.code != 2 || !strings.Contains(r.stderr, "--allow-mass-delete: job shop has several resources") {
+				t.Fatalf("--allow-mass-delete without --resource: exit %d, want 2\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			if a, b := len(liveIDs(tgA.rows(t))), len(liveIDs(tgB.rows(t))); a != 20 || b != 20 {
+				t.Fatalf("after --allow-mass-delete without --resource: %d and %d live rows, want 20 and 20", a, b)
+			}
+			runJob(t, dir, 0, "run", job, "--resource", "a", "--allow-mass-delete")
+			if a, b := len(liveIDs(tgA.rows(t))), len(liveIDs(tgB.rows(t))); a != 0 || b != 20 {
+				t.Fatalf("--resource a --allow-mass-delete: %d and %d live rows, want 0 and 20", a, b)
+			}
+			if r := idemsync(t, dir, nil, "run", job); r.code != 1 || len(liveIDs(tgB.rows(t))) != 20 {
+				t.Fatalf("b's guard was lifted by a's flag: exit %d\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
