@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -49,29 +50,23 @@ func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 		}
 	}
 	owners := sqlkit.QuoteTable(&idsync.Table{Schema: schema, Name: ownersName})
-	if c.Check {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, owners).Scan(&exists); err != nil || !exists {
-			return p.nilOr(op, err)
-		}
-	} else {
+	if !c.Check {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idemsync.owners:' || $1, 0))`, schema); err != nil {
 			return p.dbError(op, err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+owners+` (
-			table_name text NOT NULL,
-			job text NOT NULL,
-			state text NOT NULL,
-			deletes text NOT NULL,
-			since timestamptz NOT NULL DEFAULT now(),
-			PRIMARY KEY (table_name, job, state))`); err != nil {
-			e := p.dbError(op, err)
-			var pgErr *pgconn.PgError
-			var ie *idsync.Error
-			if errors.As(err, &pgErr) && pgErr.Code == "3F000" && errors.As(e, &ie) {
-				ie.Hint = "create the schema first: CREATE SCHEMA " + sqlkit.QuoteIdent(schema) + ";"
-			}
-			return e
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, owners).Scan(&exists); err != nil {
+		return p.dbError(op, err)
+	}
+	switch {
+	case !exists && c.Check:
+		return nil
+	case !exists:
+		// Only when missing: CREATE … IF NOT EXISTS needs the CREATE
+		// privilege on the schema even when the table exists.
+		if _, err := tx.Exec(ctx, ownersDDL(owners)); err != nil {
+			return p.ownersError(op, err, schema, owners, c.Writer)
 		}
 	}
 	others, err := pgWriters(ctx, tx, owners, t.Name)
@@ -100,6 +95,36 @@ func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 		return p.dbError(op, err)
 	}
 	return p.nilOr(op, tx.Commit(ctx))
+}
+
+// ownersDDL creates the owners table named owners.
+func ownersDDL(owners string) string {
+	return `CREATE TABLE ` + owners + ` (
+	table_name text NOT NULL,
+	job text NOT NULL,
+	state text NOT NULL,
+	deletes text NOT NULL,
+	since timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, job, state))`
+}
+
+// ownersError is the error of a failed creation of the owners table, with
+// a hint for a missing schema or a missing privilege (the statement to run
+// once as a user who has it).
+func (p *Sink) ownersError(op string, err error, schema, owners string, w idsync.Writer) error {
+	e := p.dbError(op, err)
+	var pgErr *pgconn.PgError
+	var ie *idsync.Error
+	if errors.As(err, &pgErr) && errors.As(e, &ie) {
+		switch pgErr.Code {
+		case "3F000":
+			ie.Hint = "create the schema first: CREATE SCHEMA " + sqlkit.QuoteIdent(schema) + ";"
+		case "42501":
+			ie.Hint = "idemsync records the writers of a table in " + owners + " (docs/deletions.md); create it once as a user allowed to, and let " + p.user + " read and write it: " +
+				strings.Join(strings.Fields(ownersDDL(owners)), " ") + "; GRANT SELECT, INSERT, UPDATE, DELETE ON " + owners + " TO " + sqlkit.QuoteIdent(p.user) + ";"
+		}
+	}
+	return e
 }
 
 // nilOr is dbError for an error that may be nil.
