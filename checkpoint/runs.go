@@ -17,7 +17,8 @@ type queryer interface {
 
 const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
-	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full, deleted, sweep_skipped`
+	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full, deleted, sweep_skipped,
+	coalesce(live_before, -1)`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
@@ -25,7 +26,8 @@ func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
 	var started, finished sql.NullString
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
-		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped)
+		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
+		&r.LiveBefore)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (s *Store) Unfinished(ctx context.Context, job string) (*idsync.RunInfo, er
 
 // StartRun records a new run of r.Job with status running and returns its
 // ID. It keeps r's Kind (default run), Checkpoint, Last, Window, MaxMark,
-// From, To, Identity and Full, and StartedAt (default now); counters start at
+// From, To, Identity, Full and LiveBefore, and StartedAt (default now); counters start at
 // zero. A run of kind run with an Identity also makes it the job's. The
 // job's row is created when missing. Errors are *idsync.Error (exit 1).
 func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) {
@@ -118,11 +120,11 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 		}
 		err := tx.QueryRowContext(ctx, `
 			INSERT INTO runs (job, kind, status, started_at, checkpoint, last_pos,
-				window_mark, max_mark, from_pos, to_pos, owner, number, identity, full)
+				window_mark, max_mark, from_pos, to_pos, owner, number, identity, full, live_before)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?), nullif(?, ''), ?) RETURNING id`,
+				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?), nullif(?, ''), ?, nullif(?, -1)) RETURNING id`,
 			r.Job, kind, idsync.RunRunning, started, r.Checkpoint, r.Last,
-			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job, r.Identity, r.Full).Scan(&id)
+			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job, r.Identity, r.Full, r.LiveBefore).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
-	"github.com/idemsync/idemsync/sink"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -108,6 +107,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if err := checkOnly(jf, only, opts.Kind); err != nil {
 		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
 	}
+	if err := checkAllowScope(jf, opts, only); err != nil {
+		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+	}
 	if jf.Multi {
 		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started)
 	}
@@ -172,7 +174,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	eng := &idsync.Engine{
 		Job: job, Store: store, Source: fetcher, Logger: log,
 		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return sink.OpenTarget(ctx, &job.Target, log)
+			return openWriting(ctx, g, job, log, idsync.TableClaim{})
 		},
 	}
 	if bar != nil {
@@ -192,6 +194,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	}
 	eng.OnSweepSkipped = metrics.onSweepSkipped
 	installFailpoint(eng, fetcher)
+	opts.AllowCommand = allowCommand(job)
 	res, err = eng.Run(ctx, opts)
 	if ferr := g.keyring.Flush(ctx); ferr != nil {
 		// A rotated refresh token lost outweighs the run's own failure.

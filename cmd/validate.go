@@ -83,7 +83,7 @@ to the target database.`,
 // database is checked.
 func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
 	if job.Parent != nil {
-		s, err := sink.OpenTarget(ctx, &job.Target, log)
+		s, err := openWriting(ctx, g, job, log, idsync.TableClaim{Check: true})
 		if err != nil {
 			return err
 		}
@@ -104,6 +104,6 @@ func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog
 		return err
 	}
 	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (idsync.Sink, error) {
-		return sink.OpenTarget(ctx, &job.Target, log)
+		return openWriting(ctx, g, job, log, idsync.TableClaim{Check: true})
 	})
 }

@@ -131,8 +131,8 @@ func TestDeletesMassDeleteGuard(t *testing.T) {
 			delRun(t, dir, 0, "run", job)
 			api.setGlitch(true)
 			r := delRun(t, dir, 1, "run", job)
-			if !strings.Contains(r.stdout, "sweep would delete 40 of 40 rows (100%) > max_delete_ratio 0.5") ||
-				!strings.Contains(r.stdout, "run with --allow-mass-delete to allow it once") {
+			if !strings.Contains(r.stdout, "sweep would delete 40 of the 40 rows the table held before the pass (100%) > max_delete_ratio 0.5") ||
+				!strings.Contains(r.stdout, "to allow it once: idemsync run "+job+" --allow-mass-delete") {
 				t.Fatalf("refusal does not name the numbers and the flag:\n%s\n%s", r.stdout, r.stderr)
 			}
 			if n := len(liveIDs(tg.rows(t))); n != 40 {
@@ -149,7 +149,7 @@ func TestDeletesMassDeleteGuard(t *testing.T) {
 			// 11 records are left: the walk ends on a short page, which
 			// proves the end (a full page then an empty one would not).
 			api.remove(idRange(1, 29)...)
-			if r := delRun(t, dir, 1, "run", job); !strings.Contains(r.stdout, "29 of 40 rows (72%)") {
+			if r := delRun(t, dir, 1, "run", job); !strings.Contains(r.stdout, "29 of the 40 rows the table held before the pass (72%)") {
 				t.Fatalf("72%% deletion not refused: %s", r.stdout)
 			}
 			r = delRun(t, dir, 0, "run", job, "--allow-mass-delete")
@@ -232,7 +232,10 @@ func TestDeletesFullPassOfIncrementalJob(t *testing.T) {
 
 			// full_every: the first run of the job is a full pass, the next
 			// one (within full_every) is not.
+			// (job every replaces job del on its table: idemsync claim hands
+			// the table over.)
 			job2 := writeJob(t, dir, tg.name+"-every.yaml", strings.Replace(delJob(api.URL, tg, "hard", "", "state: "+tg.name+"-every.db\n"+inc+"  full_every: 1h\n"), "name: del", "name: every", 1))
+			delRun(t, dir, 0, "claim", job2)
 			delRun(t, dir, 0, "run", job2)
 			api.remove(4)
 			if r := delRun(t, dir, 0, "run", job2); deletedOf(t, r) != 0 {

@@ -65,6 +65,9 @@ func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, err
 		}
 		out = append(out, Resource{Name: it.name, Job: job})
 	}
+	if p := sharedTables(out); len(p) > 0 {
+		return nil, fail(p...)
+	}
 	return out, nil
 }
 

@@ -180,7 +180,7 @@ var rules = map[string]Rule{
 		Doc: "What happens to rows whose key a completed full pass did not see: keep them; soft: set their _idemsync_deleted_at (cleared when the key comes back); hard: delete them. " +
 			"Partial, failed, windowed and replay runs never delete. See docs/deletions.md."},
 	"target.max_delete_ratio": {Fill: true, Default: idsync.DefaultMaxDeleteRatio, Min: num(0), Max: num(1),
-		Doc: "A sweep that would remove more than this share of the table's live rows changes nothing and fails its run (exit 1); run --allow-mass-delete lets one run pass."},
+		Doc: "A sweep that would remove more than this share of the live rows the table held before the pass changes nothing and fails its run (exit 1); run --allow-mass-delete lets one run pass."},
 	"target.tombstone":       {Doc: "A record whose field holds value is deleted (deletes: hard) or marked (soft) in its page's own write, on any run. Needs deletes: soft or hard."},
 	"target.tombstone.field": {Doc: "Required. GJSON path of the flag in each record.", Examples: []any{"deleted", "meta.is_deleted"}},
 	"target.tombstone.value": {Doc: "Required. The value that flags a deleted record: a boolean, a number or a string, compared with the field's JSON value.",

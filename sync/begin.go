@@ -167,6 +167,10 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 			e.Logger.Info("this run is a full pass", "job", job.Name, "why", why)
 		}
 	}
+	var err error
+	if info.LiveBefore, err = e.liveBefore(ctx, o, info.Full, sink); err != nil {
+		return err
+	}
 	if job.Parent != nil {
 		if err := e.startChild(ctx, o, sink, info, fresh); err != nil {
 			return err

@@ -17,6 +17,10 @@ const (
 	DeletesHard = "hard" // they are deleted
 )
 
+// sweepingDeletes reports whether a target.deletes value removes or marks
+// the rows a full pass did not see (soft or hard).
+func sweepingDeletes(d string) bool { return d == DeletesSoft || d == DeletesHard }
+
 // DefaultMaxDeleteRatio is target.max_delete_ratio's default: a sweep that
 // would remove more than half of the table's rows fails its run.
 const DefaultMaxDeleteRatio = 0.5
@@ -74,10 +78,20 @@ type SweepRequest struct {
 	// (a key may come more than once); it stops at fn's first error.
 	Keys func(fn func(key string) error) error
 	// MaxRatio is target.max_delete_ratio: a sweep that would remove more
-	// than this share of the table's live rows is refused.
+	// than this share of the live rows the table held before the pass is
+	// refused (docs/deletions.md).
 	MaxRatio float64
+	// LiveBefore is the live rows the table held when the pass started
+	// (Sweeper.LiveRows), -1 when unknown (a pass begun by an older
+	// idemsync): then Base estimates it.
+	LiveBefore int64
+	// Inserted is how many rows the pass inserted, for Base's estimate.
+	Inserted int64
 	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).
 	Allow bool
+	// AllowCommand is the command that lets this sweep pass, for the
+	// refusal's message ("" names the flag only).
+	AllowCommand string
 	// At is the time soft-deleted rows are marked with.
 	At time.Time
 	// Failpoint, when set, is called at each step of the sweep with its
@@ -86,10 +100,21 @@ type SweepRequest struct {
 	Failpoint func(step string)
 }
 
+// Base is the share's denominator: the live rows the table held before
+// the pass, or, when that is unknown, live (the live rows counted at the
+// sweep) less the rows the pass inserted.
+func (r SweepRequest) Base(live int64) int64 {
+	if r.LiveBefore >= 0 {
+		return r.LiveBefore
+	}
+	return max(0, live-r.Inserted)
+}
+
 // SweepResult is what a sweep did.
 type SweepResult struct {
 	Deleted int64 // rows deleted (hard) or newly marked (soft)
 	Live    int64 // live rows of the table before the sweep
+	Base    int64 // live rows before the pass (SweepRequest.Base)
 }
 
 // Sweeper is a Sink that can record the keys of a full pass and remove
@@ -107,20 +132,34 @@ type Sweeper interface {
 	// ErrSweepRefused that names the numbers; an error of req.Keys changes
 	// nothing and is returned wrapped.
 	Sweep(ctx context.Context, t *Table, req SweepRequest) (SweepResult, error)
+	// LiveRows counts t's live rows (on a soft table, those not marked
+	// deleted); 0 when t does not exist. A full pass that sweeps counts
+	// them when it starts: max_delete_ratio's base.
+	LiveRows(ctx context.Context, t *Table) (int64, error)
 }
 
-// CheckSweepRatio returns the refusal of a sweep that would remove n of
-// live rows when that share exceeds maxRatio and allow is false, else nil.
-// Sweepers call it in the sweep's transaction and roll back on a refusal,
-// so a refused sweep removes nothing.
-func CheckSweepRatio(t *Table, n, live int64, maxRatio float64, allow bool) error {
-	if allow || n == 0 || live == 0 || float64(n) <= maxRatio*float64(live) {
+// CheckSweepRatio returns the refusal of a sweep that would remove n rows
+// when that exceeds req.MaxRatio of req.Base(live) (live: the live rows
+// counted at the sweep) and req.Allow is false, else nil. A ratio of 1 or
+// more never refuses. Sweepers call it in the sweep's transaction and roll
+// back on a refusal, so a refused sweep removes nothing.
+func CheckSweepRatio(t *Table, n, live int64, req SweepRequest) error {
+	base := req.Base(live)
+	if req.Allow || n == 0 || req.MaxRatio >= 1 || float64(n) <= req.MaxRatio*float64(base) {
 		return nil
 	}
+	allow := req.AllowCommand
+	if allow == "" {
+		allow = "run with --allow-mass-delete"
+	}
+	share := ">100%"
+	if n <= base {
+		share = percent(n, base)
+	}
 	return &refusal{&Error{Code: ExitPermanent,
-		Msg: fmt.Sprintf("table %s: sweep would delete %d of %d rows (%s) > max_delete_ratio %s; run with --allow-mass-delete to allow it once",
-			t, n, live, percent(n, live), strconv.FormatFloat(maxRatio, 'g', -1, 64)),
-		Hint: "if the source really lost those records, run once with --allow-mass-delete (or raise target.max_delete_ratio); if it glitched, the next run starts a fresh full pass"}}
+		Msg: fmt.Sprintf("table %s: sweep would delete %d of the %d rows the table held before the pass (%s) > max_delete_ratio %s; to allow it once: %s",
+			t, n, base, share, strconv.FormatFloat(req.MaxRatio, 'g', -1, 64), allow),
+		Hint: "if the source really lost those records, allow it once with the command above (or raise target.max_delete_ratio); if it glitched, the next run starts a fresh full pass"}}
 }
 
 // refusal is the *Error of a refused sweep; errors.Is finds

@@ -22,6 +22,10 @@ type Options struct {
 	Full bool
 	// AllowMassDelete lets this run's sweep pass target.max_delete_ratio.
 	AllowMassDelete bool
+	// AllowCommand is the command that would let a refused sweep pass
+	// (its file, --resource when the file has several), for the
+	// refusal's message.
+	AllowCommand string
 }
 
 // Result is what a run did; it is the --json object of run/resume/replay.

@@ -70,8 +70,18 @@ func (e *Engine) sweeps(rs *runState) bool {
 // sweepsDeletes reports whether the job's full passes sweep: deletes is
 // soft or hard.
 func (j *Job) sweepsDeletes() bool {
-	d := j.Target.Deletes
-	return d == DeletesSoft || d == DeletesHard
+	return sweepingDeletes(j.Target.Deletes)
+}
+
+// liveBefore counts the live rows of the table when a full pass that
+// sweeps starts: max_delete_ratio's base (docs/deletions.md); -1 for
+// any other run.
+func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink Sink) (int64, error) {
+	sw, ok := sink.(Sweeper)
+	if !full || o.Kind != KindRun || !e.Job.sweepsDeletes() || !ok {
+		return -1, nil
+	}
+	return sw.LiveRows(ctx, &e.Job.Table)
 }
 
 // pageKeys returns the keys of a page's rows for the run's set of seen
@@ -174,7 +184,8 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	}
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
-		Allow: o.AllowMassDelete, At: time.Now().UTC(), Failpoint: e.Failpoint})
+		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted,
+		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC(), Failpoint: e.Failpoint})
 	if reason, ok := noProofOf(err); ok {
 		rs.noProof(reason)
 		return 0, nil
@@ -186,7 +197,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 		return 0, fmt.Errorf("sweep %s: %w", job.Table.String(), err)
 	}
 	log.Info("swept rows the full pass did not see", "deletes", job.Target.Deletes, "deleted", res.Deleted,
-		"live_rows_before", res.Live, "ms", time.Since(t0).Milliseconds())
+		"live_rows_before", res.Live, "live_rows_before_pass", res.Base, "ms", time.Since(t0).Milliseconds())
 	if e.OnSweep != nil {
 		e.OnSweep(res.Deleted)
 	}

@@ -60,6 +60,10 @@ type RunInfo struct {
 	// proof of absence: its sweep does nothing ("" while it has none;
 	// docs/deletions.md).
 	SweepSkipped string `json:"sweep_skipped,omitempty"`
+	// LiveBefore is the live rows of the target table when a full pass
+	// that sweeps started (max_delete_ratio's base, docs/deletions.md); -1
+	// for other runs and when unknown. 0 is a known empty table.
+	LiveBefore int64 `json:"-"`
 	// Checkpoint is the encoded Position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded Position of the last committed page ("" if none).

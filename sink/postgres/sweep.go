@@ -116,7 +116,8 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return res, p.dbError(op, err)
 	}
 	res.Deleted = tag.RowsAffected()
-	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req.MaxRatio, req.Allow); err != nil {
+	res.Base = req.Base(res.Live)
+	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
 	if req.Failpoint != nil {
@@ -212,4 +213,26 @@ func pgSweepWhere(t *idsync.Table) (gone, live string) {
 		live = `"_t".` + sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"
 	}
 	return gone, live
+}
+
+// LiveRows counts t's rows not marked deleted, 0 when t does not exist
+// (see idsync.Sweeper).
+func (p *Sink) LiveRows(ctx context.Context, t *idsync.Table) (int64, error) {
+	op := "count the live rows of " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sqlkit.QuoteTable(t)).Scan(&exists); err != nil || !exists {
+		return 0, p.nilOr(op, err)
+	}
+	_, live := pgSweepWhere(t)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&n); err != nil {
+		return 0, p.dbError(op, err)
+	}
+	return n, nil
 }

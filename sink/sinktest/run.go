@@ -20,7 +20,9 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, parentCases()...)
 	cases = append(cases, verifyCases()...)
 	cases = append(cases, softCases()...)
+	cases = append(cases, ownerCases()...)
 	cases = append(cases, testCase{"table state", tableState})
+	cases = append(cases, testCase{"live rows", liveRows})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newDB(t)

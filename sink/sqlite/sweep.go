@@ -98,7 +98,8 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if res.Deleted, err = r.RowsAffected(); err != nil {
 		return res, s.wrap(op, err)
 	}
-	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req.MaxRatio, req.Allow); err != nil {
+	res.Base = req.Base(res.Live)
+	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
 	failpoint(req, "sweep-applied")
@@ -197,4 +198,21 @@ func sweepWhere(t *idsync.Table) (gone, live string) {
 		live = sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"
 	}
 	return gone, live
+}
+
+// LiveRows counts t's rows not marked deleted, 0 when t does not exist
+// (see idsync.Sweeper).
+func (s *Sink) LiveRows(ctx context.Context, t *idsync.Table) (int64, error) {
+	exists, _, err := s.TableState(ctx, t)
+	if err != nil || !exists {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, live := sweepWhere(t)
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+live).Scan(&n); err != nil {
+		return 0, s.wrap("count the live rows of "+t.String(), err)
+	}
+	return n, nil
 }

@@ -1,0 +1,137 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idemsync/idemsync/jobfile"
+	"github.com/idemsync/idemsync/sink"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// A job registers itself as a writer of its table in the target database
+// when it opens the target to write (run, resume, replay), and validate
+// --connect refuses as the run would (docs/deletions.md, "One writer per
+// swept table"). idemsync claim hands a table over.
+
+// writerOf is job's identity as a writer of its table: its name in the
+// state file and the state file's real path.
+func writerOf(g *globalOpts, job *idsync.Job) idsync.Writer {
+	return idsync.Writer{Job: job.Name, State: realPath(g.statePath(job)), Deletes: job.Target.Deletes}
+}
+
+// realPath is path made absolute with its symlinks resolved (those of its
+// folder when the file does not exist yet), so that one state file reached
+// by two paths is one writer.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(d, filepath.Base(abs))
+	}
+	return abs
+}
+
+// openWriting opens job's target and registers job as a writer of its
+// table (with check: refuses as a registration would, registering
+// nothing), before anything is fetched or written.
+func openWriting(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger, c idsync.TableClaim) (idsync.Sink, error) {
+	s, err := sink.OpenTarget(ctx, &job.Target, log)
+	if err != nil {
+		return nil, err
+	}
+	c.Writer = writerOf(g, job)
+	if err := claimTable(ctx, s, job, c); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// claimTable registers c on s for job's table; a refusal's hint names the
+// exact claim command of job's file.
+func claimTable(ctx context.Context, s idsync.Sink, job *idsync.Job, c idsync.TableClaim) error {
+	o, ok := s.(idsync.TableOwners)
+	if !ok {
+		if c.Writer.Sweeps() {
+			return idsync.Errorf(idsync.ExitUsage, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())
+		}
+		return nil
+	}
+	err := o.ClaimTable(ctx, &job.Table, c)
+	var e *idsync.Error
+	if errors.Is(err, idsync.ErrSharedTable) && errors.As(err, &e) {
+		e.Hint = strings.Replace(e.Hint, idsync.ClaimCommand(""), claimCommandOf(job), 1)
+	}
+	return err
+}
+
+// claimCommandOf is the claim command for job: its file, and --resource
+// for a resource of a file with several.
+func claimCommandOf(job *idsync.Job) string {
+	_, res, _ := strings.Cut(job.Name, jobfile.ResourceSep)
+	return idsync.ClaimCommand(job.File, res)
+}
+
+func newClaimCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+	var only []string
+	c := &cobra.Command{
+		Use:   "claim JOB.yaml [--resource NAME]",
+		Short: "Make the job the writer of its target table, releasing every other job registered for it",
+		Long: `Register each resource of the job file (or those named with --resource) as a
+writer of its target table and release every other job registered for that
+table in the target database. Use it when the job that wrote the table was
+renamed, moved to another state file or removed: a job with target.deletes
+soft or hard refuses a table another job is registered for, and every job
+refuses a table registered to one that deletes. It fetches nothing and
+writes no row.`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: jobFileArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			jf, err := jobfile.LoadResourcesFile(args[0])
+			if err != nil {
+				return err
+			}
+			g.jobName = jf.Name
+			if err := checkOnly(jf, only, idsync.KindRun); err != nil {
+				return err
+			}
+			for _, r := range jf.Resources {
+				if len(only) > 0 && !slices.Contains(only, r.Name) {
+					continue
+				}
+				job := r.Job
+				log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+				if err != nil {
+					return &usageError{err: err}
+				}
+				s, err := openWriting(c.Context(), g, job, log, idsync.TableClaim{TakeOver: true})
+				if err != nil {
+					return err
+				}
+				s.Close()
+				if !g.quiet && !g.json {
+					fmt.Fprintf(ios.Out, "%s: table %s is now written by job %s alone\n", jf.Name, job.Table.String(), job.Name)
+				}
+			}
+			if g.json {
+				writeJSON(ios, map[string]any{"job": jf.Name, "claimed": true, "exit_code": 0})
+			}
+			return nil
+		},
+	}
+	c.Flags().StringArrayVar(&only, "resource", nil, "claim only this resource's table (repeatable)")
+	return c
+}

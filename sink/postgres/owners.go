@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+var _ idsync.TableOwners = (*Sink)(nil)
+
+// ownersName is the table recording the writers of the tables of its
+// schema (docs/deletions.md, "One writer per swept table"): one per
+// schema, beside the tables it describes.
+const ownersName = "_idemsync_owners"
+
+// ClaimTable registers c.Writer for t (see idsync.TableOwners) in the
+// owners table of t's schema (the current schema when t names none), in
+// one transaction under an advisory lock, so two writers claiming at once
+// are serialised. With c.Check it only reads, and reads nothing when no
+// writer was ever registered in the schema.
+func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableClaim) error {
+	if err := sqlkit.CheckTable(t, pgMaxIdent); err != nil {
+		return err
+	}
+	op := "register the writer of " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	schema := t.Schema
+	if schema == "" {
+		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return p.dbError(op, err)
+		}
+	}
+	owners := sqlkit.QuoteTable(&idsync.Table{Schema: schema, Name: ownersName})
+	if !c.Check {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idemsync.owners:' || $1, 0))`, schema); err != nil {
+			return p.dbError(op, err)
+		}
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, owners).Scan(&exists); err != nil {
+		return p.dbError(op, err)
+	}
+	switch {
+	case !exists && c.Check:
+		return nil
+	case !exists:
+		// Only when missing: CREATE … IF NOT EXISTS needs the CREATE
+		// privilege on the schema even when the table exists.
+		if _, err := tx.Exec(ctx, ownersDDL(owners)); err != nil {
+			return p.ownersError(op, err, schema, owners, c.Writer)
+		}
+	}
+	others, err := pgWriters(ctx, tx, owners, t.Name)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	w := c.Writer
+	switch {
+	case c.Check:
+		return idsync.CheckWriters(t, w, others)
+	case c.TakeOver:
+		if _, err := tx.Exec(ctx, `DELETE FROM `+owners+` WHERE table_name = $1 AND NOT (job = $2 AND state = $3)`, t.Name, w.Job, w.State); err != nil {
+			return p.dbError(op, err)
+		}
+	default:
+		if err := idsync.CheckWriters(t, w, others); err != nil {
+			return err
+		}
+	}
+	deletes := w.Deletes
+	if deletes == "" {
+		deletes = idsync.DeletesKeep
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+owners+` (table_name, job, state, deletes) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (table_name, job, state) DO UPDATE SET deletes = excluded.deletes`, t.Name, w.Job, w.State, deletes); err != nil {
+		return p.dbError(op, err)
+	}
+	return p.nilOr(op, tx.Commit(ctx))
+}
+
+// ownersDDL creates the owners table named owners.
+func ownersDDL(owners string) string {
+	return `CREATE TABLE ` + owners + ` (
+	table_name text NOT NULL,
+	job text NOT NULL,
+	state text NOT NULL,
+	deletes text NOT NULL,
+	since timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (table_name, job, state))`
+}
+
+// ownersError is the error of a failed creation of the owners table, with
+// a hint for a missing schema or a missing privilege (the statement to run
+// once as a user who has it).
+func (p *Sink) ownersError(op string, err error, schema, owners string, w idsync.Writer) error {
+	e := p.dbError(op, err)
+	var pgErr *pgconn.PgError
+	var ie *idsync.Error
+	if errors.As(err, &pgErr) && errors.As(e, &ie) {
+		switch pgErr.Code {
+		case "3F000":
+			ie.Hint = "create the schema first: CREATE SCHEMA " + sqlkit.QuoteIdent(schema) + ";"
+		case "42501":
+			ie.Hint = "idemsync records the writers of a table in " + owners + " (docs/deletions.md); create it once as a user allowed to, and let " + p.user + " read and write it: " +
+				strings.Join(strings.Fields(ownersDDL(owners)), " ") + "; GRANT SELECT, INSERT, UPDATE, DELETE ON " + owners + " TO " + sqlkit.QuoteIdent(p.user) + ";"
+		}
+	}
+	return e
+}
+
+// nilOr is dbError for an error that may be nil.
+func (p *Sink) nilOr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return p.dbError(op, err)
+}
+
+// pgWriters returns the writers registered in owners for table.
+func pgWriters(ctx context.Context, tx pgx.Tx, owners, table string) ([]idsync.Writer, error) {
+	rows, err := tx.Query(ctx, `SELECT job, state, deletes, to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+		FROM `+owners+` WHERE table_name = $1 ORDER BY since, job, state`, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (idsync.Writer, error) {
+		var w idsync.Writer
+		err := r.Scan(&w.Job, &w.State, &w.Deletes, &w.Since)
+		return w, err
+	})
+}
