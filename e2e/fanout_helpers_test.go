@@ -40,6 +40,7 @@ type shopJob struct {
 	incremental bool   // orders incremental on updated_at
 	overlap     string // incremental.overlap; "" leaves it out
 	deletes     string // order_items' target.deletes; "" leaves it out
+	childHeader string // order_items' source.headers (a YAML mapping); "" leaves it out
 }
 
 // table is the name of a table in the job's schema.
@@ -116,12 +117,16 @@ func (j shopJob) itemsYAML() string {
 	if j.fanout > 0 {
 		fmt.Fprintf(&b, "    fanout_concurrency: %d\n", j.fanout)
 	}
-	fmt.Fprintf(&b, `    source: {path: "/orders/{parent.id}/items"}
+	headers := ""
+	if j.childHeader != "" {
+		headers = ", headers: " + j.childHeader
+	}
+	fmt.Fprintf(&b, `    source: {path: "/orders/{parent.id}/items"%s}
     pagination: %s
     target:
       table: %s
       key: [order_id, id]
-`, shopPagination(j.childStyle, j.childSize), j.table("order_items"))
+`, headers, shopPagination(j.childStyle, j.childSize), j.table("order_items"))
 	if j.onBad != "" {
 		fmt.Fprintf(&b, "      on_bad_record: %s\n", j.onBad)
 	}

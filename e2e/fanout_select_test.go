@@ -104,3 +104,58 @@ func TestFanoutSelectNothingLeft(t *testing.T) {
 		}
 	})
 }
+
+// A parent value that can never be sent (CR/LF in a value put in a child
+// header) is a bad record of that parent, never a transient failure that
+// exit 3 would have retried forever: under on_bad_record: skip a dead
+// letter naming the parent, the others walked, and no sweep (the pass did
+// not see that parent's children); under fail, exit 1 naming the parent.
+// Either way the parent's children stay.
+func TestFanoutUnsendableParentValue(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 8, MaxChildren: 4, Seed: 31})
+		dir := t.TempDir()
+		spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: "all", deletes: "hard", onBad: "skip",
+			childHeader: `{X-Order-Status: "{parent.status}"}`}
+		job := writeJob(t, dir, "job.yaml", spec.yaml())
+		runJob(t, dir, 0, "run", job)
+		assertShop(t, tgt, dir, s, false)
+		crlf := "char(13) || char(10)"
+		if tgt.schema != "" {
+			crlf = "chr(13) || chr(10)"
+		}
+		tgt.exec(t, dir, "UPDATE "+spec.table("orders")+" SET status = 'paid' || "+crlf+" || 'X-Evil: 1' WHERE id = 2")
+		if len(s.Children(2)) == 0 {
+			t.Fatal("order 2 has no items")
+		}
+		s.DeleteChild(4, s.Children(4)[0].ID) // a deletion the pass must not act on
+		items := tgt.read(t, dir, "order_items", 2, itemsCols...)
+
+		s.ResetCounters()
+		j := runJob(t, dir, 0, "run", job, "--resource", "order_items")
+		r := j.resource(t, "order_items")
+		if r.Status != "completed" || r.Skipped != 1 || r.Deleted != 0 {
+			t.Errorf("order_items with order 2's status unsendable: %+v", r)
+		}
+		if n := s.ChildRequests(2); n != 0 {
+			t.Errorf("order 2's children were asked %d times", n)
+		}
+		dead := statusEntries(t, dir, job, "--dead-letters")["order_items"].Dead
+		if len(dead) != 1 || !strings.Contains(dead[0].Reason, "parent orders id=2") || !strings.Contains(dead[0].Reason, "X-Order-Status") {
+			t.Errorf("dead letters %+v, want one naming parent orders id=2 and the header", dead)
+		}
+		if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), items); d != "" {
+			t.Errorf("order_items changed by a pass that could not walk order 2: %s", d)
+		}
+
+		spec.onBad = "fail"
+		writeJob(t, dir, "job.yaml", spec.yaml())
+		res := idemsync(t, dir, nil, "run", job, "--resource", "order_items", "--restart")
+		if res.code != 1 || !strings.Contains(res.stdout+res.stderr, "parent orders id=2") {
+			t.Errorf("on_bad_record: fail: exit %d, want 1 naming parent orders id=2\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), items); d != "" {
+			t.Errorf("order_items changed by a failed pass: %s", d)
+		}
+	})
+}

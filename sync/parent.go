@@ -265,13 +265,17 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 	return e.loopWindows(ctx, o, rs, sink, log, started, parentWindows(rs.parents))
 }
 
-// missingParent turns a 404 of a parent's children under
-// on_bad_record: skip into the parent's last page: no rows, a dead letter
-// naming the parent, and the parent's walk done. Any other failure, and a
-// 404 under on_bad_record: fail, is left as it is.
+// missingParent turns a 404 of a parent's children, or a parent value no
+// request can carry (unsendableError), under on_bad_record: skip into the
+// parent's last page: no rows, a dead letter naming the parent, and the
+// parent's walk done (the dead letter keeps the pass from sweeping). Any
+// other failure, and either under on_bad_record: fail (exit 1), is left as
+// it is.
 func (e *Engine) missingParent(fp *fetched, win Window) {
 	var he *Error
-	if win.Parent == "" || fp.err == nil || e.Job.Target.OnBadRecord != "skip" || !errors.As(fp.err, &he) || he.Status != http.StatusNotFound {
+	var ue *unsendableError
+	notFound := errors.As(fp.err, &he) && he.Status == http.StatusNotFound
+	if win.Parent == "" || fp.err == nil || e.Job.Target.OnBadRecord != "skip" || !notFound && !errors.As(fp.err, &ue) {
 		return
 	}
 	name := "parent " + e.Job.Parent.Resource + " " + e.parentDesc(win.Parent)
