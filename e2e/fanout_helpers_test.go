@@ -41,6 +41,7 @@ type shopJob struct {
 	overlap     string // incremental.overlap; "" leaves it out
 	deletes     string // order_items' target.deletes; "" leaves it out
 	childHeader string // order_items' source.headers (a YAML mapping); "" leaves it out
+	parentDel   string // orders' target.deletes; "" leaves it out
 }
 
 // table is the name of a table in the job's schema.
@@ -99,8 +100,11 @@ resources:
 	fmt.Fprintf(&b, `    target:
       table: %s
       key: [id]
-      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}
 `, j.table("orders"))
+	if j.parentDel != "" {
+		fmt.Fprintf(&b, "      deletes: %s\n", j.parentDel)
+	}
+	b.WriteString("      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}\n")
 	if !j.noItems {
 		b.WriteString(j.itemsYAML())
 	}

@@ -159,3 +159,59 @@ func TestFanoutUnsendableParentValue(t *testing.T) {
 		}
 	})
 }
+
+// A parent deleted at the source after a child run began, and removed by
+// the parent resource since (hard-deleted or marked deleted), is no
+// failure of the child: its children's 404 ends that parent's walk, the
+// run completes, and its sweep removes the children of the parent that is
+// gone. A 404 of a parent still in the parent table fails as before, with
+// a hint that says what to do.
+func TestFanoutParentRemovedDuringChildRun(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		for _, mode := range []string{"hard", "soft"} {
+			s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, MaxChildren: 4, Seed: 17})
+			dir := t.TempDir()
+			spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, childSize: 2, parentRows: "all", deletes: "hard", parentDel: mode}
+			job := writeJob(t, dir, "job.yaml", spec.yaml())
+			runJob(t, dir, 0, "run", job)
+			if len(s.Children(5)) == 0 {
+				t.Fatal("order 5 has no items: pick another seed")
+			}
+			if j := runJob(t, dir, 0, "run", job, "--resource", "order_items", "--restart", "--max-pages", "1"); j.resource(t, "order_items").Status != "partial" {
+				t.Fatalf("%s: order_items after --max-pages 1: %+v", mode, j.Resources)
+			}
+			s.DeleteParent(5)
+			if j := runJob(t, dir, 0, "run", job, "--resource", "orders"); j.resource(t, "orders").Deleted != 1 {
+				t.Fatalf("%s: orders did not remove order 5: %+v", mode, j.Resources)
+			}
+			r := idemsync(t, dir, nil, "run", job, "--resource", "order_items", "--json")
+			if r.code != 0 {
+				t.Fatalf("%s: order_items after order 5 was removed: exit %d\n%s%s", mode, r.code, r.stdout, r.stderr)
+			}
+			if st := parseJobRun(t, r).resource(t, "order_items"); st.Status != "completed" || st.Skipped != 0 {
+				t.Errorf("%s: order_items %+v, want completed with no dead letter", mode, st)
+			}
+			if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), wantOrderItems(s.AllChildren())); d != "" {
+				t.Errorf("%s: order_items differ from the source: %s", mode, d)
+			}
+		}
+	})
+}
+
+// A 404 for a parent still in the parent table fails the child (exit 1)
+// with a hint naming the ways out.
+func TestFanoutParent404Hint(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 6, MaxChildren: 3, Seed: 17})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: "sqlite:out.db"}.yaml())
+	s.SetNotFound(3, true)
+	r := idemsync(t, dir, nil, "run", job)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"parent orders id=3", "hint:", "on_bad_record: skip", "--restart"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("no %q in the output:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+}

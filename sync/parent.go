@@ -205,16 +205,30 @@ func (e *Engine) parentKey(v, flag string) ([]any, error) {
 	if len(parts) != len(t.Key) {
 		return nil, Errorf(ExitUsage, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
 	}
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	out, err := e.keyValues(parts)
+	if err != nil {
+		return nil, Errorf(ExitUsage, "replay %s %q: %v", flag, v, err)
+	}
+	return out, nil
+}
+
+// keyValues converts the parent's key values, given as text, to their
+// columns' types (text when the parent infers its columns).
+func (e *Engine) keyValues(parts []string) ([]any, error) {
+	t := &e.Job.Parent.Table
 	out := make([]any, len(parts))
 	for i, p := range parts {
 		typ := TypeText
 		if c := t.Column(t.Key[i]); c != nil {
 			typ = c.Type
 		}
-		b, _ := json.Marshal(strings.TrimSpace(p))
+		b, _ := json.Marshal(p)
 		val, err := Convert(gjson.ParseBytes(b), typ)
 		if err != nil || val == nil {
-			return nil, Errorf(ExitUsage, "replay %s %q: parent key %s: %v", flag, v, t.Key[i], err)
+			return nil, fmt.Errorf("parent key %s: %v", t.Key[i], err)
 		}
 		out[i] = val
 	}
@@ -263,6 +277,61 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 // end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
 	return e.loopWindows(ctx, o, rs, sink, log, started, parentWindows(rs.parents))
+}
+
+// parentNotFound settles a 404 of a parent's children (docs/job-file.md,
+// "Parent and child resources"). When the parent row is no longer in the
+// parent table (the parent resource removed it, or marked it deleted,
+// since the run began) the parent is gone with its children: its walk
+// ends with no rows and no dead letter, and the pass stays a proof for
+// the sweep. Otherwise the 404 is left to missingParent, and under
+// on_bad_record: fail it carries a hint.
+func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, sink Sink, log *slog.Logger) {
+	var he *Error
+	if win.Parent == "" || !errors.As(fp.err, &he) || he.Status != http.StatusNotFound {
+		return
+	}
+	gone, err := e.parentGone(ctx, sink, win.Parent)
+	if err != nil {
+		log.Warn("cannot tell whether the parent is still in the parent table", "parent", e.parentDesc(win.Parent), "err", e.Job.Secrets.Redact(err.Error()))
+	}
+	if gone {
+		log.Info("parent removed from the parent table since the run began: its children are gone with it", "parent", e.parentDesc(win.Parent))
+		fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
+		fp.next = Position{End: true}
+		return
+	}
+	if e.Job.Target.OnBadRecord != "skip" {
+		par := e.Job.Parent.Resource
+		fp.err = &Error{Code: ExitCode(fp.err), Err: fp.err, Hint: fmt.Sprintf(
+			"the parent is still in the table of %s: if it was deleted at the source, run %s (its target.deletes removes it) and run this resource again; "+
+				"to pass over such parents with a dead letter, set on_bad_record: skip; --restart starts the child's walk over from the parent table as it is now", par, par)}
+	}
+}
+
+// parentGone reports whether the parent row is no longer in the parent
+// table (or is marked deleted there).
+func (e *Engine) parentGone(ctx context.Context, sink Sink, row string) (bool, error) {
+	pr, ok := sink.(ParentReader)
+	if !ok {
+		return false, nil
+	}
+	key, err := e.rowKey(row)
+	if err != nil {
+		return false, err
+	}
+	rows, err := pr.ParentRows(ctx, &e.Job.Parent.Table, e.Job.Parent.Table.Key, ParentFilter{From: key, To: key})
+	return err == nil && len(rows) == 0, err
+}
+
+// rowKey is a parent row's key values, typed as parentKey types them.
+func (e *Engine) rowKey(row string) ([]any, error) {
+	g := gjson.Parse(row)
+	parts := make([]string, len(e.Job.Parent.Table.Key))
+	for i, k := range e.Job.Parent.Table.Key {
+		parts[i] = g.Get(EscapePath(k)).String()
+	}
+	return e.keyValues(parts)
 }
 
 // missingParent turns a 404 of a parent's children, or a parent value no

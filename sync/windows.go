@@ -202,6 +202,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		w.walks[k] = &walkState{seen: map[string]bool{}}
 		go func() {
 			for fp := range e.pipeline(pctx, from, wins[k], nil, 0) {
+				e.parentNotFound(pctx, &fp, wins[k], sink, log)
 				e.missingParent(&fp, wins[k])
 				select {
 				case pages <- winPage{k, fp}:

@@ -132,3 +132,18 @@ func (s *Shop) Snapshot() ShopSnapshot {
 	}
 	return out
 }
+
+// DeleteParent removes parent id and its children: the parents route no
+// longer lists it, and its children route answers 404. It returns false
+// when there is none.
+func (s *Shop) DeleteParent(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.parentIndex(id)
+	if !ok {
+		return false
+	}
+	s.parents = slices.Delete(slices.Clone(s.parents), i, i+1)
+	delete(s.children, id)
+	return true
+}
