@@ -26,7 +26,6 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		}
 		for _, q := range []string{
 			`DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
-			`DELETE FROM run_parents WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
 			`DELETE FROM dead_letters WHERE job = ?`,
 			`DELETE FROM runs WHERE job = ?`,
 			`DELETE FROM locks WHERE job = ?`,

@@ -103,7 +103,6 @@ type runState struct {
 	skipped int64
 	pages   int64
 	records int64
-	parents []string // a child run's parent snapshot (RunInfo.Parents)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock

@@ -58,6 +58,12 @@ type ParentFilter struct {
 	// From and To, when not nil, bound the key (inclusive): one value per
 	// key column, typed as Convert returns them for the column's type.
 	From, To []any
+	// After, when not nil, keeps the keys above it (exclusive), typed as
+	// From: a walk in key order reads on after the last row it read.
+	After []any
+	// Limit, when above 0, returns at most that many rows (the first by
+	// key).
+	Limit int
 }
 
 // ParentReader is a Sink that can read a parent resource's table for a
@@ -70,13 +76,6 @@ type ParentReader interface {
 	// JSON text), ordered by t.Key ascending. A missing table or column
 	// fails with an *Error naming it.
 	ParentRows(ctx context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error)
-}
-
-// ParentStore is a Store that keeps the parent snapshot of a child run:
-// StartRun stores RunInfo.Parents with the run in the same transaction,
-// RunParents returns them, in order.
-type ParentStore interface {
-	RunParents(ctx context.Context, runID int64) ([]string, error)
 }
 
 // noParents is Position.Parent of a child run without parent rows: it
@@ -125,53 +124,6 @@ func (j *Job) parentCols() []string {
 		}
 	}
 	return cols
-}
-
-// parentSnapshot reads the parent rows a new child run walks and returns
-// them encoded (a JSON object of column to text or null each). A run of
-// kind run reads the rows changed since the start of the child's last
-// completed run of kind run (all of them for parent_rows: all, or when
-// none completed, or when the run starts fresh: --restart, the child's
-// table lost, its walk changed); a replay reads the rows whose key lies in
-// [o.From, o.To].
-func (e *Engine) parentSnapshot(ctx context.Context, o Options, sink Sink, fresh bool) ([]string, error) {
-	par := e.Job.Parent
-	pr, ok := sink.(ParentReader)
-	if !ok {
-		return nil, Errorf(ExitPermanent, "parent %s: the target database cannot read the parent table", par.Resource)
-	}
-	var f ParentFilter
-	var err error
-	switch {
-	case o.Kind == KindReplay:
-		if f.From, err = e.parentKey(o.From, "--from"); err != nil {
-			return nil, err
-		}
-		if o.To != "" {
-			if f.To, err = e.parentKey(o.To, "--to"); err != nil {
-				return nil, err
-			}
-		}
-	case par.Rows != ParentRowsAll && !fresh:
-		if f.Since, err = e.lastCompletedStart(ctx); err != nil {
-			return nil, err
-		}
-	}
-	cols := e.Job.parentCols()
-	rows, err := pr.ParentRows(ctx, &par.Table, cols, f)
-	if err != nil {
-		return nil, wrapPermanent(fmt.Sprintf("parent %s: read %s", par.Resource, par.Table.String()), err)
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		m := make(map[string]*string, len(cols))
-		for k, c := range cols {
-			m[c] = r[k]
-		}
-		b, _ := json.Marshal(m)
-		out[i] = string(b)
-	}
-	return out, nil
 }
 
 // lastCompletedStart is the start of the child's last completed run of
@@ -245,15 +197,6 @@ func (e *Engine) parentDesc(row string) string {
 	return strings.Join(parts, " ")
 }
 
-// parentWindows is one window per parent row of the snapshot.
-func parentWindows(rows []string) []Window {
-	wins := make([]Window, len(rows))
-	for i, r := range rows {
-		wins[i] = Window{Parent: r}
-	}
-	return wins
-}
-
 // substParent replaces every {parent.COL} of s by the parent row's value
 // of COL, escaped by esc. A column the row lacks or that is NULL fails.
 func substParent(s, row string, esc func(string) string) (string, error) {
@@ -272,11 +215,29 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 	return out, err
 }
 
-// loopParents walks a child run's parent snapshot, one window per parent
-// (loopWindows). A run without parents never gets here: it starts at its
-// end (begin), and finishPass completes it.
+// loopParents walks a child run's parents, one window per parent
+// (loopWindows), read from the parent table as the walk reaches them
+// (parent_stream.go). A run without parents never gets here: it starts
+// at its end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
-	return e.loopWindows(ctx, o, rs, sink, log, started, parentWindows(rs.parents))
+	ws, err := decodeWindows(rs.pos)
+	if err != nil {
+		return RunFailed, wrapPermanent("restore the parents in flight", err)
+	}
+	for _, r := range ws.Rows {
+		if err := e.holdsCols(r); err != nil {
+			return RunFailed, err
+		}
+	}
+	f, err := e.continuedFilter(rs.info, ws.Since)
+	if err != nil {
+		return RunFailed, err
+	}
+	pw, err := e.newParentWalk(sink, f, ws.Since)
+	if err != nil {
+		return RunFailed, err
+	}
+	return e.loopWindows(ctx, o, rs, sink, log, started, pw)
 }
 
 // parentNotFound settles a 404 of a parent's children (docs/job-file.md,
@@ -357,53 +318,40 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	fp.next = Position{End: true}
 }
 
-// startChild takes a new child run's parent snapshot into info (and, for
-// a replay, its key range). The state file must be able to keep it.
-func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *RunInfo, fresh bool) error {
-	if _, ok := e.Store.(ParentStore); !ok {
-		return Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
-	}
-	parents, err := e.parentSnapshot(ctx, o, sink, fresh)
-	if err != nil {
-		return err
-	}
-	info.Parents = parents
-	if len(parents) == 0 {
-		info.Parents = []string{}
-	}
+// startChild starts a new child run's walk of its parents: it reads the
+// first parent and returns the run's first checkpoint state (Fly) and
+// that parent's row, both "" when there is no parent row to walk. A
+// replay keeps its key range in info.
+func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *RunInfo, fresh bool) (string, string, error) {
 	if o.Kind == KindReplay {
 		info.From, info.To = o.From, o.To
 	}
-	return nil
-}
-
-// runParents reads a continued child run's parent snapshot and checks it
-// holds every parent column the job uses.
-func (e *Engine) runParents(ctx context.Context, runID int64) ([]string, error) {
-	ps, ok := e.Store.(ParentStore)
-	if !ok {
-		return nil, Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
-	}
-	parents, err := ps.RunParents(ctx, runID)
+	f, since, err := e.parentFilter(ctx, o, fresh)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return parents, e.snapshotHolds(parents)
+	pw, err := e.newParentWalk(sink, f, since)
+	if err != nil {
+		return "", "", err
+	}
+	if ok, err := pw.has(ctx, 0); err != nil || !ok {
+		return "", "", err
+	}
+	first := pw.start(0).Parent
+	ws := windowState{Started: 1}
+	pw.save(&ws, map[int]Position{0: {}}, 0)
+	b, _ := json.Marshal(ws)
+	return string(b), first, nil
 }
 
-// snapshotHolds checks that a continued child run's snapshot holds every
-// parent column the job uses now: a {parent: COL} column added to the
-// mapping since the run started (the mapping is not part of the walk)
-// would otherwise be written NULL.
-func (e *Engine) snapshotHolds(parents []string) error {
-	if len(parents) == 0 {
-		return nil
+// streamed reports whether an unfinished child run walks its parents
+// from the parent table (parent_stream.go). A run begun by an earlier
+// version walked a copy of them kept in the state file, and starts over.
+func streamed(run *RunInfo) bool {
+	p, err := DecodePosition(run.Checkpoint)
+	if err != nil || p.End || p.Parent == noParents {
+		return err == nil
 	}
-	row := gjson.Parse(parents[0])
-	for _, c := range e.Job.parentCols() {
-		if !row.Get(EscapePath(c)).Exists() {
-			return Errorf(ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
-		}
-	}
-	return nil
+	ws, err := decodeWindows(p)
+	return err == nil && ws.Last != ""
 }

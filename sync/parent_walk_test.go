@@ -68,10 +68,20 @@ func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Window k is the k-th parent started: parents 1..n in key order, none
+	// removed, so parent k+1; a window in flight carries its row, which
+	// must say the same.
 	oid := func(k int) string {
-		row := run.Parents[k]
+		row, ok := ws.Rows[strconv.Itoa(k)]
+		if !ok {
+			return strconv.Itoa(k + 1)
+		}
 		i := strings.Index(row, `"id":"`)
-		return row[i+6 : i+6+strings.Index(row[i+6:], `"`)]
+		id := row[i+6 : i+6+strings.Index(row[i+6:], `"`)]
+		if id != strconv.Itoa(k+1) {
+			t.Errorf("window %d in flight holds parent %s, want %d", k, id, k+1)
+		}
+		return id
 	}
 	at := map[string]int64{oid(p.Win): p.Page} // order id → checkpoint page; -1: completed
 	for k, q := range ws.Pos {
@@ -243,13 +253,14 @@ func TestFanOutConcurrent(t *testing.T) {
 	}
 }
 
-// A continued run whose snapshot lacks a parent column the job uses now
-// (added to the mapping since it started) fails asking for --restart
-// instead of writing the column NULL.
+// A continued run whose parent in flight was read without a parent column
+// the job uses now (added to the mapping since it started) fails asking
+// for --restart instead of writing the column NULL. (Parents not started
+// yet are read from the parent table with the columns the job uses now.)
 func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	rig, fs := newFanRig(1, 2)
 	job := childJob(t, "", "", 1)
-	serve := itemsAPI(map[string]int{"1": 1, "2": 1})
+	serve := itemsAPI(map[string]int{"1": 5, "2": 1}) // parent 1 in flight after one page
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
