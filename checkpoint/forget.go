@@ -8,8 +8,7 @@ import (
 )
 
 // Forget removes everything the state file keeps of job (a resource that
-// was removed from its job file): its runs with their pages and parent
-// snapshots, its dead letters, its checkpoint, saved mark and identity,
+// was removed from its job file): its runs with their pages, its dead letters, its checkpoint, saved mark and identity,
 // its lock note, its stored auth token and the open cycles of the
 // --resource selections that name it, in one transaction. The lifetime metrics counters
 // stay (prune never touches them). The caller holds the job's lock, or

@@ -54,7 +54,7 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	if o.Kind != KindReplay {
 		return nil, nil, nil
 	}
-	if job.Parent != nil { // parent keys, read when the snapshot is taken
+	if job.Parent != nil { // parent keys, bounding the parents the walk reads
 		if _, err := e.parentKey(o.From, "--from"); err != nil {
 			return nil, nil, err
 		}

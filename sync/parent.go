@@ -15,15 +15,16 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Parent → child fan-out (SPEC §8).
+// Parent → child fan-out (docs/job-file.md, "Parent → child fan-out").
 //
 // A child resource walks its pagination once per row of its parent
-// resource's target table. The rows a run walks are fixed when it starts
-// (the parent snapshot, stored with the run): each is a window of the run
-// (windows.go) whose Window.Parent holds the row, so the checkpoint is the
-// lowest parent not completed at its next child page, plus the parents in
-// flight after it, and a run completes when every parent of its snapshot
-// completed.
+// resource's target table. Which rows a run walks is fixed when it starts
+// (parent_rows, a replay's key range); the rows are read from the parent
+// table in key order as the walk reaches them (parent_stream.go). Each is
+// a window of the run (windows.go) whose Window.Parent holds the row, so
+// the checkpoint is the lowest parent not completed at its next child
+// page, plus the parents in flight after it, and a run completes when the
+// parent table holds no further parent and every one started completed.
 
 // Values of parent_rows.
 const (
@@ -73,8 +74,9 @@ type ParentReader interface {
 	// marked deleted on a deletes: soft table), the values of
 	// cols as text (nil for NULL; integers and decimals in decimal
 	// notation, booleans true or false, timestamps in RFC 3339, json as
-	// JSON text), ordered by t.Key ascending. A missing table or column
-	// fails with an *Error naming it.
+	// JSON text), ordered by t.Key ascending, the first f.Limit of them
+	// when f.Limit is set. A missing table or column fails with an *Error
+	// naming it.
 	ParentRows(ctx context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error)
 }
 
@@ -241,7 +243,7 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 }
 
 // parentNotFound settles a 404 of a parent's children (docs/job-file.md,
-// "Parent and child resources"). When the parent row is no longer in the
+// "Parent → child fan-out"). When the parent row is no longer in the
 // parent table (the parent resource removed it, or marked it deleted,
 // since the run began) the parent is gone with its children: its walk
 // ends with no rows and no dead letter, and the pass stays a proof for

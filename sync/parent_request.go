@@ -79,7 +79,7 @@ func (p *pager) parentRequest(req *Request, params url.Values, row string) (stri
 
 // unsendableError is a parent value put in a header that no HTTP request
 // can carry: a bad record of that parent, not a failure to retry
-// (docs/job-file.md, "Parent and child resources").
+// (docs/job-file.md, "Parent → child fan-out").
 type unsendableError struct {
 	header string
 	char   rune

@@ -29,12 +29,11 @@ type parentWalk struct {
 	reader ParentReader
 	filter ParentFilter // Since, From and To; After moves with the walk
 	cols   []string
-	since  string                   // filter.Since as stored in the checkpoint ("" for none)
-	rows   map[int]string           // started windows not completed: their parent rows
-	last   string                   // the row of the last window started ("" before the first)
-	buf    []string                 // rows read ahead, not started
-	eof    bool                     // the table holds no row after buf
-	read   func() ([]string, error) // reads the next batch (tests may count it)
+	since  string         // filter.Since as stored in the checkpoint ("" for none)
+	rows   map[int]string // started windows not completed: their parent rows
+	last   string         // the row of the last window started ("" before the first)
+	buf    []string       // rows read ahead, not started
+	eof    bool           // the table holds no row after buf
 }
 
 // newParentWalk sets up the walk of a child run with filter f; since is f.Since
