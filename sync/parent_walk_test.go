@@ -274,3 +274,24 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 		t.Fatalf("--restart: %+v, %v", res, err)
 	}
 }
+
+// An unfinished child run begun by an earlier version, whose checkpoint
+// indexes a copy of the parent rows this version no longer keeps, is
+// abandoned: a new run walks the parent table and completes.
+func TestFanOutRunWithParentCopyStartsOver(t *testing.T) {
+	rig, fs := newFanRig(1, 2, 3)
+	job := childJob(t, "", "", 1)
+	old := Position{Page: 2, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
+	if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
+		Checkpoint: old.Encode(), Identity: job.Identity().Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{records: "data", serve: itemsAPI(map[string]int{"1": 1, "2": 3, "3": 1})}
+	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{})
+	if err != nil || res.Status != RunCompleted || res.Resumed || res.RunID != 2 {
+		t.Fatalf("run after a run with a parent copy: %+v, %v; want a new run, completed", res, err)
+	}
+	if got := childRows(rig.sink); len(got) != 5 {
+		t.Errorf("rows %q, want the 5 children of parents 1 to 3", got)
+	}
+}

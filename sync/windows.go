@@ -135,6 +135,9 @@ func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position
 			w.pos[w.low] = p
 		}
 	}
+	if _, ok := w.pos[w.low]; !ok && w.low < w.next && w.parents != nil {
+		return nil, fmt.Errorf("the checkpoint holds no parent row of parent %d in flight: run with --restart", w.low+1)
+	}
 	for k, p := range ws.Pos {
 		i, err := strconv.Atoi(k)
 		if err != nil || i <= w.low || !known(i) {
