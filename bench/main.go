@@ -8,6 +8,7 @@
 //	go run ./bench -seen-design 1000000 # what tracking deletions costs (docs/deletions.md)
 //	go run ./bench -fanout-only         # the parent → child fan-out figures alone
 //	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
+//	go run ./bench -parents 1000000     # a child run over 1,000,000 parents: peak RSS, state growth
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -38,11 +39,24 @@ func main() {
 		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
 		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
+		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 	)
 	flag.Parse()
 	if *fanout {
 		if err := fanoutOnly(*quick); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *parents > 0 {
+		b, done, err := newBench()
+		if err == nil {
+			err = b.parentsMemory(*parents)
+			done()
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -165,13 +179,17 @@ func (b *bench) rest(quick, skipRSS bool, size int) error {
 		return err
 	}
 
-	// 5. Peak memory at 10,000 and 1,000,000 records.
+	// 5. Peak memory at 10,000 and 1,000,000 records, and of a child run
+	// over 1,000,000 parents.
 	if !skipRSS {
 		big := 1_000_000
 		if quick {
 			big = 100_000
 		}
 		if err := b.memory(10_000, big, size); err != nil {
+			return err
+		}
+		if err := b.parentsMemory(big); err != nil {
 			return err
 		}
 	}

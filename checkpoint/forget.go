@@ -8,8 +8,7 @@ import (
 )
 
 // Forget removes everything the state file keeps of job (a resource that
-// was removed from its job file): its runs with their pages and parent
-// snapshots, its dead letters, its checkpoint, saved mark and identity,
+// was removed from its job file): its runs with their pages, its dead letters, its checkpoint, saved mark and identity,
 // its lock note, its stored auth token and the open cycles of the
 // --resource selections that name it, in one transaction. The lifetime metrics counters
 // stay (prune never touches them). The caller holds the job's lock, or
@@ -26,7 +25,6 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		}
 		for _, q := range []string{
 			`DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
-			`DELETE FROM run_parents WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
 			`DELETE FROM dead_letters WHERE job = ?`,
 			`DELETE FROM runs WHERE job = ?`,
 			`DELETE FROM locks WHERE job = ?`,

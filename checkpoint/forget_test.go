@@ -36,7 +36,7 @@ func TestResourceStateNames(t *testing.T) {
 func TestForgetRemovesOneResource(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
-	gone := startRun(t, s, idsync.RunInfo{Job: "shop.gone", Kind: idsync.KindRun, Parents: []string{`{"id":"1"}`}})
+	gone := startRun(t, s, idsync.RunInfo{Job: "shop.gone", Kind: idsync.KindRun})
 	if err := s.OpenCycle(ctx, "shop|gone,kept", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,6 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (Prun
 	}
 	cutoff := formatTime(s.now().Add(-keep))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		// A finished run's parent snapshot is never read again.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM run_parents WHERE run_id IN (SELECT id FROM runs WHERE `+prunable+`)`, job, cutoff); err != nil {
-			return fmt.Errorf("delete parent snapshots: %w", err)
-		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE `+prunable+`)`, job, cutoff)
 		if err != nil {
 			return fmt.Errorf("delete pages: %w", err)

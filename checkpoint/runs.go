@@ -128,9 +128,6 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
-		if err := saveParents(ctx, tx, id, r.Parents); err != nil {
-			return err
-		}
 		if kind == idsync.KindRun && r.Identity != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET identity = ? WHERE name = ?`, r.Identity, r.Job); err != nil {
 				return fmt.Errorf("save job identity: %w", err)

@@ -27,6 +27,9 @@ import (
 const (
 	statusNotRun  = "not_run" // the invocation's limit was reached before it
 	statusSkipped = "skipped" // its parent did not complete in this invocation
+	// statusUpToDate: nothing ran, each selected resource completed a run
+	// since the open cycle began (also the job's status then).
+	statusUpToDate = "up_to_date"
 )
 
 // multiRun is one invocation of run, resume or replay over a job file with
@@ -242,8 +245,23 @@ func (m *multiRun) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Op
 		return idsync.RunInterrupted, m.stopped
 	}
 	if p := parentOf(r.Job); p != "" {
-		if pr := m.results[p]; pr != nil && pr.Status != idsync.RunCompleted {
-			return statusSkipped, fmt.Sprintf("its parent %s did not complete (%s); its children run after the parent completes", p, pr.Status)
+		status := ""
+		if pr := m.results[p]; pr != nil {
+			status = pr.Status
+		} else {
+			// Not run in this invocation (not selected, or done in the
+			// cycle): an unfinished run of the parent has written back
+			// only part of its table, which the child must not walk.
+			run, err := m.store.Unfinished(ctx, r.Job.Parent.Name)
+			switch {
+			case err != nil:
+				return statusSkipped, fmt.Sprintf("the state of its parent %s cannot be read: %s", p, r.Job.Secrets.Redact(err.Error()))
+			case run != nil:
+				status = run.Status
+			}
+		}
+		if status != "" && status != idsync.RunCompleted {
+			return statusSkipped, fmt.Sprintf("its parent %s did not complete (%s); its children run after the parent completes", p, status)
 		}
 	}
 	if o.MaxPages > 0 {

@@ -126,6 +126,8 @@ func (m *multiRun) result() *jobResult {
 	out.Error = strings.Join(errs, "; ")
 	out.DurationMS = time.Since(m.started).Milliseconds()
 	switch {
+	case all && len(m.ran) == 0 && m.cycle != "":
+		m.upToDate(out)
 	case all:
 		out.Status = idsync.RunCompleted
 	case out.ExitCode == 0:
@@ -134,6 +136,24 @@ func (m *multiRun) result() *jobResult {
 		out.Status = jobStatusOf(out.ExitCode)
 	}
 	return out
+}
+
+// upToDate makes out, the result of a run that ran no resource because
+// every selected one completed a run since the open cycle began (the
+// cycle left open by an invocation cut short, then caught up by another
+// selection), say so rather than look like a sync: the job and each
+// resource are up_to_date, each naming the run it completed earlier.
+// The cycle then closes, so the next run syncs them again
+// (docs/job-file.md, "Order and cycles").
+func (m *multiRun) upToDate(out *jobResult) {
+	out.Status = statusUpToDate
+	out.Error = fmt.Sprintf("no resource ran: each selected resource completed a run since this selection's cycle opened at %s; the cycle is closed, the next run syncs them again",
+		m.cycleAt.UTC().Format(time.RFC3339))
+	for i := range out.Resources {
+		r := &out.Resources[i]
+		r.Error = fmt.Sprintf("not run now: its run %d completed since the cycle opened", r.RunID)
+		r.Status = statusUpToDate
+	}
 }
 
 // jobStatusOf is the status of a job whose exit code is code (not 0).
@@ -159,7 +179,7 @@ func (m *multiRun) print(out *jobResult) {
 	for _, rr := range out.Resources {
 		r := rr.Result
 		r.Job = m.jf.Name + jobfile.ResourceSep + rr.Resource
-		if r.RunID == 0 {
+		if r.RunID == 0 || r.Status == statusUpToDate {
 			if !m.g.quiet || r.ExitCode != 0 {
 				fmt.Fprintf(m.ios.Out, "%s: %s: %s\n", r.Job, r.Status, r.Error)
 			}
@@ -172,8 +192,12 @@ func (m *multiRun) print(out *jobResult) {
 		printResult(m.ios, m.g, &r, err)
 	}
 	if !m.g.quiet || out.ExitCode != 0 {
-		fmt.Fprintf(m.ios.Out, "%s: %s (%d resources, exit %d) in %s\n", out.Job, out.Status, len(out.Resources), out.ExitCode,
-			(time.Duration(out.DurationMS) * time.Millisecond).String())
+		why := ""
+		if out.Status == statusUpToDate {
+			why = ": " + out.Error
+		}
+		fmt.Fprintf(m.ios.Out, "%s: %s (%d resources, exit %d) in %s%s\n", out.Job, out.Status, len(out.Resources), out.ExitCode,
+			(time.Duration(out.DurationMS) * time.Millisecond).String(), why)
 	}
 }
 

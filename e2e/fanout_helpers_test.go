@@ -40,6 +40,7 @@ type shopJob struct {
 	incremental bool   // orders incremental on updated_at
 	overlap     string // incremental.overlap; "" leaves it out
 	deletes     string // order_items' target.deletes; "" leaves it out
+	childHeader string // order_items' source.headers (a YAML mapping); "" leaves it out
 	// parentDeletes is orders' target.deletes; "" leaves it out.
 	parentDeletes string
 }
@@ -100,11 +101,11 @@ resources:
 	fmt.Fprintf(&b, `    target:
       table: %s
       key: [id]
-      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}
 `, j.table("orders"))
 	if j.parentDeletes != "" {
 		fmt.Fprintf(&b, "      deletes: %s\n", j.parentDeletes)
 	}
+	b.WriteString("      columns: {id: {path: id, type: integer}, customer_id: {path: customer_id, type: integer}, status: {path: status, type: text}, updated_at: {path: updated_at, type: text}}\n")
 	if !j.noItems {
 		b.WriteString(j.itemsYAML())
 	}
@@ -133,12 +134,16 @@ func (j shopJob) itemsYAML() string {
 	if j.fanout > 0 {
 		fmt.Fprintf(&b, "    fanout_concurrency: %d\n", j.fanout)
 	}
-	fmt.Fprintf(&b, `    source: {path: "/orders/{parent.id}/items"}
+	headers := ""
+	if j.childHeader != "" {
+		headers = ", headers: " + j.childHeader
+	}
+	fmt.Fprintf(&b, `    source: {path: "/orders/{parent.id}/items"%s}
     pagination: %s
     target:
       table: %s
       key: [order_id, id]
-`, j.childPagination(), j.table("order_items"))
+`, headers, j.childPagination(), j.table("order_items"))
 	if j.onBad != "" {
 		fmt.Fprintf(&b, "      on_bad_record: %s\n", j.onBad)
 	}

@@ -20,6 +20,7 @@ type jobRunJSON struct {
 	Status     string            `json:"status"`
 	ExitCode   int               `json:"exit_code"`
 	DurationMS int64             `json:"duration_ms"`
+	Error      string            `json:"error"`
 	Resources  []resourceRunJSON `json:"resources"`
 }
 

@@ -54,7 +54,7 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	if o.Kind != KindReplay {
 		return nil, nil, nil
 	}
-	if job.Parent != nil { // parent keys, read when the snapshot is taken
+	if job.Parent != nil { // parent keys, bounding the parents the walk reads
 		if _, err := e.parentKey(o.From, "--from"); err != nil {
 			return nil, nil, err
 		}
@@ -94,6 +94,10 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 	switch {
 	case o.Resume && run == nil:
 		return nil, ErrNothingToResume
+	case job.Parent != nil && run != nil && !streamed(run):
+		e.Logger.Warn("abandoning the unfinished run: an earlier version began it with a copy of the parent rows, which this version no longer keeps; the new run walks the parent table",
+			"job", job.Name, "run_id", run.ID)
+		run = nil
 	case o.Resume:
 	case o.Kind == KindReplay && run != nil && (run.Kind != KindReplay || run.From != o.From || run.To != o.To):
 		e.Logger.Warn("abandoning the unfinished run to start the replay", "job", job.Name, "run_id", run.ID)
@@ -171,11 +175,11 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 	if info.LiveBefore, err = e.liveBefore(ctx, o, info.Full, sink); err != nil {
 		return err
 	}
+	var fly, first string
 	if job.Parent != nil {
-		if err := e.startChild(ctx, o, sink, info, fresh); err != nil {
+		if fly, first, err = e.startChild(ctx, o, sink, info, fresh); err != nil {
 			return err
 		}
-		rs.parents = info.Parents
 	}
 	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
@@ -192,9 +196,12 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 		return err
 	}
 	rs.pos = pos
-	if job.Parent != nil && len(info.Parents) == 0 {
+	switch {
+	case job.Parent != nil && fly == "":
 		rs.pos = Position{End: true, Parent: noParents}
 		e.Logger.Info("no parent rows to walk", "job", job.Name, "parent", job.Parent.Resource, "parent_rows", job.Parent.Rows)
+	case job.Parent != nil:
+		rs.pos.Fly, rs.pos.Parent = fly, e.parentDesc(first)
 	}
 	if from != nil {
 		info.From, info.To = o.From, o.To
@@ -252,11 +259,6 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cur Identity) error {
 	job := e.Job
 	var err error
-	if job.Parent != nil {
-		if rs.parents, err = e.runParents(ctx, run.ID); err != nil {
-			return err
-		}
-	}
 	if err := e.Store.Reopen(ctx, run.ID); err != nil {
 		return err
 	}

@@ -118,7 +118,6 @@ type runState struct {
 	skipped int64
 	pages   int64
 	records int64
-	parents []string   // a child run's parent snapshot (RunInfo.Parents)
 	proof   proofState // what voids the pass's proof of absence (proof.go)
 }
 

@@ -16,7 +16,7 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 	}
 	wins := runWindowsOf(e.Job, rs.info)
 	if len(wins) > 1 {
-		return e.loopWindows(ctx, o, rs, sink, log, started, wins)
+		return e.loopWindows(ctx, o, rs, sink, log, started, windowList(wins))
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -178,22 +178,6 @@ func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, erro
 	return slices.Clone(s.dead), nil
 }
 
-var _ ParentStore = (*memStore)(nil)
-
-// RunParents returns the parent snapshot StartRun kept with the run.
-func (s *memStore) RunParents(_ context.Context, id int64) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.run(id)
-	if err != nil {
-		return nil, err
-	}
-	if r.Parents == nil {
-		return nil, fmt.Errorf("run %d has no parent snapshot", id)
-	}
-	return slices.Clone(r.Parents), nil
-}
-
 // SeenKeys: the in-memory store keeps no keys; engine tests that sweep
 // use the checkpoint package's store.
 func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) {

@@ -15,15 +15,16 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Parent → child fan-out (SPEC §8).
+// Parent → child fan-out (docs/job-file.md, "Parent → child fan-out").
 //
 // A child resource walks its pagination once per row of its parent
-// resource's target table. The rows a run walks are fixed when it starts
-// (the parent snapshot, stored with the run): each is a window of the run
-// (windows.go) whose Window.Parent holds the row, so the checkpoint is the
-// lowest parent not completed at its next child page, plus the parents in
-// flight after it, and a run completes when every parent of its snapshot
-// completed.
+// resource's target table. Which rows a run walks is fixed when it starts
+// (parent_rows, a replay's key range); the rows are read from the parent
+// table in key order as the walk reaches them (parent_stream.go). Each is
+// a window of the run (windows.go) whose Window.Parent holds the row, so
+// the checkpoint is the lowest parent not completed at its next child
+// page, plus the parents in flight after it, and a run completes when the
+// parent table holds no further parent and every one started completed.
 
 // Values of parent_rows.
 const (
@@ -58,6 +59,12 @@ type ParentFilter struct {
 	// From and To, when not nil, bound the key (inclusive): one value per
 	// key column, typed as Convert returns them for the column's type.
 	From, To []any
+	// After, when not nil, keeps the keys above it (exclusive), typed as
+	// From: a walk in key order reads on after the last row it read.
+	After []any
+	// Limit, when above 0, returns at most that many rows (the first by
+	// key).
+	Limit int
 }
 
 // ParentReader is a Sink that can read a parent resource's table for a
@@ -67,16 +74,10 @@ type ParentReader interface {
 	// marked deleted on a deletes: soft table), the values of
 	// cols as text (nil for NULL; integers and decimals in decimal
 	// notation, booleans true or false, timestamps in RFC 3339, json as
-	// JSON text), ordered by t.Key ascending. A missing table or column
-	// fails with an *Error naming it.
+	// JSON text), ordered by t.Key ascending, the first f.Limit of them
+	// when f.Limit is set. A missing table or column fails with an *Error
+	// naming it.
 	ParentRows(ctx context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error)
-}
-
-// ParentStore is a Store that keeps the parent snapshot of a child run:
-// StartRun stores RunInfo.Parents with the run in the same transaction,
-// RunParents returns them, in order.
-type ParentStore interface {
-	RunParents(ctx context.Context, runID int64) ([]string, error)
 }
 
 // noParents is Position.Parent of a child run without parent rows: it
@@ -127,53 +128,6 @@ func (j *Job) parentCols() []string {
 	return cols
 }
 
-// parentSnapshot reads the parent rows a new child run walks and returns
-// them encoded (a JSON object of column to text or null each). A run of
-// kind run reads the rows changed since the start of the child's last
-// completed run of kind run (all of them for parent_rows: all, or when
-// none completed, or when the run starts fresh: --restart, the child's
-// table lost, its walk changed); a replay reads the rows whose key lies in
-// [o.From, o.To].
-func (e *Engine) parentSnapshot(ctx context.Context, o Options, sink Sink, fresh bool) ([]string, error) {
-	par := e.Job.Parent
-	pr, ok := sink.(ParentReader)
-	if !ok {
-		return nil, Errorf(ExitPermanent, "parent %s: the target database cannot read the parent table", par.Resource)
-	}
-	var f ParentFilter
-	var err error
-	switch {
-	case o.Kind == KindReplay:
-		if f.From, err = e.parentKey(o.From, "--from"); err != nil {
-			return nil, err
-		}
-		if o.To != "" {
-			if f.To, err = e.parentKey(o.To, "--to"); err != nil {
-				return nil, err
-			}
-		}
-	case par.Rows != ParentRowsAll && !fresh:
-		if f.Since, err = e.lastCompletedStart(ctx); err != nil {
-			return nil, err
-		}
-	}
-	cols := e.Job.parentCols()
-	rows, err := pr.ParentRows(ctx, &par.Table, cols, f)
-	if err != nil {
-		return nil, wrapPermanent(fmt.Sprintf("parent %s: read %s", par.Resource, par.Table.String()), err)
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		m := make(map[string]*string, len(cols))
-		for k, c := range cols {
-			m[c] = r[k]
-		}
-		b, _ := json.Marshal(m)
-		out[i] = string(b)
-	}
-	return out, nil
-}
-
 // lastCompletedStart is the start of the child's last completed run of
 // kind run, rounded down to the millisecond (the zero time when none):
 // parent rows written since then are the ones parent_rows: changed walks.
@@ -205,16 +159,30 @@ func (e *Engine) parentKey(v, flag string) ([]any, error) {
 	if len(parts) != len(t.Key) {
 		return nil, Errorf(ExitUsage, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
 	}
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	out, err := e.keyValues(parts)
+	if err != nil {
+		return nil, Errorf(ExitUsage, "replay %s %q: %v", flag, v, err)
+	}
+	return out, nil
+}
+
+// keyValues converts the parent's key values, given as text, to their
+// columns' types (text when the parent infers its columns).
+func (e *Engine) keyValues(parts []string) ([]any, error) {
+	t := &e.Job.Parent.Table
 	out := make([]any, len(parts))
 	for i, p := range parts {
 		typ := TypeText
 		if c := t.Column(t.Key[i]); c != nil {
 			typ = c.Type
 		}
-		b, _ := json.Marshal(strings.TrimSpace(p))
+		b, _ := json.Marshal(p)
 		val, err := Convert(gjson.ParseBytes(b), typ)
 		if err != nil || val == nil {
-			return nil, Errorf(ExitUsage, "replay %s %q: parent key %s: %v", flag, v, t.Key[i], err)
+			return nil, fmt.Errorf("parent key %s: %v", t.Key[i], err)
 		}
 		out[i] = val
 	}
@@ -229,15 +197,6 @@ func (e *Engine) parentDesc(row string) string {
 		parts = append(parts, k+"="+g.Get(EscapePath(k)).String())
 	}
 	return strings.Join(parts, " ")
-}
-
-// parentWindows is one window per parent row of the snapshot.
-func parentWindows(rows []string) []Window {
-	wins := make([]Window, len(rows))
-	for i, r := range rows {
-		wins[i] = Window{Parent: r}
-	}
-	return wins
 }
 
 // substParent replaces every {parent.COL} of s by the parent row's value
@@ -258,20 +217,97 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 	return out, err
 }
 
-// loopParents walks a child run's parent snapshot, one window per parent
-// (loopWindows). A run without parents never gets here: it starts at its
-// end (begin), and finishPass completes it.
+// loopParents walks a child run's parents, one window per parent
+// (loopWindows), read from the parent table as the walk reaches them
+// (parent_stream.go). A run without parents never gets here: it starts
+// at its end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
-	return e.loopWindows(ctx, o, rs, sink, log, started, parentWindows(rs.parents))
+	ws, err := decodeWindows(rs.pos)
+	if err != nil {
+		return RunFailed, wrapPermanent("restore the parents in flight", err)
+	}
+	for _, r := range ws.Rows {
+		if err := e.holdsCols(r); err != nil {
+			return RunFailed, err
+		}
+	}
+	f, err := e.continuedFilter(rs.info, ws.Since)
+	if err != nil {
+		return RunFailed, err
+	}
+	pw, err := e.newParentWalk(sink, f, ws.Since)
+	if err != nil {
+		return RunFailed, err
+	}
+	return e.loopWindows(ctx, o, rs, sink, log, started, pw)
 }
 
-// missingParent turns a 404 of a parent's children under
-// on_bad_record: skip into the parent's last page: no rows, a dead letter
-// naming the parent, and the parent's walk done. Any other failure, and a
-// 404 under on_bad_record: fail, is left as it is.
+// parentNotFound settles a 404 of a parent's children (docs/job-file.md,
+// "Parent → child fan-out"). When the parent row is no longer in the
+// parent table (the parent resource removed it, or marked it deleted,
+// since the run began) the parent is gone with its children: its walk
+// ends with no rows and no dead letter, and the pass stays a proof for
+// the sweep. Otherwise the 404 is left to missingParent, and under
+// on_bad_record: fail it carries a hint.
+func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, sink Sink, log *slog.Logger) {
+	var he *Error
+	if win.Parent == "" || !errors.As(fp.err, &he) || he.Status != http.StatusNotFound {
+		return
+	}
+	gone, err := e.parentGone(ctx, sink, win.Parent)
+	if err != nil {
+		log.Warn("cannot tell whether the parent is still in the parent table", "parent", e.parentDesc(win.Parent), "err", e.Job.Secrets.Redact(err.Error()))
+	}
+	if gone {
+		log.Info("parent removed from the parent table since the run began: its children are gone with it", "parent", e.parentDesc(win.Parent))
+		fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
+		fp.next = Position{End: true}
+		return
+	}
+	if e.Job.Target.OnBadRecord != "skip" {
+		par := e.Job.Parent.Resource
+		fp.err = &Error{Code: ExitCode(fp.err), Err: fp.err, Hint: fmt.Sprintf(
+			"the parent is still in the table of %s: if it was deleted at the source, run %s (its target.deletes removes it) and run this resource again; "+
+				"to pass over such parents with a dead letter, set on_bad_record: skip; --restart starts the child's walk over from the parent table as it is now", par, par)}
+	}
+}
+
+// parentGone reports whether the parent row is no longer in the parent
+// table (or is marked deleted there).
+func (e *Engine) parentGone(ctx context.Context, sink Sink, row string) (bool, error) {
+	pr, ok := sink.(ParentReader)
+	if !ok {
+		return false, nil
+	}
+	key, err := e.rowKey(row)
+	if err != nil {
+		return false, err
+	}
+	rows, err := pr.ParentRows(ctx, &e.Job.Parent.Table, e.Job.Parent.Table.Key, ParentFilter{From: key, To: key})
+	return err == nil && len(rows) == 0, err
+}
+
+// rowKey is a parent row's key values, typed as parentKey types them.
+func (e *Engine) rowKey(row string) ([]any, error) {
+	g := gjson.Parse(row)
+	parts := make([]string, len(e.Job.Parent.Table.Key))
+	for i, k := range e.Job.Parent.Table.Key {
+		parts[i] = g.Get(EscapePath(k)).String()
+	}
+	return e.keyValues(parts)
+}
+
+// missingParent turns a 404 of a parent's children, or a parent value no
+// request can carry (unsendableError), under on_bad_record: skip into the
+// parent's last page: no rows, a dead letter naming the parent, and the
+// parent's walk done (the dead letter keeps the pass from sweeping). Any
+// other failure, and either under on_bad_record: fail (exit 1), is left as
+// it is.
 func (e *Engine) missingParent(fp *fetched, win Window) {
 	var he *Error
-	if win.Parent == "" || fp.err == nil || e.Job.Target.OnBadRecord != "skip" || !errors.As(fp.err, &he) || he.Status != http.StatusNotFound {
+	var ue *unsendableError
+	notFound := errors.As(fp.err, &he) && he.Status == http.StatusNotFound
+	if win.Parent == "" || fp.err == nil || e.Job.Target.OnBadRecord != "skip" || !notFound && !errors.As(fp.err, &ue) {
 		return
 	}
 	name := "parent " + e.Job.Parent.Resource + " " + e.parentDesc(win.Parent)
@@ -284,53 +320,40 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	fp.next = Position{End: true}
 }
 
-// startChild takes a new child run's parent snapshot into info (and, for
-// a replay, its key range). The state file must be able to keep it.
-func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *RunInfo, fresh bool) error {
-	if _, ok := e.Store.(ParentStore); !ok {
-		return Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
-	}
-	parents, err := e.parentSnapshot(ctx, o, sink, fresh)
-	if err != nil {
-		return err
-	}
-	info.Parents = parents
-	if len(parents) == 0 {
-		info.Parents = []string{}
-	}
+// startChild starts a new child run's walk of its parents: it reads the
+// first parent and returns the run's first checkpoint state (Fly) and
+// that parent's row, both "" when there is no parent row to walk. A
+// replay keeps its key range in info.
+func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *RunInfo, fresh bool) (string, string, error) {
 	if o.Kind == KindReplay {
 		info.From, info.To = o.From, o.To
 	}
-	return nil
-}
-
-// runParents reads a continued child run's parent snapshot and checks it
-// holds every parent column the job uses.
-func (e *Engine) runParents(ctx context.Context, runID int64) ([]string, error) {
-	ps, ok := e.Store.(ParentStore)
-	if !ok {
-		return nil, Errorf(ExitPermanent, "resource with parent %s: the state file cannot keep a parent snapshot", e.Job.Parent.Resource)
-	}
-	parents, err := ps.RunParents(ctx, runID)
+	f, since, err := e.parentFilter(ctx, o, fresh)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return parents, e.snapshotHolds(parents)
+	pw, err := e.newParentWalk(sink, f, since)
+	if err != nil {
+		return "", "", err
+	}
+	if ok, err := pw.has(ctx, 0); err != nil || !ok {
+		return "", "", err
+	}
+	first := pw.start(0).Parent
+	ws := windowState{Started: 1}
+	pw.save(&ws, map[int]Position{0: {}}, 0)
+	b, _ := json.Marshal(ws)
+	return string(b), first, nil
 }
 
-// snapshotHolds checks that a continued child run's snapshot holds every
-// parent column the job uses now: a {parent: COL} column added to the
-// mapping since the run started (the mapping is not part of the walk)
-// would otherwise be written NULL.
-func (e *Engine) snapshotHolds(parents []string) error {
-	if len(parents) == 0 {
-		return nil
+// streamed reports whether an unfinished child run walks its parents
+// from the parent table (parent_stream.go). A run begun by an earlier
+// version walked a copy of them kept in the state file, and starts over.
+func streamed(run *RunInfo) bool {
+	p, err := DecodePosition(run.Checkpoint)
+	if err != nil || p.End || p.Parent == noParents {
+		return err == nil
 	}
-	row := gjson.Parse(parents[0])
-	for _, c := range e.Job.parentCols() {
-		if !row.Get(EscapePath(c)).Exists() {
-			return Errorf(ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
-		}
-	}
-	return nil
+	ws, err := decodeWindows(p)
+	return err == nil && ws.Last != ""
 }

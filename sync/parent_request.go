@@ -54,6 +54,9 @@ func (p *pager) parentRequest(req *Request, params url.Values, row string) (stri
 		if req.Header[k], err = substParent(v, row, raw); err != nil {
 			return "", err
 		}
+		if i := strings.IndexFunc(req.Header[k], unsendable); i >= 0 {
+			return "", &unsendableError{header: k, char: rune(req.Header[k][i])}
+		}
 	}
 	if hasRef(string(src.Body)) && gjson.Valid(string(src.Body)) {
 		var sets []BodyValue
@@ -73,6 +76,22 @@ func (p *pager) parentRequest(req *Request, params url.Values, row string) (stri
 	}
 	return base, nil
 }
+
+// unsendableError is a parent value put in a header that no HTTP request
+// can carry: a bad record of that parent, not a failure to retry
+// (docs/job-file.md, "Parent → child fan-out").
+type unsendableError struct {
+	header string
+	char   rune
+}
+
+func (e *unsendableError) Error() string {
+	return fmt.Sprintf("source.headers %s: the parent's value holds %q, which no HTTP header can carry", e.header, e.char)
+}
+
+// unsendable reports whether c may not appear in an HTTP header field
+// value: the control characters but horizontal tab (RFC 9110 §5.5).
+func unsendable(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }
 
 // hasRef reports whether any of vs holds a {parent.COL}.
 func hasRef(vs ...string) bool {

@@ -42,8 +42,12 @@ func (s *fanSink) ParentRows(_ context.Context, t *Table, cols []string, f Paren
 	var out [][]*string
 	for _, p := range rows {
 		if !f.Since.IsZero() && p.synced.Before(f.Since) ||
-			f.From != nil && int64(p.id) < f.From[0].(int64) || f.To != nil && int64(p.id) > f.To[0].(int64) {
+			f.From != nil && int64(p.id) < f.From[0].(int64) || f.To != nil && int64(p.id) > f.To[0].(int64) ||
+			f.After != nil && int64(p.id) <= f.After[0].(int64) {
 			continue
+		}
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
 		}
 		var vals []*string
 		for _, c := range cols {
@@ -180,8 +184,8 @@ func TestFanOutWalksEveryParent(t *testing.T) {
 			t.Errorf("order_id %#v is not an int64", r.Values[0])
 		}
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted || len(run.Parents) != 3 || !strings.Contains(run.Parents[0], `"id":"1"`) {
-		t.Errorf("run %+v: want completed with the 3 parents in key order", run)
+	if run := rig.store.lastRun(); run.Status != RunCompleted || !strings.Contains(run.Checkpoint, `id=3`) {
+		t.Errorf("run %+v: want completed at the last of the 3 parents", run)
 	}
 	// the parents are walked in key order, each before the next
 	var order []string

@@ -68,10 +68,20 @@ func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Window k is the k-th parent started: parents 1..n in key order, none
+	// removed, so parent k+1; a window in flight carries its row, which
+	// must say the same.
 	oid := func(k int) string {
-		row := run.Parents[k]
+		row, ok := ws.Rows[strconv.Itoa(k)]
+		if !ok {
+			return strconv.Itoa(k + 1)
+		}
 		i := strings.Index(row, `"id":"`)
-		return row[i+6 : i+6+strings.Index(row[i+6:], `"`)]
+		id := row[i+6 : i+6+strings.Index(row[i+6:], `"`)]
+		if id != strconv.Itoa(k+1) {
+			t.Errorf("window %d in flight holds parent %s, want %d", k, id, k+1)
+		}
+		return id
 	}
 	at := map[string]int64{oid(p.Win): p.Page} // order id → checkpoint page; -1: completed
 	for k, q := range ws.Pos {
@@ -243,13 +253,14 @@ func TestFanOutConcurrent(t *testing.T) {
 	}
 }
 
-// A continued run whose snapshot lacks a parent column the job uses now
-// (added to the mapping since it started) fails asking for --restart
-// instead of writing the column NULL.
+// A continued run whose parent in flight was read without a parent column
+// the job uses now (added to the mapping since it started) fails asking
+// for --restart instead of writing the column NULL. (Parents not started
+// yet are read from the parent table with the columns the job uses now.)
 func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	rig, fs := newFanRig(1, 2)
 	job := childJob(t, "", "", 1)
-	serve := itemsAPI(map[string]int{"1": 1, "2": 1})
+	serve := itemsAPI(map[string]int{"1": 5, "2": 1}) // parent 1 in flight after one page
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
@@ -261,5 +272,26 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	}
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
 		t.Fatalf("--restart: %+v, %v", res, err)
+	}
+}
+
+// An unfinished child run begun by an earlier version, whose checkpoint
+// indexes a copy of the parent rows this version no longer keeps, is
+// abandoned: a new run walks the parent table and completes.
+func TestFanOutRunWithParentCopyStartsOver(t *testing.T) {
+	rig, fs := newFanRig(1, 2, 3)
+	job := childJob(t, "", "", 1)
+	old := Position{Page: 2, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
+	if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
+		Checkpoint: old.Encode(), Identity: job.Identity().Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{records: "data", serve: itemsAPI(map[string]int{"1": 1, "2": 3, "3": 1})}
+	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{})
+	if err != nil || res.Status != RunCompleted || res.Resumed || res.RunID != 2 {
+		t.Fatalf("run after a run with a parent copy: %+v, %v; want a new run, completed", res, err)
+	}
+	if got := childRows(rig.sink); len(got) != 5 {
+		t.Errorf("rows %q, want the 5 children of parents 1 to 3", got)
 	}
 }

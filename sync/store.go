@@ -80,12 +80,6 @@ type RunInfo struct {
 	// Identity is the encoded Identity of the walk the run was started
 	// with ("" when the state file predates identities).
 	Identity string `json:"-"`
-	// Parents is a child run's parent snapshot (SPEC §8), given to
-	// StartRun, which stores it with the run (ParentStore): the parent
-	// rows the run walks, in key order, each a JSON object of column to
-	// text or null. nil for other runs, and as Unfinished and Runs return
-	// runs (RunParents reads it).
-	Parents []string `json:"-"`
 }
 
 // Unfinished reports whether the run can be continued.

@@ -29,7 +29,36 @@ type windowState struct {
 	Pos     map[string]Position `json:"pos,omitempty"`  // windows after Win in flight: their next page
 	Done    []int               `json:"done,omitempty"` // windows after Win completed
 	Started int                 `json:"started"`        // windows started (the next to start)
+	// A child run's walk of its parents (parent_stream.go): the parent row
+	// of each window in flight (Win's included), the row of the last
+	// window started, and the parent_rows: changed start ("" for none).
+	Rows  map[string]string `json:"rows,omitempty"`
+	Last  string            `json:"last,omitempty"`
+	Since string            `json:"since,omitempty"`
 }
+
+// windowSource is the windows of a run: a fixed list (incremental
+// windows) or a child's parents, read from the parent table as the run
+// starts them (parentWalk).
+type windowSource interface {
+	// has reports whether window k exists; k is a started window or the
+	// next one to start.
+	has(ctx context.Context, k int) (bool, error)
+	// start starts window k, the next one (has(k) was true), and returns it.
+	start(k int) Window
+	// window returns started window k.
+	window(k int) Window
+	// done forgets completed window k.
+	done(k int)
+}
+
+// windowList is a run's fixed list of incremental windows.
+type windowList []Window
+
+func (l windowList) has(_ context.Context, k int) (bool, error) { return k < len(l), nil }
+func (l windowList) start(k int) Window                         { return l[k] }
+func (l windowList) window(k int) Window                        { return l[k] }
+func (l windowList) done(int)                                   {}
 
 // decodeWindows reads p.Fly; "" is no window in flight but p's own.
 func decodeWindows(p Position) (windowState, error) {
@@ -45,13 +74,15 @@ func decodeWindows(p Position) (windowState, error) {
 
 // windowRun is the state of a windowed run between page commits.
 type windowRun struct {
-	wins  []Window
-	final string           // the mark saved when every window completed: the run's start, rounded down
-	low   int              // lowest window not completed
-	pos   map[int]Position // next page of each window in flight (low included while it is)
-	done  map[int]bool     // completed windows above low
-	next  int              // next window to start
-	walks map[int]*walkState
+	src       windowSource
+	parents   *parentWalk      // src when the run is a child's; nil otherwise
+	exhausted bool             // no window after the last started (settle)
+	final     string           // the mark saved when every window completed: the run's start, rounded down
+	low       int              // lowest window not completed
+	pos       map[int]Position // next page of each window in flight (low included while it is)
+	done      map[int]bool     // completed windows above low
+	next      int              // next window to start
+	walks     map[int]*walkState
 	// label names window k in checkpoints (a child's parent key, "id=42");
 	// nil for incremental windows.
 	label func(k int) string
@@ -66,21 +97,50 @@ type walkState struct {
 }
 
 // newWindowRun restores a run's windows from its checkpoint pos.
-func newWindowRun(e *Engine, wins []Window, pos Position) (*windowRun, error) {
+func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position) (*windowRun, error) {
 	ws, err := decodeWindows(pos)
 	if err != nil {
 		return nil, err
 	}
-	w := &windowRun{wins: wins, low: min(pos.Win, len(wins)), pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
+	w := &windowRun{src: src, low: pos.Win, pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
 		first: e.windowStart(0)}
-	if w.low < len(wins) {
-		p := pos
-		p.Fly = ""
-		w.pos[w.low] = p
+	if l, ok := src.(windowList); ok {
+		w.low = min(w.low, len(l))
+	}
+	if pw, ok := src.(*parentWalk); ok {
+		w.parents = pw
+		if err := pw.restore(ws); err != nil {
+			return nil, err
+		}
+	}
+	// known reports whether started window i can be walked: in the list,
+	// or its parent row in the checkpoint.
+	known := func(i int) bool {
+		if w.parents != nil {
+			_, ok := w.parents.rows[i]
+			return ok
+		}
+		ok, _ := src.has(ctx, i)
+		return ok
+	}
+	if known(w.low) || w.low >= w.next {
+		ok, err := src.has(ctx, w.low)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			src.start(w.low)
+			p := pos
+			p.Fly = ""
+			w.pos[w.low] = p
+		}
+	}
+	if _, ok := w.pos[w.low]; !ok && w.low < w.next && w.parents != nil {
+		return nil, fmt.Errorf("the checkpoint holds no parent row of parent %d in flight: run with --restart", w.low+1)
 	}
 	for k, p := range ws.Pos {
 		i, err := strconv.Atoi(k)
-		if err != nil || i <= w.low || i >= len(wins) {
+		if err != nil || i <= w.low || !known(i) {
 			return nil, fmt.Errorf("decode windows in flight: bad window %q", k)
 		}
 		p.Win = i
@@ -90,13 +150,24 @@ func newWindowRun(e *Engine, wins []Window, pos Position) (*windowRun, error) {
 		w.done[i] = true
 	}
 	// A window started whose first page was never committed starts again.
-	for i := w.low + 1; i < min(w.next, len(wins)); i++ {
-		if _, ok := w.pos[i]; !ok && !w.done[i] {
+	for i := w.low + 1; i < w.next; i++ {
+		if _, ok := w.pos[i]; !ok && !w.done[i] && known(i) {
 			w.pos[i] = e.windowStart(i)
 		}
 	}
 	w.next = max(w.next, w.low+1)
-	return w, nil
+	return w, w.settle(ctx)
+}
+
+// settle notes whether a window follows the last one started, once every
+// started window has completed: the run then ends (checkpoint).
+func (w *windowRun) settle(ctx context.Context) error {
+	if w.low < w.next {
+		return nil
+	}
+	ok, err := w.src.has(ctx, w.next)
+	w.exhausted = !ok
+	return err
 }
 
 // windowStart is the first page of window k.
@@ -109,10 +180,10 @@ func (e *Engine) windowStart(k int) Position {
 // checkpoint is the run's position: the lowest window in flight at its
 // next page, the others in Fly; End once every window completed.
 func (w *windowRun) checkpoint() Position {
-	if w.low >= len(w.wins) {
-		p := Position{Win: len(w.wins) - 1, End: true}
-		if w.label != nil {
-			p.Parent = w.label(p.Win)
+	if w.low >= w.next && w.exhausted {
+		p := Position{Win: w.next - 1, End: true}
+		if w.parents != nil {
+			p.Parent = w.parents.e.parentDesc(w.parents.last)
 		}
 		return p
 	}
@@ -135,7 +206,10 @@ func (w *windowRun) checkpoint() Position {
 		ws.Done = append(ws.Done, k)
 	}
 	sort.Ints(ws.Done)
-	if len(ws.Pos) > 0 || len(ws.Done) > 0 || w.next > w.low+1 {
+	if w.parents != nil {
+		w.parents.save(&ws, w.pos, w.low)
+	}
+	if len(ws.Pos) > 0 || len(ws.Done) > 0 || w.next > w.low+1 || w.parents != nil {
 		b, _ := json.Marshal(ws)
 		p.Fly = string(b)
 	}
@@ -160,13 +234,14 @@ func (w *windowRun) page(k int, fp *fetched) string {
 		w.low++
 		grew = true
 	}
+	l, ok := w.src.(windowList) // a child's windows have no marks
 	switch {
-	case grew && w.low == len(w.wins):
+	case !grew || !ok:
+		return ""
+	case w.low == len(l):
 		return w.final
-	case grew:
-		return w.wins[w.low-1].To
 	}
-	return ""
+	return l[w.low-1].To
 }
 
 // winPage is a fetched page of window k.
@@ -179,18 +254,18 @@ type winPage struct {
 // incremental.concurrency windows in flight, each fetched by its own
 // pipeline in page order; pages of different windows are committed as
 // they come. It returns the run's status and the error that ended it.
-func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time, wins []Window) (string, error) {
-	w, err := newWindowRun(e, wins, rs.pos)
+func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time, src windowSource) (string, error) {
+	w, err := newWindowRun(ctx, e, src, rs.pos)
 	if err != nil {
-		return RunFailed, Errorf(ExitPermanent, "%w", err)
+		return RunFailed, wrapPermanent("restore the windows in flight", err)
 	}
-	if rs.info.Kind == KindRun && e.Job.Parent == nil {
-		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), wins[0].From)
+	if l, ok := src.(windowList); ok && rs.info.Kind == KindRun && e.Job.Parent == nil {
+		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), l[0].From)
 	}
 	inFlight := 1
 	switch {
 	case e.Job.Parent != nil:
-		w.label = func(k int) string { return e.parentDesc(wins[k].Parent) }
+		w.label = func(k int) string { return e.parentDesc(src.window(k).Parent) }
 		inFlight = max(e.Job.Parent.Concurrency, 1)
 	case e.Job.Incremental != nil:
 		inFlight = max(e.Job.Incremental.Concurrency, 1)
@@ -200,9 +275,11 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	pages := make(chan winPage)
 	walk := func(k int, from Position) {
 		w.walks[k] = &walkState{seen: map[string]bool{}}
+		win := src.window(k)
 		go func() {
-			for fp := range e.pipeline(pctx, from, wins[k], nil, 0) {
-				e.missingParent(&fp, wins[k])
+			for fp := range e.pipeline(pctx, from, win, nil, 0) {
+				e.parentNotFound(pctx, &fp, win, sink, log)
+				e.missingParent(&fp, win)
 				select {
 				case pages <- winPage{k, fp}:
 				case <-pctx.Done():
@@ -214,17 +291,25 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	for _, k := range slices.Sorted(maps.Keys(w.pos)) {
 		walk(k, w.pos[k])
 	}
-	fill := func() {
-		for len(w.pos) < inFlight && w.next < len(wins) {
+	fill := func() error {
+		for len(w.pos) < inFlight {
+			ok, err := src.has(ctx, w.next)
+			if err != nil || !ok {
+				return err
+			}
+			src.start(w.next)
 			w.pos[w.next] = e.windowStart(w.next)
 			walk(w.next, w.pos[w.next])
 			w.next++
 		}
+		return nil
 	}
-	fill()
+	if err := fill(); err != nil {
+		return RunFailed, err
+	}
 	committed := 0
 	for {
-		wp, status, err := nextWindowPage(ctx, o, pages, e.windowName(wins), committed, started, log)
+		wp, status, err := nextWindowPage(ctx, o, pages, e.windowName(src), committed, started, log)
 		if status != "" {
 			return status, err
 		}
@@ -239,12 +324,16 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		if wp.fp.next.End {
 			if w.label != nil {
 				// At debug: each page's line already names its parent.
-				log.Debug("parent completed", "parent", wp.k+1, "of", len(wins), "key", w.label(wp.k), "pages", rs.pages)
+				log.Debug("parent completed", "parent", wp.k+1, "key", w.label(wp.k), "pages", rs.pages)
 			} else {
-				log.Info("window completed", "window", wp.k+1, "of", len(wins), "from", wins[wp.k].From, "to", wins[wp.k].To)
+				win := src.window(wp.k)
+				log.Info("window completed", "window", wp.k+1, "of", len(src.(windowList)), "from", win.From, "to", win.To)
 			}
 			delete(w.walks, wp.k)
-			fill()
+			src.done(wp.k)
+			if err := fill(); err != nil {
+				return RunFailed, err
+			}
 		}
 	}
 }
@@ -287,6 +376,9 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 		fp.pos.Parent = w.label(wp.k)
 	}
 	fp.windowTo = w.page(wp.k, &fp)
+	if err := w.settle(ctx); err != nil {
+		return RunFailed, false, err
+	}
 	ckpt := w.checkpoint()
 	fp.ckpt = &ckpt
 	ws := w.walks[wp.k]
@@ -298,12 +390,13 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 
 // windowName returns how errors name window k of wins: "window 2 (FROM
 // to TO)", or for a child "parent orders id=42".
-func (e *Engine) windowName(wins []Window) func(k int) string {
+func (e *Engine) windowName(src windowSource) func(k int) string {
 	return func(k int) string {
+		win := src.window(k)
 		if e.Job.Parent != nil {
-			return "parent " + e.Job.Parent.Resource + " " + e.parentDesc(wins[k].Parent)
+			return "parent " + e.Job.Parent.Resource + " " + e.parentDesc(win.Parent)
 		}
-		return fmt.Sprintf("window %d (%s to %s)", k+1, wins[k].From, wins[k].To)
+		return fmt.Sprintf("window %d (%s to %s)", k+1, win.From, win.To)
 	}
 }
 

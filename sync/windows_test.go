@@ -19,7 +19,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 		"incremental: {field: ts, param: since, end_param: until, step: 1d, concurrency: 3}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	e := &Engine{Job: job}
 	wins := []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}, {From: "d2", To: "d3"}, {From: "d3", To: "d4"}}
-	w, err := newWindowRun(e, wins, Position{})
+	w, err := newWindowRun(context.Background(), e, windowList(wins), Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	if ck.Win != 0 || ck.Cursor != "a1" || ck.End || ck.Fly == "" {
 		t.Fatalf("checkpoint %+v, want window 1 at a1 with the others in flight", ck)
 	}
-	back, err := newWindowRun(e, wins, mustDecode(t, ck.Encode()))
+	back, err := newWindowRun(context.Background(), e, windowList(wins), mustDecode(t, ck.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +60,15 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	}
 	w.next = 4 // started, no page committed yet
 	ck = w.checkpoint()
-	back, err = newWindowRun(e, wins, mustDecode(t, ck.Encode()))
+	back, err = newWindowRun(context.Background(), e, windowList(wins), mustDecode(t, ck.Encode()))
 	if err != nil || back.pos[3] != e.windowStart(3) {
 		t.Fatalf("restored %+v (%v), want window 4 from its first page", back, err)
 	}
-	if m := page(3, Position{End: true}); m != "start" || !w.checkpoint().End {
+	m := page(3, Position{End: true})
+	if err := w.settle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m != "start" || !w.checkpoint().End {
 		t.Errorf("last window: mark %q, checkpoint %+v, want the run's start (rounded down) and the end", m, w.checkpoint())
 	}
 }
@@ -136,7 +140,7 @@ func TestWindowRunCheckpointOfUnstartedWindow(t *testing.T) {
 	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\npagination: {style: page, size: 2, size_param: n}\n"+
 		"incremental: {field: ts, param: since, end_param: until, step: 1d}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	e := &Engine{Job: job}
-	w, err := newWindowRun(e, []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}}, e.windowStart(0))
+	w, err := newWindowRun(context.Background(), e, windowList{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}}, e.windowStart(0))
 	if err != nil {
 		t.Fatal(err)
 	}

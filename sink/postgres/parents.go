@@ -65,7 +65,7 @@ func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	for _, b := range []struct {
 		op   string
 		vals []any
-	}{{">=", f.From}, {"<=", f.To}} {
+	}{{">=", f.From}, {"<=", f.To}, {">", f.After}} {
 		if b.vals == nil {
 			continue
 		}
@@ -85,6 +85,9 @@ func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY " + strings.Join(keys, ", ")
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return nil, p.dbError(op, err)

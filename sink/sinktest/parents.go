@@ -92,6 +92,10 @@ func parentCases() []testCase {
 				{idsync.ParentFilter{From: []any{int64(3)}}, "3,4,5"},
 				{idsync.ParentFilter{Since: since, To: []any{int64(3)}}, "2"},
 				{idsync.ParentFilter{Since: time.Now().Add(time.Hour)}, ""},
+				// a walk in key order: after the last key read, a batch at a time
+				{idsync.ParentFilter{After: []any{int64(2)}, Limit: 2}, "3,4"},
+				{idsync.ParentFilter{After: []any{int64(4)}, Limit: 2}, "5"},
+				{idsync.ParentFilter{Since: since, After: []any{int64(2)}, Limit: 1}, "4"},
 			} {
 				got, err := r.ParentRows(ctx, tbl, []string{"id"}, tt.f)
 				if err != nil || ids(t, got) != tt.want {
@@ -105,14 +109,21 @@ func parentCases() []testCase {
 			MustPrepare(t, s, tbl)
 			MustUpsert(t, s, tbl, idsync.Counts{Inserted: 5}, Row(int64(2), int64(1)), Row(int64(1), int64(2)), Row(int64(1), int64(1)),
 				Row(int64(10), int64(1)), Row(int64(2), int64(2)))
-			got, err := reader(t, b).ParentRows(ctx, tbl, []string{"order_id", "n"},
-				idsync.ParentFilter{From: []any{int64(1), int64(2)}, To: []any{int64(2), int64(1)}})
-			var pairs []string
-			for _, r := range got {
-				pairs = append(pairs, *r[0]+"/"+*r[1])
-			}
-			if err != nil || strings.Join(pairs, " ") != "1/2 2/1" {
-				t.Errorf("rows %q, %v; want 1/2 2/1", pairs, err)
+			for _, tt := range []struct {
+				f    idsync.ParentFilter
+				want string
+			}{
+				{idsync.ParentFilter{From: []any{int64(1), int64(2)}, To: []any{int64(2), int64(1)}}, "1/2 2/1"},
+				{idsync.ParentFilter{After: []any{int64(1), int64(2)}, Limit: 2}, "2/1 2/2"}, // keys compared as a row
+			} {
+				got, err := reader(t, b).ParentRows(ctx, tbl, []string{"order_id", "n"}, tt.f)
+				var pairs []string
+				for _, r := range got {
+					pairs = append(pairs, *r[0]+"/"+*r[1])
+				}
+				if err != nil || strings.Join(pairs, " ") != tt.want {
+					t.Errorf("filter %+v: rows %q, %v; want %s", tt.f, pairs, err, tt.want)
+				}
 			}
 		}},
 		{"parent rows leave out soft-deleted rows", func(t *testing.T, b *DB) {

@@ -55,7 +55,7 @@ func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	for _, b := range []struct {
 		op   string
 		vals []any
-	}{{">=", f.From}, {"<=", f.To}} {
+	}{{">=", f.From}, {"<=", f.To}, {">", f.After}} {
 		if b.vals == nil {
 			continue
 		}
@@ -76,6 +76,9 @@ func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY " + strings.Join(keys, ", ")
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, s.wrap(op, err)
