@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
 )
 
@@ -45,7 +44,7 @@ func sweepCrashes(t *testing.T, dir string, tg delTarget, mode string, rounds in
 	// With the count, a pass whose records fill its last page proves the
 	// end too (an empty page after a full one alone would not, and that
 	// pass would skip its sweep: docs/deletions.md).
-	job := writeJob(t, dir, tg.name+"-"+mode+".yaml", strings.Replace(delJob(api.URL, tg, mode, "", state), "  size: 10\n", "  size: 10\n  total: total\n", 1))
+	job := writeJob(t, dir, tg.name+"-"+mode+".yaml", withTotal(delJob(api.URL, tg, mode, "", state)))
 	delRun(t, dir, 0, "run", job)
 	var removed []delRecord
 	kills := 0

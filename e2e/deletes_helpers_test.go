@@ -330,6 +330,12 @@ target:
 %s%s`, apiURL, tg.url, tg.table, deletes, extra, top)
 }
 
+// withTotal adds pagination.total to a delJob, so that a walk whose last
+// page is full ends proven (docs/deletions.md, What proves absence).
+func withTotal(job string) string {
+	return strings.Replace(job, "  size: 10\n", "  size: 10\n  total: total\n", 1)
+}
+
 // liveIDs returns the ids of the table's unmarked rows.
 func liveIDs(rows map[int]*string) map[int]bool {
 	out := map[int]bool{}

@@ -110,8 +110,8 @@ func TestDeletesTwoJobFilesOneTable(t *testing.T) {
 			if tg.name == "sqlite" {
 				target.url = "sqlite:" + filepath.Join(dir, "out.db")
 			}
-			jobA := writeJob(t, filepath.Join(dir, tg.name+"x"), "del.yaml", delJob(apiA.URL, target, "hard", "", ""))
-			jobB := writeJob(t, filepath.Join(dir, tg.name+"y"), "del.yaml", delJob(apiB.URL, target, "hard", "", ""))
+			jobA := writeJob(t, filepath.Join(dir, tg.name+"x"), "del.yaml", withTotal(delJob(apiA.URL, target, "hard", "", "")))
+			jobB := writeJob(t, filepath.Join(dir, tg.name+"y"), "del.yaml", withTotal(delJob(apiB.URL, target, "hard", "", "")))
 			jobBKeep := writeJob(t, filepath.Join(dir, tg.name+"y"), "keep.yaml", delJob(apiB.URL, target, "keep", "", ""))
 			delRun(t, dir, 0, "run", jobA)
 			owner := "job del (state file " + realPathOf(t, filepath.Join(dir, tg.name+"x", ".idemsync", "state.db")) + ")"
@@ -192,7 +192,7 @@ func TestDeletesRatioOverRowsBeforeThePass(t *testing.T) {
 	for _, tg := range delTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
 			api := newDelAPI(t, 10)
-			job := writeJob(t, dir, tg.name+".yaml", delJob(api.URL, tg, "hard", "", "state: "+tg.name+".db\n"))
+			job := writeJob(t, dir, tg.name+".yaml", withTotal(delJob(api.URL, tg, "hard", "", "state: "+tg.name+".db\n")))
 			delRun(t, dir, 0, "run", job)
 			old := api.remove(idRange(1, 10)...)
 			for id := 101; id <= 110; id++ {
@@ -281,6 +281,45 @@ resources:
 			if r := idemsync(t, dir, nil, "run", job); r.code != 1 || len(liveIDs(tgB.rows(t))) != 20 {
 				t.Fatalf("b's guard was lifted by a's flag: exit %d\n%s", r.code, r.stderr)
 			}
+		})
+	}
+}
+
+// A glitch that lasts two runs: the first swapped pass is refused but its
+// rows stay in the table, doubling it, so the second swapped pass removed
+// every row that existed before the glitch as "50% of the table" (exit 0
+// under the default ratio). After a refused sweep the rows the refused
+// passes wrote do not count: the next pass is measured against the rows
+// the table held before the first refused pass, and may remove the
+// glitch's own rows freely once the API recovers.
+func TestDeletesRefusedPassRowsDoNotDiluteTheRatio(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range delTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			api := newDelAPI(t, 10)
+			job := writeJob(t, dir, tg.name+"-dilute.yaml", withTotal(delJob(api.URL, tg, "hard", "", "state: "+tg.name+"-dilute.db\n")))
+			delRun(t, dir, 0, "run", job)
+			old := api.remove(idRange(1, 10)...)
+			for id := 101; id <= 110; id++ {
+				api.set(id, "swapped", false)
+			}
+			for i := 1; i <= 2; i++ {
+				r := delRun(t, dir, 1, "run", job)
+				if !strings.Contains(r.stdout, "sweep would delete 10 of the 10 rows the table held before the pass (100%)") {
+					t.Fatalf("swapped pass %d is not refused against the rows before the glitch:\n%s\n%s", i, r.stdout, r.stderr)
+				}
+				for id := 1; id <= 10; id++ {
+					if !liveIDs(tg.rows(t))[id] {
+						t.Fatalf("swapped pass %d: row %d deleted", i, id)
+					}
+				}
+			}
+			api.remove(idRange(101, 110)...)
+			api.restore(old...)
+			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 10 {
+				t.Fatalf("after the API recovered the glitch's rows are not removed: %s", r.stdout)
+			}
+			sameIDs(t, "after the API recovered", liveIDs(tg.rows(t)), api.live())
 		})
 	}
 }
