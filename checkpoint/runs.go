@@ -18,18 +18,21 @@ type queryer interface {
 const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
 	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full, deleted, sweep_skipped,
-	coalesce(live_before, -1)`
+	coalesce(live_before, -1), refused_since`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
 	var r idsync.RunInfo
-	var started, finished sql.NullString
+	var started, finished, refusedSince sql.NullString
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
 		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
-		&r.LiveBefore)
+		&r.LiveBefore, &refusedSince)
 	if err != nil {
 		return nil, err
+	}
+	if r.RefusedSince, err = parseTime(refusedSince); err != nil {
+		return nil, fmt.Errorf("run %d: %w", r.ID, err)
 	}
 	if r.StartedAt, err = parseTime(started); err != nil {
 		return nil, fmt.Errorf("run %d: %w", r.ID, err)
@@ -90,7 +93,7 @@ func (s *Store) Unfinished(ctx context.Context, job string) (*idsync.RunInfo, er
 
 // StartRun records a new run of r.Job with status running and returns its
 // ID. It keeps r's Kind (default run), Checkpoint, Last, Window, MaxMark,
-// From, To, Identity, Full and LiveBefore, and StartedAt (default now); counters start at
+// From, To, Identity, Full, LiveBefore and RefusedSince, and StartedAt (default now); counters start at
 // zero. A run of kind run with an Identity also makes it the job's. The
 // job's row is created when missing. Errors are *idsync.Error (exit 1).
 func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) {
@@ -113,6 +116,10 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 	if !r.StartedAt.IsZero() {
 		started = formatTime(r.StartedAt)
 	}
+	refusedSince := ""
+	if !r.RefusedSince.IsZero() {
+		refusedSince = formatTime(r.RefusedSince)
+	}
 	var id int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := touchJob(ctx, tx, r.Job, now); err != nil {
@@ -120,11 +127,11 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 		}
 		err := tx.QueryRowContext(ctx, `
 			INSERT INTO runs (job, kind, status, started_at, checkpoint, last_pos,
-				window_mark, max_mark, from_pos, to_pos, owner, number, identity, full, live_before)
+				window_mark, max_mark, from_pos, to_pos, owner, number, identity, full, live_before, refused_since)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?), nullif(?, ''), ?, nullif(?, -1)) RETURNING id`,
+				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?), nullif(?, ''), ?, nullif(?, -1), nullif(?, '')) RETURNING id`,
 			r.Job, kind, idsync.RunRunning, started, r.Checkpoint, r.Last,
-			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job, r.Identity, r.Full, r.LiveBefore).Scan(&id)
+			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job, r.Identity, r.Full, r.LiveBefore, refusedSince).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}

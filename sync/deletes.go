@@ -85,6 +85,11 @@ type SweepRequest struct {
 	// (Sweeper.LiveRows), -1 when unknown (a pass begun by an older
 	// idemsync): then Base estimates it.
 	LiveBefore int64
+	// WrittenBefore, when not zero (a pass after a refused sweep), limits
+	// what counts against MaxRatio to the rows last written before it:
+	// the rows the refused passes wrote are the glitch's own and may go
+	// freely, the rows from before it are measured against LiveBefore.
+	WrittenBefore time.Time
 	// Inserted is how many rows the pass inserted, for Base's estimate.
 	Inserted int64
 	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).

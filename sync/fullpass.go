@@ -84,6 +84,27 @@ func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink Sink
 	return sw.LiveRows(ctx, &e.Job.Table)
 }
 
+// afterRefusal makes a full pass that follows a refused sweep keep the
+// refused chain's measure (docs/deletions.md, "A glitch that outlasts a
+// run"): the rows the table held before the chain's first pass are the
+// base, and only rows written before that pass started count against
+// max_delete_ratio. A refused pass leaves the rows it wrote: without this,
+// a glitch that lasts two runs doubles the table with the glitch's rows,
+// and its second pass deletes every row from before it as half the table.
+func afterRefusal(info *RunInfo, js *JobState) {
+	last := js.LastSync
+	if info.LiveBefore < 0 || !js.FullDue || last == nil || last.Status != RunRefused {
+		return
+	}
+	info.RefusedSince = last.RefusedSince
+	if info.RefusedSince.IsZero() {
+		info.RefusedSince = last.StartedAt
+	}
+	if last.LiveBefore >= 0 {
+		info.LiveBefore = last.LiveBefore
+	}
+}
+
 // pageKeys returns the keys of a page's rows for the run's set of seen
 // keys (nil when the run does not sweep). A page with dead letters gets
 // none: the keys of its bad records are unknown, so the pass cannot prove
@@ -184,7 +205,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	}
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
-		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted,
+		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC(), Failpoint: e.Failpoint})
 	if reason, ok := noProofOf(err); ok {
 		rs.noProof(reason)

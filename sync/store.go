@@ -64,6 +64,11 @@ type RunInfo struct {
 	// that sweeps started (max_delete_ratio's base, docs/deletions.md); -1
 	// for other runs and when unknown. 0 is a known empty table.
 	LiveBefore int64 `json:"-"`
+	// RefusedSince, on a full pass that follows a refused sweep, is when
+	// the first pass of that chain of refusals started: only rows written
+	// before it count against max_delete_ratio, and LiveBefore is that
+	// first pass's (docs/deletions.md). Zero for every other run.
+	RefusedSince time.Time `json:"-"`
 	// Checkpoint is the encoded Position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded Position of the last committed page ("" if none).

@@ -103,6 +103,16 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&res.Live); err != nil {
 		return res, p.dbError(op, err)
 	}
+	// After a refused sweep only the rows written before the refusals
+	// count against the ratio (idsync.SweepRequest.WrittenBefore).
+	counted := int64(-1)
+	if !req.WrittenBefore.IsZero() {
+		synced := sqlkit.QuoteIdent(idsync.ColSyncedAt)
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s AS "_t" WHERE %s AND %s AND (%s IS NULL OR %s < $1)`,
+			sqlkit.QuoteTable(t), live, gone, synced, synced), req.WrittenBefore.UTC()).Scan(&counted); err != nil {
+			return res, p.dbError(op, err)
+		}
+	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + gone
@@ -117,7 +127,10 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	}
 	res.Deleted = tag.RowsAffected()
 	res.Base = req.Base(res.Live)
-	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req); err != nil {
+	if counted < 0 {
+		counted = res.Deleted
+	}
+	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
 	if req.Failpoint != nil {

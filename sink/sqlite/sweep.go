@@ -83,6 +83,16 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live).Scan(&res.Live); err != nil {
 		return res, s.wrap(op, err)
 	}
+	// After a refused sweep only the rows written before the refusals
+	// count against the ratio (idsync.SweepRequest.WrittenBefore).
+	counted := int64(-1)
+	if !req.WrittenBefore.IsZero() {
+		synced := sqlkit.QuoteIdent(idsync.ColSyncedAt)
+		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s AND %s AND (%s IS NULL OR julianday(%s) < julianday(?))`,
+			tbl, live, gone, synced, synced), formatTime(req.WrittenBefore)).Scan(&counted); err != nil {
+			return res, s.wrap(op, err)
+		}
+	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
@@ -99,7 +109,10 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return res, s.wrap(op, err)
 	}
 	res.Base = req.Base(res.Live)
-	if err := idsync.CheckSweepRatio(t, res.Deleted, res.Live, req); err != nil {
+	if counted < 0 {
+		counted = res.Deleted
+	}
+	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
 	failpoint(req, "sweep-applied")
