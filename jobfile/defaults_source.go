@@ -36,6 +36,7 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 			j.Secrets.Add(s.Headers[k])
 		}
 	}
+	j.followDefaults(bad)
 	j.authDefaults(bad)
 }
 

@@ -67,3 +67,24 @@ func TestRedactWhitespaceSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Excerpt redacts before it cuts: a secret across the 200-byte limit, or
+// across the end of the part of a huge body it reads, leaves no part.
+func TestExcerptRedactsBeforeCutting(t *testing.T) {
+	const secret = "Zq7Vx3Kp9Wm2Rt8Ln4Hs6Jd1"
+	r := NewRedactor()
+	r.Add(secret)
+	for off := 170; off <= 200; off++ {
+		got := r.Excerpt(strings.Repeat("a", off)+" "+secret+" tail", 200)
+		if strings.Contains(got, secret[:6]) || len(got) > 200+len("…") {
+			t.Fatalf("offset %d: %q", off, got)
+		}
+	}
+	huge := strings.Repeat(" \t\n", excerptWindow/3) + secret + strings.Repeat("x", 100)
+	for cut := excerptWindow - len(secret); cut < excerptWindow; cut++ {
+		text := huge[len(huge)-len(secret)-100-cut:]
+		if got := r.Excerpt(text, 200); strings.Contains(got, secret[:6]) {
+			t.Fatalf("secret across the window's end at %d: %q", cut, got)
+		}
+	}
+}
