@@ -60,6 +60,10 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 			if !strings.Contains(j.Error, foreign) || !strings.Contains(j.Error, "refused") {
 				t.Errorf("run --json error: %q", j.Error)
 			}
+			// The request is named once: not "fetch URL: GET URL: …".
+			if n := strings.Count(j.Error, foreign+"/items"); n > 1 {
+				t.Errorf("the error names the request %d times (a duplicated prefix): %q", n, j.Error)
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"strings"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -83,7 +84,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 		}
 		resp, err := e.Source.Fetch(ctx, pu)
 		if err != nil {
-			return nil, "", fmt.Errorf("fetch %s (to tell whether %s is the last page): %w", next.Describe(job.Pagination.Style, job.Secrets), where, err)
+			return nil, "", fetchErr(next.Describe(job.Pagination.Style, job.Secrets), " (to tell whether "+where+" is the last page)", err)
 		}
 		_, pageMax, _ := e.pageMarks(resp)
 		return resp, pageMax, nil
@@ -93,7 +94,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 		resp := pre
 		if pre == nil {
 			if resp, err = e.Source.Fetch(ctx, u); err != nil {
-				fp.err = fmt.Errorf("fetch %s: %w", where, err)
+				fp.err = fetchErr(where, "", err)
 				return fp
 			}
 		}
@@ -386,4 +387,17 @@ func drain[T any](c <-chan T) {
 		for range c {
 		}
 	}()
+}
+
+// fetchErr names the page whose fetch failed with err: "fetch WHERE: err",
+// unless err names it already (a next URL is the page's position and the
+// source's own error starts with it), so the request is named once.
+func fetchErr(where, why string, err error) error {
+	if strings.Contains(err.Error(), where) {
+		if why == "" {
+			return err
+		}
+		return fmt.Errorf("fetch%s: %w", why, err)
+	}
+	return fmt.Errorf("fetch %s%s: %w", where, why, err)
 }
