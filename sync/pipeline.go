@@ -65,11 +65,16 @@ type markOf struct {
 func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
+	if win.Parent != "" && pos.Parent == "" {
+		// Every message about this page (and the pages it probes) names
+		// its parent as status does, "parent N (id=…)", not "window N".
+		pos.Parent = e.parentDesc(win.Parent)
+	}
 	fp := fetched{pos: pos, t0: time.Now(), parent: win.Parent}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
 	if win.Parent != "" {
 		p := pos
-		p.Win, p.Fly = 0, ""
+		p.Win, p.Fly, p.Parent = 0, "", ""
 		where = "parent " + job.Parent.Resource + " " + e.parentDesc(win.Parent) + ", " + p.Describe(job.Pagination.Style, job.Secrets)
 	}
 	u, err := pg.request(pos, win)
