@@ -95,7 +95,41 @@ func (r *Redactor) Redact(s string) string {
 			s = replaceTokens(s, v)
 		}
 	}
+	if strings.Contains(s, elision) {
+		s = r.redactElided(s)
+	}
 	return s
+}
+
+// elision ends a text cut short (Elide, Excerpt).
+const elision = "…"
+
+// redactElided redacts the start of a secret that a text was cut in before
+// it reached the redactor (a bad record's reason quotes a value cut to 40
+// bytes): the word right before an elision that is the first 6 bytes or
+// more of a secret. Cut texts should be redacted before they are cut; this
+// is the net for those that were not.
+func (r *Redactor) redactElided(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, elision)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		head := s[:i]
+	secrets:
+		for _, v := range r.secrets {
+			for n := len(v) - 1; n >= 6; n-- {
+				if strings.HasSuffix(head, v[:n]) && wholeToken(head, i-n, i) {
+					head = head[:i-n] + Redacted
+					break secrets
+				}
+			}
+		}
+		b.WriteString(head + elision)
+		s = s[i+len(elision):]
+	}
 }
 
 // replaceTokens replaces every occurrence of v in s that stands as a whole

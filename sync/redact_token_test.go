@@ -88,3 +88,23 @@ func TestExcerptRedactsBeforeCutting(t *testing.T) {
 		}
 	}
 }
+
+// A value cut short by Elide ("…") before it reached the redactor (a bad
+// record's reason quotes 40 bytes of the value) loses the start of a
+// secret it was cut in: no part of the secret is left before the "…".
+func TestRedactSecretCutByElision(t *testing.T) {
+	const secret = "ak_live_Q7x9Zp2W"
+	r := NewRedactor()
+	r.Add(secret)
+	for n := 6; n < len(secret); n++ {
+		value := `"https://api.example.com/v1?k=` + secret + `"`
+		cut := len(value) - len(secret) - 1 + n
+		got := r.Redact("column self: want an integer, got a string " + Elide(value, cut))
+		if strings.Contains(got, secret[:6]) {
+			t.Errorf("cut after %d bytes of the secret: %s", n, got)
+		}
+	}
+	if got := r.Redact("ak_l… and akin…"); got != "ak_l… and akin…" {
+		t.Errorf("short or other words before an elision changed: %s", got)
+	}
+}
