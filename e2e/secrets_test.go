@@ -22,10 +22,14 @@ import (
 // printed or stored.
 type canaryScan struct {
 	canaries []string
-	outputs  int
-	files    int
-	bytes    int64
-	hits     []string
+	// parts, when > 0, also counts any part of a canary of that many bytes
+	// or more (a secret cut at an excerpt's limit, or one of its words when
+	// its whitespace was collapsed) as a leak.
+	parts   int
+	outputs int
+	files   int
+	bytes   int64
+	hits    []string
 }
 
 // text scans one output.
@@ -38,8 +42,28 @@ func (c *canaryScan) text(t *testing.T, where, s string) {
 			c.hits = append(c.hits, fmt.Sprintf("%s: %d× %s", where, n, k))
 			i := strings.Index(s, k)
 			t.Errorf("canary %s appears %d time(s) in %s, first in: …%s…", k, n, where, s[max(0, i-150):min(len(s), i+len(k)+50)])
+		} else if p := c.part(s, k); p != "" {
+			c.hits = append(c.hits, fmt.Sprintf("%s: part %q of %s", where, p, k))
+			i := strings.Index(s, p)
+			t.Errorf("part %q of canary %q appears in %s: …%s…", p, k, where, s[max(0, i-150):min(len(s), i+len(p)+50)])
 		}
 	}
+}
+
+// part returns the longest part of canary k, of c.parts bytes or more and
+// without whitespace at its ends, that s holds ("" for none).
+func (c *canaryScan) part(s, k string) string {
+	if c.parts <= 0 {
+		return ""
+	}
+	for n := len(k) - 1; n >= c.parts; n-- {
+		for i := 0; i+n <= len(k); i++ {
+			if p := k[i : i+n]; strings.TrimSpace(p) == p && strings.Contains(s, p) {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // result scans a command's stdout and stderr.
@@ -66,6 +90,9 @@ func (c *canaryScan) stateFiles(t *testing.T, state string) {
 			if n := strings.Count(string(data), k); n > 0 {
 				c.hits = append(c.hits, fmt.Sprintf("%s: %d× %s", filepath.Base(p), n, k))
 				t.Errorf("canary %s appears %d time(s) in %s", k, n, p)
+			} else if part := c.part(string(data), k); part != "" {
+				c.hits = append(c.hits, fmt.Sprintf("%s: part %q of %s", filepath.Base(p), part, k))
+				t.Errorf("part %q of canary %q appears in %s", part, k, p)
 			}
 		}
 	}
@@ -228,8 +255,9 @@ func TestSecretsCanaryNextURL(t *testing.T) {
 	t.Logf("canary secrets (next URLs): %d hits in %d outputs and %d state files", len(scan.hits), scan.outputs, scan.files)
 }
 
-// A redirect to another origin (the same host on another port) does not
-// carry the job's X-Api-Key or Authorization: the second server never sees
+// A redirect to another origin (the same host on another port) that
+// source.follow_origins lists does not carry the job's X-Api-Key or
+// Authorization: the second server never sees
 // them, while the first one did. A same-origin redirect keeps them.
 func TestRedirectDropsConfiguredHeaders(t *testing.T) {
 	token := canary(t, "Token")
@@ -240,12 +268,13 @@ func TestRedirectDropsConfiguredHeaders(t *testing.T) {
 source:
   url: %s/redirect?to=%s
   headers: {X-Api-Key: "${CANARY_KEY}", Authorization: "Bearer ${CANARY_TOKEN}"}
+  follow_origins: [%s]
 retry: {attempts: 2, min_wait: 10ms, max_wait: 20ms}
 target:
   url: sqlite:out.db
   table: orders
   key: [id]
-%s`, homeURL, to, columnsYAML)
+%s`, homeURL, to, otherURL, columnsYAML)
 	}
 	env := []string{"CANARY_KEY=key-" + token, "CANARY_TOKEN=" + token}
 

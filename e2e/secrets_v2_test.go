@@ -28,8 +28,9 @@ func TestSecretsV2JSONEscapedEcho(t *testing.T) {
 	authScanAll(t, dir, &canaryScan{canaries: []string{token, escaped, "canary-4d2e", `canary\u002d4d2e`}}, r)
 }
 
-// A next link to another origin is followed without any credential: no
-// configured header, no auth, no query API key.
+// A next link to another origin that source.follow_origins lists is
+// followed without any credential: no configured header, no auth, no
+// query API key.
 func TestSecretsV2NextLinkToAnotherOrigin(t *testing.T) {
 	const token, key = "bearer-canary-81f0", "query-key-canary-55aa"
 	var mu gosync.Mutex
@@ -64,10 +65,11 @@ source:
   headers: {X-Custom: "${HDR}"}
   query: {key: "${KEY}"}
   auth: {type: bearer, token: "${TOKEN}"}
+  follow_origins: [%s]
 pagination: {style: cursor, next_url: next}
 retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
 target: {url: "sqlite:out.db", table: items, key: [id]}
-`, home))
+`, home, other))
 	r := idemsync(t, dir, []string{"TOKEN=" + token, "KEY=" + key, "HDR=hdr-canary-0c1b"}, "run", "job.yaml")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)

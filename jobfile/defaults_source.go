@@ -14,7 +14,7 @@ import (
 )
 
 // sourceDefaults checks the source block's URL, method and body, keeps
-// the headers as secrets and checks the auth block (the rules fill and
+// the credential headers' values as secrets and checks the auth block (the rules fill and
 // check timeout, body limit, concurrency and rate limit).
 func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 	s := &j.Source
@@ -32,8 +32,11 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 		bad("source.body", "is only allowed with method: POST")
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		j.Secrets.Add(s.Headers[k])
+		if idsync.CredentialName(k) { // a ${VAR} in any header is a secret already (secretPath)
+			j.Secrets.Add(s.Headers[k])
+		}
 	}
+	j.followDefaults(bad)
 	j.authDefaults(bad)
 }
 

@@ -36,8 +36,8 @@ func TestIdentityChanges(t *testing.T) {
 		want       []string
 	}{
 		{"page size", strings.Replace(validSpec, "${PAGE_SIZE:-50}", "100", 1), vars, []string{"pagination.size: 50 → 100"}},
-		// Every ${VAR} value is a secret: it is named, not shown.
-		{"page size from a variable", validSpec, map[string]string{"API_TOKEN": "s3cret-token", "PAGE_SIZE": "100"}, []string{"pagination.size: changed"}},
+		// A ${VAR} outside the source's credentials is not a secret: shown.
+		{"page size from a variable", validSpec, map[string]string{"API_TOKEN": "s3cret-token", "PAGE_SIZE": "100"}, []string{"pagination.size: 50 → 100"}},
 		// A rotated credential is not another walk.
 		{"token", validSpec, map[string]string{"API_TOKEN": "other-token"}, nil},
 		{"tenant header", strings.Replace(validSpec, "{Authorization:", "{X-Tenant: acme, Authorization:", 1), vars, []string{"source.headers.X-Tenant: changed"}},

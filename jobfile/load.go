@@ -245,7 +245,8 @@ func checkMapping(n *yaml.Node, t reflect.Type, path string, lines map[string]in
 }
 
 // expandNode expands ${VAR} in every scalar value, value by value, so that a
-// variable's content can never inject YAML structure.
+// variable's content can never inject YAML structure; the values of the
+// ${VAR}s that are secrets (secretPath) go to red.
 func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *idsync.Redactor, problems *[]string) {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -268,7 +269,9 @@ func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *idsync.Redact
 				n.Tag = ""
 			}
 		}
-		red.Add(used...)
+		if secretPath(path) {
+			red.Add(used...)
+		}
 	}
 }
 

@@ -53,7 +53,7 @@ var rules = map[string]Rule{
 	"source":         {Doc: "Required. Where and how pages are requested."},
 	"source.url":     {Pattern: `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`, Say: "must be an http or https URL", Doc: "Required. URL of the first page (http or https).", Examples: []any{"https://api.example.com/v1/orders"}},
 	"source.method":  {Fill: true, Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$", Say: "must be GET or POST", Doc: "GET or POST.", Default: "GET"},
-	"source.headers": {Doc: "Headers sent with every request. Their values are secrets: never logged, never stored, never sent to another origin on a redirect."},
+	"source.headers": {Doc: "Headers sent with every request. The values of credential headers (Authorization, X-Api-Key, Cookie ...) and their ${VAR}s are secrets: never logged, never stored; no header is sent to another origin."},
 	"source.query":   {Doc: "Fixed query parameters added to every request (a next URL keeps its own values). A list repeats the key: expand[]: [a, b]."},
 	"source.body": {Doc: "Request body; only with method: POST. A mapping is sent as JSON, a string as it is; sent as application/json unless headers set a Content-Type. " +
 		"With method: POST, error_path defaults to errors."},
@@ -67,6 +67,7 @@ var rules = map[string]Rule{
 		"Defaults to errors with method: POST; \"\" turns the check off. See docs/job-file.md#error-payloads-in-a-2xx-body.",
 		Examples: []any{"error"}},
 	"source.insecure_skip_tls_verify": {Doc: "Turn TLS certificate verification off for this job. A warning is logged on every run.", Default: false},
+	"source.follow_origins":           {Doc: "Other origins (scheme://host[:port]) a next link, next URL or redirect may lead to; followed without the job's credentials. Any other origin is refused.", Examples: []any{[]any{"https://api.github.com"}}},
 	"source.auth":                     {Doc: "How requests to the source's origin are authenticated (never sent to another origin). See docs/job-file.md#auth."},
 	"source.auth.type":                {Enum: idsync.AuthTypes, Doc: strings.Join(idsync.AuthTypes, " | ") + "."},
 	"source.auth.token":               {Doc: "bearer: the token (a secret), sent as Authorization: Bearer <token>."},

@@ -220,7 +220,10 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) (rows []Row, de
 				return nil, nil, false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
 					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
 			}
-			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i, Reason: bad.Error(), Raw: rec.Raw})
+			// Redacted like every output: the state file keeps it and
+			// status prints it (docs/job-file.md, "What is and is not a secret").
+			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i,
+				Reason: job.Secrets.Redact(bad.Error()), Raw: job.Secrets.Redact(rec.Raw)})
 			continue
 		}
 		rows = append(rows, row)

@@ -134,6 +134,11 @@ func credentialName(name string) bool {
 	return false
 }
 
+// CredentialName reports whether a header or query parameter name names a
+// credential (Authorization, X-Api-Key, Cookie, session_token ...): its
+// literal value is a secret (docs/job-file.md, "What is and is not a secret").
+func CredentialName(name string) bool { return credentialName(name) }
+
 // Encode returns the stored form of the identity (JSON, keys sorted).
 func (id Identity) Encode() string {
 	b, _ := json.Marshal(map[string]string(id)) // maps marshal with sorted keys
@@ -170,7 +175,7 @@ func (id Identity) Changes(old Identity) []string {
 	var out []string
 	for _, k := range sortedKeys(keys) {
 		a, b := old[k], id[k]
-		if a == b {
+		if a == b || sameHashed(k, a, b) {
 			continue
 		}
 		if strings.HasPrefix(a, secretPrefix) || strings.HasPrefix(b, secretPrefix) {
@@ -181,6 +186,18 @@ func (id Identity) Changes(old Identity) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sameHashed reports whether stored value a is the hash of current value b:
+// a value once a secret (every ${VAR} was, before docs/job-file.md "What is
+// and is not a secret") and stored hashed is the same walk when its value
+// did not change.
+func sameHashed(key, a, b string) bool {
+	if !strings.HasPrefix(a, secretPrefix) || b == "" || strings.HasPrefix(b, secretPrefix) {
+		return false
+	}
+	sum := sha256.Sum256([]byte(key + "\x00" + b))
+	return a == secretPrefix+hex.EncodeToString(sum[:12])
 }
 
 func shown(v string) string {

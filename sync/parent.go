@@ -315,7 +315,7 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	if !strings.Contains(reason, name) {
 		reason = name + ": " + reason
 	}
-	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: win.Parent}}
+	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: e.Job.Secrets.Redact(win.Parent)}}
 	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
 	fp.next = Position{End: true}
 }

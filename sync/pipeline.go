@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"strings"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -67,11 +68,16 @@ type markOf struct {
 func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
+	if win.Parent != "" && pos.Parent == "" {
+		// Every message about this page (and the pages it probes) names
+		// its parent as status does, "parent N (id=…)", not "window N".
+		pos.Parent = e.parentDesc(win.Parent)
+	}
 	fp := fetched{pos: pos, t0: time.Now(), parent: win.Parent}
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
 	if win.Parent != "" {
 		p := pos
-		p.Win, p.Fly = 0, ""
+		p.Win, p.Fly, p.Parent = 0, "", ""
 		where = "parent " + job.Parent.Resource + " " + e.parentDesc(win.Parent) + ", " + p.Describe(job.Pagination.Style, job.Secrets)
 	}
 	u, err := pg.request(pos, win)
@@ -86,7 +92,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 		}
 		resp, err := e.Source.Fetch(ctx, pu)
 		if err != nil {
-			return nil, "", fmt.Errorf("fetch %s (to tell whether %s is the last page): %w", next.Describe(job.Pagination.Style, job.Secrets), where, err)
+			return nil, "", fetchErr(next.Describe(job.Pagination.Style, job.Secrets), " (to tell whether "+where+" is the last page)", err)
 		}
 		_, pageMax, _ := e.pageMarks(resp)
 		return resp, pageMax, nil
@@ -96,7 +102,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 		resp := pre
 		if pre == nil {
 			if resp, err = e.Source.Fetch(ctx, u); err != nil {
-				fp.err = fmt.Errorf("fetch %s: %w", where, err)
+				fp.err = fetchErr(where, "", err)
 				return fp
 			}
 		}
@@ -389,4 +395,17 @@ func drain[T any](c <-chan T) {
 		for range c {
 		}
 	}()
+}
+
+// fetchErr names the page whose fetch failed with err: "fetch WHERE: err",
+// unless err names it already (a next URL is the page's position and the
+// source's own error starts with it), so the request is named once.
+func fetchErr(where, why string, err error) error {
+	if strings.Contains(err.Error(), where) {
+		if why == "" {
+			return err
+		}
+		return fmt.Errorf("fetch%s: %w", why, err)
+	}
+	return fmt.Errorf("fetch %s%s: %w", where, why, err)
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	gosync "sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Redacted is what every secret prints as.
@@ -73,7 +75,9 @@ var urlPassword = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^@\s
 var dsnPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('[^']*'|\S+)`)
 
 // Redact returns s with every registered secret and every URL or DSN
-// password replaced by [redacted].
+// password replaced by [redacted]. A secret is matched as a whole token,
+// never inside a word. Redact the whole text before cutting or reflowing it:
+// a secret cut in two or with its spaces collapsed is no longer found.
 func (r *Redactor) Redact(s string) string {
 	s = urlPassword.ReplaceAllString(s, "${1}"+Redacted+"@")
 	s = dsnPassword.ReplaceAllString(s, "${1}"+Redacted)
@@ -82,13 +86,99 @@ func (r *Redactor) Redact(s string) string {
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	// Escaped forms first: a longer secret written with an escape (a tab
+	// as \t) must go whole before a shorter one (its part after the first
+	// space) is replaced in plain text and breaks it up.
+	s = redactDecoded(s, r.secrets)
 	for _, v := range r.secrets {
 		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, Redacted)
+			s = replaceTokens(s, v)
 		}
 	}
-	return redactDecoded(s, r.secrets)
+	if strings.Contains(s, elision) {
+		s = r.redactElided(s)
+	}
+	return s
 }
+
+// elision ends a text cut short (Elide, Excerpt).
+const elision = "…"
+
+// redactElided redacts the start of a secret that a text was cut in before
+// it reached the redactor (a bad record's reason quotes a value cut to 40
+// bytes): the word right before an elision that is the first 6 bytes or
+// more of a secret. Cut texts should be redacted before they are cut; this
+// is the net for those that were not.
+func (r *Redactor) redactElided(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, elision)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		head := s[:i]
+	secrets:
+		for _, v := range r.secrets {
+			for n := len(v) - 1; n >= 6; n-- {
+				if strings.HasSuffix(head, v[:n]) && wholeToken(head, i-n, i) {
+					head = head[:i-n] + Redacted
+					break secrets
+				}
+			}
+		}
+		b.WriteString(head + elision)
+		s = s[i+len(elision):]
+	}
+}
+
+// replaceTokens replaces every occurrence of v in s that stands as a whole
+// token (see wholeToken) by [redacted].
+func replaceTokens(s, v string) string {
+	var b strings.Builder
+	last := 0
+	for off := 0; off < len(s); {
+		i := strings.Index(s[off:], v)
+		if i < 0 {
+			break
+		}
+		i += off
+		j := i + len(v)
+		if !wholeToken(s, i, j) {
+			off = i + 1
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(Redacted)
+		last, off = j, j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// wholeToken reports whether s[i:j], a secret's occurrence, is a whole
+// token: no word character (letter, digit, _) continues it on either side
+// where it begins or ends with one. "out" is not redacted in "without";
+// a token between "=" and "&", in quotes or after "Basic " is
+// (docs/job-file.md, "What is and is not a secret").
+func wholeToken(s string, i, j int) bool {
+	if first, _ := utf8.DecodeRuneInString(s[i:j]); i > 0 && isWordRune(first) {
+		if prev, _ := utf8.DecodeLastRuneInString(s[:i]); isWordRune(prev) {
+			return false
+		}
+	}
+	if last, _ := utf8.DecodeLastRuneInString(s[i:j]); j < len(s) && isWordRune(last) {
+		if next, _ := utf8.DecodeRuneInString(s[j:]); isWordRune(next) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // Merge registers every secret o knows (a nil o has none): a job file with
 // several resources redacts its shared output with all of theirs.

@@ -8,7 +8,7 @@ import (
 )
 
 // redactDecoded replaces every secret that appears in s once its JSON
-// string escapes (\/, \u002d, \", also doubly escaped \\/) and URL percent
+// string escapes (\/, \u002d, \", \t, also doubly escaped \\/) and URL percent
 // escapes (%2F, %2f) are decoded: an API may echo a token in any of these
 // forms. The matching source text is replaced whole by [redacted]; text
 // without escapes is returned unchanged.
@@ -27,6 +27,10 @@ func redactDecoded(s string, secrets []string) string {
 			}
 			i += off
 			j := i + len(v)
+			if !wholeToken(string(dec), i, j) {
+				off = i + 1
+				continue
+			}
 			hits = append(hits, span{spans[i][0], spans[j-1][1]})
 			off = j
 		}
@@ -107,6 +111,16 @@ func jsonEscape(s string, j int) (rune, int) {
 	switch s[j] {
 	case '/', '"':
 		return rune(s[j]), 1
+	case 't':
+		return '\t', 1
+	case 'n':
+		return '\n', 1
+	case 'r':
+		return '\r', 1
+	case 'b':
+		return '\b', 1
+	case 'f':
+		return '\f', 1
 	case 'u':
 		r, ok := hex4(s, j+1)
 		if !ok {

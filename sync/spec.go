@@ -42,6 +42,10 @@ type Source struct {
 	// Auth, when set, authenticates every request to the source's origin
 	// (SPEC §9).
 	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
+	// FollowOrigins lists the other origins a next link, next URL or
+	// redirect may lead to (followed without credentials); any other is
+	// refused (docs/job-file.md).
+	FollowOrigins []string `yaml:"follow_origins,omitempty" json:"follow_origins,omitempty"`
 }
 
 // Auth is source.auth: how requests to the source's origin are

@@ -356,7 +356,9 @@ func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name f
 		if ctx.Err() != nil {
 			return wp, RunInterrupted, nil
 		}
-		if n := name(wp.k); !strings.Contains(wp.fp.err.Error(), n) { // a page's error names its parent already
+		// A page's error may name its window already, as the window's name
+		// or as its position ("parent 3 (id=7), page 2").
+		if n, msg := name(wp.k), wp.fp.err.Error(); !strings.Contains(msg, n) && !strings.Contains(msg, fmt.Sprintf("parent %d (", wp.k+1)) {
 			return wp, RunFailed, fmt.Errorf("%s: %w", n, wp.fp.err)
 		}
 		return wp, RunFailed, wp.fp.err

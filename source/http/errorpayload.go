@@ -31,12 +31,12 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
 		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
-			st.reason = "error payload at errors: " + f.redact(excerpt([]byte(errs.Raw)))
+			st.reason = "error payload at errors: " + f.excerpt([]byte(errs.Raw))
 			st.refused = why
 			return false
 		}
 		if v := gjson.GetBytes(data, p); errorValue(v) {
-			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.redact(excerpt([]byte(v.Raw))))
+			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.excerpt([]byte(v.Raw)))
 			return true
 		}
 	}
@@ -48,7 +48,7 @@ func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
 		}
 		for _, k := range nullPageErrorKeys {
 			if v := gjson.GetBytes(data, gjson.Escape(k)); errorValue(v) {
-				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.redact(excerpt([]byte(v.Raw))))
+				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.excerpt([]byte(v.Raw)))
 				return true
 			}
 		}

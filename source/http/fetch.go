@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -165,6 +166,11 @@ func (f *Fetcher) Fetch(ctx context.Context, r idsync.Request) (*idsync.Response
 	rc := f.cfg.Retry
 	st := &attempt{}
 	rawURL := r.URL
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" && !f.mayFollow(u) {
+		e := f.refuse("the next page", u)
+		e.Msg = fmt.Sprintf("%s %s: %s", src.Method, f.redact(rawURL), e.Msg)
+		return nil, e
+	}
 	req, err := f.newRequest(ctx, r)
 	if err != nil {
 		return nil, err
@@ -288,8 +294,8 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
 	case st.notJSON:
 		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
-		if ex := excerpt(st.body); ex != "" {
-			msg += ": " + f.redact(ex)
+		if ex := f.excerpt(st.body); ex != "" {
+			msg += ": " + ex
 		}
 		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
@@ -306,8 +312,8 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 		if len(st.body) > 0 && (jsonDepthExceeds(st.body, MaxJSONDepth) || !gjson.ValidBytes(st.body)) {
 			msg += describeContentType(st.contentType, st.body)
 		}
-		if ex := excerpt(st.body); ex != "" {
-			msg += ": " + f.redact(ex)
+		if ex := f.excerpt(st.body); ex != "" {
+			msg += ": " + ex
 		}
 		if slices.Contains(rc.OnStatus, st.status) {
 			return &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
@@ -389,3 +395,7 @@ func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (b
 }
 
 func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }
+
+// excerpt returns at most 200 bytes of a body, on one line, redacted
+// before it is cut.
+func (f *Fetcher) excerpt(b []byte) string { return f.cfg.Secrets.Excerpt(string(b), 200) }

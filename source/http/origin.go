@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // sameOrigin reports whether rawURL is on the origin (scheme, host, port)
@@ -85,11 +87,16 @@ func (f *Fetcher) restorePathSecrets(u *url.URL) {
 	u.Path, u.RawPath = strings.Join(segs, "/"), ""
 }
 
-// checkRedirect strips the job's configured headers when a redirect leaves
-// the origin of the original request (Go keeps custom headers otherwise).
+// checkRedirect refuses a redirect to an origin that is neither the
+// source's nor in source.follow_origins (before it is looked up), and
+// strips the job's configured headers when a redirect leaves the origin of
+// the original request (Go keeps custom headers otherwise).
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
+	}
+	if !f.mayFollow(req.URL) {
+		return f.refuse("a redirect", req.URL)
 	}
 	if origin(req.URL) != origin(via[0].URL) {
 		for k := range f.cfg.Source.Headers {
@@ -102,8 +109,27 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func origin(u *url.URL) string {
-	return strings.ToLower(u.Scheme + "://" + u.Host)
+func origin(u *url.URL) string { return idsync.Origin(u) }
+
+// mayFollow reports whether a request may go to u: the source's own origin
+// or one source.follow_origins lists (docs/job-file.md).
+func (f *Fetcher) mayFollow(u *url.URL) bool {
+	src, err := url.Parse(f.cfg.Source.URL)
+	if err != nil {
+		return false
+	}
+	o := origin(u)
+	return o == origin(src) || slices.Contains(f.cfg.Source.FollowOrigins, o)
+}
+
+// refuse is the error of a next page or redirect (what) that leads to u, on
+// an origin the job does not follow: permanent, naming the origin and the
+// key that allows it. Nothing was sent there, not even a DNS lookup.
+func (f *Fetcher) refuse(what string, u *url.URL) *idsync.Error {
+	o := f.redact(origin(u))
+	return &idsync.Error{Code: idsync.ExitPermanent,
+		Msg:  fmt.Sprintf("%s leads to another origin, %s: refused (not in source.follow_origins)", what, o),
+		Hint: fmt.Sprintf("nothing was requested from %s; to follow it (without the job's credentials), add it to source.follow_origins: [%s]", o, o)}
 }
 
 // BuildURL returns the request URL: base (source.url or a next URL) with the

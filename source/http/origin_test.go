@@ -10,7 +10,8 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// A next URL on another origin is requested without any credential: no
+// A next URL on another origin that source.follow_origins allows is
+// requested without any credential: no
 // configured header, no source.query value, no URL userinfo; a warning is
 // logged once. The source's own origin still gets them.
 func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
@@ -18,7 +19,7 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 	home := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, okPage) })
 	u, _ := url.Parse(home.URL)
 	u.User = url.UserPassword("user", "pw-secret-42")
-	spec := fetchSpec(u.String(), "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\"}\n  query: {api_key: \"${KEY}\"}\n", "")
+	spec := fetchSpec(u.String(), "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\"}\n  query: {api_key: \"${KEY}\"}\n  follow_origins: [\""+other.URL+"\"]\n", "")
 	f, logs := newTestFetcher(t, spec, map[string]string{"KEY": "key-123456", "TOKEN": "token-123456"})
 	for i := 0; i < 2; i++ {
 		next, err := f.BuildURL(other.URL+"/page2?cursor=abc", url.Values{}, true)

@@ -60,8 +60,9 @@ func TestFetchRetryablehttpLogsThroughSlog(t *testing.T) {
 	}
 }
 
-// A redirect to another origin (another port counts) never carries the
-// job's headers; a same-origin redirect keeps them.
+// A redirect to another origin (another port counts) that
+// source.follow_origins allows never carries the job's headers; a
+// same-origin redirect keeps them.
 func TestFetchRedirectStripsHeadersAcrossOrigins(t *testing.T) {
 	other := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, okPage) })
 	var first *apiServer
@@ -75,7 +76,7 @@ func TestFetchRedirectStripsHeadersAcrossOrigins(t *testing.T) {
 			writeJSON(w, 200, okPage)
 		}
 	})
-	spec := fetchSpec(first.URL, "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\", Cookie: \"session=${TOKEN}\"}\n", "")
+	spec := fetchSpec(first.URL, "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\", Cookie: \"session=${TOKEN}\"}\n  follow_origins: [\""+other.URL+"\"]\n", "")
 	f, logs := newTestFetcher(t, spec, map[string]string{"KEY": "key-123456", "TOKEN": "token-123456"})
 	if _, err := f.Fetch(context.Background(), idsync.Request{URL: first.URL + "/away"}); err != nil {
 		t.Fatal(err)

@@ -192,12 +192,3 @@ func kindOf(v gjson.Result) string {
 	}
 	return "null"
 }
-
-// excerpt returns at most 200 bytes of a body, on one line.
-func excerpt(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}

@@ -1,0 +1,116 @@
+package jobfile
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// authKeys says, for every key of source.auth, whether its value is a
+// secret (docs/job-file.md, "What is and is not a secret"). A key added to
+// idsync.Auth without an entry here fails TestAuthSecretsRegistered.
+var authKeys = map[string]bool{
+	"type": false, "token": true, "username": false, "password": true, "name": false, "value": true, "in": false,
+	"token_url": false, "client_id": false, "client_secret": true, "scopes": false, "auth_style": false,
+	"refresh_token": true, "run": false, "header": false, "prefix": false, "ttl": false,
+}
+
+// authBlocks is, for every auth type, a block that sets every key the type
+// takes, each with a distinct literal value.
+var authBlocks = map[string]map[string]string{
+	idsync.AuthBearer:            {"token": "tok-Zq7Vx3Kp"},
+	idsync.AuthBasic:             {"username": "alice-user", "password": "pw-Wm2Rt8Ln"},
+	idsync.AuthAPIKey:            {"name": "X-Api-Key", "value": "ak-Hs6Jd4Qa", "in": "header"},
+	idsync.AuthClientCredentials: {"token_url": "https://auth.example.com/token", "client_id": "client-one", "client_secret": "cs-Bn5Mc1Xe", "auth_style": "header"},
+	idsync.AuthRefreshToken:      {"token_url": "https://auth.example.com/token", "client_id": "client-two", "client_secret": "cs-Yt3Gf9Uk", "refresh_token": "rt-Pl0Oi8Kj"},
+	idsync.AuthCommand:           {"run": "[print-token, --profile, prod-ro]", "header": "X-Token", "prefix": "Token ", "ttl": "1m"},
+}
+
+// Every secret key of every auth type is registered with the job's
+// redactor, as written in the file (literals, not ${VAR}s, which are
+// secrets anyway); the keys that are not secrets are not. Basic
+// credentials are registered in the form they are sent in too.
+func TestAuthSecretsRegistered(t *testing.T) {
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(idsync.Auth{})) {
+		k, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if _, ok := authKeys[k]; !ok {
+			t.Errorf("source.auth.%s is not in authKeys: say whether it is a secret (and register it if so)", k)
+		}
+	}
+	for _, typ := range idsync.AuthTypes {
+		block, ok := authBlocks[typ]
+		if !ok {
+			t.Errorf("auth type %s has no block in authBlocks", typ)
+			continue
+		}
+		t.Run(typ, func(t *testing.T) {
+			var b strings.Builder
+			for _, k := range slices.Sorted(maps.Keys(block)) {
+				v := block[k]
+				if !strings.HasPrefix(v, "[") {
+					v = fmt.Sprintf("%q", v)
+				}
+				fmt.Fprintf(&b, "    %s: %s\n", k, v)
+			}
+			spec := fmt.Sprintf("name: j\nsource:\n  url: https://api.example.com/v1/items\n  auth:\n    type: %s\n%starget: {url: \"sqlite:out.db\", table: items, key: [id]}\n", typ, b.String())
+			job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, spec)
+			}
+			for k, v := range block {
+				if strings.HasPrefix(v, "[") {
+					continue
+				}
+				got := job.Secrets.Redact("sent " + v + " once")
+				if redacted := got != "sent "+v+" once"; redacted != authKeys[k] {
+					t.Errorf("source.auth.%s (%q): redacted %v, want %v: %s", k, v, redacted, authKeys[k], got)
+				}
+			}
+			if typ == idsync.AuthBasic {
+				basic := base64.StdEncoding.EncodeToString([]byte(block["username"] + ":" + block["password"]))
+				if got := job.Secrets.Redact("Basic " + basic); strings.Contains(got, basic) {
+					t.Errorf("the Basic credentials are not registered: %s", got)
+				}
+			}
+		})
+	}
+}
+
+// What is a secret: ${VAR}s in source.url, query, headers, body and auth;
+// literal values of credential headers; URL passwords. What is not: a
+// ${VAR} in the target (a path, a table name: only the URL's password is),
+// in records or pagination; a literal header that names no credential.
+func TestWhatIsASecret(t *testing.T) {
+	spec := `name: j
+source:
+  url: https://api.example.com/${VERSION}/items
+  records: ${RECORDS}
+  headers: {Accept: application/vnd.api+json, X-Api-Key: literal-key-Vb7, X-Trace: "${TRACE}", Authorization: "Bearer ${TOKEN}"}
+  query: {api_key: "${QKEY}", region: "${REGION}"}
+pagination: {style: page, size: 50, size_param: "${SIZEP}"}
+target: {url: "postgres://app:${DBPW}@${DBHOST}/${DB}", table: "${TABLE}", key: [id]}
+`
+	vars := map[string]string{"VERSION": "v1-Jk8", "RECORDS": "data", "TRACE": "trace-Lm2", "TOKEN": "tok-Np4",
+		"QKEY": "qk-Rs6", "REGION": "eu-west", "SIZEP": "per_page", "DBPW": "dbpw-Tu8", "DBHOST": "dbhost", "DB": "warehouse", "TABLE": "items"}
+	job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"v1-Jk8", "literal-key-Vb7", "trace-Lm2", "tok-Np4", "Bearer tok-Np4", "qk-Rs6", "eu-west", "dbpw-Tu8"} {
+		if got := job.Secrets.Redact("<" + v + ">"); got != "<"+idsync.Redacted+">" {
+			t.Errorf("%q is a secret: %s", v, got)
+		}
+	}
+	for _, v := range []string{"data", "application/vnd.api+json", "per_page", "dbhost", "warehouse", "items"} {
+		if got := job.Secrets.Redact("<" + v + ">"); got != "<"+v+">" {
+			t.Errorf("%q is not a secret: %s", v, got)
+		}
+	}
+}
