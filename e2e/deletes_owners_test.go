@@ -300,7 +300,7 @@ func TestDeletesRefusedPassRowsDoNotDiluteTheRatio(t *testing.T) {
 			job := writeJob(t, dir, tg.name+"-dilute.yaml", withTotal(delJob(api.URL, tg, "hard", "", "state: "+tg.name+"-dilute.db\n")))
 			delRun(t, dir, 0, "run", job)
 			old := api.remove(idRange(1, 10)...)
-			for id := 101; id <= 110; id++ {
+			for id := 101; id <= 115; id++ { // two pages
 				api.set(id, "swapped", false)
 			}
 			for i := 1; i <= 2; i++ {
@@ -314,9 +314,16 @@ func TestDeletesRefusedPassRowsDoNotDiluteTheRatio(t *testing.T) {
 					}
 				}
 			}
-			api.remove(idRange(101, 110)...)
+			// A pass of the glitch cut short, then abandoned by --restart:
+			// the chain's measure goes on.
+			delRun(t, dir, 0, "run", job, "--max-pages", "1")
+			r := delRun(t, dir, 1, "run", job, "--restart")
+			if !strings.Contains(r.stdout, "sweep would delete 10 of the 10 rows the table held before the pass (100%)") {
+				t.Fatalf("the swapped pass after --restart is not refused against the rows before the glitch:\n%s\n%s", r.stdout, r.stderr)
+			}
+			api.remove(idRange(101, 115)...)
 			api.restore(old...)
-			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 10 {
+			if r := delRun(t, dir, 0, "run", job); deletedOf(t, r) != 15 {
 				t.Fatalf("after the API recovered the glitch's rows are not removed: %s", r.stdout)
 			}
 			sameIDs(t, "after the API recovered", liveIDs(tg.rows(t)), api.live())

@@ -93,12 +93,20 @@ func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink Sink
 // and its second pass deletes every row from before it as half the table.
 func afterRefusal(info *RunInfo, js *JobState) {
 	last := js.LastSync
-	if info.LiveBefore < 0 || !js.FullDue || last == nil || last.Status != RunRefused {
+	if info.LiveBefore < 0 || last == nil {
 		return
 	}
-	info.RefusedSince = last.RefusedSince
-	if info.RefusedSince.IsZero() {
-		info.RefusedSince = last.StartedAt
+	switch {
+	case last.Status == RunRefused && !last.RefusedSince.IsZero():
+		info.RefusedSince = last.RefusedSince // a later refusal of the chain
+	case last.Status == RunRefused:
+		info.RefusedSince = last.StartedAt // the chain's first refusal
+	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != ""):
+		// A pass of the chain that did not sweep: cut short and
+		// abandoned (run --restart), or unable to prove absence.
+		info.RefusedSince = last.RefusedSince
+	default:
+		return
 	}
 	if last.LiveBefore >= 0 {
 		info.LiveBefore = last.LiveBefore
