@@ -200,7 +200,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			sum.exit(other.code, other.partial)
 			if walkRefusal(other) {
 				restartNext = true
-			} else if other.code != 4 && other.code != 0 && other.code != 3 && other.code != 5 && other.code != -1 {
+			} else if other.code != 4 && other.code != 0 && other.code != 3 && other.code != 5 && other.code != -1 && !hh.refused(t, other) {
 				fail("overlapping %v exited %d: %s", args, other.code, modelLastLine(other.stderr))
 				return
 			}
