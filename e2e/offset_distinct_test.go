@@ -29,6 +29,10 @@ func TestOffsetWalkShortOfTotalInDistinctKeysFails(t *testing.T) {
 					t.Fatalf("run %d: the error does not say the distinct records fall short: %s", i+1, r.stdout)
 				}
 			}
+			// status says the job failed, not that it was interrupted.
+			if st := statusOf(t, dir, job); st.Status != "failed" {
+				t.Fatalf("status after a walk short of total: %q, want failed", st.Status)
+			}
 			if live := liveIDs(tg.rows(t)); live[15] || len(live) != 29 {
 				t.Fatalf("rows: %d, 15 live: %v (want the 29 records served)", len(live), live[15])
 			}
