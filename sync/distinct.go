@@ -21,10 +21,15 @@ import (
 // walkKeys is the distinct-key count of the page or offset walk in
 // progress in this invocation.
 type walkKeys struct {
-	seed    maphash.Seed
-	seen    map[uint64]bool // hashes of the keys read (8 bytes a key)
-	parent  string          // the parent row whose walk it is (a child's)
-	repeats int64           // records whose key the walk had read already
+	seed maphash.Seed
+	// prev holds the hashes of the keys of the walk's previous page: a
+	// page that omits records shifts the next position back by as many,
+	// so the next page repeats them. Only one page is held, so memory
+	// stays bounded on a walk of any length (a run that sweeps checks
+	// every key of the pass: checkPassDistinct).
+	prev    map[uint64]bool
+	parent  string // the parent row whose walk it is (a child's)
+	repeats int64  // records whose key the walk had read already
 	// rewalk is set when the walk fell short: the run is abandoned.
 	rewalk bool
 	// end, when set, is the walk's last page as committed in this
@@ -40,23 +45,24 @@ func (e *Engine) countsDistinct(rs *runState) bool {
 	return rs.info.Kind == KindRun && e.shiftable() && e.Job.Pagination.Total != ""
 }
 
-// checkDistinct adds the keys of a page's rows to the walk's count and, on
-// the walk's last page, fails with ExitTransient when the records the walk
-// counted toward pagination.total, less those it read twice, fall short of
-// the total. A walk starts over at the style's first position or a new
-// parent; a pass continued by a later invocation counts its pages from
-// there (a shift across the two is still caught by the sweep's own check,
-// distinctKeys).
+// checkDistinct counts the keys of a page's rows that the page before it
+// (or the page itself) held already and, on the walk's last page, fails
+// with ExitTransient when the records the walk counted toward
+// pagination.total, less those read twice, fall short of the total. A walk
+// starts over at the style's first position or a new parent; a pass
+// continued by a later invocation counts from its first page there (for a
+// run that sweeps, checkPassDistinct checks across the two).
 func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []Row, where string) error {
 	if !e.countsDistinct(rs) {
 		return nil
 	}
 	pg := &pager{job: e.Job}
 	w := &rs.walk
-	if st := pg.style().start(e.Job.Pagination, ""); w.seen == nil || fp.parent != w.parent ||
+	if st := pg.style().start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent ||
 		fp.pos.Page == st.Page && fp.pos.Offset == st.Offset {
-		*w = walkKeys{seed: maphash.MakeSeed(), seen: map[uint64]bool{}, parent: fp.parent}
+		*w = walkKeys{seed: maphash.MakeSeed(), prev: map[uint64]bool{}, parent: fp.parent}
 	}
+	cur := make(map[uint64]bool, len(rows))
 	idx := keyColumns(&e.Job.Table)
 	var b strings.Builder
 	for _, r := range rows {
@@ -67,11 +73,12 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []Row, where stri
 			}
 		}
 		h := maphash.String(w.seed, b.String())
-		if w.seen[h] {
+		if w.prev[h] || cur[h] {
 			w.repeats++
 		}
-		w.seen[h] = true
+		cur[h] = true
 	}
+	w.prev = cur
 	if !fp.checkpoint().End {
 		return nil
 	}
