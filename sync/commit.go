@@ -63,6 +63,9 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	rs.noProof(fp.noProof)
 	e.checkShift(rs, keys, fp.parent, where)
 	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
+	if err := e.checkDistinct(rs, &fp, rows, where); err != nil {
+		return false, err
+	}
 	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
 		return false, fmt.Errorf("before the checkpoint of %s: %w", where, err)
 	}

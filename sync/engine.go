@@ -119,6 +119,7 @@ type runState struct {
 	pages   int64
 	records int64
 	proof   proofState // what voids the pass's proof of absence (proof.go)
+	walk    walkKeys   // the distinct keys of the walk in progress (distinct.go)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock
@@ -192,7 +193,11 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 		msg = job.Secrets.Redact(runErr.Error())
 	}
 	if status != RunCompleted && !rs.refused { // a completing page or finishPass already marked the run
-		if err := e.Store.FinishRun(bg, rs.info.ID, status, msg, ""); err != nil && runErr == nil {
+		stored := status
+		if rs.walk.rewalk { // the next run walks the list again (distinct.go)
+			stored = RunAbandoned
+		}
+		if err := e.Store.FinishRun(bg, rs.info.ID, stored, msg, ""); err != nil && runErr == nil {
 			runErr, status = err, RunFailed
 		}
 	}

@@ -154,6 +154,12 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []R
 // run sweeps again.
 func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (string, error) {
 	var deleted int64
+	if err := e.checkPassDistinct(ctx, rs); err != nil {
+		if ctx.Err() != nil {
+			return RunInterrupted, nil
+		}
+		return RunFailed, err
+	}
 	if e.sweeps(rs) && rs.proof.reason == "" {
 		n, err := e.sweep(ctx, o, rs, sink, log)
 		switch {

@@ -21,6 +21,9 @@ func JobStatus(js *JobState) string {
 	case RunPartial:
 		return JobPartial
 	case RunAbandoned:
+		if js.LastRun.Error != "" { // abandoned by its own failure (distinct.go)
+			return JobFailed
+		}
 		return JobInterrupted
 	}
 	return JobInterrupted // running without a lock holder = killed; interrupted
