@@ -24,7 +24,9 @@ const ownersName = "_idemsync_owners"
 // are serialised. With c.Check it only reads, and reads nothing when no
 // writer was ever registered in the schema.
 func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableClaim) error {
-	if err := sqlkit.CheckTable(t, pgMaxIdent); err != nil {
+	// The name only: a job without target.columns has none until its
+	// first page is read.
+	if err := sqlkit.CheckTableName(t, pgMaxIdent); err != nil {
 		return err
 	}
 	op := "register the writer of " + t.String()
