@@ -236,6 +236,13 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			// (retries exhausted) too. Neither may duplicate a key.
 			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{})
 		case ex.code == 5 && args[0] == "resume":
+		case hh.refusedMassDelete(ex):
+			// The refusal is the pass's end: every later pass refuses too.
+			sum.mu.Lock()
+			sum.refused++
+			sum.mu.Unlock()
+			t.Logf("refused: %s", modelLastLine(ex.stderr))
+			return
 		case hh.goneParent404(ex):
 			t.Logf("a parent deleted at the source failed its child's walk: %s", modelLastLine(ex.stderr))
 			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{})
