@@ -168,7 +168,12 @@ func TestFanoutUnsendableParentValue(t *testing.T) {
 // a hint that says what to do.
 func TestFanoutParentRemovedDuringChildRun(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
-		for _, mode := range []string{"hard", "soft"} {
+		for i, mode := range []string{"hard", "soft"} {
+			if i > 0 && tgt.schema != "" {
+				// A schema of its own: the tables of the first mode belong
+				// to its state file, which would refuse this mode's jobs.
+				tgt = postgresTarget(t, postgresURL(t))
+			}
 			s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, MaxChildren: 4, Seed: 17})
 			dir := t.TempDir()
 			spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, childSize: 2, parentRows: "all", deletes: "hard", parentDeletes: mode}
