@@ -133,6 +133,11 @@ func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position
 			p := pos
 			p.Fly = ""
 			w.pos[w.low] = p
+		} else if w.parents != nil && w.low >= w.next {
+			// The parent read after the last one started left the parent
+			// table before this run took it: no window is started, and
+			// settle finds the walk exhausted.
+			return w, w.settle(ctx)
 		}
 	}
 	if _, ok := w.pos[w.low]; !ok && w.low < w.next && w.parents != nil {
@@ -306,6 +311,15 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	}
 	if err := fill(); err != nil {
 		return RunFailed, err
+	}
+	if len(w.pos) == 0 {
+		// Nothing in flight and nothing to start: no page will come.
+		if !w.exhausted {
+			return RunFailed, fmt.Errorf("restore the windows in flight: no window %d in flight, and none to start: run with --restart", w.low+1)
+		}
+		// The walk ended before this run fetched a page: finishPass ends it.
+		rs.pos = w.checkpoint()
+		return "", nil
 	}
 	committed := 0
 	for {
