@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"time"
 )
 
@@ -276,13 +277,23 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		inFlight = max(e.Job.Incremental.Concurrency, 1)
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The walks and their pipelines end before this returns: none of
+	// them outlives the run (a next Run of the engine would race them).
+	var walks gosync.WaitGroup
+	defer func() { cancel(); walks.Wait() }()
 	pages := make(chan winPage)
 	walk := func(k int, from Position) {
 		w.walks[k] = &walkState{seen: map[string]bool{}}
 		win := src.window(k)
+		walks.Add(1)
 		go func() {
-			for fp := range e.pipeline(pctx, from, win, nil, 0) {
+			defer walks.Done()
+			ch := e.pipeline(pctx, from, win, nil, 0)
+			defer func() {
+				for range ch { // until the pipeline has stopped
+				}
+			}()
+			for fp := range ch {
 				e.parentNotFound(pctx, &fp, win, sink, log)
 				e.missingParent(&fp, win)
 				select {
