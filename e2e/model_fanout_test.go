@@ -17,8 +17,9 @@ import (
 )
 
 var (
-	fanoutSeeds   = flag.Int("fanout-seeds", envInt("IDEMSYNC_MODEL_FANOUT_SEEDS", 8), "fan-out model test: how many seeds to run (also IDEMSYNC_MODEL_FANOUT_SEEDS)")
-	fanoutPGSeeds = flag.Int("fanout-pg-seeds", envInt("IDEMSYNC_MODEL_FANOUT_PG_SEEDS", 3), "fan-out model test: how many seeds TestModelFanoutPostgres runs (also IDEMSYNC_MODEL_FANOUT_PG_SEEDS)")
+	fanoutSeeds        = flag.Int("fanout-seeds", envInt("IDEMSYNC_MODEL_FANOUT_SEEDS", 8), "fan-out model test: how many seeds to run (also IDEMSYNC_MODEL_FANOUT_SEEDS)")
+	fanoutHostileSeeds = flag.Int("fanout-hostile-seeds", envInt("IDEMSYNC_MODEL_FANOUT_HOSTILE_SEEDS", 20), "fan-out model test: how many seeds TestModelFanoutHostile runs (also IDEMSYNC_MODEL_FANOUT_HOSTILE_SEEDS)")
+	fanoutPGSeeds      = flag.Int("fanout-pg-seeds", envInt("IDEMSYNC_MODEL_FANOUT_PG_SEEDS", 3), "fan-out model test: how many seeds TestModelFanoutPostgres runs (also IDEMSYNC_MODEL_FANOUT_PG_SEEDS)")
 )
 
 // envInt is the integer in environment variable name, or def.
@@ -138,9 +139,19 @@ func TestModelFanoutPostgres(t *testing.T) {
 	runFanoutModel(t, *fanoutPGSeeds, func(t *testing.T) shopTarget { return postgresTarget(t, pg) })
 }
 
+// TestModelFanoutHostile runs -fanout-hostile-seeds seeds of the fan-out
+// model with its hostile kinds drawn (parents deleted between and during
+// child walks, --resource selections).
+func TestModelFanoutHostile(t *testing.T) {
+	runFanoutModelWith(t, *fanoutHostileSeeds, hostileOrAll(), func(t *testing.T) shopTarget { return sqliteTarget() })
+}
+
 func runFanoutModel(t *testing.T, n int, target func(t *testing.T) shopTarget) {
+	runFanoutModelWith(t, n, modelHostile(), target)
+}
+
+func runFanoutModelWith(t *testing.T, n int, hostile map[string]bool, target func(t *testing.T) shopTarget) {
 	checkHostileKinds(t)
-	hostile := modelHostile()
 	seeds := []int64{}
 	if *modelSeed >= 0 {
 		seeds = append(seeds, *modelSeed)
