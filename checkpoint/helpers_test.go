@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"log/slog"
@@ -151,4 +152,18 @@ func fixedClock(start time.Time) func() time.Time {
 // slogTo returns a debug-level logger writing text to w.
 func slogTo(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// unmigratedStore returns a Store over a new, empty state file that no
+// migration has touched, and its one connection (closed with the test),
+// for tests that migrate by hand.
+func unmigratedStore(t *testing.T) (*Store, *sql.DB) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(statePath(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	return &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}, db
 }

@@ -2,10 +2,8 @@ package checkpoint
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
-	"time"
 )
 
 // Migrations numbered side by side: a file migrated by a build that knew
@@ -14,13 +12,7 @@ import (
 // migration refuses the file as newer.
 func TestMigrationGapFilledLater(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(statePath(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	s := &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}
+	s, db := unmigratedStore(t)
 	one := migration{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x INTEGER) STRICT"}
 	two := migration{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x INTEGER) STRICT"}
 	three := migration{version: 3, name: "0003_c.sql", sql: "CREATE TABLE c (x INTEGER) STRICT"}
@@ -75,18 +67,12 @@ func TestMigrationGapFilledLater(t *testing.T) {
 // user_version, and gets the later ones.
 func TestMigrationFromUnrecordedFile(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(statePath(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	s, db := unmigratedStore(t)
 	for _, q := range []string{"CREATE TABLE a (x INTEGER) STRICT", "CREATE TABLE b (x INTEGER) STRICT", "PRAGMA user_version = 2"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}
 	ms := []migration{
 		{version: 1, name: "0001_a.sql", sql: "CREATE TABLE a (x INTEGER) STRICT"},
 		{version: 2, name: "0002_b.sql", sql: "CREATE TABLE b (x INTEGER) STRICT"},

@@ -2,9 +2,7 @@ package checkpoint
 
 import (
 	"context"
-	"database/sql"
 	"testing"
-	"time"
 )
 
 // A state file written before tokens were kept per credential holds one
@@ -14,13 +12,7 @@ import (
 // file no longer uses, but not old rows whose seed it still uses.
 func TestRefreshTokensPerCredential(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(statePath(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	s := &Store{path: "test.db", db: db, log: testLogger(t), now: time.Now}
+	s, db := unmigratedStore(t)
 	ms, err := loadMigrations()
 	if err != nil {
 		t.Fatal(err)
