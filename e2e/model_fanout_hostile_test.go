@@ -120,7 +120,8 @@ func (h *fanoutHostileHarness) deleteOne(pick int) (int, bool) {
 }
 
 // goneParent404 reports whether ex failed on a 404 for the children of a
-// parent deleted at the source: while the parent's row is still in the
+// parent deleted at the source (on its first page, or on a later page or
+// the probe of its end when it went in the middle of its walk): while the parent's row is still in the
 // parent table (its resource has not run a pass that removes it), the
 // child cannot tell a deleted parent from a wrong path, and fails
 // (docs/job-file.md); the next whole-file run removes the parent first.
@@ -132,7 +133,7 @@ func (h *fanoutHostileHarness) goneParent404(ex modelExit) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id := range h.gone {
-		if strings.Contains(ex.stderr, fmt.Sprintf("fetch parent orders id=%d,", id)) {
+		if strings.Contains(ex.stderr, fmt.Sprintf("parent orders id=%d,", id)) {
 			return true
 		}
 	}
