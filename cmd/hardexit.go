@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemsync/idemsync/runner"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -60,4 +61,20 @@ func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, s
 	}
 	onHardExit.Store(&f)
 	return func(ev idsync.PageEvent) { last.Store(&ev) }, func() { onHardExit.CompareAndSwap(&f, nil) }
+}
+
+// armJobHardExit makes a second signal print, with --json, the result
+// object of a job with several resources as far as m knows it (the
+// resource in progress interrupted with the counts of its committed
+// pages) and exit 130. It returns the function that disarms it.
+func armJobHardExit(ios *IOStreams, gate *jsonGate, m *runner.Runner, red *idsync.Redactor) func() {
+	f := func() {
+		out := m.Interrupted(red.Redact("interrupted twice: stopped at once; the next run continues from the last committed page"))
+		gate.mu.Lock() // held until the process exits
+		if !gate.done {
+			writeJSON(ios, out)
+		}
+	}
+	onHardExit.Store(&f)
+	return func() { onHardExit.CompareAndSwap(&f, nil) }
 }

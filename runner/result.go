@@ -1,45 +1,31 @@
-package cmd
+package runner
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// jobResult is the --json object of run/resume/replay for a job file with
-// several resources (SPEC §8).
-type jobResult struct {
+// JobResult is the --json object of run/resume/replay for a job file with
+// several resources (docs/job-file.md, "Running a file with several
+// resources").
+type JobResult struct {
 	Job        string           `json:"job"`
 	Kind       string           `json:"kind"`
 	Status     string           `json:"status"`
 	ExitCode   int              `json:"exit_code"`
 	DurationMS int64            `json:"duration_ms"`
 	Error      string           `json:"error"`
-	Resources  []resourceResult `json:"resources"`
+	Resources  []ResourceResult `json:"resources"`
 }
 
-// resourceResult is one resource's v1 run object, plus its name.
-type resourceResult struct {
+// ResourceResult is one resource's v1 run object, plus its name.
+type ResourceResult struct {
 	Resource string `json:"resource"`
 	idsync.Result
-	err error // the error that ended the run, for its hint
-}
-
-// checkOnly checks the --resource names against the file: each names one
-// of its resources; replay of a file with several takes exactly one.
-func checkOnly(jf *jobfile.File, only []string, kind string) error {
-	for _, n := range only {
-		if jf.Resource(n) == nil {
-			return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", n, jf.Name, strings.Join(jf.Names(), ", "))}
-		}
-	}
-	if kind == idsync.KindReplay && jf.Multi && len(only) != 1 {
-		return &usageError{err: fmt.Errorf("replay of job %s needs exactly one --resource (one of: %s)", jf.Name, strings.Join(jf.Names(), ", "))}
-	}
-	return nil
+	Err error `json:"-"` // the error that ended the run, for its hint
 }
 
 // severity orders exit codes for a job's result: the most severe of its
@@ -80,7 +66,7 @@ func nothingRanStatus(code int) string {
 // invocation (a child continued, then run again after its parent) reports
 // its last run; a run that could not start again leaves the earlier one
 // standing (the job is then not completed, see result).
-func (m *multiRun) record(rr *resourceResult, ran bool) {
+func (m *Runner) record(rr *ResourceResult, ran bool) {
 	old, seen := m.results[rr.Resource]
 	if !seen {
 		m.order = append(m.order, rr.Resource)
@@ -89,16 +75,16 @@ func (m *multiRun) record(rr *resourceResult, ran bool) {
 		return
 	}
 	m.results[rr.Resource] = rr
-	m.hardExit.set(m.snapshot())
+	m.live.set(m.snapshot())
 }
 
 // result is the job's result: every selected resource's, the most severe
 // exit code, and completed only when every resource completed.
-func (m *multiRun) result() *jobResult {
-	out := &jobResult{Job: m.jf.Name, Kind: m.opts.Kind, Resources: []resourceResult{}}
+func (m *Runner) result() *JobResult {
+	out := &JobResult{Job: m.File.Name, Kind: m.Options.Kind, Resources: []ResourceResult{}}
 	all := true
 	var errs []string
-	for _, r := range m.jf.Resources { // in file order
+	for _, r := range m.File.Resources { // in file order
 		n := r.Name
 		rr, ok := m.results[n]
 		if !ok {
@@ -124,7 +110,7 @@ func (m *multiRun) result() *jobResult {
 		}
 	}
 	out.Error = strings.Join(errs, "; ")
-	out.DurationMS = time.Since(m.started).Milliseconds()
+	out.DurationMS = time.Since(m.Started).Milliseconds()
 	switch {
 	case all && len(m.ran) == 0 && m.cycle != "":
 		m.upToDate(out)
@@ -133,7 +119,7 @@ func (m *multiRun) result() *jobResult {
 	case out.ExitCode == 0:
 		out.Status = idsync.RunPartial
 	default:
-		out.Status = jobStatusOf(out.ExitCode)
+		out.Status = JobStatus(out.ExitCode)
 	}
 	return out
 }
@@ -145,19 +131,19 @@ func (m *multiRun) result() *jobResult {
 // resource are up_to_date, each naming the run it completed earlier.
 // The cycle then closes, so the next run syncs them again
 // (docs/job-file.md, "Order and cycles").
-func (m *multiRun) upToDate(out *jobResult) {
-	out.Status = statusUpToDate
+func (m *Runner) upToDate(out *JobResult) {
+	out.Status = StatusUpToDate
 	out.Error = fmt.Sprintf("no resource ran: each selected resource completed a run since this selection's cycle opened at %s; the cycle is closed, the next run syncs them again",
 		m.cycleAt.UTC().Format(time.RFC3339))
 	for i := range out.Resources {
 		r := &out.Resources[i]
 		r.Error = fmt.Sprintf("not run now: its run %d completed since the cycle opened", r.RunID)
-		r.Status = statusUpToDate
+		r.Status = StatusUpToDate
 	}
 }
 
-// jobStatusOf is the status of a job whose exit code is code (not 0).
-func jobStatusOf(code int) string {
+// JobStatus is the status of a job whose exit code is code (not 0).
+func JobStatus(code int) string {
 	switch code {
 	case idsync.ExitInterrupted:
 		return idsync.RunInterrupted
@@ -167,50 +153,4 @@ func jobStatusOf(code int) string {
 		return "nothing_to_resume"
 	}
 	return idsync.RunFailed
-}
-
-// print writes the job's result: one JSON object, or a line per resource
-// (with the error and hint of each that failed) and a summary line.
-func (m *multiRun) print(out *jobResult) {
-	if m.g.json {
-		m.g.writeResult(m.ios, out)
-		return
-	}
-	for _, rr := range out.Resources {
-		r := rr.Result
-		r.Job = m.jf.Name + jobfile.ResourceSep + rr.Resource
-		if r.RunID == 0 || r.Status == statusUpToDate {
-			if !m.g.quiet || r.ExitCode != 0 {
-				fmt.Fprintf(m.ios.Out, "%s: %s: %s\n", r.Job, r.Status, r.Error)
-			}
-			continue
-		}
-		err := rr.err
-		if r.ExitCode != 0 && err == nil {
-			err = idsync.Errorf(r.ExitCode, "%s", r.Error)
-		}
-		printResult(m.ios, m.g, &r, err)
-	}
-	if !m.g.quiet || out.ExitCode != 0 {
-		why := ""
-		if out.Status == statusUpToDate {
-			why = ": " + out.Error
-		}
-		fmt.Fprintf(m.ios.Out, "%s: %s (%d resources, exit %d) in %s%s\n", out.Job, out.Status, len(out.Resources), out.ExitCode,
-			(time.Duration(out.DurationMS) * time.Millisecond).String(), why)
-	}
-}
-
-// failedJob reports a job whose resources never started (state file, lock
-// or logger): with --json as the job's result object.
-func failedJob(ios *IOStreams, g *globalOpts, out *jobResult, err error, red *idsync.Redactor, started time.Time) error {
-	if !g.json {
-		return err
-	}
-	out.ExitCode = idsync.ExitCode(err)
-	out.Error = red.Redact(err.Error())
-	out.Status = jobStatusOf(out.ExitCode)
-	out.DurationMS = time.Since(started).Milliseconds()
-	g.writeResult(ios, out)
-	return &reportedError{code: out.ExitCode}
 }

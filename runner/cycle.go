@@ -1,12 +1,10 @@
-package cmd
+package runner
 
 import (
 	"context"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/idemsync/idemsync/checkpoint"
 
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -22,27 +20,27 @@ import (
 
 // cycleName keys the cycle of the selected resources in the state file:
 // the job's name, and the selection when --resource narrowed it.
-func (m *multiRun) cycleName(selected []jobfile.Resource) string {
-	if len(selected) == len(m.jf.Resources) {
-		return m.jf.Name
+func (m *Runner) cycleName(selected []jobfile.Resource) string {
+	if len(selected) == len(m.File.Resources) {
+		return m.File.Name
 	}
 	names := make([]string, len(selected))
 	for i, r := range selected {
 		names[i] = r.Name
 	}
-	return m.jf.Name + "|" + strings.Join(names, ",")
+	return m.File.Name + "|" + strings.Join(names, ",")
 }
 
 // openCycle reads the open cycle, or opens one now (always with --restart).
-func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) error {
+func (m *Runner) openCycle(ctx context.Context, selected []jobfile.Resource) error {
 	m.cycle = m.cycleName(selected)
-	at, open, err := m.store.Cycle(ctx, m.cycle)
+	at, open, err := m.Store.Cycle(ctx, m.cycle)
 	if err != nil {
 		return err
 	}
-	if !open || m.opts.Restart { // --restart starts every resource over
-		at = m.started
-		if err := m.store.OpenCycle(ctx, m.cycle, at); err != nil {
+	if !open || m.Options.Restart { // --restart starts every resource over
+		at = m.Started
+		if err := m.Store.OpenCycle(ctx, m.cycle, at); err != nil {
 			return err
 		}
 	}
@@ -53,19 +51,19 @@ func (m *multiRun) openCycle(ctx context.Context, selected []jobfile.Resource) e
 // closeCycle closes the open cycle unless the job ended partial or
 // interrupted. A failure to write it is a warning: the next invocation
 // then syncs only what this cycle has not.
-func (m *multiRun) closeCycle(ctx context.Context, status string) {
+func (m *Runner) closeCycle(ctx context.Context, status string) {
 	if m.cycle == "" || status == idsync.RunPartial || status == idsync.RunInterrupted {
 		return
 	}
-	if err := m.store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
-		m.log.Warn("the cycle of the resources stays open", "err", err)
+	if err := m.Store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
+		m.Log.Warn("the cycle of the resources stays open", "err", err)
 	}
 }
 
 // doneInCycle reports whether r's last completed run of kind run began
 // since the cycle opened.
-func (m *multiRun) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, error) {
-	runs, err := m.store.Runs(ctx, r.Job.Name, 0)
+func (m *Runner) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, error) {
+	runs, err := m.Store.Runs(ctx, r.Job.Name, 0)
 	if err != nil {
 		return false, err
 	}
@@ -81,10 +79,10 @@ func (m *multiRun) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, e
 // continue as not run: resume finishes what was started and syncs nothing
 // else, so the job is partial, not completed, unless every selected
 // resource had a run to finish; run syncs the rest.
-func (m *multiRun) notResumed(selected []jobfile.Resource) {
+func (m *Runner) notResumed(selected []jobfile.Resource) {
 	for _, r := range selected {
 		if !m.ran[r.Name] {
-			m.record(&resourceResult{Resource: r.Name, Result: idsync.Result{Job: m.jf.Name, Kind: m.opts.Kind, Status: statusNotRun,
+			m.record(&ResourceResult{Resource: r.Name, Result: idsync.Result{Job: m.File.Name, Kind: m.Options.Kind, Status: StatusNotRun,
 				Error: "not continued: resume continues unfinished runs only; run syncs this resource"}}, false)
 		}
 	}
@@ -93,7 +91,7 @@ func (m *multiRun) notResumed(selected []jobfile.Resource) {
 // checkDirty notes whether the child r must run (again) because its
 // parent wrote rows after its run began: its unfinished run (run), else
 // its last completed one. A child that never completed a run runs anyway.
-func (m *multiRun) checkDirty(ctx context.Context, r jobfile.Resource, run *idsync.RunInfo) error {
+func (m *Runner) checkDirty(ctx context.Context, r jobfile.Resource, run *idsync.RunInfo) error {
 	if r.Job.Parent == nil {
 		return nil
 	}
@@ -101,7 +99,7 @@ func (m *multiRun) checkDirty(ctx context.Context, r jobfile.Resource, run *idsy
 	if run != nil {
 		since = run.StartedAt
 	} else {
-		runs, err := m.store.Runs(ctx, r.Job.Name, 0)
+		runs, err := m.Store.Runs(ctx, r.Job.Name, 0)
 		if err != nil {
 			return err
 		}
@@ -122,8 +120,8 @@ func (m *multiRun) checkDirty(ctx context.Context, r jobfile.Resource, run *idsy
 // began at since does not know those rows. (It may say so of a run that
 // wrote before since and finished after: the child then runs once more
 // than it needed to.)
-func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
-	runs, err := m.store.Runs(ctx, parent, 0)
+func (m *Runner) parentWroteSince(ctx context.Context, parent string, since time.Time) (bool, error) {
+	runs, err := m.Store.Runs(ctx, parent, 0)
 	if err != nil {
 		return false, err
 	}
@@ -138,15 +136,15 @@ func (m *multiRun) parentWroteSince(ctx context.Context, parent string, since ti
 // notRunNow reports, after run, every selected resource this invocation
 // did not run, with its last run (it completed one since the cycle
 // opened): the job's result holds every selected resource.
-func (m *multiRun) notRunNow(ctx context.Context, selected []jobfile.Resource) error {
-	if m.opts.Resume || m.opts.Kind == idsync.KindReplay {
+func (m *Runner) notRunNow(ctx context.Context, selected []jobfile.Resource) error {
+	if m.Options.Resume || m.Options.Kind == idsync.KindReplay {
 		return nil
 	}
 	for _, r := range selected {
 		if _, ok := m.results[r.Name]; ok {
 			continue
 		}
-		js, err := m.store.Job(ctx, r.Job.Name)
+		js, err := m.Store.Job(ctx, r.Job.Name)
 		if err != nil {
 			return err
 		}
@@ -154,48 +152,23 @@ func (m *multiRun) notRunNow(ctx context.Context, selected []jobfile.Resource) e
 			continue
 		}
 		res := idsync.RunResult(js.LastSync, r.Job.Pagination.Style, js.HWM, r.Job.Secrets)
-		res.Job = m.jf.Name
-		m.record(&resourceResult{Resource: r.Name, Result: res}, false)
+		res.Job = m.File.Name
+		m.record(&ResourceResult{Resource: r.Name, Result: res}, false)
 	}
 	return nil
-}
-
-// writeMetrics writes the metrics file: each resource's totals after its
-// last run in this invocation, and the stored totals of the others.
-func (m *multiRun) writeMetrics(ctx context.Context) {
-	if m.metrics == "" {
-		return
-	}
-	var all []checkpoint.MetricsTotals
-	for _, r := range m.jf.Resources {
-		t, ok := m.totals[r.Name]
-		if !ok {
-			var err error
-			if t, err = m.store.Metrics(ctx, m.jf.Name, r.Name); err != nil || t.LastRun.IsZero() {
-				continue
-			}
-		}
-		all = append(all, t)
-	}
-	if len(all) == 0 {
-		return
-	}
-	if err := writeMetricsFile(m.metrics, all...); err != nil {
-		m.log.Warn("metrics file not written", "path", m.metrics, "err", err)
-	}
 }
 
 // wrote notes that resource name's run res ended: a child whose run began
 // before its parent wrote rows must run again; a child's new run (not a
 // continued one) took its parent list now.
-func (m *multiRun) wrote(name string, job *idsync.Job, res *idsync.Result) {
+func (m *Runner) wrote(name string, job *idsync.Job, res *idsync.Result) {
 	if job.Parent != nil && res.RunID != 0 && !res.Resumed {
 		m.dirty[name] = false
 	}
 	if res.Inserted+res.Updated == 0 {
 		return
 	}
-	for _, r := range m.jf.Resources {
+	for _, r := range m.File.Resources {
 		if parentOf(r.Job) == name {
 			m.dirty[r.Name] = true
 		}
