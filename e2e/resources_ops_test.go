@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +118,55 @@ func TestResourcesInterrupted(t *testing.T) {
 		t.Errorf("after SIGINT, order_items run %d %s, want run %d continued", r.RunID, r.Status, items.RunID)
 	}
 	assertShop(t, tgt, dir, s, false)
+}
+
+// SIGINT during the first resource of a round: the job exits 130 with it
+// interrupted and the resources after it not run (the runner must not
+// read the state file with the cancelled context to decide about them);
+// the next run continues it and runs the rest.
+func TestResourcesInterruptedBeforeNext(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 10, Customers: 20, MaxChildren: 3, Seed: 5, Latency: 20 * time.Millisecond})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url, customers: true}.yaml())
+	c := exec.Command(binary, "run", job, "--json")
+	c.Dir, c.Env = dir, cleanEnv()
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	walking := make(chan struct{}, 1)
+	s.OnRequest(func(r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/customers") {
+			select {
+			case walking <- struct{}{}:
+			default:
+			}
+		}
+	})
+	t.Cleanup(func() { s.OnRequest(nil) })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-walking:
+	case <-time.After(30 * time.Second):
+		_ = c.Process.Kill()
+	}
+	if err := c.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	s.OnRequest(nil)
+	j := parseJobRun(t, result{code: c.ProcessState.ExitCode(), stdout: out.String(), stderr: errOut.String()})
+	if c.ProcessState.ExitCode() != 130 || j.ExitCode != 130 || j.Status != "interrupted" {
+		t.Fatalf("exit %d (--json %d, %s), want 130 interrupted: %s %s", c.ProcessState.ExitCode(), j.ExitCode, j.Status, out.String(), errOut.String())
+	}
+	customers := j.resource(t, "customers")
+	if customers.Status != "interrupted" || j.resource(t, "orders").Status != "not_run" || j.resource(t, "order_items").Status != "not_run" {
+		t.Errorf("after SIGINT: customers %s, orders %s, order_items %s", customers.Status, j.resource(t, "orders").Status, j.resource(t, "order_items").Status)
+	}
+	s.SetLatency(0)
+	j = runJob(t, dir, 0, "run", job)
+	if r := j.resource(t, "customers"); r.RunID != customers.RunID || r.Status != "completed" {
+		t.Errorf("after SIGINT, customers run %d %s, want run %d continued", r.RunID, r.Status, customers.RunID)
+	}
+	assertShop(t, tgt, dir, s, true)
 }

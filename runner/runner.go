@@ -94,7 +94,7 @@ func (m *Runner) Run(ctx context.Context) (*JobResult, error) {
 	if err := m.runAll(ctx, selected); err != nil {
 		return nil, err
 	}
-	if err := m.notRunNow(ctx, selected); err != nil {
+	if err := m.notRunNow(context.WithoutCancel(ctx), selected); err != nil { // after a signal too
 		return nil, err
 	}
 	out := m.result()
@@ -143,9 +143,12 @@ func (m *Runner) runAll(ctx context.Context, selected []jobfile.Resource) error 
 	// Round two, in file order (parents first): every resource that has
 	// not run in this invocation nor begun a completed run since the cycle
 	// opened, and every child whose parent wrote rows after the child's
-	// run began (its parents were fixed then).
+	// run began (its parents were fixed then). A signal during the round
+	// cancels ctx; the state file is still read to report the rest (as
+	// not run), so the job ends interrupted rather than failing on a
+	// cancelled read.
 	for _, r := range selected {
-		done, err := m.doneInCycle(ctx, r)
+		done, err := m.doneInCycle(context.WithoutCancel(ctx), r)
 		if err != nil {
 			return err
 		}

@@ -202,3 +202,17 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("b in progress: %+v", b.Result)
 	}
 }
+// A cancelled invocation runs no further resource and still reports
+// every one: the state reads that decide how are not cancelled.
+func TestCancelled(t *testing.T) {
+	f := &fakeRuns{t: t, store: openStore(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.during = func(string, int) { cancel() }
+	out, err := newRunner(shopFile("a", "b"), f, idsync.Options{Kind: idsync.KindRun}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 1 || !slices.Equal(statuses(out), []string{"a=completed", "b=not_run"}) {
+		t.Errorf("after a cancel: runs %v, results %v", f.names(), statuses(out))
+	}
+}
