@@ -202,6 +202,7 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("b in progress: %+v", b.Result)
 	}
 }
+
 // A cancelled invocation runs no further resource and still reports
 // every one: the state reads that decide how are not cancelled.
 func TestCancelled(t *testing.T) {
