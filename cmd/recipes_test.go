@@ -95,7 +95,7 @@ func TestRecipesUseRealFlags(t *testing.T) {
 			}
 			args = append(args, f)
 		}
-		root := newRootCmd(&globalOpts{}, &IOStreams{})
+		root := newCmdRoot(newFactory(&IOStreams{}))
 		c, rest, err := root.Find(args)
 		if err != nil || c.Name() != "run" {
 			t.Errorf("%s: %v: %v", name, args, err)

@@ -63,11 +63,10 @@ func Main() int {
 // Execute runs the command line args with the given streams and returns the
 // exit code; every exit code of SPEC §2 is decided here, from the error.
 func Execute(ctx context.Context, args []string, ios *IOStreams) int {
-	g := &globalOpts{}
-	root := newRootCmd(g, ios)
+	f := newFactory(ios)
+	g := f.globals
+	root := newCmdRoot(f)
 	root.SetArgs(args)
-	root.SetOut(ios.Out)
-	root.SetErr(ios.ErrOut)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return idsync.ExitOK
@@ -135,7 +134,31 @@ func writeJSON(ios *IOStreams, v any) {
 	_ = enc.Encode(v)
 }
 
-func newRootCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+// newCmdRoot is the idemsync command with every subcommand.
+func newCmdRoot(f *Factory) *cobra.Command {
+	g, ios := f.globals, f.IOStreams
+	root := newRootBase(f)
+	root.AddCommand(
+		newCmdRun(f, nil),
+		newCmdResume(f, nil),
+		newCmdReplay(f, nil),
+		newStatusCmd(g, ios),
+		newShowCmd(g, ios),
+		newInitCmd(g, ios),
+		newPruneCmd(g, ios),
+		newClaimCmd(g, ios),
+		newValidateCmd(g, ios),
+		newVersionCmd(g, ios),
+		newSchemaCmd(ios),
+		newCompletionCmd(ios),
+	)
+	return root
+}
+
+// newRootBase is the idemsync command with its global flags and no
+// subcommand (tests add the one they parse).
+func newRootBase(f *Factory) *cobra.Command {
+	g := f.globals
 	root := &cobra.Command{
 		Use:   "idemsync",
 		Short: "Copy a paginated HTTP/JSON API into a SQL table, safely resumable",
@@ -150,6 +173,8 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 		SilenceErrors: true,
 		Version:       currentVersion().String(),
 	}
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
@@ -160,22 +185,7 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 	pf.BoolVarP(&g.quiet, "quiet", "q", false, "print only warnings and errors; no progress bar")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-
-	root.AddCommand(
-		newRunCmd(g, ios, idsync.KindRun),
-		newRunCmd(g, ios, "resume"),
-		newRunCmd(g, ios, idsync.KindReplay),
-		newStatusCmd(g, ios),
-		newShowCmd(g, ios),
-		newInitCmd(g, ios),
-		newPruneCmd(g, ios),
-		newClaimCmd(g, ios),
-		newValidateCmd(g, ios),
-		newVersionCmd(g, ios),
-		newSchemaCmd(ios),
-		newCompletionCmd(ios),
-	)
-	root.CompletionOptions.DisableDefaultCmd = true // newCompletionCmd instead
+	root.CompletionOptions.DisableDefaultCmd = true // newCmdCompletion instead
 	return root
 }
 

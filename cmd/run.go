@@ -15,7 +15,12 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-type runOpts struct {
+// runOptions are the parsed command line of run, resume or replay.
+type runOptions struct {
+	io        *IOStreams
+	g         *globalOpts
+	name      string // run, resume or replay
+	file      string // the job file
 	restart   bool
 	full      bool // --full
 	allowMass bool // --allow-mass-delete
@@ -27,10 +32,25 @@ type runOpts struct {
 	verify    bool     // --verify
 }
 
+// newCmdRun is run: continue the job's unfinished run or start one.
+func newCmdRun(f *Factory, runF func(*runOptions) error) *cobra.Command {
+	return newRunCmd(f, idsync.KindRun, runF)
+}
+
+// newCmdResume is resume: continue the unfinished run, or exit 5.
+func newCmdResume(f *Factory, runF func(*runOptions) error) *cobra.Command {
+	return newRunCmd(f, "resume", runF)
+}
+
+// newCmdReplay is replay: re-sync a range of pages.
+func newCmdReplay(f *Factory, runF func(*runOptions) error) *cobra.Command {
+	return newRunCmd(f, idsync.KindReplay, runF)
+}
+
 // newRunCmd builds run, resume and replay: they share everything but how
 // they pick the run to do.
-func newRunCmd(g *globalOpts, ios *IOStreams, name string) *cobra.Command {
-	o := &runOpts{}
+func newRunCmd(f *Factory, name string, runF func(*runOptions) error) *cobra.Command {
+	o := &runOptions{io: f.IOStreams, g: f.globals, name: name}
 	c := &cobra.Command{Args: exactArgs(1), ValidArgsFunction: jobFileArgs}
 	switch name {
 	case idsync.KindRun:
@@ -60,43 +80,52 @@ cursor tokens or next URLs (cursor, link), or marks (hwm). Upserts make it
 duplicate-free; it is itself resumable; it never moves the saved mark.`
 	}
 	c.RunE = func(c *cobra.Command, args []string) error {
+		o.file = args[0]
 		if name == idsync.KindReplay && o.from == "" {
 			return &usageError{err: fmt.Errorf("replay needs --from")}
 		}
-		opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart,
-			Verify: o.verify, Full: o.full, AllowMassDelete: o.allowMass}
-		switch name {
-		case "resume":
-			opts.Resume = true
-		case idsync.KindReplay:
-			opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
+		if o.maxPages < 0 || o.timeLimit < 0 {
+			return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 		}
-		return runJob(c.Context(), g, ios, args[0], opts, o.metrics, o.resources)
+		if runF != nil {
+			return runF(o)
+		}
+		return runJob(c.Context(), o.g, o.io, o.file, o.engineOptions(), o.metrics, o.resources)
 	}
-	f := c.Flags()
-	f.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
-	f.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
-	f.StringArrayVar(&o.resources, "resource", nil, "run only this resource of the job file (repeatable; replay takes exactly one)")
-	f.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
-	f.BoolVar(&o.verify, "verify", false, "compare every stored column of the rows this invocation reads, not only their content hash, and rewrite rows changed outside idemsync (counted as updated)")
+	fl := c.Flags()
+	fl.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
+	fl.DurationVar(&o.timeLimit, "time-limit", 0, "stop cleanly after the page in progress once this long has passed (e.g. 14m)")
+	fl.StringArrayVar(&o.resources, "resource", nil, "run only this resource of the job file (repeatable; replay takes exactly one)")
+	fl.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
+	fl.BoolVar(&o.verify, "verify", false, "compare every stored column of the rows this invocation reads, not only their content hash, and rewrite rows changed outside idemsync (counted as updated)")
 	if name == idsync.KindRun {
-		f.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
-		f.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
+		fl.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
+		fl.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
 	}
 	if name != idsync.KindReplay {
-		f.BoolVar(&o.allowMass, "allow-mass-delete", false, "let this run's sweep remove more than target.max_delete_ratio of the table's rows")
+		fl.BoolVar(&o.allowMass, "allow-mass-delete", false, "let this run's sweep remove more than target.max_delete_ratio of the table's rows")
 	}
 	if name == idsync.KindReplay {
-		f.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
-		f.StringVar(&o.to, "to", "", "last position to re-sync (default: to the end)")
+		fl.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
+		fl.StringVar(&o.to, "to", "", "last position to re-sync (default: to the end)")
 	}
 	return c
 }
 
-func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string, only []string) error {
-	if opts.MaxPages < 0 || opts.TimeLimit < 0 {
-		return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
+// engineOptions are the engine's options for the command line o.
+func (o *runOptions) engineOptions() idsync.Options {
+	opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart,
+		Verify: o.verify, Full: o.full, AllowMassDelete: o.allowMass}
+	switch o.name {
+	case "resume":
+		opts.Resume = true
+	case idsync.KindReplay:
+		opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
 	}
+	return opts
+}
+
+func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string, only []string) error {
 	started := time.Now()
 	jf, err := jobfile.LoadResourcesFile(file)
 	if err != nil {

@@ -1,0 +1,77 @@
+package cmd
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// run, resume and replay parse their flags into the engine's options; the
+// flags one of them does not take, a wrong argument count and negative
+// limits are usage errors (exit 2) before anything runs.
+func TestRunOptions(t *testing.T) {
+	p := parseCmd(t, newCmdRun, "run", "job.yaml", "--max-pages", "3", "--time-limit", "14m", "--restart", "--full",
+		"--allow-mass-delete", "--verify", "--resource", "a", "--resource", "b", "--metrics-file", "m.prom", "--json", "-q")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	o := p.opts
+	want := idsync.Options{Kind: idsync.KindRun, MaxPages: 3, TimeLimit: 14 * time.Minute, Restart: true, Full: true, AllowMassDelete: true, Verify: true}
+	if got := o.engineOptions(); got != want {
+		t.Errorf("run options %+v, want %+v", got, want)
+	}
+	if o.file != "job.yaml" || o.metrics != "m.prom" || !slices.Equal(o.resources, []string{"a", "b"}) || !o.g.json || !o.g.quiet {
+		t.Errorf("run: file %q, metrics %q, resources %v, json %v, quiet %v", o.file, o.metrics, o.resources, o.g.json, o.g.quiet)
+	}
+
+	p = parseCmd(t, newCmdResume, "resume", "job.yaml", "--state", "s.db", "--log-format", "json", "--log-level", "debug")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: idsync.KindRun, Resume: true}) {
+		t.Errorf("resume options %+v", got)
+	}
+	if g := p.opts.g; g.state != "s.db" || g.logFormat != "json" || g.logLevel != "debug" {
+		t.Errorf("global flags %+v", g)
+	}
+
+	p = parseCmd(t, newCmdReplay, "replay", "job.yaml", "--from", "3", "--to", "9")
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: idsync.KindReplay, From: "3", To: "9"}) {
+		t.Errorf("replay options %+v", got)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"run", nil, "accepts 1 arg"},
+		{"run", []string{"a.yaml", "b.yaml"}, "accepts 1 arg"},
+		{"run", []string{"a.yaml", "--bogus"}, "unknown flag: --bogus"},
+		{"run", []string{"a.yaml", "--max-pages", "-1"}, "must not be negative"},
+		{"run", []string{"a.yaml", "--time-limit", "-1s"}, "must not be negative"},
+		{"run", []string{"a.yaml", "--max-pages", "x"}, "invalid argument"},
+		{"run", []string{"a.yaml", "--from", "1"}, "unknown flag: --from"},
+		{"resume", []string{"a.yaml", "--restart"}, "unknown flag: --restart"},
+		{"resume", []string{"a.yaml", "--full"}, "unknown flag: --full"},
+		{"replay", []string{"a.yaml"}, "replay needs --from"},
+		{"replay", []string{"a.yaml", "--from", "1", "--allow-mass-delete"}, "unknown flag: --allow-mass-delete"},
+	} {
+		newCmd := map[string]func(*Factory, func(*runOptions) error) *cobra.Command{
+			"run": newCmdRun, "resume": newCmdResume, "replay": newCmdReplay}[tc.cmd]
+		p := parseCmd(t, newCmd, append([]string{tc.cmd}, tc.args...)...)
+		if p.opts != nil || p.code() != idsync.ExitUsage || !strings.Contains(p.err.Error(), tc.want) {
+			t.Errorf("%s %v: ran %v, exit %d, %v; want exit 2 with %q", tc.cmd, tc.args, p.opts != nil, p.code(), p.err, tc.want)
+		}
+	}
+}
