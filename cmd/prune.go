@@ -19,12 +19,16 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-type pruneOpts struct {
+// pruneOptions are the parsed command line of prune.
+type pruneOptions struct {
+	io   *IOStreams
+	g    *globalOpts
+	args []string // the job file, or none
 	keep string
 }
 
-func newPruneCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
-	o := &pruneOpts{}
+func newCmdPrune(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
+	o := &pruneOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "prune [JOB.yaml] [--keep 30d]",
 		Short: "Drop runs and page rows older than the retention from the state file",
@@ -44,7 +48,11 @@ prune their job at 30d after every run.`,
 		},
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return prune(c.Context(), g, ios, args, o)
+			o.args = args
+			if runF != nil {
+				return runF(o)
+			}
+			return prune(c.Context(), o.g, o.io, o.args, o)
 		},
 	}
 	c.Flags().StringVar(&o.keep, "keep", "30d", "keep runs that finished less than this long ago (e.g. 30d, 72h)")
@@ -66,7 +74,7 @@ func parseKeep(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *pruneOpts) error {
+func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *pruneOptions) error {
 	keep, err := parseKeep(o.keep)
 	if err != nil {
 		return &usageError{err: err}

@@ -75,3 +75,18 @@ func TestRunUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// prune takes at most one job file and passes --keep as written (the
+// command reads it with parseKeep).
+func TestPruneOptions(t *testing.T) {
+	p := parseCmd(t, newCmdPrune, "prune", "job.yaml", "--keep", "7d")
+	if p.err != nil || p.opts.keep != "7d" || !slices.Equal(p.opts.args, []string{"job.yaml"}) {
+		t.Errorf("prune: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdPrune, "prune"); p.err != nil || p.opts.keep != "30d" || len(p.opts.args) != 0 {
+		t.Errorf("prune's default --keep: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdPrune, "prune", "a.yaml", "b.yaml"); p.opts != nil || p.code() != 2 {
+		t.Errorf("prune with two job files: ran %v, exit %d", p.opts != nil, p.code())
+	}
+}

@@ -55,13 +55,17 @@ type runStatus struct {
 	Refused bool `json:"-"`
 }
 
-type statusOpts struct {
+// statusOptions are the parsed command line of status.
+type statusOptions struct {
+	io   *IOStreams
+	g    *globalOpts
+	args []string // the job file, or none
 	runs int
 	dead bool
 }
 
-func newStatusCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
-	o := &statusOpts{}
+func newCmdStatus(f *Factory, runF func(*statusOptions) error) *cobra.Command {
+	o := &statusOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "status [JOB.yaml]",
 		Short: "Show checkpoints, marks, last runs, errors and dead letters",
@@ -84,7 +88,14 @@ file; run_number counts the job's runs from 1.`,
 		},
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return status(c.Context(), g, ios, args, o)
+			o.args = args
+			if o.runs < 0 {
+				return &usageError{err: fmt.Errorf("--runs must not be negative")}
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return status(c.Context(), o.g, o.io, o.args, o)
 		},
 	}
 	c.Flags().IntVar(&o.runs, "runs", 0, "also list the last N runs of each job, newest first")
@@ -92,10 +103,7 @@ file; run_number counts the job's runs from 1.`,
 	return c
 }
 
-func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *statusOpts) error {
-	if o.runs < 0 {
-		return &usageError{err: fmt.Errorf("--runs must not be negative")}
-	}
+func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o *statusOptions) error {
 	var jf *jobfile.File
 	var first *idsync.Job
 	red := idsync.NewRedactor()
@@ -170,7 +178,7 @@ func withResource(s jobStatus, multi bool) jobStatus {
 }
 
 // jobState gathers one job's status from the store.
-func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOpts) (jobStatus, error) {
+func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOptions) (jobStatus, error) {
 	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
 	if !js.FullPassAt.IsZero() {
 		at := js.FullPassAt.UTC()

@@ -187,9 +187,16 @@ func TestStatusUsage(t *testing.T) {
 		{"status", "--runs", "-1"},
 		{"status", "--runs", "x"},
 	} {
-		if r := execute(t, false, args...); r.code != 2 {
-			t.Errorf("%v: exit %d, want 2", args, r.code)
+		if p := parseCmd(t, newCmdStatus, args...); p.opts != nil || p.code() != 2 {
+			t.Errorf("%v: ran %v, exit %d, want 2", args, p.opts != nil, p.code())
 		}
+	}
+	p := parseCmd(t, newCmdStatus, "status", "a.yaml", "--runs", "5", "--dead-letters", "--state", "s.db", "--json")
+	if o := p.opts; p.err != nil || o.runs != 5 || !o.dead || len(o.args) != 1 || o.args[0] != "a.yaml" || o.g.state != "s.db" || !o.g.json {
+		t.Errorf("status flags: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdStatus, "status"); p.err != nil || len(p.opts.args) != 0 || p.opts.runs != 0 || p.opts.dead {
+		t.Errorf("status without arguments: %v %+v", p.err, p.opts)
 	}
 }
 
