@@ -85,8 +85,16 @@ func claimCommandOf(job *idsync.Job) string {
 	return idsync.ClaimCommand(job.File, res)
 }
 
-func newClaimCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
-	var only []string
+// claimOptions are the parsed command line of claim.
+type claimOptions struct {
+	io   *IOStreams
+	g    *globalOpts
+	file string
+	only []string // --resource
+}
+
+func newCmdClaim(f *Factory, runF func(*claimOptions) error) *cobra.Command {
+	o := &claimOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "claim JOB.yaml [--resource NAME]",
 		Short: "Make the job the writer of its target table, releasing every other job registered for it",
@@ -100,38 +108,50 @@ writes no row.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			jf, err := jobfile.LoadResourcesFile(args[0])
-			if err != nil {
-				return err
+			o.file = args[0]
+			if runF != nil {
+				return runF(o)
 			}
-			g.jobName = jf.Name
-			if err := checkOnly(jf, only, idsync.KindRun); err != nil {
-				return err
-			}
-			for _, r := range jf.Resources {
-				if len(only) > 0 && !slices.Contains(only, r.Name) {
-					continue
-				}
-				job := r.Job
-				log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
-				if err != nil {
-					return &usageError{err: err}
-				}
-				s, err := openWriting(c.Context(), g, job, log, idsync.TableClaim{TakeOver: true})
-				if err != nil {
-					return err
-				}
-				s.Close()
-				if !g.quiet && !g.json {
-					fmt.Fprintf(ios.Out, "%s: table %s is now written by job %s alone\n", jf.Name, job.Table.String(), job.Name)
-				}
-			}
-			if g.json {
-				writeJSON(ios, map[string]any{"job": jf.Name, "claimed": true, "exit_code": 0})
-			}
-			return nil
+			return runClaim(c.Context(), o)
 		},
 	}
-	c.Flags().StringArrayVar(&only, "resource", nil, "claim only this resource's table (repeatable)")
+	c.Flags().StringArrayVar(&o.only, "resource", nil, "claim only this resource's table (repeatable)")
 	return c
+}
+
+// runClaim registers the job file's resources as the writers of their
+// tables.
+func runClaim(ctx context.Context, o *claimOptions) error {
+	g, ios := o.g, o.io
+	only := o.only
+	jf, err := jobfile.LoadResourcesFile(o.file)
+	if err != nil {
+		return err
+	}
+	g.jobName = jf.Name
+	if err := checkOnly(jf, only, idsync.KindRun); err != nil {
+		return err
+	}
+	for _, r := range jf.Resources {
+		if len(only) > 0 && !slices.Contains(only, r.Name) {
+			continue
+		}
+		job := r.Job
+		log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
+		if err != nil {
+			return &usageError{err: err}
+		}
+		s, err := openWriting(ctx, g, job, log, idsync.TableClaim{TakeOver: true})
+		if err != nil {
+			return err
+		}
+		s.Close()
+		if !g.quiet && !g.json {
+			fmt.Fprintf(ios.Out, "%s: table %s is now written by job %s alone\n", jf.Name, job.Table.String(), job.Name)
+		}
+	}
+	if g.json {
+		writeJSON(ios, map[string]any{"job": jf.Name, "claimed": true, "exit_code": 0})
+	}
+	return nil
 }

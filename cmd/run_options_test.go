@@ -90,3 +90,48 @@ func TestPruneOptions(t *testing.T) {
 		t.Errorf("prune with two job files: ran %v, exit %d", p.opts != nil, p.code())
 	}
 }
+
+// show, claim and validate take one job file and their own flags; show's
+// --limit below 1 is a usage error before anything is read.
+func TestShowClaimValidateOptions(t *testing.T) {
+	if p := parseCmd(t, newCmdShow, "show", "job.yaml", "--limit", "3", "--resource", "b"); p.err != nil ||
+		p.opts.file != "job.yaml" || p.opts.limit != 3 || p.opts.resource != "b" {
+		t.Errorf("show: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdShow, "show", "job.yaml"); p.err != nil || p.opts.limit != DefaultShowLimit {
+		t.Errorf("show's default --limit: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdClaim, "claim", "job.yaml", "--resource", "a", "--resource", "b"); p.err != nil ||
+		p.opts.file != "job.yaml" || !slices.Equal(p.opts.only, []string{"a", "b"}) {
+		t.Errorf("claim: %v %+v", p.err, p.opts)
+	}
+	if p := parseCmd(t, newCmdValidate, "validate", "job.yaml", "--connect"); p.err != nil || p.opts.file != "job.yaml" || !p.opts.connect {
+		t.Errorf("validate: %v %+v", p.err, p.opts)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", "job.yaml", "--limit", "0"}, "--limit must be at least 1"},
+		{[]string{"show"}, "accepts 1 arg"},
+		{[]string{"claim", "a.yaml", "b.yaml"}, "accepts 1 arg"},
+		{[]string{"validate", "job.yaml", "--full"}, "unknown flag: --full"},
+	} {
+		var ran bool
+		var err error
+		switch tc.args[0] {
+		case "show":
+			p := parseCmd(t, newCmdShow, tc.args...)
+			ran, err = p.opts != nil, p.err
+		case "claim":
+			p := parseCmd(t, newCmdClaim, tc.args...)
+			ran, err = p.opts != nil, p.err
+		case "validate":
+			p := parseCmd(t, newCmdValidate, tc.args...)
+			ran, err = p.opts != nil, p.err
+		}
+		if ran || err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: ran %v, %v; want exit 2 with %q", tc.args, ran, err, tc.want)
+		}
+	}
+}

@@ -22,9 +22,17 @@ const DefaultShowLimit = 20
 // prints values whole.
 const showWidth = 40
 
-func newShowCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
-	var limit int
-	var resource string
+// showOptions are the parsed command line of show.
+type showOptions struct {
+	io       *IOStreams
+	g        *globalOpts
+	file     string
+	limit    int
+	resource string
+}
+
+func newCmdShow(f *Factory, runF func(*showOptions) error) *cobra.Command {
+	o := &showOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "show JOB.yaml",
 		Short: "Print the latest rows of the job's table",
@@ -35,55 +43,66 @@ seen without a database client. Values are shown as text, NULL as NULL
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if limit < 1 {
+			o.file = args[0]
+			if o.limit < 1 {
 				return &usageError{err: fmt.Errorf("--limit must be at least 1")}
 			}
-			jf, err := jobfile.LoadResourcesFile(args[0])
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			g.jobName = jf.Name
-			rs := jf.Resources
-			if resource != "" {
-				r := jf.Resource(resource)
-				if r == nil {
-					return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", resource, jf.Name, strings.Join(jf.Names(), ", "))}
-				}
-				rs = []jobfile.Resource{*r}
-			}
-			var objs []map[string]any
-			for i, r := range rs {
-				cols, rows, err := latestRows(c.Context(), g, ios, r.Job, limit)
-				if err != nil {
-					return err
-				}
-				obj := showJSON(jf.Name, r.Name, r.Job, cols, rows)
-				objs = append(objs, obj)
-				if g.json {
-					continue
-				}
-				if len(rs) > 1 {
-					if i > 0 {
-						fmt.Fprintln(ios.Out)
-					}
-					fmt.Fprintf(ios.Out, "%s (table %s)\n", r.Name, r.Job.Table.String())
-				}
-				printRows(ios, cols, rows)
-			}
-			switch {
-			case !g.json:
-			case len(objs) == 1:
-				writeJSON(ios, objs[0])
-			default:
-				writeJSON(ios, map[string]any{"job": jf.Name, "resources": objs})
-			}
-			return nil
+			return runShow(c.Context(), o)
 		},
 	}
-	f := c.Flags()
-	f.IntVar(&limit, "limit", DefaultShowLimit, "how many rows to print")
-	f.StringVar(&resource, "resource", "", "the resource to show (a single-resource job has one, named after the job)")
+	fl := c.Flags()
+	fl.IntVar(&o.limit, "limit", DefaultShowLimit, "how many rows to print")
+	fl.StringVar(&o.resource, "resource", "", "the resource to show (a single-resource job has one, named after the job)")
 	return c
+}
+
+// runShow prints the latest rows of the job file's tables.
+func runShow(ctx context.Context, o *showOptions) error {
+	g, ios := o.g, o.io
+	limit, resource := o.limit, o.resource
+	jf, err := jobfile.LoadResourcesFile(o.file)
+	if err != nil {
+		return err
+	}
+	g.jobName = jf.Name
+	rs := jf.Resources
+	if resource != "" {
+		r := jf.Resource(resource)
+		if r == nil {
+			return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", resource, jf.Name, strings.Join(jf.Names(), ", "))}
+		}
+		rs = []jobfile.Resource{*r}
+	}
+	var objs []map[string]any
+	for i, r := range rs {
+		cols, rows, err := latestRows(ctx, g, ios, r.Job, limit)
+		if err != nil {
+			return err
+		}
+		obj := showJSON(jf.Name, r.Name, r.Job, cols, rows)
+		objs = append(objs, obj)
+		if g.json {
+			continue
+		}
+		if len(rs) > 1 {
+			if i > 0 {
+				fmt.Fprintln(ios.Out)
+			}
+			fmt.Fprintf(ios.Out, "%s (table %s)\n", r.Name, r.Job.Table.String())
+		}
+		printRows(ios, cols, rows)
+	}
+	switch {
+	case !g.json:
+	case len(objs) == 1:
+		writeJSON(ios, objs[0])
+	default:
+		writeJSON(ios, map[string]any{"job": jf.Name, "resources": objs})
+	}
+	return nil
 }
 
 // latestRows reads the latest rows of job's table.

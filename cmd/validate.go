@@ -15,8 +15,16 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-func newValidateCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
-	var connect bool
+// validateOptions are the parsed command line of validate.
+type validateOptions struct {
+	io      *IOStreams
+	g       *globalOpts
+	file    string
+	connect bool
+}
+
+func newCmdValidate(f *Factory, runF func(*validateOptions) error) *cobra.Command {
+	o := &validateOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "validate JOB.yaml",
 		Short: "Check the job file (and every ${VAR} it needs) without fetching",
@@ -26,7 +34,12 @@ to the target database.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			jf, err := jobfile.LoadResourcesFile(args[0])
+			o.file = args[0]
+			if runF != nil {
+				return runF(o)
+			}
+			g, ios, connect := o.g, o.io, o.connect
+			jf, err := jobfile.LoadResourcesFile(o.file)
 			if err != nil {
 				return err
 			}
@@ -74,7 +87,7 @@ to the target database.`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&connect, "connect", false, "also request the first page and connect to the database")
+	c.Flags().BoolVar(&o.connect, "connect", false, "also request the first page and connect to the database")
 	return c
 }
 
