@@ -6,10 +6,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// newCompletionCmd prints a shell completion script. It replaces cobra's
+// completionOptions are the parsed command line of completion: the shell
+// and the command whose completion is printed.
+type completionOptions struct {
+	io    *IOStreams
+	shell string
+	root  *cobra.Command
+}
+
+// newCmdCompletion prints a shell completion script. It replaces cobra's
 // default completion command so that an unknown shell is a usage error
 // (exit 2) like every other one.
-func newCompletionCmd(ios *IOStreams) *cobra.Command {
+func newCmdCompletion(f *Factory, runF func(*completionOptions) error) *cobra.Command {
+	o := &completionOptions{io: f.IOStreams}
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print the shell completion script for bash, zsh, fish or powershell",
@@ -26,8 +35,12 @@ Release archives ship these scripts in completions/.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			root := c.Root()
-			switch args[0] {
+			o.shell, o.root = args[0], c.Root()
+			if runF != nil {
+				return runF(o)
+			}
+			ios, root := o.io, o.root
+			switch o.shell {
 			case "bash":
 				return root.GenBashCompletionV2(ios.Out, true)
 			case "zsh":
@@ -37,7 +50,7 @@ Release archives ship these scripts in completions/.`,
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(ios.Out)
 			}
-			return &usageError{err: fmt.Errorf("completion: unknown shell %q (want bash, zsh, fish or powershell)", args[0])}
+			return &usageError{err: fmt.Errorf("completion: unknown shell %q (want bash, zsh, fish or powershell)", o.shell)}
 		},
 	}
 }

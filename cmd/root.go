@@ -148,9 +148,9 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newCmdPrune(f, nil),
 		newCmdClaim(f, nil),
 		newCmdValidate(f, nil),
-		newVersionCmd(g, ios),
-		newSchemaCmd(ios),
-		newCompletionCmd(ios),
+		newCmdVersion(f, nil),
+		newCmdSchema(f, nil),
+		newCmdCompletion(f, nil),
 	)
 	return root
 }

@@ -6,9 +6,16 @@ import (
 	"github.com/idemsync/idemsync/schema"
 )
 
-// newSchemaCmd prints the job file's JSON Schema, generated from the Go
+// schemaOptions are the parsed command line of schema (it has no flags of
+// its own).
+type schemaOptions struct {
+	io *IOStreams
+}
+
+// newCmdSchema prints the job file's JSON Schema, generated from the Go
 // types the loader decodes (the same bytes as schema/job.schema.json).
-func newSchemaCmd(ios *IOStreams) *cobra.Command {
+func newCmdSchema(f *Factory, runF func(*schemaOptions) error) *cobra.Command {
+	o := &schemaOptions{io: f.IOStreams}
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of the job file (for editors and CI)",
@@ -22,7 +29,10 @@ string, a ${VAR} reference is accepted too, and the loader checks the value
 after expansion (idemsync validate).`,
 		Args: exactArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			_, err := ios.Out.Write(schema.JSON())
+			if runF != nil {
+				return runF(o)
+			}
+			_, err := o.io.Out.Write(schema.JSON())
 			return err
 		},
 	}

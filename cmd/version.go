@@ -61,12 +61,23 @@ func (v buildVersion) String() string {
 	return fmt.Sprintf("idemsync %s (commit %s, built %s, %s)", v.Version, v.Commit, v.Date, v.Go)
 }
 
-func newVersionCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
+// versionOptions are the parsed command line of version.
+type versionOptions struct {
+	io *IOStreams
+	g  *globalOpts
+}
+
+func newCmdVersion(f *Factory, runF func(*versionOptions) error) *cobra.Command {
+	o := &versionOptions{io: f.IOStreams, g: f.globals}
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit and build date",
 		Args:  exactArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			g, ios := o.g, o.io
 			v := currentVersion()
 			if g.json {
 				writeJSON(ios, v)
