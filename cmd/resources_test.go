@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	"github.com/idemsync/idemsync/jobfile"
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // shopFile is a job file with resources on the fake API: a (page style)
@@ -38,133 +40,31 @@ resources:
 ` + extra
 }
 
-// jobJSON decodes the job result object of a job file with resources.
-type jobJSON struct {
-	Job       string `json:"job"`
-	Status    string `json:"status"`
-	ExitCode  int    `json:"exit_code"`
-	Error     string `json:"error"`
-	Resources []struct {
-		Resource string `json:"resource"`
-		Job      string `json:"job"`
-		RunID    int64  `json:"run_id"`
-		Status   string `json:"status"`
-		Pages    int64  `json:"pages"`
-		Records  int64  `json:"records"`
-		Inserted int64  `json:"inserted"`
-		ExitCode int    `json:"exit_code"`
-		Resumed  bool   `json:"resumed"`
-		Error    string `json:"error"`
-	} `json:"resources"`
-}
-
-func decodeJob(t *testing.T, r result) jobJSON {
-	t.Helper()
-	var j jobJSON
-	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
-		t.Fatalf("stdout is not one JSON object: %v\n%s\nstderr: %s", err, r.stdout, r.stderr)
-	}
-	return j
-}
-
-// A job file with two resources runs both, in file order, and --json is
-// the job's object with one run object per resource.
-func TestResourcesRunAll(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 45})
-	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, ""))
-	r := execute(t, false, "run", job, "--json")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
-	}
-	j := decodeJob(t, r)
-	if j.Job != "shop" || j.Status != "completed" || j.ExitCode != 0 || len(j.Resources) != 2 {
-		t.Fatalf("job result %+v", j)
-	}
-	for i, want := range []string{"a", "b"} {
-		rr := j.Resources[i]
-		if rr.Resource != want || rr.Job != "shop" || rr.Status != "completed" || rr.Records != 45 || rr.Inserted != 45 || rr.RunID == 0 {
-			t.Errorf("resource %d: %+v, want %s completed with 45 records inserted", i, rr, want)
+// --resource names resources of the file: an unknown name is a usage
+// error naming the resources the file has; replay of a file with several
+// takes exactly one. (What --resource runs: e2e
+// TestResourceFlagRunsOnlyThatOne.)
+func TestCheckOnly(t *testing.T) {
+	jf := &jobfile.File{Name: "shop", Multi: true, Resources: []jobfile.Resource{{Name: "a"}, {Name: "b"}}}
+	for _, tc := range []struct {
+		only []string
+		kind string
+		want string // "" when accepted
+	}{
+		{nil, idsync.KindRun, ""},
+		{[]string{"b"}, idsync.KindRun, ""},
+		{[]string{"b"}, idsync.KindReplay, ""},
+		{[]string{"nope"}, idsync.KindRun, `--resource "nope": job shop has no such resource (it has: a, b)`},
+		{nil, idsync.KindReplay, "replay of job shop needs exactly one --resource (one of: a, b)"},
+		{[]string{"a", "b"}, idsync.KindReplay, "exactly one --resource"},
+	} {
+		err := checkOnly(jf, tc.only, tc.kind)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s %v: %v", tc.kind, tc.only, err)
+		case tc.want != "" && (err == nil || exitCode(err) != idsync.ExitUsage || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s %v: %v, want a usage error with %q", tc.kind, tc.only, err, tc.want)
 		}
-	}
-	// Text output: a line per resource and the job's line.
-	r = execute(t, false, "run", job)
-	if r.code != 0 || !strings.Contains(r.stdout, "shop.a: run") || !strings.Contains(r.stdout, "shop.b: run") ||
-		!strings.Contains(r.stdout, "shop: completed (2 resources, exit 0)") {
-		t.Errorf("text output (exit %d):\n%s", r.code, r.stdout)
-	}
-}
-
-// --resource runs only the named resources; an unknown name is a usage
-// error naming the resources the file has.
-func TestResourcesOnly(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 25})
-	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, ""))
-	j := decodeJob(t, execute(t, false, "run", job, "--resource", "b", "--json"))
-	if len(j.Resources) != 1 || j.Resources[0].Resource != "b" || j.Status != "completed" {
-		t.Fatalf("--resource b ran %+v", j)
-	}
-	r := execute(t, false, "run", job, "--resource", "nope")
-	if r.code != 2 || !strings.Contains(r.stderr, `"nope"`) || !strings.Contains(r.stderr, "a, b") {
-		t.Errorf("unknown resource: exit %d, %s", r.code, r.stderr)
-	}
-	r = execute(t, false, "replay", job, "--from", "1")
-	if r.code != 2 || !strings.Contains(r.stderr, "exactly one --resource") {
-		t.Errorf("replay without --resource: exit %d, %s", r.code, r.stderr)
-	}
-}
-
-// --max-pages counts for the whole invocation: the first resource stops
-// partial, the second does not start; the next run continues the first
-// (resumed) and then runs the second; adding a resource to the file does
-// not disturb the others' checkpoints.
-func TestResourcesMaxPagesAcrossResources(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 45})
-	dir := t.TempDir()
-	job := writeJob(t, dir, "shop.yaml", shopFile(url, ""))
-	j := decodeJob(t, execute(t, false, "run", job, "--max-pages", "3", "--json"))
-	if j.Status != "partial" || j.ExitCode != 0 || len(j.Resources) != 2 ||
-		j.Resources[0].Status != "partial" || j.Resources[0].Pages != 3 || j.Resources[1].Status != "not_run" {
-		t.Fatalf("after --max-pages 3: %+v", j)
-	}
-	// A third resource appears in the file: a still continues its run.
-	writeJob(t, dir, "shop.yaml", shopFile(url, `  - name: c
-    source: {path: /page}
-    pagination: {style: page, size_param: per_page, size: 10}
-    target: {table: c}
-`))
-	j = decodeJob(t, execute(t, false, "run", job, "--json"))
-	if j.Status != "completed" || len(j.Resources) != 3 {
-		t.Fatalf("second run: %+v", j)
-	}
-	a := j.Resources[0]
-	if a.Resource != "a" || !a.Resumed || a.Records != 45 || a.Inserted != 45 {
-		t.Errorf("a after the limit: %+v, want resumed with 45 records in all", a)
-	}
-	for _, rr := range j.Resources[1:] {
-		if rr.Status != "completed" || rr.Records != 45 || rr.Resumed {
-			t.Errorf("%s: %+v", rr.Resource, rr)
-		}
-	}
-}
-
-// The job's exit code is the most severe of its resources': one resource
-// failing permanently (a 404) makes the job exit 1 while the other
-// completes.
-func TestResourcesMostSevereExit(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 15})
-	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, `  - name: missing
-    source: {path: /no-such-route}
-    pagination: {style: page, size_param: per_page, size: 10}
-    target: {table: missing}
-`))
-	r := execute(t, false, "run", job, "--json")
-	j := decodeJob(t, r)
-	if r.code != 1 || j.ExitCode != 1 || j.Status != "failed" {
-		t.Fatalf("exit %d, job %+v", r.code, j)
-	}
-	if j.Resources[0].Status != "completed" || j.Resources[1].Status != "completed" || j.Resources[2].ExitCode != 1 ||
-		!strings.Contains(j.Error, "missing") {
-		t.Errorf("resources %+v, error %q", j.Resources, j.Error)
 	}
 }
 
@@ -309,32 +209,5 @@ func TestResourcesValidateConnectChild(t *testing.T) {
 	}
 	if api.Requests("/page") == 0 {
 		t.Error("the parent's API was not reached")
-	}
-}
-
-// A cycle cut short stays open: the next run syncs only the resources the
-// cycle has not, and --restart starts every resource over.
-func TestResourcesCycle(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 15})
-	job := writeJob(t, t.TempDir(), "shop.yaml", shopFile(url, ""))
-	// a takes 2 pages; the third is b's first.
-	j := decodeJob(t, execute(t, false, "run", job, "--max-pages", "3", "--json"))
-	if j.Status != "partial" || j.Resources[0].Status != "completed" || j.Resources[1].Status != "partial" {
-		t.Fatalf("first invocation: %+v", j)
-	}
-	first := j.Resources[0].RunID
-	j = decodeJob(t, execute(t, false, "run", job, "--json"))
-	if j.Status != "completed" || len(j.Resources) != 2 || j.Resources[0].RunID != first || !j.Resources[1].Resumed {
-		t.Fatalf("the rest of the cycle (a reported with its run of the cycle, not run again; b continued): %+v", j)
-	}
-	// The cycle closed: the next run syncs both.
-	j = decodeJob(t, execute(t, false, "run", job, "--json"))
-	if j.Status != "completed" || len(j.Resources) != 2 {
-		t.Fatalf("a new cycle: %+v", j)
-	}
-	decodeJob(t, execute(t, false, "run", job, "--max-pages", "3", "--json"))
-	j = decodeJob(t, execute(t, false, "run", job, "--restart", "--json"))
-	if j.Status != "completed" || len(j.Resources) != 2 || j.Resources[0].Resumed || j.Resources[1].Resumed {
-		t.Fatalf("--restart: %+v", j)
 	}
 }

@@ -86,26 +86,6 @@ func TestRunLogFormats(t *testing.T) {
 	}
 }
 
-// run --json prints one object with the fields of SPEC §2, and nothing else
-// on stdout.
-func TestRunJSON(t *testing.T) {
-	_, url := startAPI(t, fakeapi.Options{Records: 60})
-	job := writeJob(t, t.TempDir(), "orders.yaml", pageJob("orders", url))
-	r := execute(t, false, "run", job, "--json", "--max-pages", "1")
-	var out map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || strings.Count(r.stdout, "\n") != 1 {
-		t.Fatalf("stdout is not one JSON object: %v: %q", err, r.stdout)
-	}
-	for _, k := range []string{"job", "run_id", "kind", "status", "pages", "records", "inserted", "updated", "unchanged", "skipped", "checkpoint", "hwm", "duration_ms", "error"} {
-		if _, ok := out[k]; !ok {
-			t.Errorf("run --json lacks %q", k)
-		}
-	}
-	if r.code != 0 || out["status"] != "partial" || out["checkpoint"] != "page 2" {
-		t.Errorf("exit %d: %s", r.code, r.stdout)
-	}
-}
-
 // At a terminal the bar is drawn on stderr while the run progresses:
 // pages of the total, records, the rate, the position, and the retry being
 // waited for; log lines are printed above it.

@@ -81,6 +81,22 @@ func TestMaxPagesSplit(t *testing.T) {
 	}
 }
 
+// --restart opens a new cycle and starts every resource over, the one cut
+// short too (not continued), even those the open cycle had synced.
+func TestRestart(t *testing.T) {
+	f := &fakeRuns{t: t, store: openStore(t), script: map[string][]outcome{"b": {{pages: 3}}}}
+	jf := shopFile("a", "b", "c")
+	run(t, jf, f, idsync.Options{MaxPages: 2})
+	f.calls = nil
+	out := run(t, jf, f, idsync.Options{Restart: true})
+	if got, want := f.names(), []string{"b", "a", "c"}; !slices.Equal(got, want) {
+		t.Errorf("--restart runs %v, want %v (b's unfinished run first, started over)", got, want)
+	}
+	if out.Status != idsync.RunCompleted || out.Resources[1].Resumed {
+		t.Errorf("--restart: %s %+v", out.Status, out.Resources)
+	}
+}
+
 // --time-limit counts from the invocation's start.
 func TestTimeLimitSplit(t *testing.T) {
 	f := &fakeRuns{t: t, store: openStore(t)}
