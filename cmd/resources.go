@@ -46,7 +46,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		Resource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
 			metrics := newResourceMetrics(metricsFile, store, jf.Name, r.Name, time.Now(), log)
 			metrics.noFile = true
-			res, err := runOne(ctx, g, ios, store, r.Job, o, metrics, runHooks{start: h.Start, page: h.Page})
+			res, err := runOne(ctx, g, ios, store, r.Job, o, metrics, h)
 			if metrics.totals.Job != "" {
 				totals[r.Name] = metrics.totals
 			}

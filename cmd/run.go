@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/runner"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -165,7 +166,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		defer disarm()
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
-	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runHooks{start: track, page: track})
+	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
 	code := idsync.ExitCode(err)
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
@@ -182,7 +183,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 // fetcher and auth, its engine, its metrics and, after the run, its
 // retention. It returns the run's result (RunID 0 when nothing ran) and
 // the error that ended it.
-func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoint.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runHooks) (*idsync.Result, error) {
+func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoint.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runner.Hooks) (*idsync.Result, error) {
 	res := &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
@@ -211,11 +212,11 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
 	}
-	eng.OnStart = hooks.start
-	if hooks.page != nil {
+	eng.OnStart = hooks.Start
+	if hooks.Page != nil {
 		barPage := eng.OnPage
 		eng.OnPage = func(ev idsync.PageEvent) {
-			hooks.page(ev)
+			hooks.Page(ev)
 			if barPage != nil {
 				barPage(ev)
 			}
@@ -241,13 +242,6 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 		autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
 	}
 	return res, err
-}
-
-// runHooks are what a command watches of a run besides the bar and the
-// metrics: its start (a continued run's totals so far) and each committed
-// page. Either may be nil.
-type runHooks struct {
-	start, page func(idsync.PageEvent)
 }
 
 // failed reports a run that never started (invalid spec, lock held,

@@ -35,9 +35,10 @@ const (
 	StatusUpToDate = "up_to_date"
 )
 
-// Hooks are what the runner watches of one resource's run: its start (a
-// continued run's totals so far) and each committed page. The RunFunc
-// must call them as the engine's OnStart and OnPage.
+// Hooks are what a caller watches of one run besides its progress bar
+// and metrics: its start (a continued run's totals so far) and each
+// committed page, as the engine's OnStart and OnPage. Either may be nil;
+// the runner passes both to its RunFunc, which must install them.
 type Hooks struct {
 	Start, Page func(idsync.PageEvent)
 }
