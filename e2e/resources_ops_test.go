@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,4 +172,47 @@ func TestResourcesInterruptedBeforeNext(t *testing.T) {
 		t.Errorf("after SIGINT, customers run %d %s, want run %d continued", r.RunID, r.Status, customers.RunID)
 	}
 	assertShop(t, tgt, dir, s, true)
+}
+
+// A second SIGTERM during the child walk ends the job at once, exit 130,
+// and --json still prints the job's object: the resources done so far and
+// the one in progress interrupted with its run.
+func TestResourcesDoubleSIGTERM(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 30, MaxChildren: 9, Seed: 22, Latency: 20 * time.Millisecond})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	c, out := hardStart(t, dir, "run", job)
+	for deadline := time.Now().Add(30 * time.Second); len(childRequestCounts(s)) < 5; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the child walk never started")
+		}
+	}
+	// Keep the state file busy so that the first signal's checkpoint
+	// save waits, then signal twice.
+	release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
+	defer release()
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := hardWaitExit(t, c); code != 130 {
+		t.Fatalf("exit %d, want 130: %s", code, out)
+	}
+	j := parseJobRun(t, result{code: 130, stdout: out.String()})
+	if j.Job != "shop" || j.Status != "interrupted" || j.ExitCode != 130 || !strings.Contains(j.Error, "interrupted twice") {
+		t.Errorf("after a second SIGTERM: %+v", j)
+	}
+	if o, items := j.resource(t, "orders"), j.resource(t, "order_items"); o.Status != "completed" || items.Status != "interrupted" || items.RunID == 0 {
+		t.Errorf("orders %s, order_items %s (run %d): want completed, then interrupted with its run", o.Status, items.Status, items.RunID)
+	}
+	release()
+	s.SetLatency(0)
+	runJob(t, dir, 0, "run", job)
+	assertShop(t, tgt, dir, s, false)
 }
