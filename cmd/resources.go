@@ -43,7 +43,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	defer unlock()
 	totals := map[string]checkpoint.MetricsTotals{} // each resource's metrics after its last run
 	m := &runner.Runner{File: jf, Store: store, Options: opts, Only: only, Started: started, Log: log,
-		Resource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
+		RunResource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
 			metrics := newResourceMetrics(metricsFile, store, jf.Name, r.Name, time.Now(), log)
 			metrics.noFile = true
 			res, err := runOne(ctx, g, ios, store, r.Job, o, metrics, h)

@@ -151,7 +151,7 @@ func newRunner(jf *jobfile.File, f *fakeRuns, o idsync.Options, only ...string) 
 		o.Kind = idsync.KindRun
 	}
 	return &Runner{File: jf, Store: f.store, Options: o, Only: only, Started: time.Now(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Resource: f.run}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RunResource: f.run}
 }
 
 // run runs a new runner and fails the test on an error.
