@@ -233,3 +233,32 @@ func TestCancelled(t *testing.T) {
 		t.Errorf("after a cancel: runs %v, results %v", f.names(), statuses(out))
 	}
 }
+
+// A child that completed in the open cycle runs again when its parent
+// wrote rows after the child's run began, even in another invocation (a
+// --resource run of the parent): the state file says so, not memory.
+func TestDirtyFromState(t *testing.T) {
+	f := &fakeRuns{t: t, store: openStore(t), script: map[string][]outcome{"x": {{pages: 3}}}}
+	jf := shopFile("p", "c<p", "x")
+	run(t, jf, f, idsync.Options{MaxPages: 3}) // p and c complete, x stops partial: the cycle stays open
+	f.script["p"] = []outcome{{pages: 1, inserted: 2}}
+	run(t, jf, f, idsync.Options{}, "p") // p writes rows after c's run began
+	f.calls = nil
+	out := run(t, jf, f, idsync.Options{})
+	if got, want := f.names(), []string{"x+", "c"}; !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v (x continued, c again for p's new rows, p done in the cycle)", got, want)
+	}
+	if out.Status != idsync.RunCompleted {
+		t.Errorf("job %s %v", out.Status, statuses(out))
+	}
+	// A parent run that wrote nothing leaves the child alone.
+	f.script["x"] = []outcome{{pages: 3}}
+	run(t, jf, f, idsync.Options{MaxPages: 3}) // a new cycle: p and c complete, x stops partial
+	f.script["p"] = []outcome{{pages: 1}}
+	run(t, jf, f, idsync.Options{}, "p")
+	f.calls = nil
+	run(t, jf, f, idsync.Options{})
+	if got, want := f.names(), []string{"x+"}; !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v (the parent wrote nothing new)", got, want)
+	}
+}
