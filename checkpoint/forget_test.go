@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // TestResourceStateNames: a resource's state is keyed job.resource, which
@@ -14,8 +14,8 @@ func TestResourceStateNames(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
 	for _, name := range []string{"shop.orders", "shop.order_items", "shop"} {
-		id := startRun(t, s, idsync.RunInfo{Job: name, Kind: idsync.KindRun})
-		commit(t, s, name, idsync.PageCommit{RunID: id, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: name})
+		id := startRun(t, s, contract.RunInfo{Job: name, Kind: contract.KindRun})
+		commit(t, s, name, contract.PageCommit{RunID: id, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: name})
 	}
 	for _, bad := range []string{"shop.", ".orders", "a.b.c", "shop/orders"} {
 		if _, err := s.Lock(ctx, bad); err == nil {
@@ -36,17 +36,17 @@ func TestResourceStateNames(t *testing.T) {
 func TestForgetRemovesOneResource(t *testing.T) {
 	s := openTemp(t)
 	ctx := context.Background()
-	gone := startRun(t, s, idsync.RunInfo{Job: "shop.gone", Kind: idsync.KindRun})
+	gone := startRun(t, s, contract.RunInfo{Job: "shop.gone", Kind: contract.KindRun})
 	if err := s.OpenCycle(ctx, "shop|gone,kept", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.OpenCycle(ctx, "shop|kept", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	commit(t, s, "shop.gone", idsync.PageCommit{RunID: gone, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: "a",
-		Dead: []idsync.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}})
-	kept := startRun(t, s, idsync.RunInfo{Job: "shop.kept", Kind: idsync.KindRun})
-	commit(t, s, "shop.kept", idsync.PageCommit{RunID: kept, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: "b"})
+	commit(t, s, "shop.gone", contract.PageCommit{RunID: gone, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: "a",
+		Dead: []contract.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}})
+	kept := startRun(t, s, contract.RunInfo{Job: "shop.kept", Kind: contract.KindRun})
+	commit(t, s, "shop.kept", contract.PageCommit{RunID: kept, Position: "{}", Next: `{"page":2}`, Records: 1, Hash: "b"})
 
 	n, err := s.Forget(ctx, "shop.gone")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -32,8 +33,8 @@ func TestTakenOverRunCannotBeChanged(t *testing.T) {
 	path := statePath(t)
 	a, b := openAt(t, path), openAt(t, path)
 	lock(t, a, "orders")
-	id := startRun(t, a, idsync.RunInfo{Job: "orders"})
-	commit(t, a, "orders", idsync.PageCommit{RunID: id, Position: "page:1", Next: "page:2", Hash: "h1"})
+	id := startRun(t, a, contract.RunInfo{Job: "orders"})
+	commit(t, a, "orders", contract.PageCommit{RunID: id, Position: "page:1", Next: "page:2", Hash: "h1"})
 
 	dropOSLocks(t, a)
 	defer lock(t, b, "orders")()
@@ -41,22 +42,22 @@ func TestTakenOverRunCannotBeChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err := a.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
+	err := a.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
 	wantLocked(t, err)
-	wantLocked(t, a.FinishRun(ctx, id, idsync.RunFailed, "page repeats the previous page", ""))
-	if r := mustRun(t, b, "orders", id); r.Status != idsync.RunRunning || r.Pages != 1 || r.Error != "" {
+	wantLocked(t, a.FinishRun(ctx, id, contract.RunFailed, "page repeats the previous page", ""))
+	if r := mustRun(t, b, "orders", id); r.Status != contract.RunRunning || r.Pages != 1 || r.Error != "" {
 		t.Fatalf("run changed by the process that lost it: %+v", r)
 	}
 
-	commit(t, b, "orders", idsync.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
-	if err := b.FinishRun(ctx, id, idsync.RunCompleted, "", ""); err != nil {
+	commit(t, b, "orders", contract.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
+	if err := b.FinishRun(ctx, id, contract.RunCompleted, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	wantLocked(t, a.FinishRun(ctx, id, idsync.RunFailed, "late", ""))
-	if err := b.FinishRun(ctx, id, idsync.RunFailed, "late", ""); err == nil {
+	wantLocked(t, a.FinishRun(ctx, id, contract.RunFailed, "late", ""))
+	if err := b.FinishRun(ctx, id, contract.RunFailed, "late", ""); err == nil {
 		t.Error("a completed run was finished again as failed")
 	}
-	if r := mustRun(t, b, "orders", id); r.Status != idsync.RunCompleted || r.Pages != 2 || r.Error != "" {
+	if r := mustRun(t, b, "orders", id); r.Status != contract.RunCompleted || r.Pages != 2 || r.Error != "" {
 		t.Errorf("completed run overwritten: %+v", r)
 	}
 }
@@ -103,7 +104,7 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck
-	_, err = s.StartRun(context.Background(), &idsync.RunInfo{Job: "orders"})
+	_, err = s.StartRun(context.Background(), &contract.RunInfo{Job: "orders"})
 	if got := idsync.ExitCode(err); got != idsync.ExitTransient {
 		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, idsync.ExitTransient)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // pruneSimulate records runs of job every step for span (3 pages each,
@@ -21,9 +21,9 @@ func pruneSimulate(t *testing.T, s *Store, job string, span, step, keep time.Dur
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
 	for end := now.Add(span); now.Before(end); now = now.Add(step) {
-		id := startRun(t, s, idsync.RunInfo{Job: job})
+		id := startRun(t, s, contract.RunInfo{Job: job})
 		for p := 1; p <= 3; p++ {
-			pc := idsync.PageCommit{RunID: id, Position: fmt.Sprintf("page:%d", p), Next: fmt.Sprintf("page:%d", p+1), Records: 100, Hash: fmt.Sprint(id, p)}
+			pc := contract.PageCommit{RunID: id, Position: fmt.Sprintf("page:%d", p), Next: fmt.Sprintf("page:%d", p+1), Records: 100, Hash: fmt.Sprint(id, p)}
 			if p == 3 {
 				pc.FinishedAt = now.Add(time.Minute)
 			}
@@ -57,7 +57,7 @@ func TestPruneKeepsStateBounded(t *testing.T) {
 		t.Errorf("only %d runs kept: pruned inside the retention window of %d runs", maxRuns, window)
 	}
 	pruneCheckpointWAL(t, pruned)
-	t.Logf("a year of runs every 6h, retention %v: at most %d runs and %d page rows, state file %d KiB", DefaultRetention, maxRuns, maxPages, pruned.Size()>>10)
+	t.Logf("a year of runs every 6h, retention %v: at most %d runs and %d page rows, state file %d KiB", DefaultRetention, maxRuns, maxPages, pruned.Size(context.Background())>>10)
 
 	if testing.Short() {
 		return
@@ -65,16 +65,16 @@ func TestPruneKeepsStateBounded(t *testing.T) {
 	full := openTemp(t)
 	allRuns, allPages := pruneSimulate(t, full, "orders", span, step, 0)
 	pruneCheckpointWAL(t, full)
-	before := full.Size()
+	before := full.Size(context.Background())
 	st, err := full.Prune(context.Background(), "orders", DefaultRetention)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := full.Vacuum(context.Background()); err != nil {
+	if err := full.vacuum(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("without pruning: %d runs and %d page rows, state file %d KiB; prune --keep 30d deleted %d runs and %d pages: %d KiB after VACUUM",
-		allRuns, allPages, before>>10, st.Runs, st.Pages, full.Size()>>10)
+		allRuns, allPages, before>>10, st.Runs, st.Pages, full.Size(context.Background())>>10)
 	if st.Kept > window+2 {
 		t.Errorf("%d runs kept after prune, want at most %d", st.Kept, window+2)
 	}
@@ -88,24 +88,24 @@ func TestPruneKeepsWhatRunsNeed(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.now = func() time.Time { return now }
 	page := func(id int64, p int, done bool, dead bool) {
-		pc := idsync.PageCommit{RunID: id, Position: fmt.Sprintf("page:%d", p), Next: fmt.Sprintf("page:%d", p+1), Hash: fmt.Sprint(id, p)}
+		pc := contract.PageCommit{RunID: id, Position: fmt.Sprintf("page:%d", p), Next: fmt.Sprintf("page:%d", p+1), Hash: fmt.Sprint(id, p)}
 		if done {
 			pc.FinishedAt = now
 		}
 		if dead {
-			pc.Dead = []idsync.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}
+			pc.Dead = []contract.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}
 		}
 		commit(t, s, "orders", pc)
 	}
-	old := startRun(t, s, idsync.RunInfo{Job: "orders"}) // completed, old: pruned
+	old := startRun(t, s, contract.RunInfo{Job: "orders"}) // completed, old: pruned
 	page(old, 1, true, false)
-	withDead := startRun(t, s, idsync.RunInfo{Job: "orders"}) // completed with a dead letter: row kept
+	withDead := startRun(t, s, contract.RunInfo{Job: "orders"}) // completed with a dead letter: row kept
 	page(withDead, 1, true, true)
-	lastDone := startRun(t, s, idsync.RunInfo{Job: "orders"}) // latest completed: kept
+	lastDone := startRun(t, s, contract.RunInfo{Job: "orders"}) // latest completed: kept
 	page(lastDone, 1, true, false)
-	unfinished := startRun(t, s, idsync.RunInfo{Job: "orders"}) // partial: kept with its pages
+	unfinished := startRun(t, s, contract.RunInfo{Job: "orders"}) // partial: kept with its pages
 	page(unfinished, 1, false, false)
-	if err := s.FinishRun(ctx, unfinished, idsync.RunPartial, "", ""); err != nil {
+	if err := s.FinishRun(ctx, unfinished, contract.RunPartial, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(400 * 24 * time.Hour)

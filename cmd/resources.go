@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -38,21 +38,21 @@ type multiRun struct {
 	g        *globalOpts
 	ios      *IOStreams
 	jf       *jobfile.File
-	store    *checkpoint.Store
+	store    contract.Store
 	opts     idsync.Options
 	started  time.Time
 	metrics  string
 	log      *slog.Logger
-	pages    int64                               // pages committed by the invocation so far
-	results  map[string]*resourceResult          // by resource, the latest of its runs
-	order    []string                            // resources in the order they were first reported
-	ran      map[string]bool                     // resources whose engine ran in this invocation
-	dirty    map[string]bool                     // children whose parent wrote rows after their run began
-	cycle    string                              // the name of the open cycle ("" for resume and replay)
-	cycleAt  time.Time                           // when it opened
-	stopped  string                              // why the invocation runs no more resources ("" while it may)
-	selected map[string]bool                     // the resources this invocation syncs
-	totals   map[string]checkpoint.MetricsTotals // each resource's metrics after its last run
+	pages    int64                             // pages committed by the invocation so far
+	results  map[string]*resourceResult        // by resource, the latest of its runs
+	order    []string                          // resources in the order they were first reported
+	ran      map[string]bool                   // resources whose engine ran in this invocation
+	dirty    map[string]bool                   // children whose parent wrote rows after their run began
+	cycle    string                            // the name of the open cycle ("" for resume and replay)
+	cycleAt  time.Time                         // when it opened
+	stopped  string                            // why the invocation runs no more resources ("" while it may)
+	selected map[string]bool                   // the resources this invocation syncs
+	totals   map[string]contract.MetricsTotals // each resource's metrics after its last run
 	hardExit hardExitState
 }
 
@@ -71,7 +71,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	if err != nil {
 		return failedJob(ios, g, skeleton, idsync.Errorf(idsync.ExitUsage, "%w", err), red, started)
 	}
-	store, err := checkpoint.Open(ctx, g.statePath(jf.Resources[0].Job), log)
+	store, err := openStore(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
@@ -85,7 +85,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	defer unlock()
 	m := &multiRun{g: g, ios: ios, jf: jf, store: store, opts: opts, started: started, metrics: metricsFile, log: log,
 		results: map[string]*resourceResult{}, ran: map[string]bool{}, dirty: map[string]bool{},
-		selected: map[string]bool{}, totals: map[string]checkpoint.MetricsTotals{}}
+		selected: map[string]bool{}, totals: map[string]contract.MetricsTotals{}}
 	if g.json {
 		gate := &jsonGate{}
 		g.gate = gate

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -166,7 +166,7 @@ func (m *multiRun) writeMetrics(ctx context.Context) {
 	if m.metrics == "" {
 		return
 	}
-	var all []checkpoint.MetricsTotals
+	var all []contract.MetricsTotals
 	for _, r := range m.jf.Resources {
 		t, ok := m.totals[r.Name]
 		if !ok {

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/checkpoint"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -125,7 +125,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		}
 		return printStatus(ios, g, out, path, jf != nil && jf.Multi)
 	}
-	store, err := checkpoint.Open(ctx, path, log)
+	store, err := openStore(ctx, path, log)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func withResource(s jobStatus, multi bool) jobStatus {
 }
 
 // jobState gathers one job's status from the store.
-func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOpts) (jobStatus, error) {
+func jobState(ctx context.Context, store contract.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOpts) (jobStatus, error) {
 	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
 	if !js.FullPassAt.IsZero() {
 		at := js.FullPassAt.UTC()
