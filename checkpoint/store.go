@@ -1,7 +1,7 @@
 // Package checkpoint keeps idemsync's durable state in a SQLite file: per
 // job the saved high-water mark and inferred columns, a row per run and per
 // committed page, the dead letters, and the per-job run lock beside the
-// file. It implements idsync.Store.
+// file. It implements contract.Store, and passes checkpoint/storetest.
 //
 // The file is opened in WAL mode with synchronous=FULL and one connection;
 // everything a page records is one transaction, so a crash leaves either
