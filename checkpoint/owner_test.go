@@ -11,57 +11,6 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// dropOSLocks releases s's OS locks behind its back, as a lock lost to a
-// deleted lock file or another machine would be.
-func dropOSLocks(t *testing.T, s *Store) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for h := range s.locks {
-		if err := h.release(); err != nil {
-			t.Fatal(err)
-		}
-		h.release = func() error { return nil }
-	}
-}
-
-// A process whose run was taken over by another can neither commit a page
-// of it nor finish it: it gets exit 4 and the run keeps the new owner's
-// state, completed included.
-func TestTakenOverRunCannotBeChanged(t *testing.T) {
-	ctx := context.Background()
-	path := statePath(t)
-	a, b := openAt(t, path), openAt(t, path)
-	lock(t, a, "orders")
-	id := startRun(t, a, contract.RunInfo{Job: "orders"})
-	commit(t, a, "orders", contract.PageCommit{RunID: id, Position: "page:1", Next: "page:2", Hash: "h1"})
-
-	dropOSLocks(t, a)
-	defer lock(t, b, "orders")()
-	if err := b.Reopen(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-
-	err := a.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
-	wantLocked(t, err)
-	wantLocked(t, a.FinishRun(ctx, id, contract.RunFailed, "page repeats the previous page", ""))
-	if r := mustRun(t, b, "orders", id); r.Status != contract.RunRunning || r.Pages != 1 || r.Error != "" {
-		t.Fatalf("run changed by the process that lost it: %+v", r)
-	}
-
-	commit(t, b, "orders", contract.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
-	if err := b.FinishRun(ctx, id, contract.RunCompleted, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	wantLocked(t, a.FinishRun(ctx, id, contract.RunFailed, "late", ""))
-	if err := b.FinishRun(ctx, id, contract.RunFailed, "late", ""); err == nil {
-		t.Error("a completed run was finished again as failed")
-	}
-	if r := mustRun(t, b, "orders", id); r.Status != contract.RunCompleted || r.Pages != 2 || r.Error != "" {
-		t.Errorf("completed run overwritten: %+v", r)
-	}
-}
-
 // The lock is the state file's: reached through a symlink it is the same
 // lock, and no lock file can be deleted to break it.
 func TestLockFollowsFileIdentity(t *testing.T) {

@@ -80,57 +80,6 @@ func TestPruneKeepsStateBounded(t *testing.T) {
 	}
 }
 
-// Prune never deletes the latest run, the latest completed run, an
-// unfinished run or its pages, or a run with dead letters.
-func TestPruneKeepsWhatRunsNeed(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { return now }
-	page := func(id int64, p int, done bool, dead bool) {
-		pc := contract.PageCommit{RunID: id, Position: fmt.Sprintf("page:%d", p), Next: fmt.Sprintf("page:%d", p+1), Hash: fmt.Sprint(id, p)}
-		if done {
-			pc.FinishedAt = now
-		}
-		if dead {
-			pc.Dead = []contract.DeadLetter{{Index: 0, Reason: "bad", Raw: "{}"}}
-		}
-		commit(t, s, "orders", pc)
-	}
-	old := startRun(t, s, contract.RunInfo{Job: "orders"}) // completed, old: pruned
-	page(old, 1, true, false)
-	withDead := startRun(t, s, contract.RunInfo{Job: "orders"}) // completed with a dead letter: row kept
-	page(withDead, 1, true, true)
-	lastDone := startRun(t, s, contract.RunInfo{Job: "orders"}) // latest completed: kept
-	page(lastDone, 1, true, false)
-	unfinished := startRun(t, s, contract.RunInfo{Job: "orders"}) // partial: kept with its pages
-	page(unfinished, 1, false, false)
-	if err := s.FinishRun(ctx, unfinished, contract.RunPartial, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	now = now.Add(400 * 24 * time.Hour)
-	st, err := s.Prune(ctx, "orders", DefaultRetention)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Runs != 1 || st.Pages != 2 || st.Kept != 3 {
-		t.Errorf("prune: %+v, want 1 run and 2 pages deleted, 3 runs kept", st)
-	}
-	runs, _ := s.Runs(ctx, "orders", 0)
-	if len(runs) != 3 || runs[0].ID != unfinished || runs[1].ID != lastDone || runs[2].ID != withDead {
-		t.Errorf("runs kept: %+v", runs)
-	}
-	if ps, _ := s.Pages(ctx, unfinished); len(ps) != 1 {
-		t.Errorf("unfinished run lost its pages: %+v", ps)
-	}
-	if u, err := s.Unfinished(ctx, "orders"); err != nil || u == nil || u.ID != unfinished {
-		t.Errorf("unfinished run after prune: %+v %v", u, err)
-	}
-	if d, _ := s.DeadLetters(ctx, "orders", 0); len(d) != 1 {
-		t.Errorf("dead letters after prune: %d", len(d))
-	}
-}
-
 // pruneCheckpointWAL moves the WAL into the file, so Size measures rows.
 func pruneCheckpointWAL(t *testing.T, s *Store) {
 	t.Helper()

@@ -18,7 +18,7 @@ func lockCases() []testCase {
 }
 
 // While one Store holds a job's lock, another Store on the same state
-// (another process) fails with exit 4 naming the holder, and the job's
+// (another process), or the holder itself, fails with exit 4 naming the job, and the job's
 // state names the holder; other jobs stay free; after unlock (called
 // twice: harmless) the other takes it.
 func lockExcludes(t *testing.T, e *env) {
@@ -30,6 +30,8 @@ func lockExcludes(t *testing.T, e *env) {
 	}
 	_, err = b.Lock(ctx, "orders")
 	wantCode(t, "second holder", err, idsync.ExitLocked)
+	_, err = a.Lock(ctx, "orders")
+	wantCode(t, "the holder locking again", err, idsync.ExitLocked)
 	if err != nil && !strings.Contains(err.Error(), "orders") {
 		t.Errorf("lock error %q does not name the job", err)
 	}
@@ -55,15 +57,18 @@ func lockExcludes(t *testing.T, e *env) {
 	wantCode(t, "the first store, now second", err, idsync.ExitLocked)
 }
 
-// Closing a Store releases the locks it still holds.
+// Closing a Store releases the locks it still holds; their unlock is then
+// harmless.
 func closeReleases(t *testing.T, e *env) {
 	ctx := context.Background()
 	a, closeA := e.closable(t)
 	b := e.store(t)
-	if _, err := a.Lock(ctx, "orders"); err != nil {
+	unlockA, err := a.Lock(ctx, "orders")
+	if err != nil {
 		t.Fatal(err)
 	}
 	closeA()
+	unlockA() // after Close: harmless
 	unlock, err := b.Lock(ctx, "orders")
 	if err != nil {
 		t.Fatalf("Lock after the holder closed: %v", err)
@@ -90,8 +95,14 @@ func takenOver(t *testing.T, e *env) {
 	wantCode(t, "refuse pass by the first owner", a.RefusePass(ctx, id, "x"), idsync.ExitLocked)
 	sameSnapshot(t, "the first owner's writes", before, takeSnapshot(t, b, "orders"))
 	commit(t, b, "orders", p)
+	finish(t, b, id, contract.RunCompleted, "")
+	wantCode(t, "finish by the first owner after completion", a.FinishRun(ctx, id, contract.RunFailed, "late", ""), idsync.ExitLocked)
+	if r := run(t, b, "orders", id); r.Status != contract.RunCompleted || r.Pages != 2 || r.Error != "" {
+		t.Errorf("completed run changed by the first owner: %+v", r)
+	}
+	id2 := startRun(t, b, contract.RunInfo{Job: "orders"})
 	// Abandoning needs no ownership: the caller holds the job's lock.
-	if err := a.FinishRun(ctx, id, contract.RunAbandoned, "", ""); err != nil {
+	if err := a.FinishRun(ctx, id2, contract.RunAbandoned, "", ""); err != nil {
 		t.Errorf("abandon a run another store owns: %v", err)
 	}
 }

@@ -39,16 +39,21 @@ func cycles(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	check("shop", true, t0.Add(time.Hour))
+	if err := s.OpenCycle(ctx, "shop|orders", t0); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := s.CloseCycle(ctx, "shop"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	check("shop", false, time.Time{})
+	check("shop|orders", true, t0)
 }
 
 // AddRunMetrics records how a command ended and returns the totals with
-// the counters the pages moved; a failure keeps the last success.
+// the counters the pages moved; a failure keeps the last success; prune
+// leaves the counters alone.
 func runMetrics(t *testing.T, e *env) {
 	s := e.store(t)
 	ctx := context.Background()
@@ -57,6 +62,11 @@ func runMetrics(t *testing.T, e *env) {
 	}
 	id := startRun(t, s, contract.RunInfo{Job: "orders"})
 	commit(t, s, "orders", fullPage(id, "p1", "p2"))
+	// A run whose end is never recorded (killed) counts its pages.
+	if m, err := s.Metrics(ctx, "orders", "orders"); err != nil || m.Pages != 1 || m.Inserted != 2 || !m.LastRun.IsZero() {
+		t.Errorf("metrics after a page of a run not ended: %+v, %v", m, err)
+	}
+	finish(t, s, id, contract.RunCompleted, "")
 	m, err := s.AddRunMetrics(ctx, "orders", "orders", contract.RunMetrics{At: t0, Duration: 2 * time.Second, Success: true, SweepsSkipped: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +86,15 @@ func runMetrics(t *testing.T, e *env) {
 	}
 	if again, err := s.Metrics(ctx, "orders", "orders"); err != nil || again != m {
 		t.Errorf("Metrics = %+v, %v; want what AddRunMetrics returned %+v", again, err, m)
+	}
+	// Prune never touches the counters.
+	finish(t, s, startRun(t, s, contract.RunInfo{Job: "orders"}), contract.RunCompleted, "")
+	time.Sleep(20 * time.Millisecond)
+	if st, err := s.Prune(ctx, "orders", time.Millisecond); err != nil || st.Pages != 1 {
+		t.Fatalf("Prune = %+v, %v; want the first run's page pruned", st, err)
+	}
+	if again, err := s.Metrics(ctx, "orders", "orders"); err != nil || again != m {
+		t.Errorf("Metrics after prune = %+v, %v; want %+v", again, err, m)
 	}
 }
 
