@@ -18,6 +18,10 @@ import (
 // uses: the engine takes a RunStore (and its tests an in-memory one), the
 // auth chain a TokenStore.
 //
+// Opening is not part of it: each store's package has its own Open, which
+// creates or migrates its schema and refuses a state written by a newer
+// idemsync; cmd/store.go is the one place that picks a store.
+//
 // The store holds the engine's values opaquely: a position, a checkpoint,
 // a mark, a walk's identity and the inferred columns are strings the
 // engine encodes and decodes (the engine owns those codecs), so every
@@ -39,9 +43,9 @@ type Store interface {
 // its runs, their committed pages and checkpoints, marks, dead letters and
 // seen keys, and the end of full passes.
 type RunStore interface {
-	// Lock takes the job's run lock without waiting. While another
-	// holder (another process, or another Store on the same state) has it,
-	// it fails with exit code 4 naming the holder. The lock dies with the
+	// Lock takes the job's run lock without waiting. While a holder has
+	// it (another process, another Store on the same state, or this one),
+	// it fails with exit code 4 naming the job and, when known, the holder. The lock dies with the
 	// process that holds it. unlock releases it; it may be called more
 	// than once, and Close releases the locks still held.
 	Lock(ctx context.Context, job string) (unlock func(), err error)
@@ -152,7 +156,7 @@ type Maintenance interface {
 	// Compact gives the space that Prune and Forget freed back when that
 	// is worth it (a quarter of the state file or more, for SQLite).
 	Compact(ctx context.Context) error
-	// Size is the bytes the state occupies, as prune reports it (best
-	// effort: 0 when unknown).
+	// Size is the bytes the state occupies, which prune reports before and
+	// after (informative: a failure to measure is not an error).
 	Size(ctx context.Context) int64
 }
