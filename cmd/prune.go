@@ -2,19 +2,16 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -87,7 +84,7 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		return &usageError{err: err}
 	}
 	path := g.statePath(job)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if stateMissing(path) {
 		return printPrune(ios, g, nil, 0, 0, path) // nothing to prune; never create the file
 	}
 	store, err := openStore(ctx, path, log)

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )

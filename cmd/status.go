@@ -2,18 +2,15 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -117,7 +114,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	path := g.statePath(first)
 	var out []jobStatus
 	// Never create the state file: no file means no job has run.
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if stateMissing(path) {
 		if jf != nil {
 			for _, r := range jf.Resources {
 				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: idsync.JobNeverRun}, jf.Multi))
