@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -53,7 +54,7 @@ func openTemp(t *testing.T) *Store {
 }
 
 // startRun starts a run of job and returns its ID.
-func startRun(t *testing.T, s *Store, r idsync.RunInfo) int64 {
+func startRun(t *testing.T, s *Store, r contract.RunInfo) int64 {
 	t.Helper()
 	id, err := s.StartRun(context.Background(), &r)
 	if err != nil {
@@ -63,7 +64,7 @@ func startRun(t *testing.T, s *Store, r idsync.RunInfo) int64 {
 }
 
 // commit commits p and fails the test on error.
-func commit(t *testing.T, s *Store, job string, p idsync.PageCommit) {
+func commit(t *testing.T, s *Store, job string, p contract.PageCommit) {
 	t.Helper()
 	if err := s.CommitPage(context.Background(), job, &p); err != nil {
 		t.Fatalf("CommitPage: %v", err)
@@ -71,7 +72,7 @@ func commit(t *testing.T, s *Store, job string, p idsync.PageCommit) {
 }
 
 // mustRun returns the run runID of job.
-func mustRun(t *testing.T, s *Store, job string, runID int64) idsync.RunInfo {
+func mustRun(t *testing.T, s *Store, job string, runID int64) contract.RunInfo {
 	t.Helper()
 	runs, err := s.Runs(context.Background(), job, 0)
 	if err != nil {
@@ -83,15 +84,15 @@ func mustRun(t *testing.T, s *Store, job string, runID int64) idsync.RunInfo {
 		}
 	}
 	t.Fatalf("run %d of job %s not found", runID, job)
-	return idsync.RunInfo{}
+	return contract.RunInfo{}
 }
 
 // snapshot is everything a commit could change for one job.
 type snapshot struct {
-	Runs  []idsync.RunInfo
-	Pages []idsync.PageInfo
-	Job   *idsync.JobState
-	Dead  []idsync.DeadLetter
+	Runs  []contract.RunInfo
+	Pages []contract.PageInfo
+	Job   *contract.JobState
+	Dead  []contract.DeadLetter
 }
 
 func takeSnapshot(t *testing.T, s *Store, job string, runID int64) snapshot {

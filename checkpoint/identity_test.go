@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A run of kind run stores its walk for itself and the job; a replay only
@@ -13,15 +13,15 @@ import (
 func TestIdentityStored(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	id1 := startRun(t, s, idsync.RunInfo{Job: "j", Kind: idsync.KindRun, Identity: `{"pagination.size":"50"}`})
+	id1 := startRun(t, s, contract.RunInfo{Job: "j", Kind: contract.KindRun, Identity: `{"pagination.size":"50"}`})
 	st, err := s.Job(ctx, "j")
 	if err != nil || st.Identity != `{"pagination.size":"50"}` || st.LastRun.Identity != st.Identity {
 		t.Fatalf("after a run: job identity %q, run identity %q, %v", st.Identity, st.LastRun.Identity, err)
 	}
-	if err := s.FinishRun(ctx, id1, idsync.RunCompleted, "", "2024-01-01T00:00:00.000Z"); err != nil {
+	if err := s.FinishRun(ctx, id1, contract.RunCompleted, "", "2024-01-01T00:00:00.000Z"); err != nil {
 		t.Fatal(err)
 	}
-	id2 := startRun(t, s, idsync.RunInfo{Job: "j", Kind: idsync.KindReplay, Identity: `{"pagination.size":"100"}`})
+	id2 := startRun(t, s, contract.RunInfo{Job: "j", Kind: contract.KindReplay, Identity: `{"pagination.size":"100"}`})
 	if st, _ = s.Job(ctx, "j"); st.Identity != `{"pagination.size":"50"}` || st.LastRun.Identity != `{"pagination.size":"100"}` {
 		t.Fatalf("a replay changed the job's identity: job %q, replay %q", st.Identity, st.LastRun.Identity)
 	}

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Job returns what the file knows about job: its saved high-water mark and
 // columns, its latest run, its latest run of kind run (LastSync), its dead letter count, and Holder, the process
 // holding its run lock ("" when none). A job never seen returns a JobState
 // with only Name (and Holder) set. Errors are *idsync.Error (exit 1).
-func (s *Store) Job(ctx context.Context, job string) (*idsync.JobState, error) {
+func (s *Store) Job(ctx context.Context, job string) (*contract.JobState, error) {
 	op := "job " + job
 	if err := checkJob(job); err != nil {
 		return nil, s.wrap(op, err)
@@ -30,13 +30,13 @@ func (s *Store) Job(ctx context.Context, job string) (*idsync.JobState, error) {
 
 // readJob reads the job's rows in one read transaction, so the mark, the
 // latest run and the count agree with each other.
-func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, error) {
+func (s *Store) readJob(ctx context.Context, job string) (*contract.JobState, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	st := &idsync.JobState{Name: job}
+	st := &contract.JobState{Name: job}
 	var cols, fullAt sql.NullString
 	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due FROM jobs WHERE name = ?`,
 		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue)
@@ -46,16 +46,14 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 	if err != nil {
 		return nil, fmt.Errorf("read job: %w", err)
 	}
-	if st.Columns, err = decodeColumns(cols); err != nil {
-		return nil, err
-	}
+	st.Columns = cols.String
 	if st.FullPassAt, err = parseTime(fullAt); err != nil {
 		return nil, fmt.Errorf("job's last full pass: %w", err)
 	}
 	if st.LastRun, err = latestRun(ctx, tx, job); err != nil {
 		return nil, err
 	}
-	if st.LastRun != nil && st.LastRun.Kind == idsync.KindRun {
+	if st.LastRun != nil && st.LastRun.Kind == contract.KindRun {
 		st.LastSync = st.LastRun
 	} else if st.LastSync, err = latestSync(ctx, tx, job); err != nil {
 		return nil, err
@@ -68,9 +66,9 @@ func (s *Store) readJob(ctx context.Context, job string) (*idsync.JobState, erro
 }
 
 // latestSync returns the job's newest run of kind run, or nil.
-func latestSync(ctx context.Context, q queryer, job string) (*idsync.RunInfo, error) {
+func latestSync(ctx context.Context, q queryer, job string) (*contract.RunInfo, error) {
 	r, err := scanRun(q.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE job = ? AND kind = ? ORDER BY id DESC LIMIT 1`, job, idsync.KindRun))
+		`SELECT `+runColumns+` FROM runs WHERE job = ? AND kind = ? ORDER BY id DESC LIMIT 1`, job, contract.KindRun))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -83,12 +81,12 @@ func latestSync(ctx context.Context, q queryer, job string) (*idsync.RunInfo, er
 // Jobs returns the state of every job in the file, sorted by name (byte
 // order), as Job reports it; none for a new file. Errors are *idsync.Error
 // (exit 1).
-func (s *Store) Jobs(ctx context.Context) ([]idsync.JobState, error) {
+func (s *Store) Jobs(ctx context.Context) ([]contract.JobState, error) {
 	names, err := s.jobNames(ctx)
 	if err != nil {
 		return nil, s.wrap("list jobs", err)
 	}
-	out := make([]idsync.JobState, 0, len(names))
+	out := make([]contract.JobState, 0, len(names))
 	for _, name := range names {
 		st, err := s.Job(ctx, name)
 		if err != nil {

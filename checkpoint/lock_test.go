@@ -85,20 +85,6 @@ func TestLock(t *testing.T) {
 	unlockOther()
 }
 
-func TestLockReleasedByClose(t *testing.T) {
-	path := statePath(t)
-	s1, err := Open(context.Background(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock := lock(t, s1, "orders")
-	if err := s1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	unlock() // after Close: harmless
-	lock(t, openAt(t, path), "orders")()
-}
-
 func TestLockProbeDoesNotBlockARun(t *testing.T) {
 	path := statePath(t)
 	prober, runner := openAt(t, path), openAt(t, path)

@@ -8,33 +8,8 @@ import (
 	"strings"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
-
-// RunMetrics is how one command (run, resume or replay) ended: when, how
-// long it took, its exit code, and whether it succeeded (exit 0). The
-// counters are not part of it: they move with each page's commit.
-type RunMetrics struct {
-	// SweepsSkipped counts the full passes that ended with their sweep
-	// skipped (0 or 1).
-	SweepsSkipped int64
-	At            time.Time
-	Duration      time.Duration
-	ExitCode      int
-	Success       bool
-}
-
-// MetricsTotals are a job's metrics as --metrics-file reports them:
-// counters summed over the job's life, and the latest run's figures.
-// LastSuccess is the zero time when no run has succeeded yet.
-type MetricsTotals struct {
-	Job, Resource                                         string
-	Pages, Inserted, Updated, Unchanged, Skipped, Deleted int64
-	SweepsSkipped                                         int64
-	LastRun, LastSuccess                                  time.Time
-	LastDuration                                          time.Duration
-	LastExitCode                                          int
-}
 
 // metricsKey is the (job, resource) a state job name's counters are kept
 // under: "shop.orders" is resource orders of job file shop; a
@@ -50,7 +25,7 @@ func metricsKey(job string) (string, string) {
 // counters of job in tx, the transaction that commits them, so that every
 // run counts whether or not it writes a metrics file (docs/operations.md,
 // Metrics). A row first created here has no last run yet ("").
-func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c idsync.Counts, skipped int64) error {
+func addCounters(ctx context.Context, tx *sql.Tx, job string, pages, inserted, updated, unchanged, deleted, skipped int64) error {
 	file, resource := metricsKey(job)
 	_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted, last_run_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '')
@@ -58,7 +33,7 @@ func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c ids
 			pages = pages + excluded.pages, inserted = inserted + excluded.inserted,
 			updated = updated + excluded.updated, unchanged = unchanged + excluded.unchanged,
 			skipped = skipped + excluded.skipped, deleted = deleted + excluded.deleted`,
-		file, resource, pages, c.Inserted, c.Updated, c.Unchanged, skipped, c.Deleted)
+		file, resource, pages, inserted, updated, unchanged, skipped, deleted)
 	if err != nil {
 		return fmt.Errorf("count metrics: %w", err)
 	}
@@ -70,8 +45,8 @@ func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c ids
 // in one transaction. A failure (Success false) leaves the last success
 // time as it was. prune never removes these rows. Errors are
 // *idsync.Error (exit 1, or 3 when the file is busy).
-func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMetrics) (MetricsTotals, error) {
-	t := MetricsTotals{Job: job, Resource: resource}
+func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m contract.RunMetrics) (contract.MetricsTotals, error) {
+	t := contract.MetricsTotals{Job: job, Resource: resource}
 	if err := checkJob(job); err != nil {
 		return t, s.wrap("record metrics", err)
 	}
@@ -101,8 +76,8 @@ func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMe
 
 // Metrics returns the metrics totals of job and resource; a job with no
 // recorded run has zero totals and zero times. Errors are *idsync.Error.
-func (s *Store) Metrics(ctx context.Context, job, resource string) (MetricsTotals, error) {
-	t := MetricsTotals{Job: job, Resource: resource}
+func (s *Store) Metrics(ctx context.Context, job, resource string) (contract.MetricsTotals, error) {
+	t := contract.MetricsTotals{Job: job, Resource: resource}
 	var last, success sql.NullString
 	var ms int64
 	err := s.db.QueryRowContext(ctx, `SELECT pages, inserted, updated, unchanged, skipped, deleted,

@@ -7,59 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
-
-// dropOSLocks releases s's OS locks behind its back, as a lock lost to a
-// deleted lock file or another machine would be.
-func dropOSLocks(t *testing.T, s *Store) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for h := range s.locks {
-		if err := h.release(); err != nil {
-			t.Fatal(err)
-		}
-		h.release = func() error { return nil }
-	}
-}
-
-// A process whose run was taken over by another can neither commit a page
-// of it nor finish it: it gets exit 4 and the run keeps the new owner's
-// state, completed included.
-func TestTakenOverRunCannotBeChanged(t *testing.T) {
-	ctx := context.Background()
-	path := statePath(t)
-	a, b := openAt(t, path), openAt(t, path)
-	lock(t, a, "orders")
-	id := startRun(t, a, idsync.RunInfo{Job: "orders"})
-	commit(t, a, "orders", idsync.PageCommit{RunID: id, Position: "page:1", Next: "page:2", Hash: "h1"})
-
-	dropOSLocks(t, a)
-	defer lock(t, b, "orders")()
-	if err := b.Reopen(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-
-	err := a.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
-	wantLocked(t, err)
-	wantLocked(t, a.FinishRun(ctx, id, idsync.RunFailed, "page repeats the previous page", ""))
-	if r := mustRun(t, b, "orders", id); r.Status != idsync.RunRunning || r.Pages != 1 || r.Error != "" {
-		t.Fatalf("run changed by the process that lost it: %+v", r)
-	}
-
-	commit(t, b, "orders", idsync.PageCommit{RunID: id, Position: "page:2", Next: "page:3", Hash: "h2"})
-	if err := b.FinishRun(ctx, id, idsync.RunCompleted, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	wantLocked(t, a.FinishRun(ctx, id, idsync.RunFailed, "late", ""))
-	if err := b.FinishRun(ctx, id, idsync.RunFailed, "late", ""); err == nil {
-		t.Error("a completed run was finished again as failed")
-	}
-	if r := mustRun(t, b, "orders", id); r.Status != idsync.RunCompleted || r.Pages != 2 || r.Error != "" {
-		t.Errorf("completed run overwritten: %+v", r)
-	}
-}
 
 // The lock is the state file's: reached through a symlink it is the same
 // lock, and no lock file can be deleted to break it.
@@ -103,7 +53,7 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck
-	_, err = s.StartRun(context.Background(), &idsync.RunInfo{Job: "orders"})
+	_, err = s.StartRun(context.Background(), &contract.RunInfo{Job: "orders"})
 	if got := idsync.ExitCode(err); got != idsync.ExitTransient {
 		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, idsync.ExitTransient)
 	}

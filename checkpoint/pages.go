@@ -3,11 +3,10 @@ package checkpoint
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // CommitPage records a page whose rows the target has committed, all in one
@@ -26,17 +25,10 @@ import (
 // cancelled ctx) nothing is recorded and the checkpoint stays where it
 // was; errors are *idsync.Error (exit 1) naming the state file, except a
 // context's error, which is returned wrapped as it is.
-func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit) error {
+func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageCommit) error {
 	op := "job " + job + ": commit page"
 	if p == nil {
 		return s.wrap(op, errors.New("no page given"))
-	}
-	var cols []byte
-	if p.Columns != nil {
-		var err error
-		if cols, err = encodeColumns(p.Columns); err != nil {
-			return s.wrap(op, err)
-		}
 	}
 	now := s.stamp()
 	var seq int64
@@ -49,8 +41,8 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 				checkpoint = ?, last_pos = ?,
 				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
 			WHERE id = ? AND job = ? AND status = ? AND owner = ?`,
-			p.Records, p.Counts.Inserted, p.Counts.Updated, p.Counts.Unchanged, p.Skipped, p.Counts.Deleted,
-			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, idsync.RunRunning, s.token)
+			p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
+			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, contract.RunRunning, s.token)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
@@ -70,7 +62,7 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 		if err := touchJob(ctx, tx, job, now); err != nil {
 			return err
 		}
-		if err := addCounters(ctx, tx, job, 1, p.Counts, p.Skipped); err != nil {
+		if err := addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
 			return err
 		}
 		if p.HWM != "" {
@@ -78,8 +70,8 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit
 				return fmt.Errorf("save high-water mark: %w", err)
 			}
 		}
-		if cols != nil {
-			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET columns_json = ? WHERE name = ?`, string(cols), job); err != nil {
+		if p.Columns != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET columns_json = ? WHERE name = ?`, p.Columns, job); err != nil {
 				return fmt.Errorf("save columns: %w", err)
 			}
 		}
@@ -109,7 +101,7 @@ func (s *Store) notRunning(ctx context.Context, tx *sql.Tx, runID int64, job str
 		return err
 	case runJob != job:
 		return fmt.Errorf("run %d belongs to job %s", runID, runJob)
-	case status == idsync.RunRunning:
+	case status == contract.RunRunning:
 		if err := s.ownedElsewhere(ctx, tx, runID); err != nil {
 			return err
 		}
@@ -119,7 +111,7 @@ func (s *Store) notRunning(ctx context.Context, tx *sql.Tx, runID int64, job str
 
 // insertDead stores the page's dead letters. Their raw records are kept
 // verbatim and never logged.
-func insertDead(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommit, now string) error {
+func insertDead(ctx context.Context, tx *sql.Tx, job string, p *contract.PageCommit, now string) error {
 	if len(p.Dead) == 0 {
 		return nil
 	}
@@ -144,7 +136,7 @@ func insertDead(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommi
 
 // Pages returns the committed pages of a run in commit order; none for an
 // unknown run. Errors are *idsync.Error (exit 1).
-func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, error) {
+func (s *Store) Pages(ctx context.Context, runID int64) ([]contract.PageInfo, error) {
 	op := fmt.Sprintf("run %d: list pages", runID)
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT run_id, seq, position, next, records, hash, committed_at
@@ -153,9 +145,9 @@ func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, erro
 		return nil, s.wrap(op, err)
 	}
 	defer rows.Close()
-	var out []idsync.PageInfo
+	var out []contract.PageInfo
 	for rows.Next() {
-		var pi idsync.PageInfo
+		var pi contract.PageInfo
 		var at sql.NullString
 		if err := rows.Scan(&pi.RunID, &pi.Seq, &pi.Position, &pi.Next, &pi.Records, &pi.Hash, &at); err != nil {
 			return nil, s.wrap(op, err)
@@ -173,7 +165,7 @@ func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, erro
 
 // DeadLetters returns the job's dead letters, newest first; n <= 0 returns
 // all of them. Errors are *idsync.Error (exit 1).
-func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.DeadLetter, error) {
+func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]contract.DeadLetter, error) {
 	op := "job " + job + ": list dead letters"
 	if n <= 0 {
 		n = -1 // SQLite: no limit
@@ -185,9 +177,9 @@ func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.De
 		return nil, s.wrap(op, err)
 	}
 	defer rows.Close()
-	var out []idsync.DeadLetter
+	var out []contract.DeadLetter
 	for rows.Next() {
-		var d idsync.DeadLetter
+		var d contract.DeadLetter
 		var at sql.NullString
 		if err := rows.Scan(&d.ID, &d.Job, &d.RunID, &d.Position, &d.Index, &d.Reason, &d.Raw, &at); err != nil {
 			return nil, s.wrap(op, err)
@@ -203,50 +195,14 @@ func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.De
 	return out, nil
 }
 
-// storedColumn is a Column as the jobs table keeps it; the tags keep the
-// stored JSON stable if the engine's type changes.
-type storedColumn struct {
-	Name string            `json:"name"`
-	Path string            `json:"path"`
-	Type idsync.ColumnType `json:"type"`
-	Was  idsync.ColumnType `json:"was,omitempty"` // the type before a widening
-}
-
-func encodeColumns(cols []idsync.Column) ([]byte, error) {
-	out := make([]storedColumn, len(cols))
-	for i, c := range cols {
-		out[i] = storedColumn{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was} // inferred columns: never a parent's
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("encode columns: %w", err)
-	}
-	return b, nil
-}
-
-func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
-	if !v.Valid {
-		return nil, nil
-	}
-	var in []storedColumn
-	if err := json.Unmarshal([]byte(v.String), &in); err != nil {
-		return nil, fmt.Errorf("decode columns: %w", err)
-	}
-	out := make([]idsync.Column, len(in))
-	for i, c := range in {
-		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was}
-	}
-	return out, nil
-}
-
 // completeRun marks the run of p completed in the page's transaction and,
 // when the run is a full pass, records it as the job's last one (as
 // CompletePass does for a run that sweeps).
-func completeRun(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommit, now string) error {
+func completeRun(ctx context.Context, tx *sql.Tx, job string, p *contract.PageCommit, now string) error {
 	var full bool
 	var started string
 	err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, finished_at = ? WHERE id = ? RETURNING full, started_at`,
-		idsync.RunCompleted, formatTime(p.FinishedAt), p.RunID).Scan(&full, &started)
+		contract.RunCompleted, formatTime(p.FinishedAt), p.RunID).Scan(&full, &started)
 	if err != nil {
 		return fmt.Errorf("complete run: %w", err)
 	}

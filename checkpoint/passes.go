@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // CompletePass completes the unfinished run runID, which read its last
@@ -26,14 +26,14 @@ func (s *Store) CompletePass(ctx context.Context, runID int64, deleted int64) er
 		err := tx.QueryRowContext(ctx, `
 			UPDATE runs SET status = ?, finished_at = ?, deleted = deleted + ?
 			WHERE id = ? AND status = ? AND owner = ? RETURNING job, full, started_at`,
-			idsync.RunCompleted, now, deleted, runID, idsync.RunRunning, s.token).Scan(&job, &full, &started)
+			contract.RunCompleted, now, deleted, runID, contract.RunRunning, s.token).Scan(&job, &full, &started)
 		if errors.Is(err, sql.ErrNoRows) {
 			return s.notFinishable(ctx, tx, runID)
 		}
 		if err != nil {
 			return fmt.Errorf("complete run: %w", err)
 		}
-		if err := addCounters(ctx, tx, job, 0, idsync.Counts{Deleted: deleted}, 0); err != nil {
+		if err := addCounters(ctx, tx, job, 0, 0, 0, 0, deleted, 0); err != nil {
 			return err
 		}
 		if !full {
@@ -59,7 +59,7 @@ func (s *Store) RefusePass(ctx context.Context, runID int64, errMsg string) erro
 		err := tx.QueryRowContext(ctx, `
 			UPDATE runs SET status = ?, error = ?, finished_at = ?
 			WHERE id = ? AND status = ? AND owner = ? RETURNING job`,
-			idsync.RunRefused, errMsg, now, runID, idsync.RunRunning, s.token).Scan(&job)
+			contract.RunRefused, errMsg, now, runID, contract.RunRunning, s.token).Scan(&job)
 		if errors.Is(err, sql.ErrNoRows) {
 			return s.notFinishable(ctx, tx, runID)
 		}

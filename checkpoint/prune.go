@@ -6,19 +6,13 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // DefaultRetention is how long runs and their page rows are kept: prune's
 // default --keep, and the retention run applies after every run.
 const DefaultRetention = 30 * 24 * time.Hour
-
-// PruneStats is what Prune removed from one job.
-type PruneStats struct {
-	Job   string `json:"name"`
-	Runs  int64  `json:"runs_deleted"`
-	Pages int64  `json:"pages_deleted"`
-	Kept  int64  `json:"runs_kept"`
-}
 
 // prunable selects the job's runs Prune may delete: finished for good
 // (completed or abandoned) before the cutoff, and none of the job's latest
@@ -38,8 +32,8 @@ const prunable = `job = ?1 AND status IN ('completed', 'abandoned')
 // untouched. It needs no run lock: the protected runs are chosen inside
 // the transaction. Errors are *idsync.Error (exit 1, or 3 when the file is
 // busy).
-func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (PruneStats, error) {
-	st := PruneStats{Job: job}
+func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (contract.PruneStats, error) {
+	st := contract.PruneStats{Job: job}
 	if err := checkJob(job); err != nil {
 		return st, s.wrap("prune", err)
 	}
@@ -77,9 +71,20 @@ func (s *Store) JobNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Vacuum rewrites the file to give the space of deleted rows back to the
-// file system (deleted rows' space is otherwise reused, not returned).
-func (s *Store) Vacuum(ctx context.Context) error {
+// Compact rewrites the file (VACUUM) when a quarter or more of its pages
+// are free, to give the space of deleted rows back to the file system
+// (deleted rows' space is otherwise reused, not returned).
+func (s *Store) Compact(ctx context.Context) error {
+	free, total, err := s.freePages(ctx)
+	if err != nil || total == 0 || free*4 < total {
+		return err
+	}
+	s.log.Info("giving free space back to the file system (VACUUM)", "free_pages", free, "pages", total)
+	return s.vacuum(ctx)
+}
+
+// vacuum rewrites the file and truncates its -wal file.
+func (s *Store) vacuum(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
 		return s.wrap("vacuum", err)
 	}
@@ -90,7 +95,7 @@ func (s *Store) Vacuum(ctx context.Context) error {
 }
 
 // Size returns the bytes of the state file with its -wal file.
-func (s *Store) Size() int64 {
+func (s *Store) Size(context.Context) int64 {
 	var n int64
 	for _, p := range []string{s.abs, s.abs + "-wal"} {
 		if st, err := os.Stat(p); err == nil {
@@ -100,8 +105,8 @@ func (s *Store) Size() int64 {
 	return n
 }
 
-// FreePages returns the file's free pages and its page count.
-func (s *Store) FreePages(ctx context.Context) (free, total int64, err error) {
+// freePages returns the file's free pages and its page count.
+func (s *Store) freePages(ctx context.Context) (free, total int64, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_count FROM pragma_page_count)`).Scan(&free, &total)
 	if err != nil {
 		return 0, 0, s.wrap("count free pages", err)

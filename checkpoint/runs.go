@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // queryer is what *sql.DB and *sql.Tx share for reading.
@@ -21,8 +21,8 @@ const runColumns = `id, job, kind, status, started_at, finished_at, pages, recor
 	coalesce(live_before, -1), refused_since`
 
 // scanRun reads one row selected with runColumns.
-func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
-	var r idsync.RunInfo
+func scanRun(sc interface{ Scan(...any) error }) (*contract.RunInfo, error) {
+	var r contract.RunInfo
 	var started, finished, refusedSince sql.NullString
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
@@ -44,7 +44,7 @@ func scanRun(sc interface{ Scan(...any) error }) (*idsync.RunInfo, error) {
 }
 
 // latestRun returns the job's run with the highest id, or nil.
-func latestRun(ctx context.Context, q queryer, job string) (*idsync.RunInfo, error) {
+func latestRun(ctx context.Context, q queryer, job string) (*contract.RunInfo, error) {
 	r, err := scanRun(q.QueryRowContext(ctx,
 		`SELECT `+runColumns+` FROM runs WHERE job = ? ORDER BY id DESC LIMIT 1`, job))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -80,7 +80,7 @@ func touchJob(ctx context.Context, tx *sql.Tx, job, now string) error {
 // Unfinished returns the job's latest run when its status is running (a
 // crashed run stays running), interrupted, failed or partial; otherwise,
 // and for a job never run, it returns nil. Errors are *idsync.Error (exit 1).
-func (s *Store) Unfinished(ctx context.Context, job string) (*idsync.RunInfo, error) {
+func (s *Store) Unfinished(ctx context.Context, job string) (*contract.RunInfo, error) {
 	r, err := latestRun(ctx, s.db, job)
 	if err != nil {
 		return nil, s.wrap("job "+job, err)
@@ -96,7 +96,7 @@ func (s *Store) Unfinished(ctx context.Context, job string) (*idsync.RunInfo, er
 // From, To, Identity, Full, LiveBefore and RefusedSince, and StartedAt (default now); counters start at
 // zero. A run of kind run with an Identity also makes it the job's. The
 // job's row is created when missing. Errors are *idsync.Error (exit 1).
-func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) {
+func (s *Store) StartRun(ctx context.Context, r *contract.RunInfo) (int64, error) {
 	if r == nil {
 		return 0, s.wrap("start run", errors.New("no run given"))
 	}
@@ -106,8 +106,8 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 	kind := r.Kind
 	switch kind {
 	case "":
-		kind = idsync.KindRun
-	case idsync.KindRun, idsync.KindReplay:
+		kind = contract.KindRun
+	case contract.KindRun, contract.KindReplay:
 	default:
 		return 0, s.wrap("start run", fmt.Errorf("unknown run kind %q", kind))
 	}
@@ -130,12 +130,12 @@ func (s *Store) StartRun(ctx context.Context, r *idsync.RunInfo) (int64, error) 
 				window_mark, max_mark, from_pos, to_pos, owner, number, identity, full, live_before, refused_since)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 				(SELECT coalesce(max(number), 0) + 1 FROM runs WHERE job = ?), nullif(?, ''), ?, nullif(?, -1), nullif(?, '')) RETURNING id`,
-			r.Job, kind, idsync.RunRunning, started, r.Checkpoint, r.Last,
+			r.Job, kind, contract.RunRunning, started, r.Checkpoint, r.Last,
 			r.Window, r.MaxMark, r.From, r.To, s.token, r.Job, r.Identity, r.Full, r.LiveBefore, refusedSince).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
-		if kind == idsync.KindRun && r.Identity != "" {
+		if kind == contract.KindRun && r.Identity != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET identity = ? WHERE name = ?`, r.Identity, r.Job); err != nil {
 				return fmt.Errorf("save job identity: %w", err)
 			}
@@ -159,8 +159,8 @@ func (s *Store) Reopen(ctx context.Context, runID int64) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE runs SET status = ?, error = '', finished_at = NULL, owner = ?
 			WHERE id = ? AND status IN (?, ?, ?, ?)`,
-			idsync.RunRunning, s.token, runID,
-			idsync.RunRunning, idsync.RunInterrupted, idsync.RunFailed, idsync.RunPartial)
+			contract.RunRunning, s.token, runID,
+			contract.RunRunning, contract.RunInterrupted, contract.RunFailed, contract.RunPartial)
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
@@ -181,11 +181,11 @@ func (s *Store) Reopen(ctx context.Context, runID int64) error {
 
 // finalStatuses are the statuses FinishRun accepts.
 var finalStatuses = map[string]bool{
-	idsync.RunInterrupted: true,
-	idsync.RunFailed:      true,
-	idsync.RunPartial:     true,
-	idsync.RunCompleted:   true,
-	idsync.RunAbandoned:   true,
+	contract.RunInterrupted: true,
+	contract.RunFailed:      true,
+	contract.RunPartial:     true,
+	contract.RunCompleted:   true,
+	contract.RunAbandoned:   true,
 }
 
 // FinishRun sets a run's status (interrupted, failed, partial, completed or
@@ -212,7 +212,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm 
 			WHERE id = ? AND owner = ? AND (status IN ('running', 'interrupted', 'failed', 'partial')
 				OR status = 'completed' AND ? = 'completed') RETURNING job`
 		args := []any{status, errMsg, now, runID, s.token, status}
-		if status == idsync.RunAbandoned {
+		if status == contract.RunAbandoned {
 			q = `UPDATE runs SET status = ?, error = ?, finished_at = ?
 			WHERE id = ? AND status IN ('running', 'interrupted', 'failed', 'partial') RETURNING job`
 			args = args[:4]
@@ -224,7 +224,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm 
 		if err != nil {
 			return fmt.Errorf("update run: %w", err)
 		}
-		if status != idsync.RunCompleted || hwm == "" {
+		if status != contract.RunCompleted || hwm == "" {
 			return nil
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET hwm = ?, updated_at = ? WHERE name = ?`,
@@ -254,7 +254,7 @@ func (s *Store) notFinishable(ctx context.Context, tx *sql.Tx, runID int64) erro
 
 // Runs returns the job's latest n runs, newest first (n <= 0: all of
 // them); none for a job never run. Errors are *idsync.Error (exit 1).
-func (s *Store) Runs(ctx context.Context, job string, n int) ([]idsync.RunInfo, error) {
+func (s *Store) Runs(ctx context.Context, job string, n int) ([]contract.RunInfo, error) {
 	if n <= 0 {
 		n = -1 // SQLite: no limit
 	}
@@ -264,7 +264,7 @@ func (s *Store) Runs(ctx context.Context, job string, n int) ([]idsync.RunInfo, 
 		return nil, s.wrap("job "+job+": list runs", err)
 	}
 	defer rows.Close()
-	var out []idsync.RunInfo
+	var out []contract.RunInfo
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -16,13 +17,13 @@ func TestRunLifecycle(t *testing.T) {
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
 	s.now = fixedClock(start)
 
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Kind: idsync.KindReplay,
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Kind: contract.KindReplay,
 		Checkpoint: "page:1", Window: "2025-01-01T00:00:00Z", From: "1", To: "9"})
-	pages := []idsync.PageCommit{
+	pages := []contract.PageCommit{
 		{Position: "page:1", Next: "page:2", Records: 10, Hash: "h1",
-			Counts: idsync.Counts{Inserted: 10}, MaxMark: "2025-02-01T00:00:00Z", Elapsed: 1500 * time.Millisecond},
+			Inserted: 10, MaxMark: "2025-02-01T00:00:00Z", Elapsed: 1500 * time.Millisecond},
 		{Position: "page:2", Next: "page:3", Records: 7, Hash: "h2",
-			Counts: idsync.Counts{Inserted: 2, Updated: 3, Unchanged: 1}, Skipped: 1},
+			Inserted: 2, Updated: 3, Unchanged: 1, Skipped: 1},
 		{Position: "page:3", Next: "page:4", Records: 0, Hash: "h3", FinishedAt: start.Add(time.Hour)},
 	}
 	for i, p := range pages {
@@ -35,8 +36,8 @@ func TestRunLifecycle(t *testing.T) {
 	}
 
 	got := mustRun(t, s, "orders", id)
-	want := idsync.RunInfo{
-		ID: id, Number: 1, Job: "orders", Kind: idsync.KindReplay, Status: idsync.RunCompleted,
+	want := contract.RunInfo{
+		ID: id, Number: 1, Job: "orders", Kind: contract.KindReplay, Status: contract.RunCompleted,
 		StartedAt: start.Add(1500 * time.Millisecond).UTC(), FinishedAt: start.Add(time.Hour).UTC(),
 		Pages: 3, Records: 17, Inserted: 12, Updated: 3, Unchanged: 1, Skipped: 1,
 		Checkpoint: "page:4", Last: "page:3", Window: "2025-01-01T00:00:00Z",
@@ -67,7 +68,7 @@ func TestRunLifecycle(t *testing.T) {
 	}
 
 	// FinishRun may confirm the completion the last page recorded.
-	if err := s.FinishRun(ctx, id, idsync.RunCompleted, "", "2025-02-01T00:00:00Z"); err != nil {
+	if err := s.FinishRun(ctx, id, contract.RunCompleted, "", "2025-02-01T00:00:00Z"); err != nil {
 		t.Fatal(err)
 	}
 	js, err := s.Job(ctx, "orders")
@@ -82,7 +83,7 @@ func TestRunLifecycle(t *testing.T) {
 func TestTimestampsKeepNanoseconds(t *testing.T) {
 	s := openTemp(t)
 	at := time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", -7*3600))
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", StartedAt: at})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", StartedAt: at})
 	r := mustRun(t, s, "orders", id)
 	if !r.StartedAt.Equal(at) || r.StartedAt.Location() != time.UTC {
 		t.Errorf("StartedAt %v, want %v in UTC", r.StartedAt, at)
@@ -103,18 +104,18 @@ func TestUnfinished(t *testing.T) {
 		unfinished bool
 	}{
 		{"", true},
-		{idsync.RunInterrupted, true},
-		{idsync.RunFailed, true},
-		{idsync.RunPartial, true},
-		{idsync.RunCompleted, false},
-		{idsync.RunAbandoned, false},
+		{contract.RunInterrupted, true},
+		{contract.RunFailed, true},
+		{contract.RunPartial, true},
+		{contract.RunCompleted, false},
+		{contract.RunAbandoned, false},
 	} {
 		t.Run("status "+tc.status, func(t *testing.T) {
 			s := openTemp(t)
 			if r, err := s.Unfinished(ctx, "orders"); err != nil || r != nil {
 				t.Fatalf("never run: %+v, %v", r, err)
 			}
-			id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "c"})
+			id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "c"})
 			if tc.status != "" {
 				if err := s.FinishRun(ctx, id, tc.status, "boom", ""); err != nil {
 					t.Fatal(err)
@@ -140,12 +141,12 @@ func TestUnfinished(t *testing.T) {
 func TestUnfinishedLooksAtLatestRunOnly(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	old := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	if err := s.FinishRun(ctx, old, idsync.RunFailed, "x", ""); err != nil {
+	old := startRun(t, s, contract.RunInfo{Job: "orders"})
+	if err := s.FinishRun(ctx, old, contract.RunFailed, "x", ""); err != nil {
 		t.Fatal(err)
 	}
-	latest := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	if err := s.FinishRun(ctx, latest, idsync.RunCompleted, "", ""); err != nil {
+	latest := startRun(t, s, contract.RunInfo{Job: "orders"})
+	if err := s.FinishRun(ctx, latest, contract.RunCompleted, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.Unfinished(ctx, "orders"); err != nil || r != nil {
@@ -156,8 +157,8 @@ func TestUnfinishedLooksAtLatestRunOnly(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	if err := s.FinishRun(ctx, id, idsync.RunFailed, "HTTP 500", ""); err != nil {
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
+	if err := s.FinishRun(ctx, id, contract.RunFailed, "HTTP 500", ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustRun(t, s, "orders", id); r.Error != "HTTP 500" || r.FinishedAt.IsZero() {
@@ -167,11 +168,11 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRun(t, s, "orders", id)
-	if r.Status != idsync.RunRunning || r.Error != "" || !r.FinishedAt.IsZero() {
+	if r.Status != contract.RunRunning || r.Error != "" || !r.FinishedAt.IsZero() {
 		t.Errorf("reopened run %+v", r)
 	}
 
-	if err := s.FinishRun(ctx, id, idsync.RunCompleted, "", ""); err != nil {
+	if err := s.FinishRun(ctx, id, contract.RunCompleted, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Reopen(ctx, id)
@@ -185,14 +186,14 @@ func TestReopen(t *testing.T) {
 func TestFinishRunRejects(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
 	for _, tc := range []struct {
 		name   string
 		id     int64
 		status string
 	}{
-		{"unknown run", 999, idsync.RunCompleted},
-		{"running is not final", id, idsync.RunRunning},
+		{"unknown run", 999, contract.RunCompleted},
+		{"running is not final", id, contract.RunRunning},
 		{"unknown status", id, "done"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestFinishRunRejects(t *testing.T) {
 func TestStartRunRejects(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	for _, r := range []*idsync.RunInfo{
+	for _, r := range []*contract.RunInfo{
 		nil,
 		{Job: ""},
 		{Job: "../evil"},
@@ -216,8 +217,8 @@ func TestStartRunRejects(t *testing.T) {
 		_, err := s.StartRun(ctx, r)
 		wantPermanent(t, err, s.Path())
 	}
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	if r := mustRun(t, s, "orders", id); r.Kind != idsync.KindRun || r.Status != idsync.RunRunning {
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
+	if r := mustRun(t, s, "orders", id); r.Kind != contract.KindRun || r.Status != contract.RunRunning {
 		t.Errorf("defaults: %+v", r)
 	}
 }
@@ -233,25 +234,25 @@ func TestHighWaterMarkOnlyWhenAsked(t *testing.T) {
 		}
 		return js.HWM
 	}
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
 	steps := []struct {
 		name string
 		do   func() error
 		want string
 	}{
 		{"page without hwm", func() error {
-			return s.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Next: "1", MaxMark: "10"})
+			return s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Next: "1", MaxMark: "10"})
 		}, ""},
 		{"page with hwm", func() error {
-			return s.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Next: "2", HWM: "20"})
+			return s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Next: "2", HWM: "20"})
 		}, "20"},
 		{"page without hwm keeps it", func() error {
-			return s.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Next: "3"})
+			return s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Next: "3"})
 		}, "20"},
-		{"failed run ignores hwm", func() error { return s.FinishRun(ctx, id, idsync.RunFailed, "x", "99") }, "20"},
-		{"partial run ignores hwm", func() error { return s.FinishRun(ctx, id, idsync.RunPartial, "", "98") }, "20"},
-		{"completed without hwm keeps it", func() error { return s.FinishRun(ctx, id, idsync.RunCompleted, "", "") }, "20"},
-		{"completed with hwm sets it", func() error { return s.FinishRun(ctx, id, idsync.RunCompleted, "", "30") }, "30"},
+		{"failed run ignores hwm", func() error { return s.FinishRun(ctx, id, contract.RunFailed, "x", "99") }, "20"},
+		{"partial run ignores hwm", func() error { return s.FinishRun(ctx, id, contract.RunPartial, "", "98") }, "20"},
+		{"completed without hwm keeps it", func() error { return s.FinishRun(ctx, id, contract.RunCompleted, "", "") }, "20"},
+		{"completed with hwm sets it", func() error { return s.FinishRun(ctx, id, contract.RunCompleted, "", "30") }, "30"},
 	}
 	for _, st := range steps {
 		if err := st.do(); err != nil {
@@ -271,7 +272,7 @@ func TestHighWaterMarkOnlyWhenAsked(t *testing.T) {
 func TestColumnsSavedWhenGiven(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
 	cols := []idsync.Column{
 		{Name: "id", Path: "id", Type: idsync.TypeInteger},
 		{Name: "email", Path: "customer.email", Type: idsync.TypeText},
@@ -287,13 +288,17 @@ func TestColumnsSavedWhenGiven(t *testing.T) {
 		{cols[:1], cols[:1]},
 		{[]idsync.Column{}, []idsync.Column{}},
 	} {
-		commit(t, s, "orders", idsync.PageCommit{RunID: id, Columns: step.cols})
+		commit(t, s, "orders", contract.PageCommit{RunID: id, Columns: idsync.EncodeColumns(step.cols)})
 		js, err := s.Job(ctx, "orders")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(js.Columns, step.want) {
-			t.Errorf("columns %#v, want %#v", js.Columns, step.want)
+		got, err := idsync.DecodeColumns(js.Columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, step.want) {
+			t.Errorf("columns %#v, want %#v", got, step.want)
 		}
 	}
 }
@@ -303,13 +308,13 @@ func TestRunsNewestFirst(t *testing.T) {
 	s := openTemp(t)
 	var ids []int64
 	for range 4 {
-		id := startRun(t, s, idsync.RunInfo{Job: "orders"})
-		if err := s.FinishRun(ctx, id, idsync.RunCompleted, "", ""); err != nil {
+		id := startRun(t, s, contract.RunInfo{Job: "orders"})
+		if err := s.FinishRun(ctx, id, contract.RunCompleted, "", ""); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	startRun(t, s, idsync.RunInfo{Job: "other"})
+	startRun(t, s, contract.RunInfo{Job: "other"})
 	for _, tc := range []struct {
 		n    int
 		want []int64
@@ -342,7 +347,7 @@ func TestJobs(t *testing.T) {
 		t.Fatalf("new file: %v, %v", jobs, err)
 	}
 	for _, name := range []string{"zeta", "Alpha", "orders", "a-b_c"} {
-		startRun(t, s, idsync.RunInfo{Job: name})
+		startRun(t, s, contract.RunInfo{Job: name})
 	}
 	jobs, err := s.Jobs(ctx)
 	if err != nil {
@@ -363,7 +368,7 @@ func TestJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(js, &idsync.JobState{Name: "never"}) {
+	if !reflect.DeepEqual(js, &contract.JobState{Name: "never"}) {
 		t.Errorf("job never run: %+v", js)
 	}
 }

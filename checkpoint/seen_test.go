@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // seenKeys reads runID's seen keys from s.
@@ -31,9 +31,9 @@ func TestSeenKeysSpanInvocationsOfOneRun(t *testing.T) {
 	path := statePath(t)
 	odd := "a\x00b" + string([]byte{0xff, 0}) // any byte may occur in a key
 	s1 := openAt(t, path)
-	id := startRun(t, s1, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
-	commit(t, s1, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 2, Keys: []string{"int64:1\x00", odd}})
-	if err := s1.FinishRun(context.Background(), id, idsync.RunPartial, "", ""); err != nil {
+	id := startRun(t, s1, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
+	commit(t, s1, "orders", contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 2, Keys: []string{"int64:1\x00", odd}})
+	if err := s1.FinishRun(context.Background(), id, contract.RunPartial, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := s1.Close(); err != nil {
@@ -46,22 +46,22 @@ func TestSeenKeysSpanInvocationsOfOneRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	lost := &idsync.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 1, Keys: []string{"lost"}}
+	lost := &contract.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 1, Keys: []string{"lost"}}
 	if err := s2.CommitPage(ctx, "orders", lost); err == nil {
 		t.Fatal("CommitPage with a cancelled context succeeded")
 	}
-	commit(t, s2, "orders", idsync.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 0, Keys: []string{}})
-	commit(t, s2, "orders", idsync.PageCommit{RunID: id, Position: "p3", Next: "", Records: 2, Keys: []string{"int64:3\x00", "int64:1\x00"}})
+	commit(t, s2, "orders", contract.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 0, Keys: []string{}})
+	commit(t, s2, "orders", contract.PageCommit{RunID: id, Position: "p3", Next: "", Records: 2, Keys: []string{"int64:3\x00", "int64:1\x00"}})
 
 	got, complete := seenKeys(t, s2, id)
 	want := []string{"int64:1\x00", odd, "int64:3\x00", "int64:1\x00"}
 	if !reflect.DeepEqual(got, want) || !complete {
 		t.Errorf("seen keys %q complete %v, want %q complete", got, complete, want)
 	}
-	if err := s2.FinishRun(context.Background(), id, idsync.RunCompleted, "", ""); err != nil {
+	if err := s2.FinishRun(context.Background(), id, contract.RunCompleted, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	next := startRun(t, s2, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
+	next := startRun(t, s2, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
 	if got, complete := seenKeys(t, s2, next); len(got) != 0 || !complete {
 		t.Errorf("a new run sees %q (complete %v), want none", got, complete)
 	}
@@ -71,9 +71,9 @@ func TestSeenKeysSpanInvocationsOfOneRun(t *testing.T) {
 // that it cannot decide a deletion.
 func TestSeenKeysIncompleteWithoutAPagesKeys(t *testing.T) {
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1, Keys: []string{"k1"}})
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p2", Next: "", Records: 1})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1, Keys: []string{"k1"}})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p2", Next: "", Records: 1})
 	got, complete := seenKeys(t, s, id)
 	if complete || !reflect.DeepEqual(got, []string{"k1"}) {
 		t.Errorf("seen keys %q complete %v, want [k1] incomplete", got, complete)
@@ -82,8 +82,8 @@ func TestSeenKeysIncompleteWithoutAPagesKeys(t *testing.T) {
 
 func TestSeenKeysCorruptAndCallbackError(t *testing.T) {
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 2, Keys: []string{"k1", "k2"}})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 2, Keys: []string{"k1", "k2"}})
 	stop := errors.New("stop")
 	if _, err := s.SeenKeys(context.Background(), id, func(string) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("callback error: got %v, want it wrapped", err)

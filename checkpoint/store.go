@@ -1,7 +1,7 @@
 // Package checkpoint keeps idemsync's durable state in a SQLite file: per
 // job the saved high-water mark and inferred columns, a row per run and per
 // committed page, the dead letters, and the per-job run lock beside the
-// file. It implements idsync.Store.
+// file. It implements contract.Store, and passes checkpoint/storetest.
 //
 // The file is opened in WAL mode with synchronous=FULL and one connection;
 // everything a page records is one transaction, so a crash leaves either
@@ -21,12 +21,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-var _ idsync.Store = (*Store)(nil)
+var _ contract.Store = (*Store)(nil)
 
 // Store is an idemsync state file. It is safe for concurrent use; calls are
 // serialised on its single connection.
@@ -118,10 +119,10 @@ func (s *Store) init(ctx context.Context) error {
 // Path returns the state file's path as given to Open.
 func (s *Store) Path() string { return s.path }
 
-// QuickCheck runs PRAGMA quick_check. It returns an *idsync.Error (code
+// Check runs PRAGMA quick_check. It returns an *idsync.Error (code
 // ExitPermanent) naming the file and the first problems found when the
 // file is damaged, or when the check cannot run.
-func (s *Store) QuickCheck(ctx context.Context) error {
+func (s *Store) Check(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check")
 	if err != nil {
 		return s.wrap("integrity check", err)

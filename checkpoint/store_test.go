@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -22,7 +23,7 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	path := filepath.Join(dir, "state.db")
 	s := openAt(t, path)
-	startRun(t, s, idsync.RunInfo{Job: "orders"}) // creates -wal and -shm
+	startRun(t, s, contract.RunInfo{Job: "orders"}) // creates -wal and -shm
 
 	for _, c := range []struct {
 		path string
@@ -51,7 +52,7 @@ func TestOpenReopenIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestOpenAcceptsEmptyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openAt(t, path)
-	startRun(t, s, idsync.RunInfo{Job: "orders"})
+	startRun(t, s, contract.RunInfo{Job: "orders"})
 }
 
 func TestOpenFolderIsNotAFile(t *testing.T) {
@@ -228,27 +229,27 @@ func TestOpenEmptyPath(t *testing.T) {
 func TestOpenPathWithURIReservedCharacters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "state.db")
 	s := openAt(t, path)
-	startRun(t, s, idsync.RunInfo{Job: "orders"})
+	startRun(t, s, contract.RunInfo{Job: "orders"})
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("state file not at its path: %v", err)
 	}
 }
 
-func TestQuickCheck(t *testing.T) {
+func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	path := statePath(t)
 	s, err := Open(ctx, path, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.QuickCheck(ctx); err != nil {
-		t.Fatalf("QuickCheck on a new file: %v", err)
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check on a new file: %v", err)
 	}
 	// Enough rows for the tables to span several pages.
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
 	for i := range 50 {
-		commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p", Next: "n",
-			Dead: []idsync.DeadLetter{{Index: i, Reason: "bad", Raw: strings.Repeat("x", 2000)}}})
+		commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p", Next: "n",
+			Dead: []contract.DeadLetter{{Index: i, Reason: "bad", Raw: strings.Repeat("x", 2000)}}})
 	}
 	if _, err := s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestQuickCheck(t *testing.T) {
 		return
 	}
 	defer s.Close()
-	err = s.QuickCheck(ctx)
+	err = s.Check(ctx)
 	t.Logf("quick check error: %v", err)
 	wantPermanent(t, err, path)
 	if !strings.Contains(err.Error(), "damaged") || idsync.Hint(err) == "" {
@@ -296,7 +297,7 @@ func TestReadOnlyStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestReadOnlyStateFile(t *testing.T) {
 	if got := mustRun(t, s, "orders", id); got.Checkpoint != "p1" {
 		t.Errorf("checkpoint %q, want p1", got.Checkpoint)
 	}
-	err = s.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 3})
+	err = s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 3})
 	wantPermanent(t, err, path)
 	if idsync.Hint(err) == "" {
 		t.Errorf("error %q has no hint", err)
@@ -327,8 +328,8 @@ func TestReadOnlyStateFile(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1})
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1})
 	before := takeSnapshot(t, s, "orders", id)
 
 	// The connection may not grow the file: the next page is "disk full".
@@ -339,8 +340,8 @@ func TestDiskFull(t *testing.T) {
 	if _, err := s.db.Exec("PRAGMA max_page_count = " + strconv.Itoa(pages)); err != nil {
 		t.Fatal(err)
 	}
-	err := s.CommitPage(ctx, "orders", &idsync.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 1,
-		Dead: []idsync.DeadLetter{{Reason: "bad", Raw: strings.Repeat("y", 64<<10)}}})
+	err := s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 1,
+		Dead: []contract.DeadLetter{{Reason: "bad", Raw: strings.Repeat("y", 64<<10)}}})
 	wantPermanent(t, err, s.Path())
 	if idsync.Hint(err) != hintFull {
 		t.Errorf("hint %q, want the disk full hint (error %v)", idsync.Hint(err), err)

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/source/auth"
 	httpsource "github.com/idemsync/idemsync/source/http"
@@ -16,7 +16,7 @@ import (
 // rotated refresh token (nil when the command has no state file open),
 // under the job file's name, shared through g's keyring by every resource
 // of the file using the same credential.
-func installAuth(ctx context.Context, g *globalOpts, job *idsync.Job, f *httpsource.Fetcher, store *checkpoint.Store, log *slog.Logger) error {
+func installAuth(ctx context.Context, g *globalOpts, job *idsync.Job, f *httpsource.Fetcher, store contract.Store, log *slog.Logger) error {
 	file, _, _ := strings.Cut(job.Name, jobfile.ResourceSep)
 	o := auth.Options{Job: file, Logger: log, Keyring: g.keyring}
 	if store != nil {

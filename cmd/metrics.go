@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -24,7 +24,7 @@ import (
 // run without --metrics-file counts too. A nil *runMetrics does nothing.
 type runMetrics struct {
 	path     string // "" writes no file
-	store    *checkpoint.Store
+	store    contract.Store
 	job      string // the job's name (the job file's)
 	resource string // the resource's name: the job's for a single-resource job
 	started  time.Time
@@ -34,16 +34,16 @@ type runMetrics struct {
 	noFile bool
 	// skipped is 1 when the run ended with its sweep skipped.
 	skipped int64
-	totals  checkpoint.MetricsTotals // after finish
+	totals  contract.MetricsTotals // after finish
 }
 
 // newRunMetrics returns the tracker for a run of a single-resource job.
-func newRunMetrics(path string, store *checkpoint.Store, job *idsync.Job, started time.Time, log *slog.Logger) *runMetrics {
+func newRunMetrics(path string, store contract.Store, job *idsync.Job, started time.Time, log *slog.Logger) *runMetrics {
 	return newResourceMetrics(path, store, job.Name, job.Name, started, log)
 }
 
 // newResourceMetrics returns the tracker for a run of one resource of job.
-func newResourceMetrics(path string, store *checkpoint.Store, job, resource string, started time.Time, log *slog.Logger) *runMetrics {
+func newResourceMetrics(path string, store contract.Store, job, resource string, started time.Time, log *slog.Logger) *runMetrics {
 	return &runMetrics{path: path, store: store, job: job, resource: resource, started: started, log: log}
 }
 
@@ -62,7 +62,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
-	add := checkpoint.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
+	add := contract.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
 		ExitCode: idsync.ExitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
 	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)
 	if err != nil {
@@ -81,7 +81,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 // writeMetricsFile writes ts (one per resource) in the Prometheus text format to path
 // atomically: a temporary file in the same folder, synced, then renamed
 // over path, so node_exporter's textfile collector never reads half a file.
-func writeMetricsFile(path string, ts ...checkpoint.MetricsTotals) error {
+func writeMetricsFile(path string, ts ...contract.MetricsTotals) error {
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mergeFamilies(ts) {
@@ -114,7 +114,7 @@ func writeMetricsFile(path string, ts ...checkpoint.MetricsTotals) error {
 }
 
 // metricFamilies are the metrics of SPEC §11, labelled job and resource.
-func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
+func metricFamilies(t contract.MetricsTotals) []*dto.MetricFamily {
 	labels := func(extra ...string) []*dto.LabelPair {
 		ls := []*dto.LabelPair{{Name: proto.String("job"), Value: proto.String(t.Job)},
 			{Name: proto.String("resource"), Value: proto.String(t.Resource)}}
@@ -155,7 +155,7 @@ func metricFamilies(t checkpoint.MetricsTotals) []*dto.MetricFamily {
 
 // mergeFamilies is the metric families of every resource's totals, each
 // family once with a series per resource.
-func mergeFamilies(ts []checkpoint.MetricsTotals) []*dto.MetricFamily {
+func mergeFamilies(ts []contract.MetricsTotals) []*dto.MetricFamily {
 	var out []*dto.MetricFamily
 	for i, t := range ts {
 		for j, mf := range metricFamilies(t) {

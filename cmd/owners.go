@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,23 +24,6 @@ import (
 // state file and the state file's real path.
 func writerOf(g *globalOpts, job *idsync.Job) idsync.Writer {
 	return idsync.Writer{Job: job.Name, State: realPath(g.statePath(job)), Deletes: job.Target.Deletes}
-}
-
-// realPath is path made absolute with its symlinks resolved (those of its
-// folder when the file does not exist yet), so that one state file reached
-// by two paths is one writer.
-func realPath(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
-	}
-	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(d, filepath.Base(abs))
-	}
-	return abs
 }
 
 // openWriting opens job's target and registers job as a writer of its

@@ -2,11 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -96,10 +92,10 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		return &usageError{err: err}
 	}
 	path := g.statePath(job)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if stateMissing(path) {
 		return printPrune(ios, g, nil, 0, 0, path) // nothing to prune; never create the file
 	}
-	store, err := checkpoint.Open(ctx, path, log)
+	store, err := openStore(ctx, path, log)
 	if err != nil {
 		return err
 	}
@@ -109,8 +105,8 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		return err
 	}
 	names := all
-	before := store.Size()
-	var out []checkpoint.PruneStats
+	before := store.Size(ctx)
+	var out []contract.PruneStats
 	if jf != nil {
 		names = nil
 		for _, r := range jf.Resources {
@@ -127,17 +123,17 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		}
 		out = append(out, st)
 	}
-	if err := vacuumIfWorth(ctx, store, log); err != nil {
+	if err := store.Compact(ctx); err != nil {
 		return err
 	}
-	return printPrune(ios, g, out, before, store.Size(), path)
+	return printPrune(ios, g, out, before, store.Size(ctx), path)
 }
 
 // forgetRemoved removes the state of the resources of jf's job that the
 // file no longer lists (SPEC §8: removing a resource leaves its state
 // until prune), under the job file's lock. Each is reported with all its
 // runs pruned and none kept.
-func forgetRemoved(ctx context.Context, store *checkpoint.Store, jf *jobfile.File, names []string) ([]checkpoint.PruneStats, error) {
+func forgetRemoved(ctx context.Context, store contract.Store, jf *jobfile.File, names []string) ([]contract.PruneStats, error) {
 	var gone []string
 	for _, n := range names {
 		job, res, ok := strings.Cut(n, jobfile.ResourceSep)
@@ -153,31 +149,21 @@ func forgetRemoved(ctx context.Context, store *checkpoint.Store, jf *jobfile.Fil
 		return nil, err
 	}
 	defer unlock()
-	var out []checkpoint.PruneStats
+	var out []contract.PruneStats
 	for _, n := range gone {
 		runs, err := store.Forget(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, checkpoint.PruneStats{Job: n, Runs: runs})
+		out = append(out, contract.PruneStats{Job: n, Runs: runs})
 	}
 	return out, nil
 }
 
-// vacuumIfWorth rewrites the file when a quarter or more of it is free.
-func vacuumIfWorth(ctx context.Context, store *checkpoint.Store, log *slog.Logger) error {
-	free, total, err := store.FreePages(ctx)
-	if err != nil || total == 0 || free*4 < total {
-		return err
-	}
-	log.Info("giving free space back to the file system (VACUUM)", "free_pages", free, "pages", total)
-	return store.Vacuum(ctx)
-}
-
-func printPrune(ios *IOStreams, g *globalOpts, jobs []checkpoint.PruneStats, before, after int64, path string) error {
+func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, before, after int64, path string) error {
 	if g.json {
 		if jobs == nil {
-			jobs = []checkpoint.PruneStats{}
+			jobs = []contract.PruneStats{}
 		}
 		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after, "exit_code": 0})
 		return nil

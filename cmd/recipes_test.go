@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
@@ -137,7 +136,7 @@ func TestN8nWorkflow(t *testing.T) {
 	failing := writeJob(t, dir, "down.yaml", strings.Replace(pageJob("down", down), "  min_wait: 5ms\n", "  attempts: 2\n  min_wait: 5ms\n", 1))
 	locked := writeJob(t, dir, "locked.yaml", pageJob("locked", url))
 	invalid := writeJob(t, dir, "invalid.yaml", strings.Replace(pageJob("invalid", url), "style: page", "style: pages", 1))
-	store, err := checkpoint.Open(context.Background(), filepath.Join(dir, "state.db"), nil)
+	store, err := openStore(context.Background(), filepath.Join(dir, "state.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

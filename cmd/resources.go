@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/runner"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -29,7 +29,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	if err != nil {
 		return failedJob(ios, g, skeleton, idsync.Errorf(idsync.ExitUsage, "%w", err), red, started)
 	}
-	store, err := checkpoint.Open(ctx, g.statePath(jf.Resources[0].Job), log)
+	store, err := openStore(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
@@ -41,7 +41,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
 	defer unlock()
-	totals := map[string]checkpoint.MetricsTotals{} // each resource's metrics after its last run
+	totals := map[string]contract.MetricsTotals{} // each resource's metrics after its last run
 	m := &runner.Runner{File: jf, Store: store, Options: opts, Only: only, Started: started, Log: log,
 		RunResource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
 			metrics := newResourceMetrics(metricsFile, store, jf.Name, r.Name, time.Now(), log)
@@ -86,11 +86,11 @@ func checkOnly(jf *jobfile.File, only []string, kind string) error {
 // writeResourceMetrics writes the metrics file: each resource's totals
 // after its last run in this invocation, and the stored totals of the
 // others.
-func writeResourceMetrics(ctx context.Context, path string, jf *jobfile.File, store *checkpoint.Store, totals map[string]checkpoint.MetricsTotals, log *slog.Logger) {
+func writeResourceMetrics(ctx context.Context, path string, jf *jobfile.File, store contract.Store, totals map[string]contract.MetricsTotals, log *slog.Logger) {
 	if path == "" {
 		return
 	}
-	var all []checkpoint.MetricsTotals
+	var all []contract.MetricsTotals
 	for _, r := range jf.Resources {
 		t, ok := totals[r.Name]
 		if !ok {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/runner"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -152,7 +152,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if err != nil {
 		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
 	}
-	store, err := checkpoint.Open(ctx, g.statePath(job), log)
+	store, err := openStore(ctx, g.statePath(job), log)
 	if err != nil {
 		return failed(ios, g, skeleton(), err, job.Secrets)
 	}
@@ -183,7 +183,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 // fetcher and auth, its engine, its metrics and, after the run, its
 // retention. It returns the run's result (RunID 0 when nothing ran) and
 // the error that ended it.
-func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoint.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runner.Hooks) (*idsync.Result, error) {
+func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runner.Hooks) (*idsync.Result, error) {
 	res := &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
@@ -300,7 +300,7 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 // 30d) after a run: its
 // old runs and page rows go, so the state file stays bounded. A failure is
 // a warning; it never changes the run's outcome.
-func autoPrune(ctx context.Context, store *checkpoint.Store, job string, keep time.Duration, log *slog.Logger) {
+func autoPrune(ctx context.Context, store contract.Store, job string, keep time.Duration, log *slog.Logger) {
 	if ctx.Err() != nil {
 		return
 	}

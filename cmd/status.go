@@ -2,10 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -13,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -125,7 +122,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	path := g.statePath(first)
 	var out []jobStatus
 	// Never create the state file: no file means no job has run.
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if stateMissing(path) {
 		if jf != nil {
 			for _, r := range jf.Resources {
 				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: idsync.JobNeverRun}, jf.Multi))
@@ -133,7 +130,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		}
 		return printStatus(ios, g, out, path, jf != nil && jf.Multi)
 	}
-	store, err := checkpoint.Open(ctx, path, log)
+	store, err := openStore(ctx, path, log)
 	if err != nil {
 		return err
 	}
@@ -178,7 +175,7 @@ func withResource(s jobStatus, multi bool) jobStatus {
 }
 
 // jobState gathers one job's status from the store.
-func jobState(ctx context.Context, store *checkpoint.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOptions) (jobStatus, error) {
+func jobState(ctx context.Context, store contract.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOptions) (jobStatus, error) {
 	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
 	if !js.FullPassAt.IsZero() {
 		at := js.FullPassAt.UTC()

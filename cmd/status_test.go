@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -207,7 +206,7 @@ func TestStatusRunningAndKilled(t *testing.T) {
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", pageJob("orders", "http://127.0.0.1:9"))
 	ctx := context.Background()
-	store, err := checkpoint.Open(ctx, filepath.Join(dir, "state.db"), nil)
+	store, err := openStore(ctx, filepath.Join(dir, "state.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/sink"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -104,9 +104,9 @@ func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog
 		return s.Close()
 	}
 	f := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
-	var store *checkpoint.Store
+	var store contract.Store
 	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {
-		s, err := checkpoint.Open(ctx, g.statePath(job), log) // a rotated token must be kept
+		s, err := openStore(ctx, g.statePath(job), log) // a rotated token must be kept
 		if err != nil {
 			return err
 		}

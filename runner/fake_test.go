@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -35,7 +36,7 @@ type call struct {
 // and dirty children are decided on real state.
 type fakeRuns struct {
 	t      *testing.T
-	store  *checkpoint.Store
+	store  contract.Store
 	script map[string][]outcome // by resource, one per run; then one page, no rows
 	calls  []call
 	// during, when set, is called after each committed page.
@@ -76,7 +77,7 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 			return res, f.store.FinishRun(ctx, id, idsync.RunPartial, "", "")
 		}
 		c := idsync.Counts{Inserted: out.inserted}
-		if err := f.store.CommitPage(ctx, r.Job.Name, &idsync.PageCommit{RunID: id, Position: fmt.Sprint(p), Next: fmt.Sprint(p + 1), Counts: c}); err != nil {
+		if err := f.store.CommitPage(ctx, r.Job.Name, &idsync.PageCommit{RunID: id, Position: fmt.Sprint(p), Next: fmt.Sprint(p + 1), Inserted: c.Inserted}); err != nil {
 			return res, err
 		}
 		res.Pages++
@@ -135,7 +136,7 @@ func shopFile(names ...string) *jobfile.File {
 }
 
 // openStore opens a state file in t.TempDir() for the test.
-func openStore(t *testing.T) *checkpoint.Store {
+func openStore(t *testing.T) contract.Store {
 	t.Helper()
 	s, err := checkpoint.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

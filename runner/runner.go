@@ -20,7 +20,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -53,13 +53,13 @@ type RunFunc func(ctx context.Context, r jobfile.Resource, o idsync.Options, h H
 // caller holds the job file's lock (one per job file: two invocations of
 // the same file, whatever resources they select, never overlap).
 type Runner struct {
-	File        *jobfile.File     // the job file; required
-	Store       *checkpoint.Store // its state file, opened; required
-	Options     idsync.Options    // Kind, Resume, Restart, MaxPages, TimeLimit for the whole invocation
-	Only        []string          // the resources to sync; every one when empty
-	Started     time.Time         // when the invocation started (--time-limit, the cycle's start)
-	Log         *slog.Logger      // the runner's own warnings (a cycle that cannot be closed); required
-	RunResource RunFunc           // runs one resource; required
+	File        *jobfile.File  // the job file; required
+	Store       contract.Store // its state file, opened; required
+	Options     idsync.Options // Kind, Resume, Restart, MaxPages, TimeLimit for the whole invocation
+	Only        []string       // the resources to sync; every one when empty
+	Started     time.Time      // when the invocation started (--time-limit, the cycle's start)
+	Log         *slog.Logger   // the runner's own warnings (a cycle that cannot be closed); required
+	RunResource RunFunc        // runs one resource; required
 
 	pages    int64                      // pages committed by the invocation so far
 	results  map[string]*ResourceResult // by resource, the latest of its runs

@@ -125,8 +125,14 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 		}
 	}
 	e.validator, _ = sink.(RowValidator)
-	if job.Infer && len(js.Columns) > 0 {
-		job.Table.Columns = append([]Column(nil), js.Columns...)
+	if job.Infer {
+		saved, err := DecodeColumns(js.Columns)
+		if err != nil {
+			return nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("job %s: the state's saved columns: %v", job.Name, err)}
+		}
+		if len(saved) > 0 {
+			job.Table.Columns = saved
+		}
 	}
 	if !job.Infer || len(job.Table.Columns) > 0 {
 		if err := sink.Prepare(ctx, &job.Table); err != nil {

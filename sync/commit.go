@@ -71,7 +71,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	}
 	ckpt := fp.checkpoint()
 	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
-		Hash: fp.hash, Counts: counts, Skipped: skipped, Columns: cols, Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
+		Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
+		Skipped: skipped, Columns: EncodeColumns(cols), Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
 	e.saveMarks(rs, &fp, pc)
 	if ckpt.End && !e.sweeps(rs) {
 		pc.FinishedAt = time.Now().UTC()
@@ -82,7 +83,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	e.failpoint("checkpoint-committed")
 
 	// 5. Move the run past the page and report it.
-	e.advance(ctx, rs, log, &fp, pc, where)
+	e.advance(ctx, rs, log, &fp, pc, counts, where)
 	return ckpt.End, nil
 }
 
@@ -156,10 +157,11 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 	}
 }
 
-// advance moves rs past the committed page pc, logs it and calls OnPage.
-func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, where string) {
+// advance moves rs past the committed page pc (counts: what the target
+// did with its rows), logs it and calls OnPage.
+func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, counts Counts, where string) {
 	job := e.Job
-	resp, counts, skipped := fp.resp, pc.Counts, pc.Skipped
+	resp, skipped := fp.resp, pc.Skipped
 	if pc.HWM != "" {
 		rs.hwm = pc.HWM
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Options select what Engine.Run does.
@@ -73,8 +75,9 @@ type PageEvent struct {
 // Engine syncs one job: it owns the order spec → fetch → page → records →
 // sink transaction → checkpoint commit.
 type Engine struct {
-	Job      *Job
-	Store    Store
+	Job *Job
+	// Store is the state store: the engine's part of it (contract.RunStore).
+	Store    contract.RunStore
 	OpenSink func(ctx context.Context) (Sink, error)
 	Source   PageSource // fetches the pages: source/http's Fetcher in the binary
 	Logger   *slog.Logger
@@ -137,10 +140,8 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	defer unlock()
-	if qc, ok := e.Store.(interface{ QuickCheck(context.Context) error }); ok {
-		if err := qc.QuickCheck(ctx); err != nil {
-			return res, err
-		}
+	if err := e.Store.Check(ctx); err != nil {
+		return res, err
 	}
 	// The database reads before the first page (the target table's state)
 	// can wait on a lock as a page write can: they get the same grace after

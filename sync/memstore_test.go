@@ -6,6 +6,8 @@ import (
 	"slices"
 	gosync "sync"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // memStore is an in-memory Store for engine tests: the state file's
@@ -16,7 +18,7 @@ type memStore struct {
 	runs  []*RunInfo
 	pages map[int64][]PageInfo
 	hwm   string
-	cols  []Column
+	cols  string // encoded columns
 	dead  []DeadLetter
 	trace *eventLog
 }
@@ -25,14 +27,19 @@ func newMemStore(trace *eventLog) *memStore {
 	return &memStore{pages: map[int64][]PageInfo{}, trace: trace}
 }
 
-var _ Store = (*memStore)(nil)
+// memStore is the engine's part of a store only (contract.RunStore): it
+// keeps no cycles, metrics, tokens or retention, and its lock excludes
+// nothing, so it does not run checkpoint/storetest; the SQLite store does.
+var _ contract.RunStore = (*memStore)(nil)
 
 func (s *memStore) Lock(context.Context, string) (func(), error) { return func() {}, nil }
+
+func (s *memStore) Check(context.Context) error { return nil }
 
 func (s *memStore) Job(_ context.Context, job string) (*JobState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	js := &JobState{Name: job, HWM: s.hwm, Columns: slices.Clone(s.cols)}
+	js := &JobState{Name: job, HWM: s.hwm, Columns: s.cols}
 	for _, r := range slices.Backward(s.runs) {
 		c := *r
 		if js.LastRun == nil {
@@ -99,9 +106,9 @@ func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) erro
 	r.Checkpoint, r.Last = p.Next, p.Position
 	r.Pages++
 	r.Records += p.Records
-	r.Inserted += p.Counts.Inserted
-	r.Updated += p.Counts.Updated
-	r.Unchanged += p.Counts.Unchanged
+	r.Inserted += p.Inserted
+	r.Updated += p.Updated
+	r.Unchanged += p.Unchanged
 	r.Skipped += p.Skipped
 	if p.MaxMark != "" {
 		r.MaxMark = p.MaxMark
@@ -109,8 +116,8 @@ func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) erro
 	if p.HWM != "" {
 		s.hwm = p.HWM
 	}
-	if p.Columns != nil {
-		s.cols = slices.Clone(p.Columns)
+	if p.Columns != "" {
+		s.cols = p.Columns
 	}
 	if !p.FinishedAt.IsZero() {
 		r.Status, r.FinishedAt = RunCompleted, p.FinishedAt

@@ -11,21 +11,13 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // TokenStore keeps the rotated OAuth2 refresh tokens of a job file durably
-// (the state file; checkpoint.Store implements it), one per credential.
-// pending marks an exchange that was sent and whose answer was not yet
-// stored.
-type TokenStore interface {
-	// LoadRefreshToken returns the stored token of credential ("" when none).
-	LoadRefreshToken(ctx context.Context, job, credential, seedHash string) (token string, pending bool, err error)
-	// SaveRefreshToken stores credential's token and syncs it to disk before returning.
-	SaveRefreshToken(ctx context.Context, job, credential, seedHash, token string, pending bool) error
-	// DropRefreshTokens removes the tokens of credentials not in keep.
-	DropRefreshTokens(ctx context.Context, job string, keep, seeds []string) (int, error)
-}
+// (the state store's part for them), one per credential.
+type TokenStore = contract.TokenStore
 
 // reseedHint tells how to recover from a refused or lost refresh token.
 const reseedHint = "get a new refresh token from the provider and put it in source.auth.refresh_token (a changed seed replaces the stored token)"
