@@ -99,10 +99,6 @@ type SweepRequest struct {
 	AllowCommand string
 	// At is the time soft-deleted rows are marked with.
 	At time.Time
-	// Failpoint, when set, is called at each step of the sweep with its
-	// name ("sweep-loaded": the keys are in, nothing removed yet;
-	// "sweep-applied": removed, not committed).
-	Failpoint func(step string)
 }
 
 // Base is the share's denominator: the live rows the table held before

@@ -89,10 +89,6 @@ type Engine struct {
 	// line lowers it to debug while a progress bar shows the pages. The
 	// run's summary line ("run finished") is always INFO.
 	PageLogLevel slog.Level
-	// Failpoint, when set, is called at each durable step of a page with its
-	// name ("fetched", "target-committed", "checkpoint-committed"); tests
-	// use it to crash the process at that point.
-	Failpoint func(step string)
 	// OnSweep, when set, is called after a sweep committed with the rows
 	// it deleted or marked.
 	OnSweep func(deleted int64)
@@ -234,10 +230,4 @@ func wrapPermanent(context string, err error) error {
 		return fmt.Errorf("%s: %w", context, err)
 	}
 	return &Error{Code: ExitPermanent, Msg: context, Err: err}
-}
-
-func (e *Engine) failpoint(step string) {
-	if e.Failpoint != nil {
-		e.Failpoint(step)
-	}
 }
