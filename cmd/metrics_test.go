@@ -56,9 +56,9 @@ func readMetrics(t *testing.T, path, job string) map[string]float64 {
 	return out
 }
 
-// --metrics-file writes SPEC §11's metrics after every run: counters
-// cumulative across runs, a failure moving the last run and exit code but
-// not the last success.
+// --metrics-file writes the metrics of docs/operations.md ("Metrics") after
+// every run: counters cumulative across runs, a failure moving the last run and
+// exit code but not the last success.
 func TestMetricsFile(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 120}) // 3 pages of 50
 	_, down := startAPI(t, fakeapi.Options{Records: 120, Faults: fakeapi.Faults{Rate: 1, Kinds: []string{fakeapi.Fault503}}})

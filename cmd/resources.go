@@ -13,14 +13,14 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// A job file with several resources (SPEC §8) runs them one after another
-// under one lock, the job file's: first every selected resource with an
-// unfinished run, parents before children (file order puts a parent
-// first), then, in file order, the resources the current cycle has not
-// synced, and last every child whose parent wrote rows after the child's
-// run began (resources_cycle.go). --max-pages and --time-limit count for
-// the whole invocation; a child whose parent did not complete waits for
-// the next invocation.
+// A job file with several resources (docs/job-file.md, "Running a file with
+// several resources") runs them one after another under one lock, the job
+// file's: first every selected resource with an unfinished run, parents before
+// children (file order puts a parent first), then, in file order, the resources
+// the current cycle has not synced, and last every child whose parent wrote
+// rows after the child's run began (resources_cycle.go). --max-pages and
+// --time-limit count for the whole invocation; a child whose parent did not
+// complete waits for the next invocation.
 
 // Statuses of a resource an invocation did not run (extensions of the run
 // object's status).

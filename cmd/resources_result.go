@@ -10,7 +10,8 @@ import (
 )
 
 // jobResult is the --json object of run/resume/replay for a job file with
-// several resources (SPEC §8).
+// several resources (docs/job-file.md, "Running a file with several
+// resources").
 type jobResult struct {
 	Job        string           `json:"job"`
 	Kind       string           `json:"kind"`

@@ -86,8 +86,8 @@ func TestRunLogFormats(t *testing.T) {
 	}
 }
 
-// run --json prints one object with the fields of SPEC §2, and nothing else
-// on stdout.
+// run --json prints one object with the fields of docs/operations.md ("--json
+// output"), and nothing else on stdout.
 func TestRunJSON(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 60})
 	job := writeJob(t, t.TempDir(), "orders.yaml", pageJob("orders", url))

@@ -18,7 +18,8 @@ type Options struct {
 	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed, having committed at least one (0: none)
 	Verify    bool          // compare stored mapped columns too and rewrite rows changed outside idemsync (Table.Verify)
 	// Full makes a new run of kind run a full pass (run --full): no lower
-	// bound, from the first page, and a sweep at its end (SPEC §10).
+	// bound, from the first page, and a sweep at its end (docs/deletions.md,
+	// "incremental.full_every and run --full").
 	Full bool
 	// AllowMassDelete lets this run's sweep pass target.max_delete_ratio.
 	AllowMassDelete bool

@@ -10,13 +10,13 @@ import (
 	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
-// A full pass (SPEC §10) is a run of kind run that reads the whole
-// source: every run of a job that always starts from its first page, and
-// a run of an incremental, hwm or continue: true job that run --full,
-// incremental.full_every or a refused sweep asked for. It is fixed when
-// the run starts (RunInfo.Full). When it completed every page, the rows
-// whose key it did not see are swept (deletes: soft or hard) before the
-// run is marked completed.
+// A full pass (docs/deletions.md, "Full passes") is a run of kind run that
+// reads the whole source: every run of a job that always starts from its first
+// page, and a run of an incremental, hwm or continue: true job that run --full,
+// incremental.full_every or a refused sweep asked for. It is fixed when the run
+// starts (RunInfo.Full). When it completed every page, the rows whose key it
+// did not see are swept (deletes: soft or hard) before the run is marked
+// completed.
 
 // incompleteKeys is why a pass with a page committed without its keys
 // proves nothing: its set of seen keys must not decide a deletion.

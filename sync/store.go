@@ -25,7 +25,7 @@ const (
 	RunRefused = "refused"
 )
 
-// Job statuses reported by status (SPEC §2).
+// Job statuses reported by status (docs/operations.md, "status").
 const (
 	JobNeverRun    = "never_run"
 	JobRunning     = "running"
@@ -54,7 +54,8 @@ type RunInfo struct {
 	// Deleted counts the rows the run deleted or marked deleted:
 	// tombstones and the sweep of a full pass.
 	Deleted int64 `json:"deleted"`
-	// Full: the run is a full pass (SPEC §10), fixed when it starts.
+	// Full: the run is a full pass (docs/deletions.md, "Full passes"), fixed
+	// when it starts.
 	Full bool `json:"full,omitempty"`
 	// SweepSkipped is the first reason the full pass found that voids its
 	// proof of absence: its sweep does nothing ("" while it has none;
