@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,8 @@ import (
 var binary string // path of the idemsync binary built by TestMain
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	shortTierOnly()
 	dir, err := os.MkdirTemp("", "idemsync-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
