@@ -1,5 +1,5 @@
 // Package postgres is the PostgreSQL target of idemsync (pgx/v5): Sink
-// implements idsync.Sink, Schemes and OpenTarget make it known to the opener
+// implements idsync.Sink, OpenTarget and OpenRead make it known to the opener
 // in package sink, and types.go holds its one table of column types. It
 // passes the suite of sink/sinktest.
 package postgres
