@@ -9,4 +9,8 @@
 // target-committed, checkpoint-committed, and of a full pass's sweep:
 // sweep-loaded (seen keys loaded, nothing removed), sweep-applied (rows
 // removed, not committed), swept (committed, run not yet completed).
+//
+// In the same build, IDEMSYNC_TEST_STEP_LOG=FILE appends a line "STEP
+// UNIXNANO" to FILE at every Hit: the rate-limit test reads when each
+// request was sent (request is hit once the shared limiter let it go).
 package failpoint
