@@ -174,10 +174,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// jobName is the set of valid state names: a job's name (SPEC §3), or a
-// job's name and one of its resources' joined by a dot ("shop.orders",
-// SPEC §8), which no job name can be. It keeps lock file names inside the
-// state file's folder.
+// jobName is the set of valid state names: a job's name (docs/job-file.md, "Top
+// level"), or a job's name and one of its resources' joined by a dot
+// ("shop.orders"; "Several resources in one file"), which no job name can be.
+// It keeps lock file names inside the state file's folder.
 var jobName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?$`)
 
 func checkJob(job string) error {

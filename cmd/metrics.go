@@ -3,15 +3,10 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -83,11 +78,8 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 // over path, so node_exporter's textfile collector never reads half a file.
 func writeMetricsFile(path string, ts ...contract.MetricsTotals) error {
 	var buf bytes.Buffer
-	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mergeFamilies(ts) {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("encode %s: %w", mf.GetName(), err)
-		}
+		mf.writeText(&buf)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -113,36 +105,31 @@ func writeMetricsFile(path string, ts ...contract.MetricsTotals) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// metricFamilies are the metrics of SPEC §11, labelled job and resource.
-func metricFamilies(t contract.MetricsTotals) []*dto.MetricFamily {
-	labels := func(extra ...string) []*dto.LabelPair {
-		ls := []*dto.LabelPair{{Name: proto.String("job"), Value: proto.String(t.Job)},
-			{Name: proto.String("resource"), Value: proto.String(t.Resource)}}
-		for i := 0; i+1 < len(extra); i += 2 {
-			ls = append(ls, &dto.LabelPair{Name: proto.String(extra[i]), Value: proto.String(extra[i+1])})
-		}
-		return ls
+// metricFamilies are the metrics of docs/operations.md (Metrics),
+// labelled job and resource.
+func metricFamilies(t contract.MetricsTotals) []family {
+	labels := func(extra ...string) []string {
+		return append([]string{"job", t.Job, "resource", t.Resource}, extra...)
 	}
-	gauge := func(name, help string, v float64) *dto.MetricFamily {
-		return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum(),
-			Metric: []*dto.Metric{{Label: labels(), Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
+	gauge := func(name, help string, v float64) family {
+		return family{name: name, help: help, kind: "gauge", samples: []sample{{labels(), v}}}
 	}
-	counter := func(v int64, extra ...string) *dto.Metric {
-		return &dto.Metric{Label: labels(extra...), Counter: &dto.Counter{Value: proto.Float64(float64(v))}}
+	counter := func(v int64, extra ...string) sample {
+		return sample{labels(extra...), float64(v)}
 	}
-	records := &dto.MetricFamily{Name: proto.String("idemsync_records_total"), Type: dto.MetricType_COUNTER.Enum(),
-		Help: proto.String("Records committed over the job's life, by outcome."),
-		Metric: []*dto.Metric{
+	records := family{name: "idemsync_records_total", kind: "counter",
+		help: "Records committed over the job's life, by outcome.",
+		samples: []sample{
 			counter(t.Inserted, "outcome", "inserted"), counter(t.Updated, "outcome", "updated"),
 			counter(t.Unchanged, "outcome", "unchanged"), counter(t.Skipped, "outcome", "skipped"),
 			counter(t.Deleted, "outcome", "deleted"),
 		}}
-	pages := &dto.MetricFamily{Name: proto.String("idemsync_pages_total"), Type: dto.MetricType_COUNTER.Enum(),
-		Help: proto.String("Pages committed over the job's life."), Metric: []*dto.Metric{counter(t.Pages)}}
-	skipped := &dto.MetricFamily{Name: proto.String("idemsync_sweeps_skipped_total"), Type: dto.MetricType_COUNTER.Enum(),
-		Help:   proto.String("Full passes that ended with their sweep skipped: they could not prove their records absent (docs/deletions.md)."),
-		Metric: []*dto.Metric{counter(t.SweepsSkipped)}}
-	return []*dto.MetricFamily{
+	pages := family{name: "idemsync_pages_total", kind: "counter",
+		help: "Pages committed over the job's life.", samples: []sample{counter(t.Pages)}}
+	skipped := family{name: "idemsync_sweeps_skipped_total", kind: "counter",
+		help:    "Full passes that ended with their sweep skipped: they could not prove their records absent (docs/deletions.md).",
+		samples: []sample{counter(t.SweepsSkipped)}}
+	return []family{
 		gauge("idemsync_last_run_timestamp_seconds", "When the last run ended (Unix time).", unixSeconds(t.LastRun)),
 		gauge("idemsync_last_success_timestamp_seconds", "When the last run that exited 0 ended (Unix time); 0 before the first.", unixSeconds(t.LastSuccess)),
 		gauge("idemsync_run_duration_seconds", "How long the last run took.", t.LastDuration.Seconds()),
@@ -155,15 +142,15 @@ func metricFamilies(t contract.MetricsTotals) []*dto.MetricFamily {
 
 // mergeFamilies is the metric families of every resource's totals, each
 // family once with a series per resource.
-func mergeFamilies(ts []contract.MetricsTotals) []*dto.MetricFamily {
-	var out []*dto.MetricFamily
+func mergeFamilies(ts []contract.MetricsTotals) []family {
+	var out []family
 	for i, t := range ts {
 		for j, mf := range metricFamilies(t) {
 			if i == 0 {
 				out = append(out, mf)
 				continue
 			}
-			out[j].Metric = append(out[j].Metric, mf.Metric...)
+			out[j].samples = append(out[j].samples, mf.samples...)
 		}
 	}
 	return out

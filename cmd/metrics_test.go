@@ -5,11 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
@@ -54,9 +56,9 @@ func readMetrics(t *testing.T, path, job string) map[string]float64 {
 	return out
 }
 
-// --metrics-file writes SPEC §11's metrics after every run: counters
-// cumulative across runs, a failure moving the last run and exit code but
-// not the last success.
+// --metrics-file writes the metrics of docs/operations.md ("Metrics") after
+// every run: counters cumulative across runs, a failure moving the last run and
+// exit code but not the last success.
 func TestMetricsFile(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 120}) // 3 pages of 50
 	_, down := startAPI(t, fakeapi.Options{Records: 120, Faults: fakeapi.Faults{Rate: 1, Kinds: []string{fakeapi.Fault503}}})
@@ -125,5 +127,66 @@ func TestMetricsFile(t *testing.T) {
 	}
 	if fi, err := os.Stat(prom); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("metrics file mode: %v %v", fi, err)
+	}
+}
+
+// The file's text format is written by hand (metrics_text.go): Prometheus's
+// own parser reads it back with every label value as written (quotes,
+// backslashes and newlines escaped), each family once with a series per
+// resource, and values exact down to the nanosecond's float.
+func TestMetricsTextFormat(t *testing.T) {
+	hostile := "o\"r\\d\ners"
+	ts := []contract.MetricsTotals{
+		{Job: hostile, Resource: "r1", LastRun: time.Unix(1700000000, 123456789), Inserted: 12345678901, Pages: 3, LastExitCode: 3},
+		{Job: "j", Resource: "r2", Deleted: 2, SweepsSkipped: 1},
+	}
+	path := filepath.Join(t.TempDir(), "m.prom")
+	if err := writeMetricsFile(path, ts...); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if len(fams) != 7 {
+		t.Errorf("%d families, want 7", len(fams))
+	}
+	value := func(name, resource, outcome string) float64 {
+		for _, m := range fams[name].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["resource"] == resource && l["outcome"] == outcome {
+				if resource == "r1" && l["job"] != hostile {
+					t.Errorf("%s: job label %q, want %q", name, l["job"], hostile)
+				}
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		t.Errorf("%s: no series for resource %q outcome %q", name, resource, outcome)
+		return -1
+	}
+	for _, c := range []struct {
+		name, resource, outcome string
+		want                    float64
+	}{
+		{"idemsync_records_total", "r1", "inserted", 12345678901},
+		{"idemsync_records_total", "r2", "deleted", 2},
+		{"idemsync_pages_total", "r1", "", 3},
+		{"idemsync_sweeps_skipped_total", "r2", "", 1},
+		{"idemsync_last_exit_code", "r1", "", 3},
+		{"idemsync_last_run_timestamp_seconds", "r1", "", 1700000000.123456789},
+		{"idemsync_last_run_timestamp_seconds", "r2", "", 0},
+	} {
+		if got := value(c.name, c.resource, c.outcome); got != c.want {
+			t.Errorf("%s{resource=%q,outcome=%q} = %v, want %v", c.name, c.resource, c.outcome, got, c.want)
+		}
 	}
 }

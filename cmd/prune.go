@@ -129,10 +129,10 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	return printPrune(ios, g, out, before, store.Size(ctx), path)
 }
 
-// forgetRemoved removes the state of the resources of jf's job that the
-// file no longer lists (SPEC §8: removing a resource leaves its state
-// until prune), under the job file's lock. Each is reported with all its
-// runs pruned and none kept.
+// forgetRemoved removes the state of the resources of jf's job that the file no
+// longer lists (removing a resource leaves its state until prune:
+// docs/job-file.md, "Several resources in one file"), under the job file's
+// lock. Each is reported with all its runs pruned and none kept.
 func forgetRemoved(ctx context.Context, store contract.Store, jf *jobfile.File, names []string) ([]contract.PruneStats, error) {
 	var gone []string
 	for _, n := range names {

@@ -61,7 +61,8 @@ func Main() int {
 }
 
 // Execute runs the command line args with the given streams and returns the
-// exit code; every exit code of SPEC §2 is decided here, from the error.
+// exit code; every exit code (docs/operations.md, "Exit codes") is decided
+// here, from the error.
 func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	f := newFactory(ios)
 	g := f.globals
@@ -93,9 +94,9 @@ func exitCode(err error) int {
 	return idsync.ExitCode(err)
 }
 
-// printError writes the error: with --json one object on stdout with
-// every field of a run's result (SPEC §2; the job's name when its file was
-// read), a line (and hint) on stderr otherwise.
+// printError writes the error: with --json one object on stdout with every
+// field of a run's result (docs/operations.md, "--json output"; the job's name
+// when its file was read), a line (and hint) on stderr otherwise.
 func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 	if g.json {
 		if g.jobName == "" {

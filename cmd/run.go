@@ -223,7 +223,6 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		}
 	}
 	eng.OnSweepSkipped = metrics.onSweepSkipped
-	installFailpoint(eng, fetcher)
 	opts.AllowCommand = allowCommand(job)
 	res, err = eng.Run(ctx, opts)
 	if ferr := g.keyring.Flush(ctx); ferr != nil {

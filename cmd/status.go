@@ -14,11 +14,12 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// jobStatus is one job in status --json (SPEC §2). The first six fields are
-// the stable contract; the others appear only when set or asked for.
+// jobStatus is one job in status --json (docs/operations.md, "status"). The
+// first six fields are the stable contract; the others appear only when set or
+// asked for.
 type jobStatus struct {
 	Name        string              `json:"name"`
-	Resource    string              `json:"resource,omitempty"` // the resource's name in a job file with several (SPEC §8)
+	Resource    string              `json:"resource,omitempty"` // the resource's name in a job file with several
 	Status      string              `json:"status"`             // never_run, running, interrupted, partial, failed, completed
 	Checkpoint  string              `json:"checkpoint"`
 	HWM         string              `json:"hwm"`
@@ -33,7 +34,8 @@ type jobStatus struct {
 	// last completed run (the next run starts from the beginning).
 	WalkChanges []string `json:"walk_changes,omitempty"`
 	// LastFullPass is when the job's last completed full pass started
-	// (SPEC §10; incremental.full_every counts from it).
+	// (docs/deletions.md, "Full passes"; incremental.full_every counts from
+	// it).
 	LastFullPass *time.Time `json:"last_full_pass,omitempty"`
 }
 
@@ -164,9 +166,9 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	return printStatus(ios, g, out, path, jf.Multi)
 }
 
-// withResource splits the state name of a resource ("shop.orders") into
-// the job's name and the resource's (SPEC §8); a single-resource job's
-// name stays as it is.
+// withResource splits the state name of a resource ("shop.orders") into the
+// job's name and the resource's (docs/operations.md, "status"); a
+// single-resource job's name stays as it is.
 func withResource(s jobStatus, multi bool) jobStatus {
 	if job, res, ok := strings.Cut(s.Name, jobfile.ResourceSep); ok && multi {
 		s.Name, s.Resource = job, res

@@ -128,8 +128,8 @@ func TestStatusGolden(t *testing.T) {
 	}
 }
 
-// The stable keys of SPEC §2 are in status --json, with the same last_run
-// fields as run --json.
+// The stable keys of docs/operations.md ("status") are in status --json, with
+// the same last_run fields as run --json.
 func TestStatusJSONContract(t *testing.T) {
 	_, _, jobs := statusFixture(t)
 	var out struct {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	gosync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,14 +157,37 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	c.Env = cleanEnv()
 	var out bytes.Buffer
 	c.Stdout = &out
+	stderr, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Interrupt once a page is committed: a fixed sleep could signal a
+	// process still starting on a loaded machine, before its handler is
+	// installed (it then dies of SIGINT instead of exiting 130).
+	committed, drained := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		once := gosync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "page committed") {
+				once.Do(func() { close(committed) })
+			}
+		}
+	}()
+	select {
+	case <-committed:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no page committed in 2 minutes")
+	}
 	if err := c.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := c.Wait()
+	<-drained // the process closed its stderr: Wait may close the pipe
+	err = c.Wait()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130; stdout %s", err, out.String())

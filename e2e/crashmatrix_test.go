@@ -32,8 +32,8 @@ type matrixStyle struct {
 	rows  func(k int) int // rows in the target once k pages are committed
 	after int             // requests of the run after a completed one
 	// probes is the requests past the last page that prove it is the end
-	// (SPEC §6): page and hwm walks end on a short page, and a short page
-	// is only the end once the next position holds nothing more.
+	// (docs/pagination.md): page and hwm walks end on a short page, and a short
+	// page is only the end once the next position holds nothing more.
 	probes int
 }
 

@@ -12,10 +12,11 @@ import (
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
-// SPEC §4.10 and §6: exit 0 only on positive evidence of the end of
+// docs/guarantees.md, "Exit 0 means complete", and docs/pagination.md, "How a
+// run knows it reached the end": exit 0 only on positive evidence of the end of
 // pagination. Each test below serves an API that answers one page wrongly
-// (empty or short while its own metadata says more, capped, filtered,
-// 204, HTML) and checks that the run never reports success over a hole.
+// (empty or short while its own metadata says more, capped, filtered, 204,
+// HTML) and checks that the run never reports success over a hole.
 
 // epRetry is the retry block of these tests: 4 attempts, fast.
 const epRetry = "retry:\n  attempts: 4\n  min_wait: 5ms\n  max_wait: 20ms\n"

@@ -7,11 +7,12 @@ import (
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
-// Deletions in a child resource (SPEC §8 with §10): with parent_rows: all
-// every run is a full pass, and a child gone from the source is deleted;
-// a pass in which one parent's children answered 404 (a dead letter under
-// on_bad_record: skip) deletes nothing, so a parent that fails for a while
-// never loses its children's rows; with parent_rows: changed only run
+// Deletions in a child resource (docs/job-file.md, "Parent → child fan-out",
+// with docs/deletions.md): with parent_rows: all every run is a full pass, and
+// a child gone from the source is deleted; a pass in which one parent's
+// children answered 404 (a dead letter under on_bad_record: skip) deletes
+// nothing, so a parent that fails for a while never loses its children's rows;
+// with parent_rows: changed only run
 // --full sweeps.
 func TestFanoutDeletes(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tgt shopTarget) {

@@ -24,7 +24,8 @@ func startShop(t *testing.T, opts fakeapi.ShopOptions) (*fakeapi.Shop, string) {
 	return s, serve(t, s)
 }
 
-// shopJob describes a job file over the fake shop (SPEC §8).
+// shopJob describes a job file over the fake shop (docs/job-file.md, "Parent →
+// child fan-out").
 type shopJob struct {
 	api, target string
 	schema      string // PostgreSQL: the tables' schema; "" for SQLite

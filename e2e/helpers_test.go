@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +34,8 @@ import (
 var binary string // path of the idemsync binary built by TestMain
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	shortTierOnly()
 	dir, err := os.MkdirTemp("", "idemsync-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,7 +45,9 @@ func TestMain(m *testing.M) {
 	if runtime.GOOS == "windows" {
 		binary += ".exe"
 	}
-	build := exec.Command("go", "build", "-o", binary, "..")
+	// The failpoint tag arms IDEMSYNC_TEST_FAILPOINT, which the crash tests
+	// kill the binary with; the product binary is built without it.
+	build := exec.Command("go", "build", "-tags", "failpoint", "-o", binary, "..")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build idemsync: %v\n%s", err, out)

@@ -18,10 +18,10 @@ func ftDeep(n int) string {
 	return `{"data":[{"id":1,"deep":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}]}`
 }
 
-// Hostile answers on page 3 of a run that committed pages 1 and 2: each
-// fails with a clear error and the exit code SPEC §2 gives it, writes
-// nothing, leaves the checkpoint at page 3 (status shows it, with the
-// error), and the next run continues from page 3 once the API is sane.
+// Hostile answers on page 3 of a run that committed pages 1 and 2: each fails
+// with a clear error and the exit code docs/operations.md gives it, writes
+// nothing, leaves the checkpoint at page 3 (status shows it, with the error),
+// and the next run continues from page 3 once the API is sane.
 func TestHostileInput(t *testing.T) {
 	const attempts = 6 // styleJob's retry.attempts
 	tests := []struct {
@@ -113,8 +113,9 @@ func TestHostileInput(t *testing.T) {
 			if out := parseRun(t, r); out.RunID != before.LastRun.RunID {
 				t.Errorf("run %d started over instead of continuing run %d", out.RunID, before.LastRun.RunID)
 			}
-			// Page 9 is short: page 10, empty, proves it the end (SPEC §6),
-			// unless has_more (false on page 9) already does.
+			// Page 9 is short: page 10, empty, proves it the end
+			// (docs/pagination.md), unless has_more (false on page 9) already
+			// does.
 			want := 8
 			if strings.Contains(spec, "has_more") {
 				want = 7

@@ -47,9 +47,9 @@ func TestMaxPagesThreeTimes(t *testing.T) {
 				if r.Status != want || r.RunID != runID || r.Pages != int64(3*(i+1)) {
 					t.Errorf("invocation %d: %+v, want %s with %d pages in run %d", i+1, r, want, 3*(i+1), runID)
 				}
-				// The short last hwm page is proven the end by one more
-				// request (SPEC §6); the other styles end on an empty
-				// page, no next or total_pages.
+				// The short last hwm page is proven the end by one more request
+				// (docs/pagination.md); the other styles end on an empty page,
+				// no next or total_pages.
 				wantReq := 3
 				if tt.style == "hwm" && i == 2 {
 					wantReq = 4

@@ -31,10 +31,10 @@ var (
 	modelHostileFlag    = flag.String("model-hostile", os.Getenv("IDEMSYNC_MODEL_HOSTILE"), "model test: hostile kinds enabled, comma-separated, or all (also IDEMSYNC_MODEL_HOSTILE)")
 )
 
-// TestModel is the model-based adversarial test of SPEC §4.10 ("Exit 0 means
-// complete"): per seed a scenario (fakeapi.NewScenario), the real binary
-// under a random schedule of runs, kills, slices, resumes and restarts, and
-// the invariant checked after every exit. See docs/fault-tolerance.md.
+// TestModel is the model-based adversarial test of "Exit 0 means complete"
+// (docs/guarantees.md): per seed a scenario (fakeapi.NewScenario), the real
+// binary under a random schedule of runs, kills, slices, resumes and restarts,
+// and the invariant checked after every exit. See docs/fault-tolerance.md.
 func TestModel(t *testing.T) {
 	checkHostileKinds(t)
 	runModel(t, *modelSeeds, modelHostile(), func(t *testing.T) modelTarget { return modelSQLite(t) })
@@ -373,11 +373,11 @@ func modelStep(rng *rand.Rand, api *fakeapi.ModelAPI, job string) ([]string, fun
 }
 
 // modelRefusal reports whether a failure names a contradiction idemsync
-// detected (SPEC §4.10: refusing is the desired behaviour), or an hwm walk
-// that cannot progress: more records share one mark than a page holds
-// (SPEC §6), which idemsync sees as a full page making no progress or, at
-// the next mark, as the same page again (seed 5477: a record updated on
-// every response, marks in whole seconds).
+// detected (docs/guarantees.md: refusing is the desired behaviour), or an hwm
+// walk that cannot progress: more records share one mark than a page holds
+// (docs/pagination.md, "hwm"), which idemsync sees as a full page making no
+// progress or, at the next mark, as the same page again (seed 5477: a record
+// updated on every response, marks in whole seconds).
 func modelRefusal(stderr string) bool {
 	s := strings.ToLower(stderr)
 	return strings.Contains(s, "contradict") || strings.Contains(s, "cap") || strings.Contains(s, "made no progress") ||

@@ -14,7 +14,8 @@ type resourceRunJSON struct {
 	Resource string `json:"resource"`
 }
 
-// jobRunJSON is the --json object of a multi-resource run (SPEC §8).
+// jobRunJSON is the --json object of a multi-resource run (docs/job-file.md,
+// "Running a file with several resources").
 type jobRunJSON struct {
 	Job        string            `json:"job"`
 	Status     string            `json:"status"`
@@ -36,8 +37,8 @@ func (j jobRunJSON) resource(t *testing.T, name string) resourceRunJSON {
 	return resourceRunJSON{}
 }
 
-// parseJobRun parses the multi-resource --json object on stdout and checks
-// it has every key SPEC §8 names.
+// parseJobRun parses the multi-resource --json object on stdout and checks it
+// has every key docs/job-file.md names for it.
 func parseJobRun(t *testing.T, r result) jobRunJSON {
 	t.Helper()
 	var raw struct {

@@ -112,8 +112,9 @@ func TestStatusPerResource(t *testing.T) {
 	}
 }
 
-// The multi-resource --json object (SPEC §8): job, status, exit_code,
-// duration_ms and one v1 run object per resource, in file order.
+// The multi-resource --json object (docs/job-file.md, "Running a file with
+// several resources"): job, status, exit_code, duration_ms and one v1 run
+// object per resource, in file order.
 func TestResourcesAggregateJSON(t *testing.T) {
 	s, url := startShop(t, fakeapi.ShopOptions{Parents: 15, Seed: 6})
 	dir := t.TempDir()

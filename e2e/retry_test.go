@@ -61,7 +61,8 @@ func TestRetriesExhaustedThenContinue(t *testing.T) {
 			if out.Status != "completed" || out.RunID != st.LastRun.RunID {
 				t.Errorf("next run: %+v, want run %d continued to completion", out, st.LastRun.RunID)
 			}
-			// Page 9 is short: page 10, empty, proves it the end (SPEC §6).
+			// Page 9 is short: page 10, empty, proves it the end
+			// (docs/pagination.md).
 			if n := front.count(false, "/page?"); n != 7 {
 				t.Errorf("%d requests to finish, want 7 (pages 4 to 9, and 10 to prove 9 the last)", n)
 			}

@@ -28,7 +28,8 @@ func TestMoreStylesCleanRun(t *testing.T) {
 		requests int
 		// probes: requests past the last page. A short page with no count
 		// signal is only the end once the next position is seen empty
-		// (SPEC §6), so offset and page without total_pages ask for a 12th.
+		// (docs/pagination.md), so offset and page without total_pages ask for
+		// a 12th.
 		probes int
 	}{
 		{"offset", "/offset", 11, 1},

@@ -1,7 +1,7 @@
 package jobfile
 
 import (
-	"github.com/idemsync/idemsync/sink"
+	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"net/url"
@@ -10,12 +10,12 @@ import (
 )
 
 // targetDefaults fills and checks the target block (its URL checked and
-// resolved against dir by the database it names, package sink) and derives the target table from it.
+// resolved against dir by the database it names, package sink/targets) and derives the target table from it.
 func (j loading) targetDefaults(bad func(key, format string, args ...any), dir string, lines map[string]int) {
 	t := &j.Target
 	if t.URL == "" {
 		bad("target.url", "is required")
-	} else if u, file, err := sink.ResolveURL(t.URL, dir); err != nil {
+	} else if u, file, err := targets.ResolveURL(t.URL, dir); err != nil {
 		bad("target.url", "%v", err)
 	} else {
 		t.URL = u

@@ -11,8 +11,9 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// fanoutKeys are the keys of a child resource (SPEC §8), read from the
-// resource's own mapping before its job is loaded: they are no job keys.
+// fanoutKeys are the keys of a child resource (docs/job-file.md, "Parent →
+// child fan-out"), read from the resource's own mapping before its job is
+// loaded: they are no job keys.
 var fanoutKeys = []string{"parent", "parent_rows", "fanout_concurrency"}
 
 // fanout is a resource's parent→child keys as written (nil when absent).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemsync/idemsync/sink"
+	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -152,7 +152,7 @@ var rules = map[string]Rule{
 	"retry.on_status[]": {Doc: "An HTTP status.", Min: num(100), Max: num(599)},
 
 	"target":     {Doc: "Required. Where records are written."},
-	"target.url": {Pattern: sink.URLPattern(), Say: "names no database idemsync knows", Doc: "Required. sqlite:PATH (relative to the job file's folder) or postgres://user:pass@host:5432/db?sslmode=verify-full.", Examples: []any{"sqlite:out/orders.db"}},
+	"target.url": {Pattern: targets.URLPattern(), Say: "names no database idemsync knows", Doc: "Required. sqlite:PATH (relative to the job file's folder) or postgres://user:pass@host:5432/db?sslmode=verify-full.", Examples: []any{"sqlite:out/orders.db"}},
 	"target.table": {Doc: "Required. Table name; PostgreSQL may say schema.table.",
 		Examples: []any{"orders"}},
 	"target.key": {Doc: "Required. The column or columns that identify a record (a single name or a list). With columns, each must be one of them.",

@@ -7,13 +7,13 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// addResources lets root describe a file with several resources (SPEC §8):
-// defaults: and resources: beside name, state and retention, in place of
-// a top-level source and target. A resource and defaults take every job
-// key but name, state and retention, none of them required (defaults fill
-// them in, and the loader checks each merged resource), plus
-// source.base_url and source.path; a resource adds its name and the keys
-// of a child: parent, parent_rows, fanout_concurrency.
+// addResources lets root describe a file with several resources
+// (docs/job-file.md, "Several resources in one file"): defaults: and resources:
+// beside name, state and retention, in place of a top-level source and target.
+// A resource and defaults take every job key but name, state and retention,
+// none of them required (defaults fill them in, and the loader checks each
+// merged resource), plus source.base_url and source.path; a resource adds its
+// name and the keys of a child: parent, parent_rows, fanout_concurrency.
 func (g *generator) addResources(root *Schema) {
 	partial := func() *Schema {
 		s := g.object(reflect.TypeFor[idsync.Spec](), "")

@@ -31,23 +31,24 @@
 // microsecond).
 //
 // A new database is a leaf package beside sink/sqlite and sink/postgres
-// (its Sink, Schemes, OpenTarget, OpenRead and a types.go with its table of
-// column types), a test that passes it to sinktest.Run, and one line in
+// (its Sink, OpenTarget, OpenRead and a types.go with its table of column
+// types), a test that passes it to sinktest.Run, its entry in the table of
+// package sink/targets (schemes, example, the URL check), and one line in
 // drivers below. The job loader (package jobfile) checks and resolves
-// target URLs through this table (ResolveURL), and the JSON Schema names
-// its schemes (URLPattern), so neither changes for a new database.
+// target URLs through sink/targets (ResolveURL), which links no database
+// driver, and the JSON Schema names its schemes (URLPattern), so neither
+// changes for a new database.
 package sink
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sqlite"
 	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -60,21 +61,10 @@ type ReadTarget interface {
 // opener is a leaf's OpenTarget or OpenRead, returning its own *Sink.
 type opener[S any] func(context.Context, *idsync.Target, *slog.Logger) (S, error)
 
-// Driver is one database a target URL can name.
+// Driver is one database a target URL can name: what the loader knows of
+// it (package targets) and how to open it.
 type Driver struct {
-	// Schemes are the URL schemes (before the first colon, lower case)
-	// that name this database.
-	Schemes []string
-	// Example is a target URL of this database, shown in the hint for an
-	// unknown scheme.
-	Example string
-	// Resolve checks a target URL of this database as the job file gives
-	// it and returns the URL to use, a relative path resolved against dir
-	// (the job file's folder).
-	Resolve func(raw, dir string) (string, error)
-	// File is true for a database that is a file idemsync creates, to
-	// which target.mode applies.
-	File bool
+	targets.Database
 	// OpenTarget opens a job's target for writing, creating what the
 	// database needs first (an SQLite file with target.mode).
 	OpenTarget func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error)
@@ -90,14 +80,12 @@ type database interface {
 	ReadTarget
 }
 
-// newDriver builds a Driver from a leaf's exported Schemes, OpenTarget and
-// OpenRead, turning a failed open's typed nil into a plain nil.
-func newDriver[S database](schemes []string, example string, file bool, resolve func(raw, dir string) (string, error), write, read opener[S]) Driver {
+// newDriver builds a Driver from a database's entry in package targets
+// and its leaf's OpenTarget and OpenRead, turning a failed open's typed nil
+// into a plain nil.
+func newDriver[S database](db targets.Database, write, read opener[S]) Driver {
 	return Driver{
-		Schemes: schemes,
-		Example: example,
-		File:    file,
-		Resolve: resolve,
+		Database: db,
 		OpenTarget: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (idsync.Sink, error) {
 			s, err := write(ctx, t, l)
 			if err != nil {
@@ -115,14 +103,14 @@ func newDriver[S database](schemes []string, example string, file bool, resolve 
 	}
 }
 
-// drivers is the one table of databases. A new database is a leaf package
-// with Schemes, OpenTarget and OpenRead, and one line here (see the package
-// comment). The table is explicit rather than filled by each leaf's init:
+// drivers is the one table of openers: each database of targets.All with
+// its leaf. A new database is a leaf package with OpenTarget and OpenRead,
+// its entry in targets.All, and one line here (see the package comment). The table is explicit rather than filled by each leaf's init:
 // the list is read in one place, a leaf never imports this package, and no
 // blank import is needed to make a database known.
 var drivers = []Driver{
-	newDriver(sqlite.Schemes, "sqlite:PATH", true, sqlite.Resolve, sqlite.OpenTarget, sqlite.OpenRead),
-	newDriver(postgres.Schemes, "postgres://user:password@host:5432/database", false, postgres.Resolve, postgres.OpenTarget, postgres.OpenRead),
+	newDriver(targets.SQLite, sqlite.OpenTarget, sqlite.OpenRead),
+	newDriver(targets.Postgres, postgres.OpenTarget, postgres.OpenRead),
 }
 
 // Lookup returns the Driver for rawURL's scheme (compared
@@ -135,7 +123,7 @@ func Lookup(rawURL string) (Driver, error) {
 	return Driver{}, &idsync.Error{
 		Code: idsync.ExitUsage,
 		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use " + examples(),
+		Hint: "use " + targets.Examples(),
 	}
 }
 
@@ -151,41 +139,6 @@ func lookup(rawURL string) (Driver, bool) {
 		}
 	}
 	return Driver{}, false
-}
-
-// examples names a target URL of each database: "sqlite:PATH or postgres://…".
-func examples() string {
-	out := make([]string, len(drivers))
-	for i, d := range drivers {
-		out[i] = d.Example
-	}
-	return strings.Join(out, " or ")
-}
-
-// ResolveURL checks a job file's target URL and returns the URL to use
-// (a relative SQLite path resolved against dir, the job file's folder),
-// and whether its database is a file idemsync creates (target.mode
-// applies). It fails, with a message for target.url, when no database has
-// the URL's scheme or its database refuses the URL.
-func ResolveURL(raw, dir string) (resolved string, file bool, err error) {
-	d, ok := lookup(raw)
-	if !ok {
-		return "", false, fmt.Errorf("must be %s", examples())
-	}
-	resolved, err = d.Resolve(raw, dir)
-	return resolved, d.File, err
-}
-
-// URLPattern is a regular expression that a target URL of some database
-// matches: its scheme, for editors (the JSON Schema of the job file).
-func URLPattern() string {
-	var alts []string
-	for _, d := range drivers {
-		for _, s := range d.Schemes {
-			alts = append(alts, regexp.QuoteMeta(s)+":")
-		}
-	}
-	return "^(" + strings.Join(alts, "|") + ")"
 }
 
 // Open connects to the target database named by rawURL and returns its

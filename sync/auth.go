@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Auth types of source.auth.type (SPEC §9).
+// Auth types of source.auth.type (docs/job-file.md, "Auth").
 const (
 	AuthBearer            = "bearer"
 	AuthBasic             = "basic"

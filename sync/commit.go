@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
 // commit moves one fetched page to its committed checkpoint: validate and
@@ -45,7 +47,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	if err != nil {
 		return false, err
 	}
-	e.failpoint("target-committed")
+	failpoint.Hit("target-committed")
 	skipped := int64(len(dead)) + counts.Dropped
 	if counts.Dropped > 0 {
 		log.Warn("the target database kept rows of the page out of the table although the write succeeded (a trigger returning NULL?); counted as skipped",
@@ -80,7 +82,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
 		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
 	}
-	e.failpoint("checkpoint-committed")
+	failpoint.Hit("checkpoint-committed")
 
 	// 5. Move the run past the page and report it.
 	e.advance(ctx, rs, log, &fp, pc, counts, where)

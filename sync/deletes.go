@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// target.deletes values (SPEC §10).
+// target.deletes values (docs/deletions.md, "target.deletes").
 const (
 	DeletesKeep = "keep" // rows a full pass did not see stay as they are (the default)
 	DeletesSoft = "soft" // they get ColDeletedAt set; a key that reappears clears it
@@ -99,10 +99,6 @@ type SweepRequest struct {
 	AllowCommand string
 	// At is the time soft-deleted rows are marked with.
 	At time.Time
-	// Failpoint, when set, is called at each step of the sweep with its
-	// name ("sweep-loaded": the keys are in, nothing removed yet;
-	// "sweep-applied": removed, not committed).
-	Failpoint func(step string)
 }
 
 // Base is the share's denominator: the live rows the table held before
@@ -122,8 +118,8 @@ type SweepResult struct {
 	Base    int64 // live rows before the pass (SweepRequest.Base)
 }
 
-// Sweeper is a Sink that can record the keys of a full pass and remove
-// the rows it did not see (SPEC §10). Both sinks implement it.
+// Sweeper is a Sink that can record the keys of a full pass and remove the rows
+// it did not see (docs/deletions.md, "The sweep"). Both sinks implement it.
 type Sweeper interface {
 	// KeyForms returns, for each row, its key in the form the table
 	// stores it, encoded as a string Sweep can match against stored rows

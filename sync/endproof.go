@@ -8,10 +8,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// A run may end only on positive evidence of the end of pagination (SPEC
-// §4.10, §6): the style's own end signal, and no other configured or
-// observed signal (has_more, total_pages, total, a Link rel="next" header)
-// saying there is more. decideEnd weighs them for one fetched page.
+// A run may end only on positive evidence of the end of pagination
+// (docs/guarantees.md, "Exit 0 means complete"; docs/pagination.md, "How a run
+// knows it reached the end"): the style's own end signal, and no other
+// configured or observed signal (has_more, total_pages, total, a Link
+// rel="next" header) saying there is more. decideEnd weighs them for one
+// fetched page.
 
 // endResult is the end decision for one fetched page.
 type endResult struct {

@@ -20,7 +20,8 @@ type Options struct {
 	TimeLimit time.Duration // stop cleanly after the page in progress once elapsed, having committed at least one (0: none)
 	Verify    bool          // compare stored mapped columns too and rewrite rows changed outside idemsync (Table.Verify)
 	// Full makes a new run of kind run a full pass (run --full): no lower
-	// bound, from the first page, and a sweep at its end (SPEC §10).
+	// bound, from the first page, and a sweep at its end (docs/deletions.md,
+	// "incremental.full_every and run --full").
 	Full bool
 	// AllowMassDelete lets this run's sweep pass target.max_delete_ratio.
 	AllowMassDelete bool
@@ -92,10 +93,6 @@ type Engine struct {
 	// line lowers it to debug while a progress bar shows the pages. The
 	// run's summary line ("run finished") is always INFO.
 	PageLogLevel slog.Level
-	// Failpoint, when set, is called at each durable step of a page with its
-	// name ("fetched", "target-committed", "checkpoint-committed"); tests
-	// use it to crash the process at that point.
-	Failpoint func(step string)
 	// OnSweep, when set, is called after a sweep committed with the rows
 	// it deleted or marked.
 	OnSweep func(deleted int64)
@@ -235,10 +232,4 @@ func wrapPermanent(context string, err error) error {
 		return fmt.Errorf("%s: %w", context, err)
 	}
 	return &Error{Code: ExitPermanent, Msg: context, Err: err}
-}
-
-func (e *Engine) failpoint(step string) {
-	if e.Failpoint != nil {
-		e.Failpoint(step)
-	}
 }

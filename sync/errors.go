@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Exit codes of the command line contract (SPEC §2). They are stable: scripts,
-// cron and n8n branch on them.
+// Exit codes of the command line (docs/operations.md, "Exit codes"). They are
+// stable: scripts, cron and n8n branch on them.
 const (
 	ExitOK          = 0   // run completed or command succeeded
 	ExitPermanent   = 1   // permanent failure; checkpoint intact

@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
-// A full pass (SPEC §10) is a run of kind run that reads the whole
-// source: every run of a job that always starts from its first page, and
-// a run of an incremental, hwm or continue: true job that run --full,
-// incremental.full_every or a refused sweep asked for. It is fixed when
-// the run starts (RunInfo.Full). When it completed every page, the rows
-// whose key it did not see are swept (deletes: soft or hard) before the
-// run is marked completed.
+// A full pass (docs/deletions.md, "Full passes") is a run of kind run that
+// reads the whole source: every run of a job that always starts from its first
+// page, and a run of an incremental, hwm or continue: true job that run --full,
+// incremental.full_every or a refused sweep asked for. It is fixed when the run
+// starts (RunInfo.Full). When it completed every page, the rows whose key it
+// did not see are swept (deletes: soft or hard) before the run is marked
+// completed.
 
 // incompleteKeys is why a pass with a page committed without its keys
 // proves nothing: its set of seen keys must not decide a deletion.
@@ -176,7 +178,7 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 			return RunFailed, err
 		}
 		deleted = n
-		e.failpoint("swept")
+		failpoint.Hit("swept")
 	}
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
@@ -220,7 +222,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 	t0 := time.Now()
 	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
-		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC(), Failpoint: e.Failpoint})
+		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()})
 	if reason, ok := noProofOf(err); ok {
 		rs.noProof(reason)
 		return 0, nil

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Which new runs are full passes (SPEC §10): every run of a job that
-// starts from the first page; for incremental, hwm and continue: true
-// jobs only under --full, full_every or after a refused sweep; never a
+// Which new runs are full passes (docs/deletions.md, "Full passes"): every run
+// of a job that starts from the first page; for incremental, hwm and continue:
+// true jobs only under --full, full_every or after a refused sweep; never a
 // replay.
 func TestFullPassDecision(t *testing.T) {
 	page := "  style: page\n  size_param: per_page\n  size: 10\n"

@@ -2,7 +2,7 @@ package sync
 
 import "time"
 
-// Marks from the future (SPEC §7).
+// Marks from the future (docs/job-file.md, "Records dated in the future").
 //
 // A record dated far ahead of now (a typo, a placeholder such as
 // 2099-12-31, a clock gone wrong) is synced like any other, but a saved

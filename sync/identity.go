@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// The identity of a job's walk (SPEC §7, §4.11).
+// The identity of a job's walk (docs/job-file.md, "What defines a job's walk";
+// docs/guarantees.md, "Job identity").
 //
 // A job's walk is what decides which records its pages hold and where its
 // checkpoints and marks point: the request (URL, method, query, body,

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// checkUnfinished refuses to continue run when the job's walk is no longer
-// the one it was started with (SPEC §7): its checkpoint points into
-// another walk (a page number under another page size, a cursor of
-// another query), so continuing it would skip or repeat records and
+// checkUnfinished refuses to continue run when the job's walk is no longer the
+// one it was started with (docs/job-file.md, "What defines a job's walk"): its
+// checkpoint points into another walk (a page number under another page size, a
+// cursor of another query), so continuing it would skip or repeat records and
 // still end with exit 0. A run started before identities were kept is
 // continued. The error is exit 2; nothing was fetched or changed.
 func (e *Engine) checkUnfinished(run *RunInfo, cur Identity) error {

@@ -2,7 +2,8 @@ package sync
 
 import "time"
 
-// The saved mark of an incremental run (SPEC §7, §9).
+// The saved mark of an incremental run (docs/job-file.md, "incremental";
+// docs/guarantees.md, "High-water marks at the boundary").
 //
 // An incremental window filters a walk that is ordered by something other
 // than the mark (an id cursor, a next link, page numbers). A record updated

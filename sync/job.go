@@ -11,8 +11,9 @@ type Job struct {
 	Table     Table  // target table; Columns empty when they are inferred
 	Infer     bool   // columns are inferred from the records (target.columns omitted)
 	Secrets   *Redactor
-	// Parent is the parent resource of a child resource (SPEC §8): the
-	// job is walked once per parent row. nil for any other job.
+	// Parent is the parent resource of a child resource (docs/job-file.md,
+	// "Parent → child fan-out"): the job is walked once per parent row. nil for
+	// any other job.
 	Parent *ParentSpec
 }
 

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Mark formats (incremental.format, SPEC §9).
+// Mark formats (incremental.format; docs/job-file.md, "Marks are sent as the
+// API wrote them").
 const (
 	FormatAsReceived = "as_received" // the form the API used (default)
 	FormatRFC3339    = "rfc3339"     // 2024-01-01T00:00:00Z, in UTC, whole seconds

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
 // fetched is one page on its way from HTTP response to commit: the response,
@@ -107,7 +109,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 			}
 		}
 		pre = nil
-		e.failpoint("fetched")
+		failpoint.Hit("fetched")
 		fp.resp = resp
 		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp)
 		d, err := pg.decideEnd(pos, resp, fp.pageMax, to, probe)

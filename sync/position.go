@@ -26,8 +26,9 @@ type Position struct {
 	// beyond Win when several are walked at once (incremental.concurrency):
 	// see windowState. "" for a run walked one window at a time.
 	Fly string `json:"fly,omitempty"`
-	// Parent, in a child run (SPEC §8), names the parent row of window
-	// Win by its key ("id=42") for people; "" otherwise.
+	// Parent, in a child run (docs/job-file.md, "Parent → child fan-out"),
+	// names the parent row of window Win by its key ("id=42") for people; ""
+	// otherwise.
 	Parent string `json:"parent,omitempty"`
 }
 

@@ -20,9 +20,9 @@ const (
 // in incremental.param (From, "" when none) and the upper bound it sends
 // in incremental.end_param (To, "" when none).
 //
-// Parent, for a child resource (fan-out, SPEC §8), is the parent row whose
-// children the window walks: a JSON object of the parent's columns (their
-// values as text, or null); "" otherwise.
+// Parent, for a child resource (fan-out: docs/job-file.md, "Parent → child
+// fan-out"), is the parent row whose children the window walks: a JSON object
+// of the parent's columns (their values as text, or null); "" otherwise.
 type Window struct{ From, To, Parent string }
 
 // request returns the request for the page at pos in the run's window

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ColumnType is the type of a target column (SPEC §3).
+// ColumnType is the type of a target column (docs/job-file.md, "Columns").
 type ColumnType string
 
 // Column types. Each backend maps them to its own SQL types.
@@ -45,8 +45,9 @@ type Column struct {
 	Name string     // column name in the table
 	Path string     // GJSON path of the value in each record
 	Type ColumnType // column type
-	// Parent, in a child resource (SPEC §8), is the parent table's column
-	// whose value the column takes; Path is then unused.
+	// Parent, in a child resource (docs/job-file.md, "Parent → child fan-out"),
+	// is the parent table's column whose value the column takes; Path is then
+	// unused.
 	Parent string
 	// Was, for an inferred column widened since it was first inferred, is
 	// the type it had first ("" otherwise). A sink whose column still has
@@ -189,10 +190,11 @@ func Dedupe(t *Table, rows []Row) ([]Row, int) {
 	return out, len(rows) - len(out)
 }
 
-// TableStater is a Sink that can tell whether its target table exists and
-// holds rows. The engine asks before each new or continued run: a table
-// that is missing, or empty while the state file holds progress (a mark,
-// committed pages), makes the run start from the beginning (SPEC §7).
+// TableStater is a Sink that can tell whether its target table exists and holds
+// rows. The engine asks before each new or continued run: a table that is
+// missing, or empty while the state file holds progress (a mark, committed
+// pages), makes the run start from the beginning (docs/job-file.md, "What
+// defines a job's walk").
 type TableStater interface {
 	// TableState reports whether t exists and, when it does, whether it
 	// holds no row. It never creates or changes anything. Errors are

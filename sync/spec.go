@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Spec is a job file as written by the user (SPEC §3), after ${VAR}
+// Spec is a job file as written by the user (docs/job-file.md), after ${VAR}
 // expansion and before defaults. Load fills defaults and validates it.
 type Spec struct {
 	Name        string       `yaml:"name" json:"name" jsonschema:"required"`
@@ -40,7 +40,7 @@ type Source struct {
 	// job only. Named long on purpose; a warning is logged on every run.
 	InsecureSkipTLSVerify bool `yaml:"insecure_skip_tls_verify,omitempty" json:"insecure_skip_tls_verify,omitempty"`
 	// Auth, when set, authenticates every request to the source's origin
-	// (SPEC §9).
+	// (docs/job-file.md, "Auth").
 	Auth *Auth `yaml:"auth,omitempty" json:"auth,omitempty"`
 	// FollowOrigins lists the other origins a next link, next URL or
 	// redirect may lead to (followed without credentials); any other is
@@ -131,9 +131,9 @@ type Incremental struct {
 	// MaxFuture: a record whose mark lies more than this after the run's
 	// start never moves the saved mark. Defaults to 1h.
 	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`
-	// FullEvery, when set, makes a run a full pass (no lower bound) when
-	// the last completed full pass started more than this long ago, or
-	// never completed (SPEC §10).
+	// FullEvery, when set, makes a run a full pass (no lower bound) when the
+	// last completed full pass started more than this long ago, or never
+	// completed (docs/deletions.md, "incremental.full_every and run --full").
 	FullEvery Duration `yaml:"full_every,omitempty" json:"full_every,omitempty"`
 }
 
@@ -159,8 +159,8 @@ type Target struct {
 	// Mode is the permission of an SQLite target file idemsync creates, an
 	// octal string such as "0640". Defaults to "0600", like the state file.
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
-	// Deletes is what happens to rows a completed full pass did not see:
-	// keep, soft or hard (SPEC §10). Defaults to keep.
+	// Deletes is what happens to rows a completed full pass did not see: keep,
+	// soft or hard (docs/deletions.md). Defaults to keep.
 	Deletes string `yaml:"deletes,omitempty" json:"deletes,omitempty"`
 	// MaxDeleteRatio: a sweep that would remove more than this share of
 	// the table's live rows fails its run. Defaults to 0.5.

@@ -5,7 +5,7 @@ import "time"
 // JobStatus returns the status of a job as status reports it: never_run,
 // running (a process holds its lock), interrupted (its last run stopped
 // unfinished: killed or interrupted), partial (stopped by --max-pages or
-// --time-limit; an extension of SPEC §2), failed, or completed.
+// --time-limit), failed, or completed (docs/operations.md, "status").
 func JobStatus(js *JobState) string {
 	switch {
 	case js.Holder != "":
@@ -37,7 +37,7 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 		style = guessStyle(pos)
 	}
 	status := r.Status
-	if status == RunRefused { // a run's status is one of SPEC §2's
+	if status == RunRefused { // a run's status is one of docs/operations.md's ("status")
 		status = RunFailed
 	}
 	res := Result{

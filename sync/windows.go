@@ -14,7 +14,8 @@ import (
 	"time"
 )
 
-// Windows walked at once (incremental.concurrency, SPEC §9).
+// Windows walked at once (incremental.concurrency; docs/pagination.md,
+// "Windows: walking a since-window in parallel").
 //
 // A run split into windows (incremental.step) keeps one checkpoint: the
 // lowest window not yet completed (Position.Win) at its next page, and in

@@ -1,8 +1,8 @@
-// Package fakeapi is a deterministic, thread-safe, in-memory HTTP/JSON API
-// that serves one data set of customer orders in every pagination style
-// idemsync supports (SPEC §3), with optional latency, fault injection and
-// live mutation. It exists for integration tests and for the example program
-// in examples/api; nothing in the product imports it.
+// Package fakeapi is a deterministic, thread-safe, in-memory HTTP/JSON API that
+// serves one data set of customer orders in every pagination style idemsync
+// supports (docs/pagination.md), with optional latency, fault injection and
+// live mutation. It exists for integration tests and for the example program in
+// examples/api; nothing in the product imports it.
 //
 // An *API is an http.Handler, so tests serve it with
 // httptest.NewServer(fakeapi.New(fakeapi.Options{})); programs can use Start

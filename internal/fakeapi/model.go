@@ -50,8 +50,8 @@ type Scenario struct {
 	Hostiles []string
 }
 
-// FullPasses reports whether every run of the scenario's job is a full
-// pass (SPEC §10): neither incremental nor hwm.
+// FullPasses reports whether every run of the scenario's job is a full pass
+// (docs/deletions.md, "Full passes"): neither incremental nor hwm.
 func (s Scenario) FullPasses() bool { return !s.Has("incremental") && s.Style != "hwm" }
 
 // Has reports whether the scenario enables behaviour kind b.
@@ -77,10 +77,11 @@ func (s Scenario) keyed() bool {
 	return strings.HasPrefix(s.Style, "cursor") || s.Style == "link" || s.Style == "hwm"
 }
 
-// survivable reports whether SPEC lets a job of this style get through
-// behaviour b without a hole: a short page or a page cap is only detectable
-// where the job has a counting signal (or, for caps, a cursor that carries
-// the position); hwm and plain page walks end on a short page by contract.
+// survivable reports whether idemsync's rules (docs/pagination.md) let a job of
+// this style get through behaviour b without a hole: a short page or a page cap
+// is only detectable where the job has a counting signal (or, for caps, a
+// cursor that carries the position); hwm and plain page walks end on a short
+// page by contract.
 func (s Scenario) survivable(b string) bool {
 	switch b {
 	case "shortpage", "emptypage":

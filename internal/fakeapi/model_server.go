@@ -60,8 +60,8 @@ func NewModelAPI(sc Scenario) *ModelAPI {
 		} else {
 			m.clock = m.clock.Add(time.Second)
 			if sc.Has("ties") && m.mrng.Intn(2) == 0 {
-				// At most size-1 records share a mark: an hwm page of
-				// one mark only cannot progress (SPEC §3).
+				// At most size-1 records share a mark: an hwm page of one mark
+				// only cannot progress (docs/pagination.md, "hwm").
 				tie = m.mrng.Intn(min(4, sc.Size-1))
 			}
 		}

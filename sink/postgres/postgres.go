@@ -1,5 +1,5 @@
 // Package postgres is the PostgreSQL target of idemsync (pgx/v5): Sink
-// implements idsync.Sink, Schemes and OpenTarget make it known to the opener
+// implements idsync.Sink, OpenTarget and OpenRead make it known to the opener
 // in package sink, and types.go holds its one table of column types. It
 // passes the suite of sink/sinktest.
 package postgres
@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,10 +270,6 @@ func innermost(err error) error {
 	}
 }
 
-// Schemes are the URL schemes that name a PostgreSQL target, compared
-// case-insensitively: postgres://… and postgresql://….
-var Schemes = []string{"postgres", "postgresql"}
-
 // OpenTarget connects to the server of a job's target as Open does, with
 // every statement bounded by t.Timeout (nil: lock 30s, statement 5m). It
 // fails as Open does.
@@ -286,18 +281,4 @@ func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Si
 // back, as Open does (the default statement bounds). It fails as Open does.
 func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
 	return Open(ctx, t.URL, logger)
-}
-
-// Resolve checks a target URL of this database as the job file gives it:
-// it must parse as a URL and name a host. The URL is returned unchanged
-// (dir is not used: a server has no relative paths).
-func Resolve(raw, _ string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("not a valid postgres URL")
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("postgres URL needs a host")
-	}
-	return raw, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
@@ -96,9 +97,7 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := p.loadSeen(ctx, tx, t, types, req.Keys); err != nil {
 		return res, p.dbError(op, err)
 	}
-	if req.Failpoint != nil {
-		req.Failpoint("sweep-loaded")
-	}
+	failpoint.Hit("sweep-loaded")
 	gone, live := pgSweepWhere(t)
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&res.Live); err != nil {
 		return res, p.dbError(op, err)
@@ -133,9 +132,7 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
-	if req.Failpoint != nil {
-		req.Failpoint("sweep-applied")
-	}
+	failpoint.Hit("sweep-applied")
 	if err := tx.Commit(ctx); err != nil {
 		return idsync.SweepResult{}, p.dbError(op, err)
 	}

@@ -13,8 +13,8 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// parentCases check idsync.ParentReader, which a child resource's fan-out
-// reads its parent's table with (SPEC §8).
+// parentCases check idsync.ParentReader, which a child resource's fan-out reads
+// its parent's table with (docs/job-file.md, "Parent → child fan-out").
 func parentCases() []testCase {
 	ctx := context.Background()
 	orders := func(b *DB) *idsync.Table {

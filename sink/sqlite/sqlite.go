@@ -1,6 +1,6 @@
 // Package sqlite is the SQLite target of idemsync (embedded, the default;
-// modernc.org/sqlite, no cgo): Sink implements idsync.Sink, Schemes and
-// OpenTarget make it known to the opener in package sink, and types.go holds
+// modernc.org/sqlite, no cgo): Sink implements idsync.Sink, OpenTarget and
+// OpenRead make it known to the opener in package sink, and types.go holds
 // its one table of column types. It passes the suite of sink/sinktest.
 package sqlite
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -77,7 +78,7 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := loadSeen(ctx, tx, t, st, req.Keys); err != nil {
 		return res, s.wrap(op, err)
 	}
-	failpoint(req, "sweep-loaded")
+	failpoint.Hit("sweep-loaded")
 	gone, live := sweepWhere(t)
 	tbl := sqlkit.QuoteIdent(t.Name)
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live).Scan(&res.Live); err != nil {
@@ -115,7 +116,7 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return idsync.SweepResult{}, err
 	}
-	failpoint(req, "sweep-applied")
+	failpoint.Hit("sweep-applied")
 	if _, err := tx.ExecContext(ctx, `DROP TABLE `+seenTable); err != nil {
 		return idsync.SweepResult{}, s.wrap(op, err)
 	}
@@ -123,13 +124,6 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return idsync.SweepResult{}, s.wrap(op, err)
 	}
 	return res, nil
-}
-
-// failpoint calls req's failpoint, when it has one.
-func failpoint(req idsync.SweepRequest, step string) {
-	if req.Failpoint != nil {
-		req.Failpoint(step)
-	}
 }
 
 // loadSeen creates seenTable with one column per key column, declared

@@ -2,18 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
-
-// Schemes are the URL schemes that name an SQLite target, compared
-// case-insensitively: sqlite:PATH, sqlite://PATH and sqlite:///abs/path.
-var Schemes = []string{"sqlite"}
 
 // Path returns the file path of a sqlite: URL: what follows "sqlite:" and
 // an optional "//", relative to the working directory unless absolute;
@@ -62,25 +56,4 @@ func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink
 		}
 	}
 	return Open(ctx, path, logger)
-}
-
-// Resolve checks a target URL of this database as the job file gives it
-// and returns it with a relative file path made absolute against dir (the
-// job file's folder): sqlite:out.db in /jobs is sqlite:/jobs/out.db. It
-// fails, with a message for the job file's target.url, when the URL names
-// no file.
-func Resolve(raw, dir string) (string, error) {
-	_, p, _ := strings.Cut(raw, ":")
-	p = strings.TrimPrefix(p, "//")
-	if p == "" {
-		return "", fmt.Errorf("sqlite: needs a file path, e.g. sqlite:out/orders.db")
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	return "sqlite:" + abs, nil
 }

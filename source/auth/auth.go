@@ -1,7 +1,7 @@
-// Package auth authenticates the requests of a job's source (SPEC §9
-// source.auth): each type is an http.RoundTripper wrapper, installed on
-// the fetcher with httpsource.Fetcher.SetAuth, which only routes requests to
-// the source's origin through it.
+// Package auth authenticates the requests of a job's source (source.auth,
+// docs/job-file.md, "Auth"): each type is an http.RoundTripper wrapper,
+// installed on the fetcher with httpsource.Fetcher.SetAuth, which only routes
+// requests to the source's origin through it.
 package auth
 
 import (

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemsync/idemsync/internal/failpoint"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -48,9 +49,6 @@ type Fetcher struct {
 	plain, authed http.RoundTripper
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
-	// BeforeRequest, when set, is called before each attempt is sent (a
-	// failpoint for crash tests).
-	BeforeRequest func()
 }
 
 // Config is what a Fetcher needs of a job: its source and retry blocks,
@@ -115,9 +113,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			return nil, err
 		}
 	}
-	if t.f.BeforeRequest != nil {
-		t.f.BeforeRequest()
-	}
+	failpoint.Hit("request")
 	return timedRoundTrip(t.base, req, t.f.cfg.Source.Timeout.Duration)
 }
 

@@ -1,0 +1,70 @@
+//go:build failpoint
+
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+var (
+	armed   = sync.OnceValues(parse)
+	stepLog = sync.OnceValue(openStepLog)
+	mu      sync.Mutex
+	hits    int
+)
+
+// parse reads IDEMSYNC_TEST_FAILPOINT: the step ("" for none) and on which
+// of its hits to kill.
+func parse() (step string, n int) {
+	step, nth, _ := strings.Cut(os.Getenv("IDEMSYNC_TEST_FAILPOINT"), ":")
+	n, err := strconv.Atoi(nth)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	return step, n
+}
+
+// openStepLog opens the file IDEMSYNC_TEST_STEP_LOG names, nil when unset
+// or when it cannot be opened (the test reading it then fails).
+func openStepLog() *os.File {
+	path := os.Getenv("IDEMSYNC_TEST_STEP_LOG")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// Hit appends "STEP UNIXNANO" to the step log when one is set (the
+// rate-limit test reads when requests were sent, not when they arrived),
+// and kills the process when step is the armed one and this is its N-th
+// hit.
+func Hit(step string) {
+	if f := stepLog(); f != nil {
+		line := fmt.Sprintf("%s %d\n", step, time.Now().UnixNano())
+		mu.Lock()
+		_, _ = f.WriteString(line)
+		mu.Unlock()
+	}
+	want, n := armed()
+	if want == "" || step != want {
+		return
+	}
+	mu.Lock()
+	hits++
+	h := hits
+	mu.Unlock()
+	if h == n {
+		p, _ := os.FindProcess(os.Getpid())
+		_ = p.Kill()
+		select {} // wait for the kill
+	}
+}
