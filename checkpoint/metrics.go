@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // RunMetrics is how one command (run, resume or replay) ended: when, how
@@ -50,7 +50,7 @@ func metricsKey(job string) (string, string) {
 // counters of job in tx, the transaction that commits them, so that every
 // run counts whether or not it writes a metrics file (docs/operations.md,
 // Metrics). A row first created here has no last run yet ("").
-func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c idsync.Counts, skipped int64) error {
+func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c contract.Counts, skipped int64) error {
 	file, resource := metricsKey(job)
 	_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted, last_run_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '')
@@ -69,7 +69,7 @@ func addCounters(ctx context.Context, tx *sql.Tx, job string, pages int64, c ids
 // single-resource job, the job's name) ended and returns the job's totals,
 // in one transaction. A failure (Success false) leaves the last success
 // time as it was. prune never removes these rows. Errors are
-// *idsync.Error (exit 1, or 3 when the file is busy).
+// *contract.Error (exit 1, or 3 when the file is busy).
 func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMetrics) (MetricsTotals, error) {
 	t := MetricsTotals{Job: job, Resource: resource}
 	if err := checkJob(job); err != nil {
@@ -100,7 +100,7 @@ func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m RunMe
 }
 
 // Metrics returns the metrics totals of job and resource; a job with no
-// recorded run has zero totals and zero times. Errors are *idsync.Error.
+// recorded run has zero totals and zero times. Errors are *contract.Error.
 func (s *Store) Metrics(ctx context.Context, job, resource string) (MetricsTotals, error) {
 	t := MetricsTotals{Job: job, Resource: resource}
 	var last, success sql.NullString

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -21,11 +22,11 @@ func TestRunMetricsTotals(t *testing.T) {
 	}
 	// A run whose end is never recorded (killed) still counts its pages.
 	id := startRun(t, s, idsync.RunInfo{Job: "orders", Full: true})
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Counts: idsync.Counts{Inserted: 100}})
+	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Counts: contract.Counts{Inserted: 100}})
 	if got, err = s.Metrics(ctx, "orders", "orders"); err != nil || got.Pages != 1 || got.Inserted != 100 || !got.LastRun.IsZero() {
 		t.Fatalf("after a page of a run not ended: %+v, %v", got, err)
 	}
-	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p2", Next: "p3", Counts: idsync.Counts{Inserted: 20, Deleted: 1}})
+	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p2", Next: "p3", Counts: contract.Counts{Inserted: 20, Deleted: 1}})
 	if err := s.CompletePass(ctx, id, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestRunMetricsTotals(t *testing.T) {
 	}
 	id = startRun(t, s, idsync.RunInfo{Job: "orders"})
 	commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Skipped: 1,
-		Counts: idsync.Counts{Inserted: 5, Updated: 2, Unchanged: 7}})
+		Counts: contract.Counts{Inserted: 5, Updated: 2, Unchanged: 7}})
 	if _, err := s.AddRunMetrics(ctx, "orders", "orders", RunMetrics{At: t0.Add(time.Hour), Duration: time.Second, ExitCode: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestRunMetricsResourceKey(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	id := startRun(t, s, idsync.RunInfo{Job: "shop.orders"})
-	commit(t, s, "shop.orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Counts: idsync.Counts{Inserted: 4}})
+	commit(t, s, "shop.orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Counts: contract.Counts{Inserted: 4}})
 	got, err := s.Metrics(ctx, "shop", "orders")
 	if err != nil || got.Pages != 1 || got.Inserted != 4 {
 		t.Errorf("shop/orders: %+v, %v", got, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -104,10 +105,10 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 	}
 	defer tx.Rollback() //nolint:errcheck
 	_, err = s.StartRun(context.Background(), &idsync.RunInfo{Job: "orders"})
-	if got := idsync.ExitCode(err); got != idsync.ExitTransient {
-		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, idsync.ExitTransient)
+	if got := contract.ExitCode(err); got != contract.ExitTransient {
+		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, contract.ExitTransient)
 	}
-	if idsync.Hint(err) == "" {
+	if contract.Hint(err) == "" {
 		t.Errorf("no hint: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -22,9 +23,9 @@ import (
 //
 // The run must belong to job, be running, and be owned by this Store (it
 // started or reopened it); a run another Store took over returns an error
-// wrapping idsync.ErrLocked (exit 4). On any error (including a
+// wrapping contract.ErrLocked (exit 4). On any error (including a
 // cancelled ctx) nothing is recorded and the checkpoint stays where it
-// was; errors are *idsync.Error (exit 1) naming the state file, except a
+// was; errors are *contract.Error (exit 1) naming the state file, except a
 // context's error, which is returned wrapped as it is.
 func (s *Store) CommitPage(ctx context.Context, job string, p *idsync.PageCommit) error {
 	op := "job " + job + ": commit page"
@@ -143,7 +144,7 @@ func insertDead(ctx context.Context, tx *sql.Tx, job string, p *idsync.PageCommi
 }
 
 // Pages returns the committed pages of a run in commit order; none for an
-// unknown run. Errors are *idsync.Error (exit 1).
+// unknown run. Errors are *contract.Error (exit 1).
 func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, error) {
 	op := fmt.Sprintf("run %d: list pages", runID)
 	rows, err := s.db.QueryContext(ctx, `
@@ -172,7 +173,7 @@ func (s *Store) Pages(ctx context.Context, runID int64) ([]idsync.PageInfo, erro
 }
 
 // DeadLetters returns the job's dead letters, newest first; n <= 0 returns
-// all of them. Errors are *idsync.Error (exit 1).
+// all of them. Errors are *contract.Error (exit 1).
 func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.DeadLetter, error) {
 	op := "job " + job + ": list dead letters"
 	if n <= 0 {
@@ -206,13 +207,13 @@ func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]idsync.De
 // storedColumn is a Column as the jobs table keeps it; the tags keep the
 // stored JSON stable if the engine's type changes.
 type storedColumn struct {
-	Name string            `json:"name"`
-	Path string            `json:"path"`
-	Type idsync.ColumnType `json:"type"`
-	Was  idsync.ColumnType `json:"was,omitempty"` // the type before a widening
+	Name string              `json:"name"`
+	Path string              `json:"path"`
+	Type contract.ColumnType `json:"type"`
+	Was  contract.ColumnType `json:"was,omitempty"` // the type before a widening
 }
 
-func encodeColumns(cols []idsync.Column) ([]byte, error) {
+func encodeColumns(cols []contract.Column) ([]byte, error) {
 	out := make([]storedColumn, len(cols))
 	for i, c := range cols {
 		out[i] = storedColumn{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was} // inferred columns: never a parent's
@@ -224,7 +225,7 @@ func encodeColumns(cols []idsync.Column) ([]byte, error) {
 	return b, nil
 }
 
-func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
+func decodeColumns(v sql.NullString) ([]contract.Column, error) {
 	if !v.Valid {
 		return nil, nil
 	}
@@ -232,9 +233,9 @@ func decodeColumns(v sql.NullString) ([]idsync.Column, error) {
 	if err := json.Unmarshal([]byte(v.String), &in); err != nil {
 		return nil, fmt.Errorf("decode columns: %w", err)
 	}
-	out := make([]idsync.Column, len(in))
+	out := make([]contract.Column, len(in))
 	for i, c := range in {
-		out[i] = idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was}
+		out[i] = contract.Column{Name: c.Name, Path: c.Path, Type: c.Type, Was: c.Was}
 	}
 	return out, nil
 }

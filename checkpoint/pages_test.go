@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -16,8 +17,8 @@ func TestCommitPageIsAtomic(t *testing.T) {
 	page := func(runID int64) *idsync.PageCommit {
 		return &idsync.PageCommit{
 			RunID: runID, Position: "p2", Next: "p3", Records: 5, Hash: "h",
-			Counts: idsync.Counts{Inserted: 4}, Skipped: 1, MaxMark: "7", HWM: "7",
-			Columns:    []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}},
+			Counts: contract.Counts{Inserted: 4}, Skipped: 1, MaxMark: "7", HWM: "7",
+			Columns:    []contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}},
 			Dead:       []idsync.DeadLetter{{Index: 0, Reason: "no key", Raw: `{"x":1}`}, {Index: 3, Reason: "bad", Raw: `{}`}},
 			FinishedAt: time.Now(),
 		}
@@ -67,7 +68,7 @@ func TestCommitPageIsAtomic(t *testing.T) {
 			s := openTemp(t)
 			id := startRun(t, s, idsync.RunInfo{Job: "orders", Checkpoint: "p1"})
 			commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 3,
-				Counts: idsync.Counts{Inserted: 3}, HWM: "5"})
+				Counts: contract.Counts{Inserted: 3}, HWM: "5"})
 			ctx, p := tc.setup(t, s, id)
 			before := takeSnapshot(t, s, "orders", id)
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -20,9 +21,9 @@ func TestRunLifecycle(t *testing.T) {
 		Checkpoint: "page:1", Window: "2025-01-01T00:00:00Z", From: "1", To: "9"})
 	pages := []idsync.PageCommit{
 		{Position: "page:1", Next: "page:2", Records: 10, Hash: "h1",
-			Counts: idsync.Counts{Inserted: 10}, MaxMark: "2025-02-01T00:00:00Z", Elapsed: 1500 * time.Millisecond},
+			Counts: contract.Counts{Inserted: 10}, MaxMark: "2025-02-01T00:00:00Z", Elapsed: 1500 * time.Millisecond},
 		{Position: "page:2", Next: "page:3", Records: 7, Hash: "h2",
-			Counts: idsync.Counts{Inserted: 2, Updated: 3, Unchanged: 1}, Skipped: 1},
+			Counts: contract.Counts{Inserted: 2, Updated: 3, Unchanged: 1}, Skipped: 1},
 		{Position: "page:3", Next: "page:4", Records: 0, Hash: "h3", FinishedAt: start.Add(time.Hour)},
 	}
 	for i, p := range pages {
@@ -272,20 +273,20 @@ func TestColumnsSavedWhenGiven(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	id := startRun(t, s, idsync.RunInfo{Job: "orders"})
-	cols := []idsync.Column{
-		{Name: "id", Path: "id", Type: idsync.TypeInteger},
-		{Name: "email", Path: "customer.email", Type: idsync.TypeText},
-		{Name: "qty", Path: "qty", Type: idsync.TypeNumeric, Was: idsync.TypeInteger}, // widened
+	cols := []contract.Column{
+		{Name: "id", Path: "id", Type: contract.TypeInteger},
+		{Name: "email", Path: "customer.email", Type: contract.TypeText},
+		{Name: "qty", Path: "qty", Type: contract.TypeNumeric, Was: contract.TypeInteger}, // widened
 	}
 	for _, step := range []struct {
-		cols []idsync.Column
-		want []idsync.Column
+		cols []contract.Column
+		want []contract.Column
 	}{
 		{nil, nil},
 		{cols, cols},
 		{nil, cols},
 		{cols[:1], cols[:1]},
-		{[]idsync.Column{}, []idsync.Column{}},
+		{[]contract.Column{}, []contract.Column{}},
 	} {
 		commit(t, s, "orders", idsync.PageCommit{RunID: id, Columns: step.cols})
 		js, err := s.Job(ctx, "orders")

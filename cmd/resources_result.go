@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -46,17 +47,17 @@ func checkOnly(jf *jobfile.File, only []string, kind string) error {
 // resources' wins (2 > 1 > 3 > 130 > 0; 4 and 5 between 3 and 130).
 func severity(code int) int {
 	switch code {
-	case idsync.ExitUsage:
+	case contract.ExitUsage:
 		return 6
-	case idsync.ExitPermanent:
+	case contract.ExitPermanent:
 		return 5
-	case idsync.ExitTransient:
+	case contract.ExitTransient:
 		return 4
-	case idsync.ExitLocked:
+	case contract.ExitLocked:
 		return 3
-	case idsync.ExitNothing:
+	case contract.ExitNothing:
 		return 2
-	case idsync.ExitInterrupted:
+	case contract.ExitInterrupted:
 		return 1
 	}
 	if code != 0 {
@@ -68,9 +69,9 @@ func severity(code int) int {
 // nothingRanStatus is the status of a resource whose run never started.
 func nothingRanStatus(code int) string {
 	switch code {
-	case idsync.ExitNothing:
+	case contract.ExitNothing:
 		return "nothing_to_resume"
-	case idsync.ExitLocked:
+	case contract.ExitLocked:
 		return "locked"
 	}
 	return idsync.RunFailed
@@ -159,11 +160,11 @@ func (m *multiRun) upToDate(out *jobResult) {
 // jobStatusOf is the status of a job whose exit code is code (not 0).
 func jobStatusOf(code int) string {
 	switch code {
-	case idsync.ExitInterrupted:
+	case contract.ExitInterrupted:
 		return idsync.RunInterrupted
-	case idsync.ExitLocked:
+	case contract.ExitLocked:
 		return "locked"
-	case idsync.ExitNothing:
+	case contract.ExitNothing:
 		return "nothing_to_resume"
 	}
 	return idsync.RunFailed
@@ -187,7 +188,7 @@ func (m *multiRun) print(out *jobResult) {
 		}
 		err := rr.err
 		if r.ExitCode != 0 && err == nil {
-			err = idsync.Errorf(r.ExitCode, "%s", r.Error)
+			err = contract.Errorf(r.ExitCode, "%s", r.Error)
 		}
 		printResult(m.ios, m.g, &r, err)
 	}
@@ -207,7 +208,7 @@ func failedJob(ios *IOStreams, g *globalOpts, out *jobResult, err error, red *id
 	if !g.json {
 		return err
 	}
-	out.ExitCode = idsync.ExitCode(err)
+	out.ExitCode = contract.ExitCode(err)
 	out.Error = red.Redact(err.Error())
 	out.Status = jobStatusOf(out.ExitCode)
 	out.DurationMS = time.Since(started).Milliseconds()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/source/auth"
 	"os"
 	"os/signal"
@@ -70,7 +71,7 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	root.SetErr(ios.ErrOut)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return idsync.ExitOK
+		return contract.ExitOK
 	}
 	var reported *reportedError
 	if errors.As(err, &reported) {
@@ -86,12 +87,12 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 func exitCode(err error) int {
 	var ue *usageError
 	if errors.As(err, &ue) {
-		return idsync.ExitUsage
+		return contract.ExitUsage
 	}
 	if strings.HasPrefix(err.Error(), "unknown command") {
-		return idsync.ExitUsage
+		return contract.ExitUsage
 	}
-	return idsync.ExitCode(err)
+	return contract.ExitCode(err)
 }
 
 // printError writes the error: with --json one object on stdout with
@@ -104,16 +105,16 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
-		case idsync.ExitLocked:
+		case contract.ExitLocked:
 			res.Status = "locked"
-		case idsync.ExitNothing:
+		case contract.ExitNothing:
 			res.Status = "nothing_to_resume"
 		}
 		writeJSON(ios, res)
 		return
 	}
 	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)
-	if h := idsync.Hint(err); h != "" {
+	if h := contract.Hint(err); h != "" {
 		fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
 	}
 }

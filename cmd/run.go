@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
@@ -120,7 +121,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
+		return failed(ios, g, skeleton(), contract.Errorf(contract.ExitUsage, "%w", err), job.Secrets)
 	}
 	store, err := checkpoint.Open(ctx, g.statePath(job), log)
 	if err != nil {
@@ -137,7 +138,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runHooks{start: track, page: track})
-	code := idsync.ExitCode(err)
+	code := contract.ExitCode(err)
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
@@ -164,7 +165,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	}
 	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return res, idsync.Errorf(idsync.ExitUsage, "%w", err)
+		return res, contract.Errorf(contract.ExitUsage, "%w", err)
 	}
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	if err := installAuth(ctx, g, job, fetcher, store, log); err != nil {
@@ -173,8 +174,8 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	}
 	eng := &idsync.Engine{
 		Job: job, Store: store, Source: fetcher, Logger: log,
-		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return openWriting(ctx, g, job, log, idsync.TableClaim{})
+		OpenSink: func(ctx context.Context) (contract.Sink, error) {
+			return openWriting(ctx, g, job, log, contract.TableClaim{})
 		},
 	}
 	if bar != nil {
@@ -229,15 +230,15 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 	if !g.json {
 		return err
 	}
-	res.ExitCode = idsync.ExitCode(err)
+	res.ExitCode = contract.ExitCode(err)
 	res.Error = red.Redact(err.Error())
 	if res.Job == "" {
 		res.Job = g.jobName
 	}
 	switch res.ExitCode {
-	case idsync.ExitLocked:
+	case contract.ExitLocked:
 		res.Status = "locked"
-	case idsync.ExitNothing:
+	case contract.ExitNothing:
 		res.Status = "nothing_to_resume"
 	}
 	g.writeResult(ios, res)
@@ -251,7 +252,7 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 	}
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "error: %s\n", r.Error)
-		if h := idsync.Hint(err); h != "" {
+		if h := contract.Hint(err); h != "" {
 			fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
 		}
 	}

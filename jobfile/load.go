@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"errors"
@@ -33,7 +34,7 @@ func (e *SpecError) Error() string {
 }
 
 // ExitCode returns 2.
-func (e *SpecError) ExitCode() int { return idsync.ExitUsage }
+func (e *SpecError) ExitCode() int { return contract.ExitUsage }
 
 // LoadFile reads and validates the job file at path, expanding ${VAR} from
 // the environment. It returns a *SpecError (wrapped in an *Error with exit
@@ -51,11 +52,11 @@ func LoadFile(path string) (*idsync.Job, error) {
 func readFile(path string) (string, []byte, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
+		return "", nil, &contract.Error{Code: contract.ExitUsage, Msg: "job file " + path, Err: err}
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
+		return "", nil, &contract.Error{Code: contract.ExitUsage, Msg: "read job file", Err: err}
 	}
 	return abs, data, nil
 }
@@ -65,7 +66,7 @@ func readFile(path string) (string, []byte, error) {
 // that is not YAML or is empty fails with that error.
 func parseDoc(data []byte, file string, lookup LookupFunc) (*yaml.Node, func(problems ...string) error, error) {
 	fail := func(problems ...string) error {
-		return &idsync.Error{Code: idsync.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
+		return &contract.Error{Code: contract.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A page or offset walk with pagination.total ends when the records it
@@ -52,7 +54,7 @@ func (e *Engine) countsDistinct(rs *runState) bool {
 // starts over at the style's first position or a new parent; a pass
 // continued by a later invocation counts from its first page there (for a
 // run that sweeps, checkPassDistinct checks across the two).
-func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []Row, where string) error {
+func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, where string) error {
 	if !e.countsDistinct(rs) {
 		return nil
 	}
@@ -100,7 +102,7 @@ func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
 		return nil
 	}
 	w.rewalk = true
-	return &Error{Code: ExitTransient,
+	return &contract.Error{Code: contract.ExitTransient,
 		Msg: fmt.Sprintf("the %s walk ended at %s with %d distinct records, short of %s (%d): it read %d record(s) twice, so a page left a record out and the walk did not list every record",
 			e.Job.Pagination.Style, w.endWhere, w.endSeen-repeats, w.totalName, w.endTotal, repeats),
 		Hint: "the run is abandoned: the next run walks the list again from its first page"}
@@ -137,7 +139,7 @@ func (e *Engine) checkPassDistinct(ctx context.Context, rs *runState) error {
 
 // keyColumns returns the indexes of the table's key columns in its
 // columns.
-func keyColumns(t *Table) []int {
+func keyColumns(t *contract.Table) []int {
 	var idx []int
 	for _, k := range t.Key {
 		for i, c := range t.Columns {

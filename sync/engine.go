@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Options select what Engine.Run does.
@@ -62,12 +64,12 @@ type PageEvent struct {
 	RunID    int64
 	Position string // described for people
 	Records  int
-	Counts   Counts
+	Counts   contract.Counts
 	Skipped  int
 	Elapsed  time.Duration
-	Total    Counts // run totals so far
-	Pages    int64  // run pages so far
-	TotalPgs int64  // total pages when the API tells, else 0
+	Total    contract.Counts // run totals so far
+	Pages    int64           // run pages so far
+	TotalPgs int64           // total pages when the API tells, else 0
 }
 
 // Engine syncs one job: it owns the order spec → fetch → page → records →
@@ -75,8 +77,8 @@ type PageEvent struct {
 type Engine struct {
 	Job      *Job
 	Store    Store
-	OpenSink func(ctx context.Context) (Sink, error)
-	Source   PageSource // fetches the pages: source/http's Fetcher in the binary
+	OpenSink func(ctx context.Context) (contract.Sink, error)
+	Source   contract.PageSource // fetches the pages: source/http's Fetcher in the binary
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
@@ -100,7 +102,7 @@ type Engine struct {
 	// sweep skipped, with the reason.
 	OnSweepSkipped func(reason string)
 
-	validator RowValidator // the sink's, when it has one; set by begin
+	validator contract.RowValidator // the sink's, when it has one; set by begin
 }
 
 // runState is the state of the run in progress.
@@ -114,7 +116,7 @@ type runState struct {
 	refused bool   // the run's sweep was refused: it ended for good
 	hwm     string // job's saved mark
 	future  futureMarks
-	total   Counts
+	total   contract.Counts
 	skipped int64
 	pages   int64
 	records int64
@@ -213,12 +215,12 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.HWM = rs.hwm
 	res.DurationMS = time.Since(started).Milliseconds()
 	if status == RunInterrupted {
-		runErr = ErrInterrupted
+		runErr = contract.ErrInterrupted
 	}
 	if runErr != nil {
 		res.Error = job.Secrets.Redact(runErr.Error())
 	}
-	res.ExitCode = ExitCode(runErr)
+	res.ExitCode = contract.ExitCode(runErr)
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
 	}
@@ -229,11 +231,11 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 }
 
 func wrapPermanent(context string, err error) error {
-	var e *Error
+	var e *contract.Error
 	if errors.As(err, &e) {
 		return fmt.Errorf("%s: %w", context, err)
 	}
-	return &Error{Code: ExitPermanent, Msg: context, Err: err}
+	return &contract.Error{Code: contract.ExitPermanent, Msg: context, Err: err}
 }
 
 func (e *Engine) failpoint(step string) {

@@ -3,6 +3,8 @@ package sync
 import (
 	"context"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Run kinds.
@@ -99,11 +101,11 @@ func (r *RunInfo) Unfinished() bool {
 // JobState is what the state file knows about one job.
 type JobState struct {
 	Name        string
-	HWM         string   // saved high-water mark ("" when none)
-	Identity    string   // encoded Identity of the job's latest run ("" when none is stored)
-	Columns     []Column // inferred columns saved so far
-	LastRun     *RunInfo // most recent run, nil when never run
-	LastSync    *RunInfo // most recent run of kind run (not a replay), nil when none
+	HWM         string            // saved high-water mark ("" when none)
+	Identity    string            // encoded Identity of the job's latest run ("" when none is stored)
+	Columns     []contract.Column // inferred columns saved so far
+	LastRun     *RunInfo          // most recent run, nil when never run
+	LastSync    *RunInfo          // most recent run of kind run (not a replay), nil when none
 	DeadLetters int64
 	Holder      string // "pid N on HOST since T" while a run holds the lock
 	// FullPassAt is when the job's last completed full pass started
@@ -121,12 +123,12 @@ type PageCommit struct {
 	Next     string // encoded Position of the next page (the new checkpoint)
 	Records  int64
 	Hash     string // content hash of the page
-	Counts   Counts
+	Counts   contract.Counts
 	Skipped  int64
-	MaxMark  string       // run's MaxMark after this page ("" = unchanged)
-	HWM      string       // job's saved mark after this page ("" = unchanged)
-	Columns  []Column     // inferred columns after this page (nil = unchanged)
-	Dead     []DeadLetter // bad records skipped on this page
+	MaxMark  string            // run's MaxMark after this page ("" = unchanged)
+	HWM      string            // job's saved mark after this page ("" = unchanged)
+	Columns  []contract.Column // inferred columns after this page (nil = unchanged)
+	Dead     []DeadLetter      // bad records skipped on this page
 	// Keys are the KeyString of every row of the page, recorded with the
 	// page so that a full pass knows the keys it saw (docs/deletions.md);
 	// nil records none, which makes the run's set incomplete.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // WriteGrace is how long a page write in progress may go on after the
@@ -73,9 +75,9 @@ func (e *Engine) beginFailed(ctx context.Context, res *Result, started time.Time
 		res.Status, res.ExitCode = RunPartial, 0
 		return res, nil
 	case cancelled || ctx.Err() != nil:
-		res.Status, res.ExitCode = RunInterrupted, ExitCode(ErrInterrupted)
-		res.Error = ErrInterrupted.Error()
-		return res, ErrInterrupted
+		res.Status, res.ExitCode = RunInterrupted, contract.ExitCode(contract.ErrInterrupted)
+		res.Error = contract.ErrInterrupted.Error()
+		return res, contract.ErrInterrupted
 	}
 	return res, err
 }

@@ -6,18 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.ParentReader = (*Sink)(nil)
+var _ contract.ParentReader = (*Sink)(nil)
 
-// ParentRows implements idsync.ParentReader: cols of the rows of t that f
+// ParentRows implements contract.ParentReader: cols of the rows of t that f
 // keeps, by key, each value as its JSON form's text (to_json: timestamps
 // in ISO 8601, numbers as the server writes them). Key bounds are sent as
 // text and cast to the key columns' types as the server has them, so a
 // parent whose columns are inferred is bounded like any other.
-func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f idsync.ParentFilter) ([][]*string, error) {
+func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string, f contract.ParentFilter) ([][]*string, error) {
 	op := "read parent rows of " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -45,7 +45,7 @@ func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if _, ok := types[c]; !ok {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: the table has no column %s", op, c)
+			return nil, contract.Errorf(contract.ExitPermanent, "%s: the table has no column %s", op, c)
 		}
 		sel[i] = fmt.Sprintf("to_json(%s) #>> '{}'", sqlkit.QuoteIdent(c))
 	}
@@ -53,10 +53,10 @@ func (p *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	var args []any
 	if !f.Since.IsZero() {
 		args = append(args, f.Since.UTC())
-		where = append(where, fmt.Sprintf("%s >= $%d", sqlkit.QuoteIdent(idsync.ColSyncedAt), len(args)))
+		where = append(where, fmt.Sprintf("%s >= $%d", sqlkit.QuoteIdent(contract.ColSyncedAt), len(args)))
 	}
 	if t.Soft() { // a parent marked deleted has no children to walk
-		where = append(where, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" IS NULL")
+		where = append(where, sqlkit.QuoteIdent(contract.ColDeletedAt)+" IS NULL")
 	}
 	keys := make([]string, len(t.Key))
 	for i, k := range t.Key {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // tableState checks that TableState tells a missing table from an empty
@@ -12,11 +12,11 @@ import (
 func tableState(t *testing.T, b *DB) {
 	ctx := context.Background()
 	s := b.Sink(t)
-	st, ok := s.(idsync.TableStater)
+	st, ok := s.(contract.TableStater)
 	if !ok {
-		t.Fatalf("%s sink does not implement idsync.TableStater", b.Name)
+		t.Fatalf("%s sink does not implement contract.TableStater", b.Name)
 	}
-	tbl := b.Table("Orders State", []string{"id"}, idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger})
+	tbl := b.Table("Orders State", []string{"id"}, contract.Column{Name: "id", Path: "id", Type: contract.TypeInteger})
 	check := func(step string, wantExists, wantEmpty bool) {
 		t.Helper()
 		exists, empty, err := st.TableState(ctx, tbl)
@@ -33,7 +33,7 @@ func tableState(t *testing.T, b *DB) {
 	check("missing, asked again (nothing was created)", false, true)
 	MustPrepare(t, s, tbl)
 	check("created", true, true)
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, Row(int64(1)))
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, Row(int64(1)))
 	check("one row", true, false)
 	b.Exec(t, "DELETE FROM "+QName(tbl))
 	check("emptied", true, true)

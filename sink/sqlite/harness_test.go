@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlite"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // TestConformance runs the suite every database passes.
@@ -23,8 +23,8 @@ func newSQLiteBackend(t *testing.T) *sinktest.DB {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sub", "target.db")
 	b := &sinktest.DB{Name: "sqlite", UniqueFix: "CREATE UNIQUE INDEX"}
-	b.Open = func(ctx context.Context) (idsync.Sink, error) {
-		return sqlite.OpenTarget(ctx, &idsync.Target{URL: "sqlite:" + path}, nil)
+	b.Open = func(ctx context.Context) (contract.Sink, error) {
+		return sqlite.OpenTarget(ctx, contract.Conn{URL: "sqlite:" + path}, nil)
 	}
 	var db *sql.DB
 	conn := func(t *testing.T) *sql.DB {

@@ -6,16 +6,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.ParentReader = (*Sink)(nil)
+var _ contract.ParentReader = (*Sink)(nil)
 
-// ParentRows implements idsync.ParentReader: cols of the rows of t that f
+// ParentRows implements contract.ParentReader: cols of the rows of t that f
 // keeps (not those marked deleted), as text, by key. Synced-at times are compared as times
 // (julianday); key bounds get the column's type affinity.
-func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f idsync.ParentFilter) ([][]*string, error) {
+func (s *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string, f contract.ParentFilter) ([][]*string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := "read parent rows of " + t.String()
@@ -35,18 +35,18 @@ func (s *Sink) ParentRows(ctx context.Context, t *idsync.Table, cols []string, f
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if !slices.ContainsFunc(all, func(a string) bool { return sqlkit.ASCIILower(a) == sqlkit.ASCIILower(c) }) {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: the table has no column %s", op, c)
+			return nil, contract.Errorf(contract.ExitPermanent, "%s: the table has no column %s", op, c)
 		}
 		sel[i] = fmt.Sprintf("CAST(%s AS TEXT)", sqlkit.QuoteIdent(c))
 	}
 	var where []string
 	var args []any
 	if !f.Since.IsZero() {
-		where = append(where, fmt.Sprintf("julianday(%s) >= julianday(?)", sqlkit.QuoteIdent(idsync.ColSyncedAt)))
+		where = append(where, fmt.Sprintf("julianday(%s) >= julianday(?)", sqlkit.QuoteIdent(contract.ColSyncedAt)))
 		args = append(args, formatTime(f.Since))
 	}
 	if t.Soft() { // a parent marked deleted has no children to walk
-		where = append(where, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" IS NULL")
+		where = append(where, sqlkit.QuoteIdent(contract.ColDeletedAt)+" IS NULL")
 	}
 	keys := make([]string, len(t.Key))
 	for i, k := range t.Key {

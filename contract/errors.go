@@ -1,11 +1,11 @@
-package sync
+package contract
 
 import (
 	"errors"
 	"fmt"
 )
 
-// Exit codes of the command line contract (SPEC §2). They are stable: scripts,
+// Exit codes of the command line contract (docs/operations.md, "Exit codes"). They are stable: scripts,
 // cron and n8n branch on them.
 const (
 	ExitOK          = 0   // run completed or command succeeded
