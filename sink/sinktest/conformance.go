@@ -337,9 +337,19 @@ func conformanceCases() []testCase {
 			MustUpsert(t, s, tbl, contract.Counts{Inserted: 1, Unchanged: 1}, Row("a", "Ann", int64(1)), Row("b", "Bob", int64(2)))
 		}},
 		{"empty page", func(t *testing.T, b *DB) {
+			// An empty page writes nothing and touches no stored row.
 			s, tbl := b.Sink(t), People(b)
 			MustPrepare(t, s, tbl)
 			MustUpsert(t, s, tbl, contract.Counts{})
+			AssertRows(t, b.Read(t, tbl), nil)
+			rows := []contract.Row{Row("a", "Ann", int64(1)), Row("b", "Bob", int64(2))}
+			MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, rows...)
+			before := syncedAt(t, b, tbl)
+			MustUpsert(t, s, tbl, contract.Counts{})
+			AssertRows(t, b.Read(t, tbl), Want(t, tbl, rows...))
+			if after := syncedAt(t, b, tbl); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("synced_at %v after an empty page, was %v", after, before)
+			}
 		}},
 		{"reopen", func(t *testing.T, b *DB) {
 			tbl := People(b)
