@@ -23,6 +23,9 @@ const seenBatch = 500
 // form the column's affinity stores), encoded with sqlkit.EncodeKey (see
 // contract.Sweeper).
 func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
+	if len(rows) == 0 {
+		return nil, nil // reads nothing: the table may not be prepared yet (the engine's probe)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := "keys of " + t.String()
