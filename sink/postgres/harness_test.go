@@ -82,5 +82,11 @@ func newPostgresBackend(t *testing.T) *sinktest.DB {
 		}
 		return out
 	}
+	b.DropOdd = func(t *testing.T, tbl *contract.Table) {
+		fn := sqlkit.QuoteIdent(schema) + ".drop_odd"
+		b.Exec(t, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN IF NEW.id % 2 = 1 THEN RETURN NULL; END IF; RETURN NEW; END $$`)
+		b.Exec(t, `CREATE TRIGGER drop_odd BEFORE INSERT ON `+sinktest.QName(tbl)+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
+	}
 	return b
 }

@@ -50,6 +50,10 @@ type DB struct {
 	// key columns must contain: the statement that adds one ("CREATE
 	// UNIQUE INDEX", "ADD UNIQUE").
 	UniqueFix string
+	// DropOdd installs on tbl (key: an integer id) what makes the database
+	// keep a new row with an odd id out of the table although the insert
+	// succeeds (a BEFORE INSERT trigger returning NULL, RAISE(IGNORE)).
+	DropOdd func(t *testing.T, tbl *contract.Table)
 	// Skip maps a case name to the reason the database skips it.
 	Skip map[string]string
 }

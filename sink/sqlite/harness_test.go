@@ -72,5 +72,8 @@ func newSQLiteBackend(t *testing.T) *sinktest.DB {
 		}
 		return out
 	}
+	b.DropOdd = func(t *testing.T, tbl *contract.Table) {
+		b.Exec(t, `CREATE TRIGGER drop_odd BEFORE INSERT ON `+sinktest.QName(tbl)+` WHEN NEW.id % 2 = 1 BEGIN SELECT RAISE(IGNORE); END`)
+	}
 	return b
 }
