@@ -133,8 +133,8 @@ func wantPermanent(t *testing.T, err error, path string) {
 	if !errors.As(err, &e) {
 		t.Fatalf("error %q (%T) is not an *contract.Error", err, err)
 	}
-	if got := contract.ExitCode(err); got != contract.ExitPermanent {
-		t.Errorf("exit code = %d, want %d (%v)", got, contract.ExitPermanent, err)
+	if got := contract.ClassOf(err); got != contract.Permanent {
+		t.Errorf("exit code = %d, want %d (%v)", got, contract.Permanent, err)
 	}
 	if !strings.Contains(err.Error(), path) {
 		t.Errorf("error %q does not name the state file %s", err, path)

@@ -58,10 +58,10 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 				who = holderUnknown
 			}
 			return nil, &contract.Error{
-				Code: contract.ExitLocked,
-				Msg:  fmt.Sprintf("job %s is locked by %s", job, who),
-				Hint: "wait for that run to finish; the lock is released when its process ends",
-				Err:  contract.ErrLocked,
+				Class: contract.Locked,
+				Msg:   fmt.Sprintf("job %s is locked by %s", job, who),
+				Hint:  "wait for that run to finish; the lock is released when its process ends",
+				Err:   contract.ErrLocked,
 			}
 		}
 		time.Sleep(lockPause)

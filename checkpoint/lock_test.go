@@ -20,8 +20,8 @@ func wantLocked(t *testing.T, err error) {
 	if !errors.Is(err, contract.ErrLocked) {
 		t.Fatalf("error %v, want ErrLocked", err)
 	}
-	if got := contract.ExitCode(err); got != contract.ExitLocked {
-		t.Errorf("exit code %d, want %d", got, contract.ExitLocked)
+	if got := contract.ClassOf(err); got != contract.Locked {
+		t.Errorf("exit code %d, want %d", got, contract.Locked)
 	}
 }
 

@@ -21,10 +21,10 @@ func newToken() string {
 // process has taken over: exit 4, like any run locked out by another.
 func takenOver(runID int64) error {
 	return &contract.Error{
-		Code: contract.ExitLocked,
-		Msg:  fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
-		Hint: "two processes ran the same job at once (a lock that does not hold across machines or file systems?); the other one continues the run",
-		Err:  contract.ErrLocked,
+		Class: contract.Locked,
+		Msg:   fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
+		Hint:  "two processes ran the same job at once (a lock that does not hold across machines or file systems?); the other one continues the run",
+		Err:   contract.ErrLocked,
 	}
 }
 

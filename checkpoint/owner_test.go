@@ -105,8 +105,8 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 	}
 	defer tx.Rollback() //nolint:errcheck
 	_, err = s.StartRun(context.Background(), &idsync.RunInfo{Job: "orders"})
-	if got := contract.ExitCode(err); got != contract.ExitTransient {
-		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, contract.ExitTransient)
+	if got := contract.ClassOf(err); got != contract.Transient {
+		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, contract.Transient)
 	}
 	if contract.Hint(err) == "" {
 		t.Errorf("no hint: %v", err)

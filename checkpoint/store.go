@@ -63,7 +63,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if path == "" {
-		return nil, &contract.Error{Code: contract.ExitUsage, Msg: "state file path is empty"}
+		return nil, &contract.Error{Class: contract.Invalid, Msg: "state file path is empty"}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -147,9 +147,9 @@ func (s *Store) QuickCheck(ctx context.Context) error {
 	}
 	if len(problems) > 0 {
 		return &contract.Error{
-			Code: contract.ExitPermanent,
-			Msg:  fmt.Sprintf("state file %s is damaged: %s", s.path, strings.Join(problems, "; ")),
-			Hint: hintCorrupt,
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("state file %s is damaged: %s", s.path, strings.Join(problems, "; ")),
+			Hint:  hintCorrupt,
 		}
 	}
 	return nil
@@ -256,11 +256,11 @@ func fileError(path, op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
-	code, h := contract.ExitPermanent, hint(err)
+	code, h := contract.Permanent, hint(err)
 	if h == hintBusy {
-		code = contract.ExitTransient
+		code = contract.Transient
 	}
-	return &contract.Error{Code: code, Msg: msg, Hint: h, Err: err}
+	return &contract.Error{Class: code, Msg: msg, Hint: h, Err: err}
 }
 
 func (s *Store) wrap(op string, err error) error { return fileError(s.path, op, err) }

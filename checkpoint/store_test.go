@@ -221,8 +221,8 @@ func TestOpenFolderIsNotAFile(t *testing.T) {
 
 func TestOpenEmptyPath(t *testing.T) {
 	_, err := Open(context.Background(), "", nil)
-	if got := contract.ExitCode(err); got != contract.ExitUsage {
-		t.Errorf("exit code %d (%v), want %d", got, err, contract.ExitUsage)
+	if got := contract.ClassOf(err); got != contract.Invalid {
+		t.Errorf("exit code %d (%v), want %d", got, err, contract.Invalid)
 	}
 }
 

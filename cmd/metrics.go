@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/idemsync/idemsync/checkpoint"
-	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -64,7 +63,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
 	add := checkpoint.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
-		ExitCode: contract.ExitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
+		ExitCode: exitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
 	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)
 	if err != nil {
 		m.log.Warn("metrics not recorded", "err", err)

@@ -67,7 +67,7 @@ func claimTable(ctx context.Context, s contract.Sink, job *idsync.Job, c contrac
 	err := s.ClaimTable(ctx, &job.Table, c)
 	if errors.Is(err, contract.ErrNotImplemented) {
 		if c.Writer.Sweeps() {
-			return contract.Errorf(contract.ExitUsage, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())
+			return contract.Errorf(contract.Invalid, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())
 		}
 		return nil
 	}

@@ -70,7 +70,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	skeleton := &jobResult{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed, Resources: []resourceResult{}}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, jf.Name)
 	if err != nil {
-		return failedJob(ios, g, skeleton, contract.Errorf(contract.ExitUsage, "%w", err), red, started)
+		return failedJob(ios, g, skeleton, contract.Errorf(contract.Invalid, "%w", err), red, started)
 	}
 	store, err := checkpoint.Open(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
@@ -153,7 +153,7 @@ func (m *multiRun) runAll(ctx context.Context, selected []jobfile.Resource) erro
 	}
 	if m.opts.Resume {
 		if !slices.Contains(slices.Collect(maps.Values(unfinished)), true) {
-			return contract.Errorf(contract.ExitNothing, "job %s: no resource has an unfinished run to resume", m.jf.Name)
+			return contract.Errorf(contract.NothingToResume, "job %s: no resource has an unfinished run to resume", m.jf.Name)
 		}
 		m.notResumed(selected)
 		return nil
@@ -195,7 +195,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	if status, why := m.blocked(ctx, r, &o); why != "" {
 		rr.Status, rr.Error = status, why
 		if status == idsync.RunInterrupted {
-			rr.ExitCode = contract.ExitInterrupted
+			rr.ExitCode = exitInterrupted
 		}
 		m.record(rr, false)
 		return
@@ -216,7 +216,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	}
 	m.ran[r.Name] = true
 	m.wrote(r.Name, r.Job, res)
-	code := contract.ExitCode(err)
+	code := exitCode(err)
 	res.Job, res.ExitCode = m.jf.Name, code
 	if err != nil && res.Error == "" {
 		res.Error = r.Job.Secrets.Redact(err.Error())
@@ -227,7 +227,7 @@ func (m *multiRun) runResource(ctx context.Context, r jobfile.Resource, o idsync
 	rr.Result, rr.err = *res, err
 	m.record(rr, true)
 	switch {
-	case code == contract.ExitInterrupted || ctx.Err() != nil:
+	case code == exitInterrupted || ctx.Err() != nil:
 		m.stopped = "interrupted before this resource; the next run continues"
 	case res.Status == idsync.RunPartial:
 		m.stopped = "the invocation's --max-pages or --time-limit was reached before this resource; the next run continues"

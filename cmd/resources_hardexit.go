@@ -4,7 +4,6 @@ import (
 	gosync "sync"
 	"time"
 
-	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -56,7 +55,7 @@ func (m *multiRun) armHardExit(gate *jsonGate, red *idsync.Redactor) func() {
 	h := &m.hardExit
 	f := func() {
 		h.mu.Lock()
-		out := &jobResult{Job: m.jf.Name, Kind: m.opts.Kind, Status: idsync.RunInterrupted, ExitCode: contract.ExitInterrupted,
+		out := &jobResult{Job: m.jf.Name, Kind: m.opts.Kind, Status: idsync.RunInterrupted, ExitCode: exitInterrupted,
 			Error:     red.Redact("interrupted twice: stopped at once; the next run continues from the last committed page"),
 			Resources: append([]resourceResult{}, h.done...)}
 		if h.cur != "" {
@@ -67,7 +66,7 @@ func (m *multiRun) armHardExit(gate *jsonGate, red *idsync.Redactor) func() {
 				}
 			}
 			rr := resourceResult{Resource: h.cur, Result: idsync.Result{Job: m.jf.Name, Kind: m.opts.Kind,
-				Status: idsync.RunInterrupted, ExitCode: contract.ExitInterrupted}}
+				Status: idsync.RunInterrupted, ExitCode: exitInterrupted}}
 			if ev := h.ev; ev != nil {
 				rr.RunID, rr.Pages = ev.RunID, ev.Pages
 				rr.Inserted, rr.Updated, rr.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged

@@ -47,17 +47,17 @@ func checkOnly(jf *jobfile.File, only []string, kind string) error {
 // resources' wins (2 > 1 > 3 > 130 > 0; 4 and 5 between 3 and 130).
 func severity(code int) int {
 	switch code {
-	case contract.ExitUsage:
+	case exitUsage:
 		return 6
-	case contract.ExitPermanent:
+	case exitPermanent:
 		return 5
-	case contract.ExitTransient:
+	case exitTransient:
 		return 4
-	case contract.ExitLocked:
+	case exitLocked:
 		return 3
-	case contract.ExitNothing:
+	case exitNothing:
 		return 2
-	case contract.ExitInterrupted:
+	case exitInterrupted:
 		return 1
 	}
 	if code != 0 {
@@ -69,9 +69,9 @@ func severity(code int) int {
 // nothingRanStatus is the status of a resource whose run never started.
 func nothingRanStatus(code int) string {
 	switch code {
-	case contract.ExitNothing:
+	case exitNothing:
 		return "nothing_to_resume"
-	case contract.ExitLocked:
+	case exitLocked:
 		return "locked"
 	}
 	return idsync.RunFailed
@@ -160,11 +160,11 @@ func (m *multiRun) upToDate(out *jobResult) {
 // jobStatusOf is the status of a job whose exit code is code (not 0).
 func jobStatusOf(code int) string {
 	switch code {
-	case contract.ExitInterrupted:
+	case exitInterrupted:
 		return idsync.RunInterrupted
-	case contract.ExitLocked:
+	case exitLocked:
 		return "locked"
-	case contract.ExitNothing:
+	case exitNothing:
 		return "nothing_to_resume"
 	}
 	return idsync.RunFailed
@@ -188,7 +188,7 @@ func (m *multiRun) print(out *jobResult) {
 		}
 		err := rr.err
 		if r.ExitCode != 0 && err == nil {
-			err = contract.Errorf(r.ExitCode, "%s", r.Error)
+			err = contract.Errorf(classOfCode(r.ExitCode), "%s", r.Error)
 		}
 		printResult(m.ios, m.g, &r, err)
 	}
@@ -208,7 +208,7 @@ func failedJob(ios *IOStreams, g *globalOpts, out *jobResult, err error, red *id
 	if !g.json {
 		return err
 	}
-	out.ExitCode = contract.ExitCode(err)
+	out.ExitCode = exitCode(err)
 	out.Error = red.Redact(err.Error())
 	out.Status = jobStatusOf(out.ExitCode)
 	out.DurationMS = time.Since(started).Milliseconds()

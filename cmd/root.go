@@ -11,7 +11,6 @@ import (
 	"github.com/idemsync/idemsync/source/auth"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/idemsync/idemsync/jobfile"
@@ -71,7 +70,7 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	root.SetErr(ios.ErrOut)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return contract.ExitOK
+		return exitOK
 	}
 	var reported *reportedError
 	if errors.As(err, &reported) {
@@ -80,19 +79,6 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	code := exitCode(err)
 	printError(ios, g, err, code)
 	return code
-}
-
-// exitCode maps an error to its exit code: cobra's own errors (unknown
-// command or flag, wrong argument count) are usage errors.
-func exitCode(err error) int {
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return contract.ExitUsage
-	}
-	if strings.HasPrefix(err.Error(), "unknown command") {
-		return contract.ExitUsage
-	}
-	return contract.ExitCode(err)
 }
 
 // printError writes the error: with --json one object on stdout with
@@ -105,9 +91,9 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
-		case contract.ExitLocked:
+		case exitLocked:
 			res.Status = "locked"
-		case contract.ExitNothing:
+		case exitNothing:
 			res.Status = "nothing_to_resume"
 		}
 		writeJSON(ios, res)

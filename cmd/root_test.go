@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/schema"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -81,7 +80,7 @@ func TestUsageErrors(t *testing.T) {
 		{"replay", "a.yaml"},
 		{"run", "a.yaml", "--max-pages", "-1"},
 	} {
-		if r := execute(t, false, args...); r.code != contract.ExitUsage {
+		if r := execute(t, false, args...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want 2: %s", args, r.code, r.stderr)
 		}
 	}

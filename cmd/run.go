@@ -121,7 +121,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return failed(ios, g, skeleton(), contract.Errorf(contract.ExitUsage, "%w", err), job.Secrets)
+		return failed(ios, g, skeleton(), contract.Errorf(contract.Invalid, "%w", err), job.Secrets)
 	}
 	store, err := checkpoint.Open(ctx, g.statePath(job), log)
 	if err != nil {
@@ -138,7 +138,8 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runHooks{start: track, page: track})
-	code := contract.ExitCode(err)
+	code := exitCode(err)
+	res.ExitCode = code
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
@@ -165,7 +166,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store *checkpoin
 	}
 	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return res, contract.Errorf(contract.ExitUsage, "%w", err)
+		return res, contract.Errorf(contract.Invalid, "%w", err)
 	}
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	if err := installAuth(ctx, g, job, fetcher, store, log); err != nil {
@@ -230,15 +231,15 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 	if !g.json {
 		return err
 	}
-	res.ExitCode = contract.ExitCode(err)
+	res.ExitCode = exitCode(err)
 	res.Error = red.Redact(err.Error())
 	if res.Job == "" {
 		res.Job = g.jobName
 	}
 	switch res.ExitCode {
-	case contract.ExitLocked:
+	case exitLocked:
 		res.Status = "locked"
-	case contract.ExitNothing:
+	case exitNothing:
 		res.Status = "nothing_to_resume"
 	}
 	g.writeResult(ios, res)

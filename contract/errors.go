@@ -5,17 +5,34 @@ import (
 	"fmt"
 )
 
-// Exit codes of the command line contract (docs/operations.md, "Exit codes"). They are stable: scripts,
-// cron and n8n branch on them.
+// Class is the kind of a failure. The command line maps each class to its
+// exit code in one place (cmd/root.go, exitCode; docs/operations.md, "Exit
+// codes"); nothing below cmd/ knows the codes.
+type Class int
+
+// Classes of failure.
 const (
-	ExitOK          = 0   // run completed or command succeeded
-	ExitPermanent   = 1   // permanent failure; checkpoint intact
-	ExitUsage       = 2   // invalid usage or job spec; nothing fetched
-	ExitTransient   = 3   // retries exhausted; checkpoint intact
-	ExitLocked      = 4   // another run of this job holds the lock
-	ExitNothing     = 5   // resume: nothing to resume
-	ExitInterrupted = 130 // SIGINT/SIGTERM after saving the checkpoint
+	// None is no failure: ClassOf(nil).
+	None Class = iota
+	// Permanent fails the same way when run again; the checkpoint is
+	// intact. An *Error without a class is permanent.
+	Permanent
+	Invalid         // invalid usage or job spec; nothing fetched
+	Transient       // may pass when run again (retries exhausted); checkpoint intact
+	Locked          // another run of this job holds its lock
+	NothingToResume // resume: the job has no unfinished run
+	Interrupted     // SIGINT/SIGTERM after saving the checkpoint
 )
+
+var classNames = [...]string{"none", "permanent", "invalid", "transient", "locked", "nothing to resume", "interrupted"}
+
+// String names the class ("transient").
+func (c Class) String() string {
+	if c >= 0 && int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class %d", int(c))
+}
 
 // Sentinel errors the engine and its backends share.
 var (
@@ -28,14 +45,14 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 )
 
-// Error is the one typed error of the project: it carries the exit code and a
-// user-safe message, plus an optional hint telling the user what to do.
+// Error is the one typed error of the project: it carries the class of the
+// failure and a user-safe message, plus an optional hint telling the user what to do.
 // Messages never contain secrets; wrapped causes are redacted before printing.
 type Error struct {
-	Code int    // exit code, one of the Exit* constants
-	Msg  string // user-safe message
-	Hint string // optional: what the user can do about it
-	Err  error  // optional cause
+	Class Class  // what kind of failure; Permanent when None
+	Msg   string // user-safe message
+	Hint  string // optional: what the user can do about it
+	Err   error  // optional cause
 	// Status is the HTTP status of the response that failed, 0 when the
 	// error is not an HTTP status.
 	Status int
@@ -55,31 +72,30 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf returns an *Error with the given exit code and formatted message.
+// Errorf returns an *Error of class c with the formatted message.
 // A %w verb in format wraps its argument as the cause.
-func Errorf(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+func Errorf(c Class, format string, args ...any) *Error {
+	return &Error{Class: c, Err: fmt.Errorf(format, args...)}
 }
 
-// ExitCode maps any error to its exit code in one place: nil is 0, an *Error
-// anywhere in the chain gives its code, the sentinels give theirs, and anything
-// else is a permanent failure (1).
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
+// ClassOf returns the class of err: None for nil, the sentinels' own,
+// else the first *Error in the chain gives its class, and anything else
+// is Permanent.
+func ClassOf(err error) Class {
 	var e *Error
 	switch {
+	case err == nil:
+		return None
 	case errors.Is(err, ErrLocked):
-		return ExitLocked
+		return Locked
 	case errors.Is(err, ErrNothingToResume):
-		return ExitNothing
+		return NothingToResume
 	case errors.Is(err, ErrInterrupted):
-		return ExitInterrupted
-	case errors.As(err, &e):
-		return e.Code
+		return Interrupted
+	case errors.As(err, &e) && e.Class != None:
+		return e.Class
 	}
-	return ExitPermanent
+	return Permanent
 }
 
 // Hint returns the first user hint found in err's chain, or "".

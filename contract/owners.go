@@ -83,7 +83,7 @@ func CheckWriters(t *Table, w Writer, others []Writer) error {
 		msg = fmt.Sprintf("table %s is also written by %s (registered%s); job %s has deletes: %s and would remove that job's rows as unseen",
 			t, blocker, since, w.Job, w.Deletes)
 	}
-	return &sharedTable{&Error{Code: ExitUsage, Msg: msg,
+	return &sharedTable{&Error{Class: Invalid, Msg: msg,
 		Hint: fmt.Sprintf("give each job its own target.table, or deletes: keep to every job writing %s; if job %s no longer writes it (renamed, moved to another state file, removed), hand the table over: %s",
 			t, blocker.Job, ClaimCommand(""))}}
 }

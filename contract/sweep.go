@@ -99,7 +99,7 @@ func CheckSweepRatio(t *Table, n, live int64, req SweepRequest) error {
 	if n <= base {
 		share = percent(n, base)
 	}
-	return &refusal{&Error{Code: ExitPermanent,
+	return &refusal{&Error{Class: Permanent,
 		Msg: fmt.Sprintf("table %s: sweep would delete %d of the %d rows the table held before the pass (%s) > max_delete_ratio %s; to allow it once: %s",
 			t, n, base, share, strconv.FormatFloat(req.MaxRatio, 'g', -1, 64), allow),
 		Hint: "if the source really lost those records, allow it once with the command above (or raise target.max_delete_ratio); if it glitched, the next run starts a fresh full pass"}}

@@ -106,7 +106,7 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := contract.ExitCode(err); code != contract.ExitUsage {
+			if code := contract.ClassOf(err); code != contract.Invalid {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			var se *SpecError
@@ -154,8 +154,8 @@ func FuzzLoad(f *testing.F) {
 		if err == nil && (job.Name == "" || job.Target.Table == "" || len(job.Target.Key) == 0) {
 			t.Fatalf("accepted a spec missing required fields: %+v", job.Spec)
 		}
-		if err != nil && contract.ExitCode(err) != contract.ExitUsage {
-			t.Fatalf("exit code %d for %v", contract.ExitCode(err), err)
+		if err != nil && contract.ClassOf(err) != contract.Invalid {
+			t.Fatalf("exit code %d for %v", contract.ClassOf(err), err)
 		}
 	})
 }

@@ -40,7 +40,7 @@ func TestLoadTargetMode(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := contract.ExitCode(err); code != contract.ExitUsage {
+			if code := contract.ClassOf(err); code != contract.Invalid {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			for _, w := range tt.want {

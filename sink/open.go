@@ -120,9 +120,9 @@ func Lookup(rawURL string) (Driver, error) {
 		return d, nil
 	}
 	return Driver{}, &contract.Error{
-		Code: contract.ExitUsage,
-		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use " + examples(),
+		Class: contract.Invalid,
+		Msg:   "unsupported target url " + RedactURL(rawURL),
+		Hint:  "use " + examples(),
 	}
 }
 

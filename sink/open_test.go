@@ -61,8 +61,8 @@ func TestOpenErrors(t *testing.T) {
 		if s != nil {
 			t.Errorf("open %q: sink %#v with error %v, want nil", raw, s, err)
 		}
-		if code := contract.ExitCode(err); code != contract.ExitUsage {
-			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, contract.ExitUsage)
+		if code := contract.ClassOf(err); code != contract.Invalid {
+			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, contract.Invalid)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("open %q: password in %v", raw, err)
@@ -74,8 +74,8 @@ func TestOpenErrors(t *testing.T) {
 // form, and with the password hidden.
 func TestLookupUnknownScheme(t *testing.T) {
 	_, err := sink.Lookup("mysql://app:s3cret@db/x")
-	if code := contract.ExitCode(err); code != contract.ExitUsage {
-		t.Fatalf("exit %d (%v), want %d", code, err, contract.ExitUsage)
+	if code := contract.ClassOf(err); code != contract.Invalid {
+		t.Fatalf("exit %d (%v), want %d", code, err, contract.Invalid)
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("password in %v", err)

@@ -76,17 +76,17 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	}
 	p, err := ParsePosition(job.Pagination.Style, o.From)
 	if err != nil {
-		return nil, nil, contract.Errorf(contract.ExitUsage, "replay --from: %v", err)
+		return nil, nil, contract.Errorf(contract.Invalid, "replay --from: %v", err)
 	}
 	from = &p
 	if o.To != "" {
 		p, err := ParsePosition(job.Pagination.Style, o.To)
 		if err != nil {
-			return nil, nil, contract.Errorf(contract.ExitUsage, "replay --to: %v", err)
+			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
 		}
 		to = &p
 		if st := job.Pagination.Style; styleOf(st).traits().ordered && lastBefore(st, *from, *from, p) {
-			return nil, nil, contract.Errorf(contract.ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+			return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 		}
 	}
 	return from, to, nil
@@ -190,7 +190,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
 		if err != nil {
-			return contract.Errorf(contract.ExitUsage, "incremental: %v", err)
+			return contract.Errorf(contract.Invalid, "incremental: %v", err)
 		}
 		info.Window = w
 	}
@@ -252,7 +252,7 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 		if styleOf(job.Pagination.Style).traits().keepsMark {
 			var err error
 			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
-				return Position{}, contract.Errorf(contract.ExitUsage, "pagination: %v", err)
+				return Position{}, contract.Errorf(contract.Invalid, "pagination: %v", err)
 			}
 		}
 		return pg.start(m), nil

@@ -95,12 +95,12 @@ func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 	style := job.Pagination.Style
 	pos, next := fp.pos, fp.next
 	if len(fp.resp.Records) > 0 && fp.hash == rs.prev {
-		return &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
 			Hint: "the API ignored the pagination parameter; check pagination.param"}
 	}
 	if !next.End {
 		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
-			return &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
+			return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
 		}
 	}
 	return nil
@@ -222,7 +222,7 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 				return nil, nil, false, err
 			}
 			if job.Target.OnBadRecord != "skip" {
-				return nil, nil, false, &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+				return nil, nil, false, &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
 					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
 			}
 			// Redacted like every output: the state file keeps it and

@@ -19,7 +19,7 @@ func CheckConnectWith(ctx context.Context, job *Job, src contract.PageSource, op
 	}
 	u, err := pg.request(pg.start(job.Pagination.Initial), runWindow(job, from, time.Now()))
 	if err != nil {
-		return contract.Errorf(contract.ExitPermanent, "source: %w", err)
+		return contract.Errorf(contract.Permanent, "source: %w", err)
 	}
 	if _, err := src.Fetch(ctx, u); err != nil {
 		return fmt.Errorf("source: %w", err)

@@ -102,7 +102,7 @@ func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
 		return nil
 	}
 	w.rewalk = true
-	return &contract.Error{Code: contract.ExitTransient,
+	return &contract.Error{Class: contract.Transient,
 		Msg: fmt.Sprintf("the %s walk ended at %s with %d distinct records, short of %s (%d): it read %d record(s) twice, so a page left a record out and the walk did not list every record",
 			e.Job.Pagination.Style, w.endWhere, w.endSeen-repeats, w.totalName, w.endTotal, repeats),
 		Hint: "the run is abandoned: the next run walks the list again from its first page"}

@@ -273,7 +273,7 @@ func (p *pager) uncap(pos Position, resp *contract.Response, probe prober) (endR
 	if pr.Raw > pos.Size {
 		return endResult{next: full, ahead: pr}, nil
 	}
-	return endResult{}, &contract.Error{Code: contract.ExitPermanent,
+	return endResult{}, &contract.Error{Class: contract.Permanent,
 		Msg: fmt.Sprintf("a full page of %d records made no progress past mark %s, and the API serves at most %d per page",
 			resp.Raw, pos.Mark, pos.Size),
 		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}

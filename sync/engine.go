@@ -47,8 +47,10 @@ type Result struct {
 	HWM        string `json:"hwm"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error"`
-	ExitCode   int    `json:"exit_code"`
-	Resumed    bool   `json:"resumed"`
+	// ExitCode is the process exit code: the command line sets it from
+	// the run's error (the engine knows classes, not codes).
+	ExitCode int  `json:"exit_code"`
+	Resumed  bool `json:"resumed"`
 	// Sweep is "skipped" when the run is a full pass that cannot prove its
 	// records absent, and SweepSkipped says why: its sweep deletes nothing
 	// (docs/deletions.md, docs/operations.md). Both are omitted otherwise.
@@ -220,7 +222,6 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	if runErr != nil {
 		res.Error = job.Secrets.Redact(runErr.Error())
 	}
-	res.ExitCode = contract.ExitCode(runErr)
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
 	}
@@ -235,7 +236,7 @@ func wrapPermanent(context string, err error) error {
 	if errors.As(err, &e) {
 		return fmt.Errorf("%s: %w", context, err)
 	}
-	return &contract.Error{Code: contract.ExitPermanent, Msg: context, Err: err}
+	return &contract.Error{Class: contract.Permanent, Msg: context, Err: err}
 }
 
 func (e *Engine) failpoint(step string) {

@@ -220,7 +220,7 @@ func TestFanOutRealParts404(t *testing.T) {
 			}
 			res, err := runResource(t, rs[1], store, idsync.Options{})
 			if onBad == "fail" {
-				if contract.ExitCode(err) != contract.ExitPermanent || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+				if contract.ClassOf(err) != contract.Permanent || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
 					t.Fatalf("run: %v; want exit 1 naming parent orders id=2 and the 404", err)
 				}
 				t.Logf("error: %v", err)

@@ -62,8 +62,8 @@ func TestCheckSweepRatio(t *testing.T) {
 	}
 	err := contract.CheckSweepRatio(tbl, 950, 1000, req(1000, 0.5, false))
 	want := "table orders: sweep would delete 950 of the 1000 rows the table held before the pass (95%) > max_delete_ratio 0.5; to allow it once: idemsync run shop.yaml --resource orders --allow-mass-delete"
-	if err == nil || err.Error() != want || contract.ExitCode(err) != contract.ExitPermanent || !errors.Is(err, contract.ErrSweepRefused) {
-		t.Errorf("got %v (exit %d), want %q, exit 1, ErrSweepRefused", err, contract.ExitCode(err), want)
+	if err == nil || err.Error() != want || contract.ClassOf(err) != contract.Permanent || !errors.Is(err, contract.ErrSweepRefused) {
+		t.Errorf("got %v (%v), want %q, exit 1, ErrSweepRefused", err, contract.ClassOf(err), want)
 	}
 	if err := contract.CheckSweepRatio(tbl, 950, 1000, req(1000, 0.5, true)); err != nil {
 		t.Errorf("--allow-mass-delete refused: %v", err)

@@ -17,13 +17,13 @@ import (
 func (e *Engine) checkUnfinished(run *RunInfo, cur Identity) error {
 	old, err := DecodeIdentity(run.Identity)
 	if err != nil {
-		return contract.Errorf(contract.ExitPermanent, "run %d: %w", run.ID, err)
+		return contract.Errorf(contract.Permanent, "run %d: %w", run.ID, err)
 	}
 	changes := cur.Changes(old)
 	if len(changes) == 0 {
 		return nil
 	}
-	return &contract.Error{Code: contract.ExitUsage,
+	return &contract.Error{Class: contract.Invalid,
 		Msg: fmt.Sprintf("the unfinished %s %d of job %s was started with another walk: %s",
 			run.Kind, run.ID, e.Job.Name, strings.Join(changes, "; ")),
 		Hint: "nothing was fetched and its checkpoint is intact: restore the job file to continue that run, or `idemsync run --restart` to abandon it and start afresh"}
@@ -38,7 +38,7 @@ func (e *Engine) walkChanged(js *JobState, cur Identity) ([]string, error) {
 	}
 	old, err := DecodeIdentity(js.Identity)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitPermanent, "job %s: %w", js.Name, err)
+		return nil, contract.Errorf(contract.Permanent, "job %s: %w", js.Name, err)
 	}
 	return cur.Changes(old), nil
 }

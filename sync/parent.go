@@ -130,14 +130,14 @@ func (e *Engine) parentKey(v, flag string) ([]any, error) {
 		parts = strings.Split(v, ",")
 	}
 	if len(parts) != len(t.Key) {
-		return nil, contract.Errorf(contract.ExitUsage, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
+		return nil, contract.Errorf(contract.Invalid, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
 	}
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
 	out, err := e.keyValues(parts)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitUsage, "replay %s %q: %v", flag, v, err)
+		return nil, contract.Errorf(contract.Invalid, "replay %s %q: %v", flag, v, err)
 	}
 	return out, nil
 }
@@ -235,7 +235,7 @@ func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, si
 	}
 	if e.Job.Target.OnBadRecord != "skip" {
 		par := e.Job.Parent.Resource
-		fp.err = &contract.Error{Code: contract.ExitCode(fp.err), Err: fp.err, Hint: fmt.Sprintf(
+		fp.err = &contract.Error{Class: contract.ClassOf(fp.err), Err: fp.err, Hint: fmt.Sprintf(
 			"the parent is still in the table of %s: if it was deleted at the source, run %s (its target.deletes removes it) and run this resource again; "+
 				"to pass over such parents with a dead letter, set on_bad_record: skip; --restart starts the child's walk over from the parent table as it is now", par, par)}
 	}

@@ -53,7 +53,7 @@ func (w *parentWalk) after(last string) error {
 	}
 	key, err := w.e.rowKey(last)
 	if err != nil {
-		return contract.Errorf(contract.ExitPermanent, "parent %s: the checkpoint's last parent %s: %v", w.e.Job.Parent.Resource, last, err)
+		return contract.Errorf(contract.Permanent, "parent %s: the checkpoint's last parent %s: %v", w.e.Job.Parent.Resource, last, err)
 	}
 	w.filter.After = key
 	return nil
@@ -94,7 +94,7 @@ func (w *parentWalk) fill(ctx context.Context) error {
 	if n := len(w.buf); n > 0 {
 		key, err := w.e.rowKey(w.buf[n-1])
 		if err != nil {
-			return contract.Errorf(contract.ExitPermanent, "parent %s: %v", par.Resource, err)
+			return contract.Errorf(contract.Permanent, "parent %s: %v", par.Resource, err)
 		}
 		w.filter.After = key
 	}
@@ -190,7 +190,7 @@ func (e *Engine) continuedFilter(run *RunInfo, since string) (contract.ParentFil
 	}
 	if since != "" {
 		if f.Since, err = time.Parse(time.RFC3339Nano, since); err != nil {
-			return f, contract.Errorf(contract.ExitPermanent, "the checkpoint's parent_rows start %q: %v", since, err)
+			return f, contract.Errorf(contract.Permanent, "the checkpoint's parent_rows start %q: %v", since, err)
 		}
 	}
 	return f, nil
@@ -207,7 +207,7 @@ func (e *Engine) holdsCols(row string) error {
 	g := gjson.Parse(row)
 	for _, c := range e.Job.parentCols() {
 		if !g.Get(EscapePath(c)).Exists() {
-			return contract.Errorf(contract.ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
+			return contract.Errorf(contract.Invalid, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
 		}
 	}
 	return nil

@@ -133,7 +133,7 @@ func itemsAPI(counts map[string]int) func(context.Context, *url.URL) (string, er
 	return func(ctx context.Context, u *url.URL) (string, error) {
 		m := itemsPath.FindStringSubmatch(u.EscapedPath())
 		if m == nil || serve[m[1]] == nil {
-			return "", &contract.Error{Code: contract.ExitPermanent, Msg: "GET " + u.String() + ": HTTP 404 Not Found", Status: 404}
+			return "", &contract.Error{Class: contract.Permanent, Msg: "GET " + u.String() + ": HTTP 404 Not Found", Status: 404}
 		}
 		return serve[m[1]](ctx, u)
 	}
@@ -262,8 +262,8 @@ func TestFanOutChangedAfterFailedRun(t *testing.T) {
 	fs.touch(2)
 	// parent 2 fails: the run fails after parent 1
 	bad := itemsAPI(map[string]int{"1": 1})
-	if _, err := rig.fanEngine(job, &fakeSource{records: "data", serve: bad}, fs).Run(context.Background(), Options{}); contract.ExitCode(err) != contract.ExitPermanent {
-		t.Fatalf("second run: %v, want exit %d", err, contract.ExitPermanent)
+	if _, err := rig.fanEngine(job, &fakeSource{records: "data", serve: bad}, fs).Run(context.Background(), Options{}); contract.ClassOf(err) != contract.Permanent {
+		t.Fatalf("second run: %v, want exit %d", err, contract.Permanent)
 	}
 	// a new run (--restart) takes the snapshot again from the last completed run
 	src := &fakeSource{records: "data", serve: ok}

@@ -120,7 +120,7 @@ func TestFanOutMissingParent(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
 		rig, fs := newFanRig(1, 2, 3)
 		res, err := rig.fanEngine(childJob(t, "", "", 1), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-		if contract.ExitCode(err) != contract.ExitPermanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+		if contract.ClassOf(err) != contract.Permanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
 			t.Fatalf("run: %+v, %v; want exit 1 naming parent orders id=2 and the 404", res, err)
 		}
 		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1"}) {
@@ -213,8 +213,8 @@ func TestFanOutReplayKeyRange(t *testing.T) {
 	if got := orderRequests(src); fmt.Sprint(got) != "map[4:2]" {
 		t.Errorf("run after the replay requested %v, want parent 4 only (written since the last completed run)", got)
 	}
-	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); contract.ExitCode(err) != contract.ExitUsage {
-		t.Errorf("replay --from x: %v, want exit %d", err, contract.ExitUsage)
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); contract.ClassOf(err) != contract.Invalid {
+		t.Errorf("replay --from x: %v, want exit %d", err, contract.Invalid)
 	}
 }
 
@@ -269,8 +269,8 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	job = childJob(t, "", "", 1) // the first run's pipeline may still read the old job
 	job.Table.Columns = append(job.Table.Columns, contract.Column{Name: "code", Type: contract.TypeText, Parent: "code"})
 	_, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-	if contract.ExitCode(err) != contract.ExitUsage || !strings.Contains(err.Error(), "--restart") {
-		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, contract.ExitUsage)
+	if contract.ClassOf(err) != contract.Invalid || !strings.Contains(err.Error(), "--restart") {
+		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, contract.Invalid)
 	}
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
 		t.Fatalf("--restart: %+v, %v", res, err)

@@ -84,13 +84,13 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 	}
 	u, err := pg.request(pos, win)
 	if err != nil {
-		fp.err = contract.Errorf(contract.ExitPermanent, "%s: %w", where, err)
+		fp.err = contract.Errorf(contract.Permanent, "%s: %w", where, err)
 		return fp
 	}
 	probe := func(next Position) (*contract.Response, string, error) {
 		pu, err := pg.request(next, win)
 		if err != nil {
-			return nil, "", contract.Errorf(contract.ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
+			return nil, "", contract.Errorf(contract.Permanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}
 		resp, err := e.Source.Fetch(ctx, pu)
 		if err != nil {
@@ -126,7 +126,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 			break
 		}
 		if attempt >= attempts {
-			fp.err = &contract.Error{Code: contract.ExitTransient, Msg: fmt.Sprintf("%s (after %d attempt(s))", d.contra, attempt),
+			fp.err = &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s (after %d attempt(s))", d.contra, attempt),
 				Hint: "the API contradicted the end of pagination; nothing past this page was committed and the checkpoint is intact: run again later"}
 			return fp
 		}

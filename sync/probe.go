@@ -19,17 +19,17 @@ import (
 func (e *Engine) probeSink(ctx context.Context, sink contract.Sink) error {
 	job := e.Job
 	if _, _, err := sink.TableState(ctx, &job.Table); errors.Is(err, contract.ErrNotImplemented) {
-		return contract.Errorf(contract.ExitUsage, "target table %s: this database cannot tell whether the table exists, which every run checks: %w", job.Table.String(), err)
+		return contract.Errorf(contract.Invalid, "target table %s: this database cannot tell whether the table exists, which every run checks: %w", job.Table.String(), err)
 	}
 	if job.sweepsDeletes() {
 		if _, err := sink.KeyForms(ctx, &job.Table, nil); errors.Is(err, contract.ErrNotImplemented) {
-			return contract.Errorf(contract.ExitUsage, "target.deletes: %s: this database cannot sweep deleted rows: %w", job.Table.String(), err)
+			return contract.Errorf(contract.Invalid, "target.deletes: %s: this database cannot sweep deleted rows: %w", job.Table.String(), err)
 		}
 	}
 	if job.Parent != nil {
 		p := &job.Parent.Table
 		if _, err := sink.ParentRows(ctx, p, p.Key, contract.ParentFilter{Limit: 1}); errors.Is(err, contract.ErrNotImplemented) {
-			return contract.Errorf(contract.ExitPermanent, "parent %s: the target database cannot read the parent table: %w", job.Parent.Resource, err)
+			return contract.Errorf(contract.Permanent, "parent %s: the target database cannot read the parent table: %w", job.Parent.Resource, err)
 		}
 	}
 	e.validator = sink

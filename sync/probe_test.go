@@ -41,8 +41,8 @@ func TestProbeRefusesIncompleteSink(t *testing.T) {
 			s := tc.sink(rig.sink)
 			e.OpenSink = func(context.Context) (contract.Sink, error) { return s, nil }
 			_, err := e.Run(context.Background(), Options{})
-			if contract.ExitCode(err) != contract.ExitUsage || err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("run: %v (exit %d), want exit %d naming %q", err, contract.ExitCode(err), contract.ExitUsage, tc.want)
+			if contract.ClassOf(err) != contract.Invalid || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run: %v (%v), want %v naming %q", err, contract.ClassOf(err), contract.Invalid, tc.want)
 			}
 			if len(src.urls) != 0 || len(rig.store.runs) != 0 {
 				t.Errorf("fetched %v, recorded %d run(s): want nothing before the refusal", src.urls, len(rig.store.runs))

@@ -59,7 +59,7 @@ func (hwmPaging) step(p *pager, pos Position, resp *contract.Response, hwmMax st
 			return pos, cappedTie, "", nil // decideEnd asks again at pagination.size
 		}
 		if size > 0 && n >= size {
-			return Position{}, 0, "", &contract.Error{Code: contract.ExitPermanent,
+			return Position{}, 0, "", &contract.Error{Class: contract.Permanent,
 				Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
 				Hint: "more than pagination.size records share one mark: raise pagination.size"}
 		}

@@ -438,17 +438,17 @@ func (j *Job) windowed() bool { return j.Incremental != nil && j.Incremental.Ste
 func replayMarks(o Options) error {
 	from, ok := markTime(o.From)
 	if !ok {
-		return contract.Errorf(contract.ExitUsage, "replay --from %q: a windowed job replays by mark: give a timestamp or a Unix time", o.From)
+		return contract.Errorf(contract.Invalid, "replay --from %q: a windowed job replays by mark: give a timestamp or a Unix time", o.From)
 	}
 	if o.To == "" {
 		return nil
 	}
 	to, ok := markTime(o.To)
 	if !ok {
-		return contract.Errorf(contract.ExitUsage, "replay --to %q: a windowed job replays by mark: give a timestamp or a Unix time", o.To)
+		return contract.Errorf(contract.Invalid, "replay --to %q: a windowed job replays by mark: give a timestamp or a Unix time", o.To)
 	}
 	if !from.Before(to) {
-		return contract.Errorf(contract.ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+		return contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 	}
 	return nil
 }

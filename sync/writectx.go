@@ -72,10 +72,10 @@ func (e *Engine) beginFailed(ctx context.Context, res *Result, started time.Time
 	case cancelled && stopped == RunPartial:
 		e.Logger.Warn("time limit: the target database did not answer within the grace before the first page; nothing changed",
 			"job", e.Job.Name, "grace", WriteGrace, "err", err)
-		res.Status, res.ExitCode = RunPartial, 0
+		res.Status = RunPartial
 		return res, nil
 	case cancelled || ctx.Err() != nil:
-		res.Status, res.ExitCode = RunInterrupted, contract.ExitCode(contract.ErrInterrupted)
+		res.Status = RunInterrupted
 		res.Error = contract.ErrInterrupted.Error()
 		return res, contract.ErrInterrupted
 	}

@@ -37,7 +37,7 @@ func (p *Sink) mergeError(op string, t *contract.Table, types map[string]string,
 		what = "key columns " + strings.Join(cols, ", ")
 	}
 	return &contract.Error{
-		Code: contract.ExitPermanent,
+		Class: contract.Permanent,
 		Msg: fmt.Sprintf("%s: two records of the page have keys that %s of table %s holds equal (citext or a case-insensitive collation: 'Bob' and 'BOB'); PostgreSQL takes them for one row and cannot write it twice in one page",
 			op, what, t),
 		Hint: fmt.Sprintf("make the key compare exactly (ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"C\"), or map a key the source keeps unique",

@@ -37,7 +37,7 @@ func TestKeyCaseInsensitiveNamesColumn(t *testing.T) {
 			sinktest.MustPrepare(t, s, tbl)
 			_, err := s.Upsert(context.Background(), tbl, []contract.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")})
 			var ie *contract.Error
-			if !errors.As(err, &ie) || ie.Code != contract.ExitPermanent {
+			if !errors.As(err, &ie) || ie.Class != contract.Permanent {
 				t.Fatalf("upsert: %v, want a permanent *contract.Error", err)
 			}
 			msg := err.Error()

@@ -45,7 +45,7 @@ func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if _, ok := types[c]; !ok {
-			return nil, contract.Errorf(contract.ExitPermanent, "%s: the table has no column %s", op, c)
+			return nil, contract.Errorf(contract.Permanent, "%s: the table has no column %s", op, c)
 		}
 		sel[i] = fmt.Sprintf("to_json(%s) #>> '{}'", sqlkit.QuoteIdent(c))
 	}

@@ -92,9 +92,9 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 	if err != nil {
 		// Driver parse errors may quote the URL; build our own message.
 		return nil, &contract.Error{
-			Code: contract.ExitUsage,
-			Msg:  "invalid postgres url " + sqlkit.RedactURL(dsn),
-			Hint: "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
+			Class: contract.Invalid,
+			Msg:   "invalid postgres url " + sqlkit.RedactURL(dsn),
+			Hint:  "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
 		}
 	}
 	if cfg.ConnectTimeout == 0 {
@@ -158,17 +158,17 @@ func (p *Sink) connectError(err error) error {
 		switch pgErr.Code {
 		case "28P01", "28000":
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  fmt.Sprintf("authentication failed for user %q at %s", p.user, p.addr),
-				Hint: "check the user and password in target.url",
-				Err:  &sqlkit.SafeError{Msg: "SQLSTATE " + pgErr.Code, Err: err},
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("authentication failed for user %q at %s", p.user, p.addr),
+				Hint:  "check the user and password in target.url",
+				Err:   &sqlkit.SafeError{Msg: "SQLSTATE " + pgErr.Code, Err: err},
 			}
 		case "3D000":
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  "connect to postgres at " + p.addr,
-				Hint: "create the database or fix target.url",
-				Err:  p.safe(pgErr.Message, err),
+				Class: contract.Permanent,
+				Msg:   "connect to postgres at " + p.addr,
+				Hint:  "create the database or fix target.url",
+				Err:   p.safe(pgErr.Message, err),
 			}
 		}
 		return p.dbError("connect to postgres at "+p.addr, err)
@@ -179,10 +179,10 @@ func (p *Sink) connectError(err error) error {
 	var invalidErr x509.CertificateInvalidError
 	if errors.As(err, &verifyErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalidErr) {
 		return &contract.Error{
-			Code: contract.ExitPermanent,
-			Msg:  "postgres at " + p.addr + ": TLS certificate rejected",
-			Hint: "fix sslmode/sslrootcert in target.url",
-			Err:  p.safe(innermost(err).Error(), err),
+			Class: contract.Permanent,
+			Msg:   "postgres at " + p.addr + ": TLS certificate rejected",
+			Hint:  "fix sslmode/sslrootcert in target.url",
+			Err:   p.safe(innermost(err).Error(), err),
 		}
 	}
 	why := innermost(err).Error()
@@ -198,10 +198,10 @@ func (p *Sink) connectError(err error) error {
 		why = "timed out after " + p.cfg.ConnectTimeout.String()
 	}
 	return &contract.Error{
-		Code: contract.ExitTransient,
-		Msg:  "cannot reach postgres at " + p.addr,
-		Hint: "check that the server is running and reachable, then run again: the checkpoint is intact",
-		Err:  p.safe(why, err),
+		Class: contract.Transient,
+		Msg:   "cannot reach postgres at " + p.addr,
+		Hint:  "check that the server is running and reachable, then run again: the checkpoint is intact",
+		Err:   p.safe(why, err),
 	}
 }
 
@@ -219,29 +219,29 @@ func (p *Sink) dbError(op string, err error) error {
 		if e := p.waitError(op, pgErr, err); e != nil {
 			return e
 		}
-		code := contract.ExitPermanent
+		code := contract.Permanent
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "53"),          // insufficient resources
 			pgErr.Code == "40001", pgErr.Code == "40P01", // serialization failure, deadlock
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, starting up
-			code = contract.ExitTransient
+			code = contract.Transient
 		}
 		msg := "postgres error " + pgErr.Code + ": " + pgErr.Message
 		if pgErr.Detail != "" {
 			msg += " (" + pgErr.Detail + ")"
 		}
-		return &contract.Error{Code: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
+		return &contract.Error{Class: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
 		return &contract.Error{
-			Code: contract.ExitTransient,
-			Msg:  op + ": lost connection to postgres at " + p.addr,
-			Err:  p.safe(innermost(err).Error(), err),
+			Class: contract.Transient,
+			Msg:   op + ": lost connection to postgres at " + p.addr,
+			Err:   p.safe(innermost(err).Error(), err),
 		}
 	}
-	return &contract.Error{Code: contract.ExitPermanent, Msg: op, Err: p.safe(err.Error(), err)}
+	return &contract.Error{Class: contract.Permanent, Msg: op, Err: p.safe(err.Error(), err)}
 }
 
 // safe wraps err with msg, scrubbed of the password, as its printed text.

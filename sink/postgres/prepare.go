@@ -63,9 +63,9 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	case errors.Is(err, pgx.ErrNoRows):
 		if !t.Create {
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s does not exist", t),
-				Hint: "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s does not exist", t),
+				Hint:  "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
 			}
 		}
 		if _, err := tx.Exec(ctx, pgCreate(t)); err != nil {
@@ -81,7 +81,7 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	case err != nil:
 		return p.dbError(op, err)
 	case kind != "r" && kind != "p":
-		return contract.Errorf(contract.ExitPermanent, "%s: %s is not a table (relkind %s)", op, t, kind)
+		return contract.Errorf(contract.Permanent, "%s: %s is not a table (relkind %s)", op, t, kind)
 	default:
 		if err := p.alter(ctx, tx, t, oid); err != nil {
 			return err
@@ -133,9 +133,9 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 	for _, k := range t.Key {
 		if !have[k] {
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s has no key column %q", t, k),
-				Hint: "add the column and a unique constraint on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s has no key column %q", t, k),
+				Hint:  "add the column and a unique constraint on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
 			}
 		}
 	}
@@ -163,9 +163,9 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 	if !unique {
 		stmt := fmt.Sprintf("ALTER TABLE %s ADD UNIQUE (%s);", sqlkit.QuoteTable(t), sqlkit.QuoteList(t.Key))
 		return &contract.Error{
-			Code: contract.ExitPermanent,
-			Msg:  fmt.Sprintf("table %s has no unique constraint on exactly (%s)", t, strings.Join(t.Key, ", ")),
-			Hint: "remove duplicate keys, then run: " + stmt,
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("table %s has no unique constraint on exactly (%s)", t, strings.Join(t.Key, ", ")),
+			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
 	cols := append([]contract.Column{}, t.Columns...)

@@ -30,7 +30,7 @@ func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Ro
 	key := make([]any, len(idx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, contract.Errorf(contract.ExitPermanent, "keys of %s: row has %d values for %d columns", t, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "keys of %s: row has %d values for %d columns", t, len(r.Values), len(t.Columns))
 		}
 		for k, i := range idx {
 			s, err := pgText(&t.Columns[i], r.Values[i])
@@ -45,7 +45,7 @@ func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Ro
 		}
 		var err error
 		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
-			return nil, contract.Errorf(contract.ExitPermanent, "keys of %s: %w", t, err)
+			return nil, contract.Errorf(contract.Permanent, "keys of %s: %w", t, err)
 		}
 	}
 	return out, nil

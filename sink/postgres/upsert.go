@@ -97,7 +97,7 @@ func pageValues(op string, t *contract.Table, kept []contract.Row) ([][]any, err
 	data := make([][]any, len(kept))
 	for i, r := range kept {
 		if len(r.Values) != len(t.Columns) {
-			return nil, contract.Errorf(contract.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
 		}
 		vals := make([]any, len(t.Columns)+1)
 		for j := range t.Columns {

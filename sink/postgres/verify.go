@@ -103,7 +103,7 @@ WHERE (u.v::%[2]s)::%[5]s IS DISTINCT FROM u.v::%[5]s LIMIT 1`,
 		case err != nil:
 			return p.dbError(op, err)
 		}
-		return &contract.Error{Code: contract.ExitPermanent,
+		return &contract.Error{Class: contract.Permanent,
 			Msg: fmt.Sprintf("%s: verify: column %q (%s) cannot hold %q as written (record with key %s): it would hold %q",
 				op, c.Name, types[c.Name], clip(value), keyText(t.Key, key), clip(held)),
 			Hint: fmt.Sprintf("widen the column (ALTER TABLE %s ALTER COLUMN %s TYPE %s) and run again", sqlkit.QuoteTable(t), sqlkit.QuoteIdent(c.Name), decl),

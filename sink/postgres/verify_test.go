@@ -42,8 +42,8 @@ func TestVerifyNarrowedColumn(t *testing.T) {
 			sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 1}, tc.fits)
 			before := b.Read(t, tbl)
 			_, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), []contract.Row{tc.fits, tc.lost})
-			if contract.ExitCode(err) != contract.ExitPermanent {
-				t.Fatalf("verify of a value the column cannot hold: err %v (exit %d), want exit %d", err, contract.ExitCode(err), contract.ExitPermanent)
+			if contract.ClassOf(err) != contract.Permanent {
+				t.Fatalf("verify of a value the column cannot hold: err %v (%v), want %v", err, contract.ClassOf(err), contract.Permanent)
 			}
 			for _, want := range []string{"narrow", `column "` + tc.col + `"`, tc.shown, "id=b"} {
 				if !strings.Contains(err.Error(), want) {

@@ -52,8 +52,8 @@ func (p *Sink) waitError(op string, pgErr *pgconn.PgError, err error) error {
 	switch pgErr.Code {
 	case "55P03": // lock_not_available
 		return &contract.Error{
-			Code: contract.ExitTransient,
-			Msg:  fmt.Sprintf("%s: waited longer than target.timeout.lock (%s) for a lock held by another session", op, p.param("lock_timeout")),
+			Class: contract.Transient,
+			Msg:   fmt.Sprintf("%s: waited longer than target.timeout.lock (%s) for a lock held by another session", op, p.param("lock_timeout")),
 			Hint: "another session holds a lock on the table (LOCK TABLE, ALTER TABLE, VACUUM FULL); find it with " +
 				"SELECT pid, state, query FROM pg_stat_activity WHERE pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM pg_stat_activity); " +
 				"run again once it is gone: the checkpoint is intact",
@@ -61,10 +61,10 @@ func (p *Sink) waitError(op string, pgErr *pgconn.PgError, err error) error {
 		}
 	case "57014": // query_canceled: statement_timeout (a cancel of ours ends the run before this is read)
 		return &contract.Error{
-			Code: contract.ExitTransient,
-			Msg:  fmt.Sprintf("%s: statement ran longer than target.timeout.statement (%s)", op, p.param("statement_timeout")),
-			Hint: "the database is slow or blocked; raise target.timeout.statement or run again later: the checkpoint is intact",
-			Err:  p.safe("postgres error "+pgErr.Code+": "+pgErr.Message, err),
+			Class: contract.Transient,
+			Msg:   fmt.Sprintf("%s: statement ran longer than target.timeout.statement (%s)", op, p.param("statement_timeout")),
+			Hint:  "the database is slow or blocked; raise target.timeout.statement or run again later: the checkpoint is intact",
+			Err:   p.safe("postgres error "+pgErr.Code+": "+pgErr.Message, err),
 		}
 	}
 	return nil

@@ -176,8 +176,8 @@ func conformanceCases() []testCase {
 				MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, Row("a", "Ann", nil))
 				tbl.Schema = "other"
 				err := s.Prepare(ctx, tbl)
-				if code := contract.ExitCode(err); code != contract.ExitUsage {
-					t.Fatalf("schema other: exit %d (%v), want %d", code, err, contract.ExitUsage)
+				if code := contract.ClassOf(err); code != contract.Invalid {
+					t.Fatalf("schema other: exit %d (%v), want %d", code, err, contract.Invalid)
 				}
 				return
 			}
@@ -201,7 +201,7 @@ func conformanceCases() []testCase {
 			missing := People(b)
 			missing.Schema = "no_such_schema_" + RandomHex(4)
 			err := s.Prepare(ctx, missing)
-			if code := contract.ExitCode(err); code != contract.ExitPermanent || !strings.Contains(contract.Hint(err), "CREATE SCHEMA") {
+			if code := contract.ClassOf(err); code != contract.Permanent || !strings.Contains(contract.Hint(err), "CREATE SCHEMA") {
 				t.Fatalf("missing schema: exit %d, hint %q (%v)", code, contract.Hint(err), err)
 			}
 		}},
@@ -209,8 +209,8 @@ func conformanceCases() []testCase {
 			s, tbl := b.Sink(t), People(b)
 			b.Exec(t, "CREATE TABLE "+QName(tbl)+` (id TEXT, name TEXT, age INTEGER)`)
 			err := s.Prepare(ctx, tbl)
-			if code := contract.ExitCode(err); code != contract.ExitPermanent {
-				t.Fatalf("exit %d (%v), want %d", code, err, contract.ExitPermanent)
+			if code := contract.ClassOf(err); code != contract.Permanent {
+				t.Fatalf("exit %d (%v), want %d", code, err, contract.Permanent)
 			}
 			hint := contract.Hint(err)
 			wantSQL := b.UniqueFix
@@ -227,7 +227,7 @@ func conformanceCases() []testCase {
 		{"unique key on other columns", func(t *testing.T, b *DB) {
 			s, tbl := b.Sink(t), People(b)
 			b.Exec(t, "CREATE TABLE "+QName(tbl)+` (id TEXT, name TEXT, age INTEGER, UNIQUE (id, name))`)
-			if code := contract.ExitCode(s.Prepare(ctx, tbl)); code != contract.ExitPermanent {
+			if code := contract.ClassOf(s.Prepare(ctx, tbl)); code != contract.Permanent {
 				t.Fatalf("unique (id, name) accepted for key (id): exit %d", code)
 			}
 		}},
@@ -247,8 +247,8 @@ func conformanceCases() []testCase {
 			s, tbl := b.Sink(t), People(b)
 			tbl.Create = false
 			err := s.Prepare(ctx, tbl)
-			if code := contract.ExitCode(err); code != contract.ExitPermanent || !strings.Contains(err.Error(), "does not exist") {
-				t.Fatalf("exit %d (%v), want %d and 'does not exist'", code, err, contract.ExitPermanent)
+			if code := contract.ClassOf(err); code != contract.Permanent || !strings.Contains(err.Error(), "does not exist") {
+				t.Fatalf("exit %d (%v), want %d and 'does not exist'", code, err, contract.Permanent)
 			}
 		}},
 		{"column added by a later prepare", func(t *testing.T, b *DB) {
@@ -329,8 +329,8 @@ func conformanceCases() []testCase {
 			MustPrepare(t, s, tbl)
 			MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, Row("a", "Ann", int64(1)))
 			_, err := s.Upsert(ctx, tbl, []contract.Row{Row("a", "changed", int64(1)), Row("b", "Bob", int64(2)), Row("c", "Cy", "not an integer")})
-			if code := contract.ExitCode(err); code != contract.ExitPermanent {
-				t.Fatalf("bad value: exit %d (%v), want %d", code, err, contract.ExitPermanent)
+			if code := contract.ClassOf(err); code != contract.Permanent {
+				t.Fatalf("bad value: exit %d (%v), want %d", code, err, contract.Permanent)
 			}
 			AssertRows(t, b.Read(t, tbl), Want(t, tbl, Row("a", "Ann", int64(1))))
 			// The sink is still usable.

@@ -82,7 +82,7 @@ func mustClaim(t *testing.T, o contract.TableOwners, tbl *contract.Table, c cont
 func refused(t *testing.T, o contract.TableOwners, tbl *contract.Table, c contract.TableClaim, owner string) {
 	t.Helper()
 	err := o.ClaimTable(context.Background(), tbl, c)
-	if !errors.Is(err, contract.ErrSharedTable) || contract.ExitCode(err) != contract.ExitUsage || !strings.Contains(err.Error(), owner) {
-		t.Fatalf("claim %s for %s: got %v (exit %d), want a refusal (exit 2) naming %s", tbl, c.Writer, err, contract.ExitCode(err), owner)
+	if !errors.Is(err, contract.ErrSharedTable) || contract.ClassOf(err) != contract.Invalid || !strings.Contains(err.Error(), owner) {
+		t.Fatalf("claim %s for %s: got %v (exit %d), want a refusal (exit 2) naming %s", tbl, c.Writer, err, contract.ClassOf(err), owner)
 	}
 }

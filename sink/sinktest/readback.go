@@ -20,7 +20,7 @@ func readBackCases() []testCase {
 	return []testCase{
 		{"latest rows, most recent first, as text", func(t *testing.T, b *DB) {
 			s, tbl := b.Sink(t), People(b)
-			if _, _, err := s.LatestRows(ctx, tbl, 5); contract.ExitCode(err) != contract.ExitPermanent || !strings.Contains(fmt.Sprint(err), "people") {
+			if _, _, err := s.LatestRows(ctx, tbl, 5); contract.ClassOf(err) != contract.Permanent || !strings.Contains(fmt.Sprint(err), "people") {
 				t.Fatalf("latest rows of a missing table: %v, want a permanent error naming it", err)
 			}
 			MustPrepare(t, s, tbl)

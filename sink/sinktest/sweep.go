@@ -65,8 +65,8 @@ func sweepCases() []testCase {
 			req := sweepReq(t, s, tbl, contract.DeletesHard, "a")
 			req.MaxRatio = 0.5
 			_, err := s.Sweep(context.Background(), tbl, req)
-			if !errors.Is(err, contract.ErrSweepRefused) || contract.ExitCode(err) != contract.ExitPermanent || !strings.Contains(err.Error(), "3 of the 4") {
-				t.Fatalf("sweep of 3 of 4 rows at ratio 0.5: %v (exit %d); want a permanent refusal naming 3 of the 4", err, contract.ExitCode(err))
+			if !errors.Is(err, contract.ErrSweepRefused) || contract.ClassOf(err) != contract.Permanent || !strings.Contains(err.Error(), "3 of the 4") {
+				t.Fatalf("sweep of 3 of 4 rows at ratio 0.5: %v (exit %d); want a permanent refusal naming 3 of the 4", err, contract.ClassOf(err))
 			}
 			if got := len(b.Read(t, tbl)); got != 4 {
 				t.Fatalf("%d rows after a refused sweep, want the 4 kept", got)

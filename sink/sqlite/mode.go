@@ -22,7 +22,7 @@ func createFile(c contract.Conn) error {
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return contract.Errorf(contract.ExitPermanent, "create directory for %s: %w", path, err)
+			return contract.Errorf(contract.Permanent, "create directory for %s: %w", path, err)
 		}
 	}
 	mode := c.FileMode()
@@ -31,7 +31,7 @@ func createFile(c contract.Conn) error {
 		return nil
 	}
 	if err != nil {
-		return contract.Errorf(contract.ExitPermanent, "create sqlite target %s: %w", path, err)
+		return contract.Errorf(contract.Permanent, "create sqlite target %s: %w", path, err)
 	}
 	// The umask may have narrowed the mode asked for; set it exactly.
 	err = f.Chmod(mode)
@@ -40,7 +40,7 @@ func createFile(c contract.Conn) error {
 	}
 	if err != nil {
 		os.Remove(path)
-		return contract.Errorf(contract.ExitPermanent, "create sqlite target %s: %w", path, err)
+		return contract.Errorf(contract.Permanent, "create sqlite target %s: %w", path, err)
 	}
 	return nil
 }

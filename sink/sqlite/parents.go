@@ -35,7 +35,7 @@ func (s *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		if !slices.ContainsFunc(all, func(a string) bool { return sqlkit.ASCIILower(a) == sqlkit.ASCIILower(c) }) {
-			return nil, contract.Errorf(contract.ExitPermanent, "%s: the table has no column %s", op, c)
+			return nil, contract.Errorf(contract.Permanent, "%s: the table has no column %s", op, c)
 		}
 		sel[i] = fmt.Sprintf("CAST(%s AS TEXT)", sqlkit.QuoteIdent(c))
 	}

@@ -26,9 +26,9 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	}
 	if t.Schema != "" && !strings.EqualFold(t.Schema, "main") {
 		return &contract.Error{
-			Code: contract.ExitUsage,
-			Msg:  fmt.Sprintf("table %s: sqlite targets have no schemas", t),
-			Hint: "name the table without a schema (table: " + t.Name + ")",
+			Class: contract.Invalid,
+			Msg:   fmt.Sprintf("table %s: sqlite targets have no schemas", t),
+			Hint:  "name the table without a schema (table: " + t.Name + ")",
 		}
 	}
 	s.mu.Lock()
@@ -49,9 +49,9 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	case errors.Is(err, sql.ErrNoRows):
 		if !t.Create {
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s does not exist", t),
-				Hint: "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s does not exist", t),
+				Hint:  "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
 			}
 		}
 		if _, err := tx.ExecContext(ctx, sqliteCreate(t)); err != nil {
@@ -61,7 +61,7 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	case err != nil:
 		return s.wrap(op, err)
 	case kind != "table":
-		return contract.Errorf(contract.ExitPermanent, "%s: %s is a %s, not a table", op, t, kind)
+		return contract.Errorf(contract.Permanent, "%s: %s is a %s, not a table", op, t, kind)
 	default:
 		if err := s.alter(ctx, tx, t); err != nil {
 			return err
@@ -122,9 +122,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	for _, k := range t.Key {
 		if !have[sqlkit.ASCIILower(k)] {
 			return &contract.Error{
-				Code: contract.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s has no key column %q", t, k),
-				Hint: "add the column and a unique index on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s has no key column %q", t, k),
+				Hint:  "add the column and a unique index on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
 			}
 		}
 	}
@@ -136,9 +136,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 		stmt := fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s);",
 			sqlkit.QuoteIdent(t.Name+"_idemsync_key"), sqlkit.QuoteIdent(t.Name), sqlkit.QuoteList(t.Key))
 		return &contract.Error{
-			Code: contract.ExitPermanent,
-			Msg:  fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
-			Hint: "remove duplicate keys, then run: " + stmt,
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
+			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
 	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {

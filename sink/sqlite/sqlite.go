@@ -71,7 +71,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) 
 	if path != ":memory:" {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, contract.Errorf(contract.ExitPermanent, "create directory for %s: %w", path, err)
+				return nil, contract.Errorf(contract.Permanent, "create directory for %s: %w", path, err)
 			}
 		}
 	}
@@ -83,7 +83,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) 
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitPermanent, "open sqlite %s: %w", path, err)
+		return nil, contract.Errorf(contract.Permanent, "open sqlite %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxLifetime(0)
@@ -124,13 +124,13 @@ func (s *Sink) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	code := contract.ExitPermanent
+	code := contract.Permanent
 	var se *sqlitedrv.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			code = contract.ExitTransient
+			code = contract.Transient
 		}
 	}
-	return &contract.Error{Code: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
+	return &contract.Error{Class: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
 }

@@ -40,7 +40,7 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 	key := make([]any, len(st.keyIdx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, contract.Errorf(contract.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
 		}
 		for k, i := range st.keyIdx {
 			v, err := sqliteValue(&t.Columns[i], r.Values[i])
@@ -50,7 +50,7 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 			key[k] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], v)
 		}
 		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
-			return nil, contract.Errorf(contract.ExitPermanent, "%s: %w", op, err)
+			return nil, contract.Errorf(contract.Permanent, "%s: %w", op, err)
 		}
 	}
 	return out, nil

@@ -180,7 +180,7 @@ func (s *Sink) newStatements(ctx context.Context, t *contract.Table) (*sqliteStm
 		}
 	}
 	if len(st.keyIdx) != len(t.Key) {
-		return nil, contract.Errorf(contract.ExitPermanent, "table %s: a key column is not among the mapped columns", t)
+		return nil, contract.Errorf(contract.Permanent, "table %s: a key column is not among the mapped columns", t)
 	}
 	st.sql = func(n int) [2]string { return sqliteUpsertSQL(t, n) }
 	st.sameSQL = func(n int) string { return sqliteSameSQL(t, n) }
@@ -371,7 +371,7 @@ func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]an
 	all := make([][]any, len(rows))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, contract.Errorf(contract.ExitPermanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
 		}
 		vals := make([]any, len(t.Columns))
 		for i := range t.Columns {

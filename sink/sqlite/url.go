@@ -24,9 +24,9 @@ func Path(rawURL string) (string, error) {
 	path = strings.TrimPrefix(path, "//") // sqlite://rel/path and sqlite:///abs/path
 	if path == "" {
 		return "", &contract.Error{
-			Code: contract.ExitUsage,
-			Msg:  "target url " + rawURL + " has no file path",
-			Hint: "use sqlite:PATH, e.g. sqlite:out/orders.db",
+			Class: contract.Invalid,
+			Msg:   "target url " + rawURL + " has no file path",
+			Hint:  "use sqlite:PATH, e.g. sqlite:out/orders.db",
 		}
 	}
 	return path, nil
@@ -57,7 +57,7 @@ func OpenRead(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sink,
 	}
 	if path != ":memory:" {
 		if _, err := os.Stat(path); err != nil {
-			return nil, &contract.Error{Code: contract.ExitPermanent, Msg: "target database " + path + " does not exist",
+			return nil, &contract.Error{Class: contract.Permanent, Msg: "target database " + path + " does not exist",
 				Hint: "run the job first: nothing has been written yet"}
 		}
 	}

@@ -52,7 +52,7 @@ func (s *Sink) widen(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				e := s.wrap(fmt.Sprintf("widen column %s of table %s from %s to %s (%s)", c.Name, t, cur, want, c.Type), err)
-				if ie, ok := e.(*contract.Error); ok && ie.Code == contract.ExitPermanent {
+				if ie, ok := e.(*contract.Error); ok && ie.Class == contract.Permanent {
 					ie.Hint = "drop the index, view or trigger that uses the column, or declare the column's type in target.columns"
 				}
 				return e

@@ -38,13 +38,13 @@ func QuoteList(names []string) string {
 func CheckIdent(kind, s string, maxLen int) error {
 	switch {
 	case s == "":
-		return contract.Errorf(contract.ExitUsage, "empty %s name", kind)
+		return contract.Errorf(contract.Invalid, "empty %s name", kind)
 	case strings.IndexByte(s, 0) >= 0:
-		return contract.Errorf(contract.ExitUsage, "%s name %q contains a NUL byte", kind, s)
+		return contract.Errorf(contract.Invalid, "%s name %q contains a NUL byte", kind, s)
 	case !utf8.ValidString(s):
-		return contract.Errorf(contract.ExitUsage, "%s name %q is not valid UTF-8", kind, s)
+		return contract.Errorf(contract.Invalid, "%s name %q is not valid UTF-8", kind, s)
 	case maxLen > 0 && len(s) > maxLen:
-		return contract.Errorf(contract.ExitUsage, "%s name %q is longer than %d bytes", kind, s, maxLen)
+		return contract.Errorf(contract.Invalid, "%s name %q is longer than %d bytes", kind, s, maxLen)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func CheckTable(t *contract.Table, maxLen int) error {
 		return err
 	}
 	if len(t.Key) == 0 {
-		return contract.Errorf(contract.ExitUsage, "table %s: no key columns", t)
+		return contract.Errorf(contract.Invalid, "table %s: no key columns", t)
 	}
 	seen := make(map[string]bool, len(t.Columns))
 	for _, c := range t.Columns {
@@ -72,23 +72,23 @@ func CheckTable(t *contract.Table, maxLen int) error {
 			return err
 		}
 		if seen[c.Name] {
-			return contract.Errorf(contract.ExitUsage, "table %s: column %q mapped twice", t, c.Name)
+			return contract.Errorf(contract.Invalid, "table %s: column %q mapped twice", t, c.Name)
 		}
 		seen[c.Name] = true
 		if c.Name == contract.ColHash || c.Name == contract.ColSyncedAt {
-			return contract.Errorf(contract.ExitUsage, "table %s: column name %q is reserved for bookkeeping", t, c.Name)
+			return contract.Errorf(contract.Invalid, "table %s: column name %q is reserved for bookkeeping", t, c.Name)
 		}
 		if !c.Type.Valid() {
-			return contract.Errorf(contract.ExitUsage, "table %s: column %q has unknown type %q", t, c.Name, c.Type)
+			return contract.Errorf(contract.Invalid, "table %s: column %q has unknown type %q", t, c.Name, c.Type)
 		}
 	}
 	for _, k := range t.Key {
 		if !seen[k] {
-			return contract.Errorf(contract.ExitUsage, "table %s: key column %q is not a mapped column", t, k)
+			return contract.Errorf(contract.Invalid, "table %s: key column %q is not a mapped column", t, k)
 		}
 	}
 	if t.Version != "" && !seen[t.Version] {
-		return contract.Errorf(contract.ExitUsage, "table %s: version column %q is not a mapped column", t, t.Version)
+		return contract.Errorf(contract.Invalid, "table %s: version column %q is not a mapped column", t, t.Version)
 	}
 	return nil
 }

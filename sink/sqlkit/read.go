@@ -23,7 +23,7 @@ func ReadColumns(all []string, cast string) ([]string, string) {
 
 // MissingTable is the error for a table that does not exist yet.
 func MissingTable(t *contract.Table) error {
-	return &contract.Error{Code: contract.ExitPermanent, Msg: "table " + t.String() + " does not exist",
+	return &contract.Error{Class: contract.Permanent, Msg: "table " + t.String() + " does not exist",
 		Hint: "run the job first: it creates the table"}
 }
 

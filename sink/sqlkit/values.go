@@ -16,7 +16,7 @@ import (
 // converts records before they reach a sink, so this is a bug or a
 // mismatched table, not a bad record: the page fails permanently.
 func ValueError(c *contract.Column, v any) error {
-	return contract.Errorf(contract.ExitPermanent, "column %q: cannot store %T as %s", c.Name, v, c.Type)
+	return contract.Errorf(contract.Permanent, "column %q: cannot store %T as %s", c.Name, v, c.Type)
 }
 
 // AsInt64 accepts the Go integer types the engine may hand over.

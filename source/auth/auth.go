@@ -63,7 +63,7 @@ func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (
 		}, nil
 	case idsync.AuthRefreshToken:
 		if o.Store == nil {
-			return nil, &contract.Error{Code: contract.ExitPermanent, Msg: "auth oauth2_refresh_token needs the state file"}
+			return nil, &contract.Error{Class: contract.Permanent, Msg: "auth oauth2_refresh_token needs the state file"}
 		}
 		if o.Keyring == nil {
 			o.Keyring = NewKeyring()
@@ -79,7 +79,7 @@ func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (
 			return &refreshing{base: base, src: newCommand(a, red), kind: a.Type}
 		}, nil
 	}
-	return nil, &contract.Error{Code: contract.ExitUsage, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
+	return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
 }
 
 // credential is a token that can be fetched (cached) and invalidated.
@@ -134,5 +134,5 @@ func (t *refreshing) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // permanent returns an error that the fetcher does not retry (exit 1).
 func permanent(msg, hint string, err error) error {
-	return &contract.Error{Code: contract.ExitPermanent, Msg: msg, Hint: hint, Err: err}
+	return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: hint, Err: err}
 }

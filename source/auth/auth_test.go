@@ -238,7 +238,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 	c, _ := client(t, clientCredentials(p, ""), Options{})
 	_, err := get(t, c, p.api.URL)
 	var ie *contract.Error
-	if err == nil || errors.As(err, &ie) && ie.Code == contract.ExitPermanent || !strings.Contains(err.Error(), "503") {
+	if err == nil || errors.As(err, &ie) && ie.Class == contract.Permanent || !strings.Contains(err.Error(), "503") {
 		t.Errorf("token endpoint 503: %v, want a transient error naming HTTP 503", err)
 	}
 
@@ -248,7 +248,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.api.URL, nil)
 	_, err = c.Do(req)
-	if err == nil || errors.As(err, &ie) && ie.Code == contract.ExitPermanent {
+	if err == nil || errors.As(err, &ie) && ie.Class == contract.Permanent {
 		t.Errorf("token endpoint timeout: %v, want a transient error", err)
 	}
 	p.slow.Store(false)
@@ -257,7 +257,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 	bad.ClientSecret = "wrong-secret-canary"
 	c, _ = client(t, bad, Options{})
 	_, err = get(t, c, p.api.URL)
-	if !errors.As(err, &ie) || ie.Code != contract.ExitPermanent || !strings.Contains(ie.Error(), "invalid_client") ||
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Error(), "invalid_client") ||
 		!strings.Contains(ie.Hint, idsync.AuthClientCredentials) || strings.Contains(ie.Error()+ie.Hint, "wrong-secret-canary") {
 		t.Errorf("refused client: %v (hint %q), want exit 1 naming invalid_client and the auth type, without the secret", err, hintOf(err))
 	}
@@ -375,7 +375,7 @@ func TestRefreshTokenLostInExchange(t *testing.T) {
 	c, _ = client(t, a, Options{Job: "j", Store: lost})
 	_, err := get(t, c, p.api.URL)
 	var ie *contract.Error
-	if !errors.As(err, &ie) || ie.Code != contract.ExitPermanent || !strings.Contains(ie.Msg, "stopped during a refresh token exchange") ||
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Msg, "stopped during a refresh token exchange") ||
 		!strings.Contains(ie.Hint, "source.auth.refresh_token") || strings.Contains(ie.Error()+ie.Hint, seed) {
 		t.Fatalf("lost rotation: %v (hint %q), want exit 1 with a re-seed hint and no token", err, hintOf(err))
 	}
@@ -440,7 +440,7 @@ func TestCommandNoShellTTL(t *testing.T) {
 	c, _ = client(t, a, Options{})
 	_, err := get(t, c, api.URL)
 	var ie *contract.Error
-	if !errors.As(err, &ie) || ie.Code != contract.ExitPermanent || !strings.Contains(ie.Msg, "failed with exit 3") || strings.Contains(err.Error()+ie.Hint, "stderr-canary") {
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Msg, "failed with exit 3") || strings.Contains(err.Error()+ie.Hint, "stderr-canary") {
 		t.Errorf("failing command: %v, want exit 1 naming the exit status, without its stderr", err)
 	}
 }

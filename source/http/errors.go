@@ -18,9 +18,9 @@ import (
 // transient (exit 3) once retries are exhausted otherwise.
 func (f *Fetcher) transportError(where, tries string, err error) error {
 	if permanentTransportError(err) {
-		return &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(contract.Hint(err))}
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(contract.Hint(err))}
 	}
-	return &contract.Error{Code: contract.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
+	return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
 		Hint: "network error; the checkpoint is intact, run again later"}
 }
 
@@ -31,7 +31,7 @@ func permanentTransportError(err error) bool {
 	var ve *tls.CertificateVerificationError
 	var pe *contract.Error
 	return errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || errors.As(err, &ve) ||
-		errors.As(err, &pe) && pe.Code == contract.ExitPermanent ||
+		errors.As(err, &pe) && pe.Class == contract.Permanent ||
 		strings.Contains(err.Error(), "stopped after 10 redirects") ||
 		strings.Contains(err.Error(), "unsupported protocol scheme")
 }

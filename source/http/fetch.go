@@ -198,7 +198,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Resp
 	}
 	recs, err := f.records(st.body)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitPermanent, "%s: %w", where, err)
+		return nil, contract.Errorf(contract.Permanent, "%s: %w", where, err)
 	}
 	out.Records = recs
 	out.Raw = f.rawCount(st.body, recs)
@@ -215,7 +215,7 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	rawURL := r.URL
 	body, err := requestBody(src.Body, r.Body)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitPermanent, "build request body: %v", err)
+		return nil, contract.Errorf(contract.Permanent, "build request body: %v", err)
 	}
 	var rd io.Reader
 	if body != nil {
@@ -223,7 +223,7 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, src.Method, rawURL, rd)
 	if err != nil {
-		return nil, contract.Errorf(contract.ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
+		return nil, contract.Errorf(contract.Permanent, "build request for %s: invalid URL", f.redact(rawURL))
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		req.Header.Set(k, r.Header[k])
@@ -289,24 +289,24 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 	tries := fmt.Sprintf("after %d attempt(s)", st.n)
 	switch {
 	case st.tooLarge:
-		return contract.Errorf(contract.ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
+		return contract.Errorf(contract.Permanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
 	case st.tooDeep:
-		return &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
 	case st.notJSON:
 		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
 		if ex := f.excerpt(st.body); ex != "" {
 			msg += ": " + ex
 		}
-		return &contract.Error{Code: contract.ExitPermanent, Msg: msg,
+		return &contract.Error{Class: contract.Permanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
 	case err != nil && st.status == 0:
 		return f.transportError(where, tries, err)
 	case st.refused != "":
-		return &contract.Error{Code: contract.ExitPermanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
 			Hint: "the GraphQL server refused the request itself (its query, variables or persisted query): sending it again cannot help; fix source.body (not retried)"}
 	case st.reason != "" && st.status >= 200 && st.status < 300:
-		return &contract.Error{Code: contract.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
+		return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
 	case st.status < 200 || st.status >= 300:
 		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
@@ -317,9 +317,9 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 			msg += ": " + ex
 		}
 		if slices.Contains(rc.OnStatus, st.status) {
-			return &contract.Error{Code: contract.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
+			return &contract.Error{Class: contract.Transient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
 		}
-		return &contract.Error{Code: contract.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
+		return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
 	}
 	return nil
 }

@@ -210,8 +210,8 @@ func TestFetchStopsAtAttempts(t *testing.T) {
 			if got := len(srv.requests()); got != attempts {
 				t.Errorf("%d requests, want exactly %d", got, attempts)
 			}
-			if e.Code != contract.ExitTransient {
-				t.Errorf("exit code %d, want %d", e.Code, contract.ExitTransient)
+			if e.Class != contract.Transient {
+				t.Errorf("exit code %d, want %d", e.Class, contract.Transient)
 			}
 			for _, want := range []string{"HTTP 503", fmt.Sprintf("after %d attempt(s)", attempts), `{"error":"down"}`} {
 				if !strings.Contains(e.Error(), want) {
@@ -239,8 +239,8 @@ func TestFetchPermanentStatusFailsAtOnce(t *testing.T) {
 			if got := len(srv.requests()); got != 1 {
 				t.Errorf("%d requests, want 1 (no retry)", got)
 			}
-			if e.Code != contract.ExitPermanent {
-				t.Errorf("exit code %d, want %d", e.Code, contract.ExitPermanent)
+			if e.Class != contract.Permanent {
+				t.Errorf("exit code %d, want %d", e.Class, contract.Permanent)
 			}
 			for _, want := range []string{fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), "nope"} {
 				if !strings.Contains(e.Error(), want) {
@@ -338,8 +338,8 @@ func TestFetchRetriesTransientFailures(t *testing.T) {
 			always := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.fault(w, r) })
 			f, _ = newTestFetcher(t, fetchSpec(always.URL, source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
 			e := fetchErr(t, f, always.URL)
-			if e.Code != contract.ExitTransient {
-				t.Errorf("exit code %d, want %d: %v", e.Code, contract.ExitTransient, e)
+			if e.Class != contract.Transient {
+				t.Errorf("exit code %d, want %d: %v", e.Class, contract.Transient, e)
 			}
 			if n := len(always.requests()); n != 2 {
 				t.Errorf("%d requests, want 2", n)
@@ -380,8 +380,8 @@ func TestFetchErrorPath(t *testing.T) {
 		switch {
 		case tt.failed && err == nil:
 			t.Errorf("%s in %s: accepted as a page", tt.path, tt.body)
-		case tt.failed && (contract.ExitCode(err) != contract.ExitTransient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
-			t.Errorf("%s in %s: %v (exit %d), want exit 3 naming the path", tt.path, tt.body, err, contract.ExitCode(err))
+		case tt.failed && (contract.ClassOf(err) != contract.Transient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
+			t.Errorf("%s in %s: %v (%v), want exit 3 naming the path", tt.path, tt.body, err, contract.ClassOf(err))
 		case tt.failed && len(srv.requests()) != 2:
 			t.Errorf("%s in %s: %d requests, want 2 (retried)", tt.path, tt.body, len(srv.requests()))
 		case !tt.failed && err != nil:
@@ -394,8 +394,8 @@ func TestFetchErrorPath(t *testing.T) {
 		writeJSON(w, 200, `{"error":{"message":"internal"}}`)
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-	if e := fetchErr(t, f, srv.URL); e.Code != contract.ExitPermanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
-		t.Errorf("error payload without error_path: %v (exit %d)", e, e.Code)
+	if e := fetchErr(t, f, srv.URL); e.Class != contract.Permanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
+		t.Errorf("error payload without error_path: %v (%v)", e, e.Class)
 	}
 }
 

@@ -24,8 +24,8 @@ func assertRefused(t *testing.T, err error, origin string) {
 		t.Fatalf("error %T %v, want an *contract.Error", err, err)
 	}
 	text := e.Error() + " " + e.Hint
-	if e.Code != contract.ExitPermanent || !strings.Contains(text, origin) || !strings.Contains(text, "source.follow_origins") {
-		t.Errorf("want a permanent refusal naming %s and source.follow_origins, got exit %d: %s", origin, e.Code, text)
+	if e.Class != contract.Permanent || !strings.Contains(text, origin) || !strings.Contains(text, "source.follow_origins") {
+		t.Errorf("want a permanent refusal naming %s and source.follow_origins, got %v: %s", origin, e.Class, text)
 	}
 	for _, dns := range []string{"lookup", "no such host", "dial", "connection refused"} {
 		if strings.Contains(text, dns) {

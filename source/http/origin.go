@@ -128,7 +128,7 @@ func (f *Fetcher) mayFollow(u *url.URL) bool {
 // key that allows it. Nothing was sent there, not even a DNS lookup.
 func (f *Fetcher) refuse(what string, u *url.URL) *contract.Error {
 	o := f.redact(origin(u))
-	return &contract.Error{Code: contract.ExitPermanent,
+	return &contract.Error{Class: contract.Permanent,
 		Msg:  fmt.Sprintf("%s leads to another origin, %s: refused (not in source.follow_origins)", what, o),
 		Hint: fmt.Sprintf("nothing was requested from %s; to follow it (without the job's credentials), add it to source.follow_origins: [%s]", o, o)}
 }

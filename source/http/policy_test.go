@@ -112,8 +112,8 @@ func TestFetchVerifiesTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != contract.ExitPermanent || !strings.Contains(e.Error(), "certificate") {
-		t.Errorf("self-signed certificate: %v (exit %d)", e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "certificate") {
+		t.Errorf("self-signed certificate: %v (%v)", e, e.Class)
 	}
 	f, logs := newTestFetcher(t, fetchSpec(srv.URL, "  insecure_skip_tls_verify: true\n", ""), nil)
 	if _, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL}); err != nil {
@@ -246,8 +246,8 @@ func TestFetchGzipBomb(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1MiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != contract.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
-		t.Errorf("gzip bomb (%d KiB compressed): %v (exit %d)", zipped.Len()>>10, e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
+		t.Errorf("gzip bomb (%d KiB compressed): %v (%v)", zipped.Len()>>10, e, e.Class)
 	}
 }
 
@@ -259,8 +259,8 @@ func TestFetchRedirectLoop(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != contract.ExitPermanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
-		t.Errorf("redirect loop: %v (exit %d)", e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
+		t.Errorf("redirect loop: %v (%v)", e, e.Class)
 	}
 	if n := len(srv.requests()); n != 10 {
 		t.Errorf("%d requests, want 10 (one attempt, not retried)", n)

@@ -49,7 +49,7 @@ func TestTimeoutStillBoundsSlowBody(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(api.URL, "  timeout: 200ms\n", "  attempts: 1\n"), nil)
 	e := fetchErr(t, f, api.URL)
-	if e.Code != contract.ExitTransient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
-		t.Errorf("got exit %d %v, want a transient timeout", e.Code, e)
+	if e.Class != contract.Transient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
+		t.Errorf("got %v %v, want a transient timeout", e.Class, e)
 	}
 }
