@@ -122,7 +122,7 @@ func sameSnapshot(t *testing.T, before, after snapshot) {
 	}
 }
 
-// wantPermanent checks that err is an *contract.Error with exit code 1 whose
+// wantPermanent checks that err is a *contract.Error with exit code 1 whose
 // message names the state file.
 func wantPermanent(t *testing.T, err error, path string) {
 	t.Helper()

@@ -31,7 +31,7 @@ const holderUnknown = "another process"
 // Stores in one process exclude each other as two processes do.
 //
 // It returns an error wrapping contract.ErrLocked, naming the holder, when
-// another process or Store holds the lock, and an *contract.Error (exit 1)
+// another process or Store holds the lock, and a *contract.Error (exit 1)
 // when the lock cannot be taken. unlock releases the lock; it may be
 // called more than once, and Close calls it for locks still held.
 func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error) {

@@ -54,7 +54,7 @@ type Store struct {
 // created with mode 0700) when missing, and migrates its schema. A nil
 // logger discards logs.
 //
-// It returns an *contract.Error with code ExitPermanent naming the path when
+// It returns a *contract.Error (Permanent) naming the path when
 // the file cannot be created or opened, when it is not a SQLite database or
 // is another application's database (such files are never modified), or
 // when it was written by a newer idemsync.
@@ -119,8 +119,8 @@ func (s *Store) init(ctx context.Context) error {
 // Path returns the state file's path as given to Open.
 func (s *Store) Path() string { return s.path }
 
-// QuickCheck runs PRAGMA quick_check. It returns an *contract.Error (code
-// ExitPermanent) naming the file and the first problems found when the
+// QuickCheck runs PRAGMA quick_check. It returns a *contract.Error (code
+// Permanent) naming the file and the first problems found when the
 // file is damaged, or when the check cannot run.
 func (s *Store) QuickCheck(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check")
@@ -242,7 +242,7 @@ func hint(err error) string {
 }
 
 // fileError is the error callers see for a failed operation op on the
-// state file at path: an *contract.Error naming the file, exit 3 when
+// state file at path: a *contract.Error naming the file, exit 3 when
 // another process kept the file busy past the busy timeout (try again),
 // exit 1 otherwise. A cancelled
 // or expired context keeps the context's error visible (wrapped with the

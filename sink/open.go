@@ -113,7 +113,7 @@ var drivers = []Driver{
 }
 
 // Lookup returns the Driver for rawURL's scheme (compared
-// case-insensitively), or an *contract.Error (ExitUsage) naming the URL,
+// case-insensitively), or a *contract.Error (Invalid) naming the URL,
 // password redacted, when no database has that scheme.
 func Lookup(rawURL string) (Driver, error) {
 	if d, ok := lookup(rawURL); ok {
@@ -186,9 +186,9 @@ func URLPattern() string {
 //   - postgres://… and postgresql://…: a PostgreSQL server, in any form pgx
 //     accepts (connect_timeout defaults to 10s).
 //
-// A nil logger discards logs. Open fails with an *contract.Error: ExitUsage for
-// an unknown scheme or a malformed URL, ExitTransient when the server cannot
-// be reached, ExitPermanent when it refuses the connection (authentication,
+// A nil logger discards logs. Open fails with a *contract.Error: Invalid for
+// an unknown scheme or a malformed URL, Transient when the server cannot
+// be reached, Permanent when it refuses the connection (authentication,
 // missing database). Error texts never contain the URL's password.
 func Open(ctx context.Context, rawURL string, logger *slog.Logger) (contract.Sink, error) {
 	return OpenTarget(ctx, contract.Conn{URL: rawURL}, logger)

@@ -53,7 +53,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink
 }
 
 // replayRange parses a replay's --from and --to (nil, nil for other kinds).
-// It fails with ExitUsage on a position the style cannot read or a --to
+// It fails with Invalid on a position the style cannot read or a --to
 // before --from.
 func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	job := e.Job
@@ -160,7 +160,7 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 
 // startRun records a new run starting where startPosition says and sets
 // rs's run and position. The incremental window or start mark that cannot
-// be read fails with ExitUsage.
+// be read fails with Invalid.
 func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
 	job := e.Job
 	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}

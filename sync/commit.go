@@ -88,7 +88,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	return ckpt.End, nil
 }
 
-// checkLoop fails with ExitPermanent when the page repeats the previous one
+// checkLoop fails with Permanent when the page repeats the previous one
 // or its next position was already read in this run.
 func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 	job := e.Job

@@ -49,7 +49,7 @@ func (e *Engine) countsDistinct(rs *runState) bool {
 
 // checkDistinct counts the keys of a page's rows that the page before it
 // (or the page itself) held already and, on the walk's last page, fails
-// with ExitTransient when the records the walk counted toward
+// with Transient when the records the walk counted toward
 // pagination.total, less those read twice, fall short of the total. A walk
 // starts over at the style's first position or a new parent; a pass
 // continued by a later invocation counts from its first page there (for a
@@ -93,7 +93,7 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 	return e.shortOfTotal(rs, w.repeats)
 }
 
-// shortOfTotal fails with ExitTransient, and has the run abandoned, when
+// shortOfTotal fails with Transient, and has the run abandoned, when
 // the walk's last page, less repeats records read twice, falls short of
 // pagination.total.
 func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {

@@ -127,7 +127,7 @@ type runState struct {
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock
-// was taken; err carries the exit code (ExitCode).
+// was taken; err carries the class of the failure (contract.ClassOf).
 func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	started := time.Now()
 	job := e.Job

@@ -70,8 +70,8 @@ var _ contract.Sink = (*Sink)(nil)
 // returning. A nil logger discards logs.
 //
 // Errors are *contract.Error naming host:port but never the password:
-// ExitUsage for a malformed dsn, ExitTransient when the server cannot be
-// reached or is starting up, ExitPermanent for failed authentication, a
+// Invalid for a malformed dsn, Transient when the server cannot be
+// reached or is starting up, Permanent for failed authentication, a
 // missing database or a rejected TLS certificate.
 //
 // Every statement is bounded by the defaults of contract.Conn.Waits

@@ -21,8 +21,8 @@ const pgMaxIdent = 63
 // with PRIMARY KEY (key) when missing and t.Create is set (the schema must
 // exist), and adds missing columns with ALTER TABLE … ADD COLUMN IF NOT
 // EXISTS. It may be called again with more columns. Errors are
-// *contract.Error: ExitUsage for invalid names (empty, NUL, longer than 63
-// bytes); ExitPermanent when the table is missing and t.Create is unset,
+// *contract.Error: Invalid for invalid names (empty, NUL, longer than 63
+// bytes); Permanent when the table is missing and t.Create is unset,
 // when a key column is missing, or when no unique constraint or index covers
 // exactly the key columns (the Hint holds the ALTER TABLE … ADD UNIQUE
 // statement that fixes it); database errors as described for Upsert.

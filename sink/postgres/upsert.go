@@ -26,9 +26,9 @@ import (
 // written after the statement (a trigger returned NULL): those count as
 // Dropped.
 //
-// On error nothing is committed. Errors are *contract.Error: ExitTransient for
+// On error nothing is committed. Errors are *contract.Error: Transient for
 // lost connections, serialization failures, deadlocks and server shutdown;
-// ExitPermanent for every other database error (with its SQLSTATE) and for a
+// Permanent for every other database error (with its SQLSTATE) and for a
 // value that does not fit its column. A cancelled ctx is returned wrapped.
 func (p *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
 	var n contract.Counts
@@ -92,7 +92,7 @@ func (p *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 
 // pageValues converts the values of the deduplicated rows to PostgreSQL's
 // forms, each row followed by its hash. A row with the wrong number of
-// values or a value that does not fit its column fails with ExitPermanent.
+// values or a value that does not fit its column fails with Permanent.
 func pageValues(op string, t *contract.Table, kept []contract.Row) ([][]any, error) {
 	data := make([][]any, len(kept))
 	for i, r := range kept {

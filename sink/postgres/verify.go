@@ -68,7 +68,7 @@ func fitRef(c *contract.Column, typ string) string {
 // type idemsync gives it, it is no longer the same value (a numeric
 // rounded to a narrower scale, text cut to a varchar(n)). Writing it again
 // would store the altered value and report the row as verified; instead
-// the page fails with ExitPermanent naming the table, column and key, with
+// the page fails with Permanent naming the table, column and key, with
 // a hint to widen the column. args are mergeArgs' parameters.
 func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, args []any) error {
 	for _, j := range narrowed(t, types) {

@@ -13,8 +13,8 @@ import (
 // empty (an empty file is an empty database) and with c.FileMode() whatever
 // the umask, before SQLite opens it: SQLite then creates the -wal and -shm
 // files with the database file's mode. An existing file and
-// sqlite::memory: are left alone. It fails with an *contract.Error
-// (ExitPermanent) when the file cannot be created.
+// sqlite::memory: are left alone. It fails with a *contract.Error
+// (Permanent) when the file cannot be created.
 func createFile(c contract.Conn) error {
 	path, err := Path(c.URL)
 	if err != nil || path == ":memory:" {

@@ -15,8 +15,8 @@ import (
 // column of t (see contract.Sink). It creates the table with
 // PRIMARY KEY (key) when missing and t.Create is set, and adds missing
 // columns with ALTER TABLE … ADD COLUMN, all in one transaction. It may be
-// called again with more columns. Errors are *contract.Error: ExitUsage for
-// invalid names or a schema other than "main"; ExitPermanent when the table
+// called again with more columns. Errors are *contract.Error: Invalid for
+// invalid names or a schema other than "main"; Permanent when the table
 // is missing and t.Create is unset, when a key column is missing, or when no
 // unique index covers exactly the key columns (the Hint holds the
 // CREATE UNIQUE INDEX statement that fixes it).

@@ -63,7 +63,7 @@ var _ contract.Sink = (*Sink)(nil)
 // relative to the working directory unless absolute, and creates its parent
 // directory with mode 0700 when missing. ":memory:" opens a private
 // in-memory database. A nil logger discards logs. It fails with an
-// *contract.Error (ExitPermanent) when the file cannot be created or opened.
+// *contract.Error (Permanent) when the file cannot be created or opened.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -116,7 +116,7 @@ func (s *Sink) Close() error {
 	return s.db.Close()
 }
 
-// wrap translates an SQLite error into an *contract.Error: busy or locked is
+// wrap translates an SQLite error into a *contract.Error: busy or locked is
 // transient (another process holds the file past the busy timeout),
 // anything else permanent. Context errors are returned wrapped as they are,
 // so the engine can tell an interruption from a failure.

@@ -251,9 +251,9 @@ func quoteLiteral(s string) string {
 // neither inserted nor updated are Unchanged, except rows a trigger dropped
 // (their key is absent afterwards): those count as Dropped.
 //
-// On error nothing is committed; the error is an *contract.Error
-// (ExitTransient when the file is locked by another process past
-// BusyTimeout, ExitPermanent otherwise), or wraps ctx's error.
+// On error nothing is committed; the error is a *contract.Error
+// (Transient when the file is locked by another process past
+// BusyTimeout, Permanent otherwise), or wraps ctx's error.
 func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
 	var n contract.Counts
 	if len(rows) == 0 {

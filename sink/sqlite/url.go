@@ -18,7 +18,7 @@ var Schemes = []string{"sqlite"}
 // Path returns the file path of a sqlite: URL: what follows "sqlite:" and
 // an optional "//", relative to the working directory unless absolute;
 // ":memory:" names a private in-memory database. It fails with an
-// *contract.Error (ExitUsage) when the URL names no path.
+// *contract.Error (Invalid) when the URL names no path.
 func Path(rawURL string) (string, error) {
 	_, path, _ := strings.Cut(rawURL, ":")
 	path = strings.TrimPrefix(path, "//") // sqlite://rel/path and sqlite:///abs/path
@@ -48,7 +48,7 @@ func OpenTarget(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sin
 
 // OpenRead opens the SQLite file of a job's target to read its table back.
 // It never creates anything: a file that does not exist yet is an
-// *contract.Error (ExitPermanent) saying that the job has not written
+// *contract.Error (Permanent) saying that the job has not written
 // anything. It otherwise fails as OpenTarget does.
 func OpenRead(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sink, error) {
 	path, err := Path(c.URL)

@@ -53,7 +53,7 @@ func CheckIdent(kind, s string, maxLen int) error {
 // every identifier must pass CheckIdent, every key and the version column
 // must be mapped columns, no column may be mapped twice or use the reserved
 // bookkeeping names, and every column type must be valid. Errors are
-// *contract.Error with ExitUsage.
+// *contract.Error with Invalid.
 func CheckTable(t *contract.Table, maxLen int) error {
 	if t.Schema != "" {
 		if err := CheckIdent("schema", t.Schema, maxLen); err != nil {

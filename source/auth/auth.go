@@ -26,7 +26,7 @@ type Options struct {
 }
 
 // Install builds the auth chain of job's source.auth and installs it on f.
-// A job without auth is left as is. It returns an *contract.Error (exit 1)
+// A job without auth is left as is. It returns a *contract.Error (exit 1)
 // when the chain cannot be built (oauth2_refresh_token without a store).
 func Install(ctx context.Context, job *idsync.Job, f *httpsource.Fetcher, o Options) error {
 	a := job.Source.Auth
