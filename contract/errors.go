@@ -6,7 +6,7 @@ import (
 )
 
 // Class is the kind of a failure. The command line maps each class to its
-// exit code in one place (cmd/root.go, exitCode; docs/operations.md, "Exit
+// exit code in one place (cmd/exitcode.go; docs/operations.md, "Exit
 // codes"); nothing below cmd/ knows the codes.
 type Class int
 

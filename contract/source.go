@@ -18,7 +18,7 @@ import (
 type PageSource interface {
 	// Fetch sends req (its URL as BuildURL returned it) and returns the
 	// page, its records extracted and counted. Failures are *Error values
-	// carrying the exit code (Transient once retries are exhausted,
+	// carrying their class (Transient once retries are exhausted,
 	// Permanent otherwise); a cancelled ctx returns ctx's error.
 	Fetch(ctx context.Context, req Request) (*Response, error)
 	// BuildURL returns the URL of a request: base (source.url, or a next

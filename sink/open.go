@@ -15,7 +15,7 @@
 //     version is >= the stored one; a stored NULL version is always
 //     overwritten, a NULL incoming version never overwrites a stored one;
 //   - every identifier is quoted (sqlkit.QuoteIdent);
-//   - errors are *contract.Error with an exit code, and never contain a
+//   - errors are *contract.Error with a class of failure, and never contain a
 //     password.
 //
 // Which stored row a key names is decided by the database in both: SQLite

@@ -159,8 +159,8 @@ type attempt struct {
 }
 
 // Fetch sends r with retries and returns the page. Errors are *contract.Error
-// with exit code 3 for transient failures that exhausted their retries and 1
-// for permanent ones; both name the status or cause and a body excerpt with
+// of class Transient for failures that exhausted their retries and
+// Permanent for the others; both name the status or cause and a body excerpt with
 // secrets redacted. A cancelled ctx returns ctx's error.
 func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Response, error) {
 	src := f.cfg.Source
