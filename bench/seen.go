@@ -150,7 +150,7 @@ func stateInsert(ctx context.Context, st *sql.DB, pass int, keys []any) error {
 }
 
 // stateBlob stores the page's keys as one value in the state file: each
-// key in its string form (idsync.KeyString's, here the decimal id), NUL
+// key in its string form (contract.KeyString's, here the decimal id), NUL
 // separated, gzip-free. One row per page, replaced when the page is read
 // again.
 func stateBlob(ctx context.Context, st *sql.DB, pass int, keys []any) error {

@@ -9,7 +9,7 @@ import (
 
 // Cycle returns when the open cycle of a job file (name: the job and the
 // resources an invocation selected) began, and whether one is open.
-// Errors are *idsync.Error (exit 1, or 3 when the file is busy).
+// Errors are *contract.Error (exit 1, or 3 when the file is busy).
 func (s *Store) Cycle(ctx context.Context, name string) (time.Time, bool, error) {
 	var at sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT started_at FROM job_cycles WHERE name = ?`, name).Scan(&at)

@@ -13,7 +13,7 @@ import (
 // --resource selections that name it, in one transaction. The lifetime metrics counters
 // stay (prune never touches them). The caller holds the job's lock, or
 // the lock of the job file it belonged to. It returns the number of runs
-// removed; errors are *idsync.Error (exit 1, or 3 when the file is busy).
+// removed; errors are *contract.Error (exit 1, or 3 when the file is busy).
 func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 	if err := checkJob(job); err != nil {
 		return 0, s.wrap("forget", err)

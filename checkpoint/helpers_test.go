@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // testLogger sends the store's logs to the test log.
@@ -122,19 +121,19 @@ func sameSnapshot(t *testing.T, before, after snapshot) {
 	}
 }
 
-// wantPermanent checks that err is an *idsync.Error with exit code 1 whose
+// wantPermanent checks that err is a *contract.Error with exit code 1 whose
 // message names the state file.
 func wantPermanent(t *testing.T, err error, path string) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("got no error")
 	}
-	var e *idsync.Error
+	var e *contract.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %q (%T) is not an *idsync.Error", err, err)
+		t.Fatalf("error %q (%T) is not an *contract.Error", err, err)
 	}
-	if got := idsync.ExitCode(err); got != idsync.ExitPermanent {
-		t.Errorf("exit code = %d, want %d (%v)", got, idsync.ExitPermanent, err)
+	if got := contract.ClassOf(err); got != contract.Permanent {
+		t.Errorf("exit code = %d, want %d (%v)", got, contract.Permanent, err)
 	}
 	if !strings.Contains(err.Error(), path) {
 		t.Errorf("error %q does not name the state file %s", err, path)

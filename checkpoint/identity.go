@@ -8,7 +8,7 @@ import (
 
 // ClearMark forgets the job's saved high-water mark, so that its next run
 // starts from pagination.initial or incremental.initial (or no mark). A
-// job never seen is left alone. Errors are *idsync.Error (exit 1).
+// job never seen is left alone. Errors are *contract.Error (exit 1).
 func (s *Store) ClearMark(ctx context.Context, job string) error {
 	op := "job " + job + ": clear mark"
 	if err := checkJob(job); err != nil {
@@ -29,7 +29,7 @@ func (s *Store) ClearMark(ctx context.Context, job string) error {
 
 // AdoptIdentity records identity as the walk of run runID and of the job
 // where none is stored yet (a state file written before identities were
-// kept); a stored identity is never overwritten. Errors are *idsync.Error
+// kept); a stored identity is never overwritten. Errors are *contract.Error
 // (exit 1).
 func (s *Store) AdoptIdentity(ctx context.Context, job string, runID int64, identity string) error {
 	op := "job " + job + ": adopt identity"

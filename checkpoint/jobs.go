@@ -12,7 +12,7 @@ import (
 // Job returns what the file knows about job: its saved high-water mark and
 // columns, its latest run, its latest run of kind run (LastSync), its dead letter count, and Holder, the process
 // holding its run lock ("" when none). A job never seen returns a JobState
-// with only Name (and Holder) set. Errors are *idsync.Error (exit 1).
+// with only Name (and Holder) set. Errors are *contract.Error (exit 1).
 func (s *Store) Job(ctx context.Context, job string) (*contract.JobState, error) {
 	op := "job " + job
 	if err := checkJob(job); err != nil {
@@ -79,7 +79,7 @@ func latestSync(ctx context.Context, q queryer, job string) (*contract.RunInfo, 
 }
 
 // Jobs returns the state of every job in the file, sorted by name (byte
-// order), as Job reports it; none for a new file. Errors are *idsync.Error
+// order), as Job reports it; none for a new file. Errors are *contract.Error
 // (exit 1).
 func (s *Store) Jobs(ctx context.Context) ([]contract.JobState, error) {
 	names, err := s.jobNames(ctx)

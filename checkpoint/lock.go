@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Lock retries for a moment before reporting ErrLocked, so that a status
@@ -30,8 +30,8 @@ const holderUnknown = "another process"
 // file's locks table says who holds it ("pid N on HOST since T"). Two
 // Stores in one process exclude each other as two processes do.
 //
-// It returns an error wrapping idsync.ErrLocked, naming the holder, when
-// another process or Store holds the lock, and an *idsync.Error (exit 1)
+// It returns an error wrapping contract.ErrLocked, naming the holder, when
+// another process or Store holds the lock, and a *contract.Error (exit 1)
 // when the lock cannot be taken. unlock releases the lock; it may be
 // called more than once, and Close calls it for locks still held.
 func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error) {
@@ -57,11 +57,11 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 			if who == "" {
 				who = holderUnknown
 			}
-			return nil, &idsync.Error{
-				Code: idsync.ExitLocked,
-				Msg:  fmt.Sprintf("job %s is locked by %s", job, who),
-				Hint: "wait for that run to finish; the lock is released when its process ends",
-				Err:  idsync.ErrLocked,
+			return nil, &contract.Error{
+				Class: contract.Locked,
+				Msg:   fmt.Sprintf("job %s is locked by %s", job, who),
+				Hint:  "wait for that run to finish; the lock is released when its process ends",
+				Err:   contract.ErrLocked,
 			}
 		}
 		time.Sleep(lockPause)

@@ -11,17 +11,17 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // wantLocked checks that err says the job is locked (exit 4).
 func wantLocked(t *testing.T, err error) {
 	t.Helper()
-	if !errors.Is(err, idsync.ErrLocked) {
+	if !errors.Is(err, contract.ErrLocked) {
 		t.Fatalf("error %v, want ErrLocked", err)
 	}
-	if got := idsync.ExitCode(err); got != idsync.ExitLocked {
-		t.Errorf("exit code %d, want %d", got, idsync.ExitLocked)
+	if got := contract.ClassOf(err); got != contract.Locked {
+		t.Errorf("exit code %d, want %d", got, contract.Locked)
 	}
 }
 

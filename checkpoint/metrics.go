@@ -44,7 +44,7 @@ func addCounters(ctx context.Context, tx *sql.Tx, job string, pages, inserted, u
 // single-resource job, the job's name) ended and returns the job's totals,
 // in one transaction. A failure (Success false) leaves the last success
 // time as it was. prune never removes these rows. Errors are
-// *idsync.Error (exit 1, or 3 when the file is busy).
+// *contract.Error (exit 1, or 3 when the file is busy).
 func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m contract.RunMetrics) (contract.MetricsTotals, error) {
 	t := contract.MetricsTotals{Job: job, Resource: resource}
 	if err := checkJob(job); err != nil {
@@ -75,7 +75,7 @@ func (s *Store) AddRunMetrics(ctx context.Context, job, resource string, m contr
 }
 
 // Metrics returns the metrics totals of job and resource; a job with no
-// recorded run has zero totals and zero times. Errors are *idsync.Error.
+// recorded run has zero totals and zero times. Errors are *contract.Error.
 func (s *Store) Metrics(ctx context.Context, job, resource string) (contract.MetricsTotals, error) {
 	t := contract.MetricsTotals{Job: job, Resource: resource}
 	var last, success sql.NullString

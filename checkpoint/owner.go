@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // newToken returns a random owner token for a Store.
@@ -20,11 +20,11 @@ func newToken() string {
 // takenOver is the error of a Store that tries to change a run another
 // process has taken over: exit 4, like any run locked out by another.
 func takenOver(runID int64) error {
-	return &idsync.Error{
-		Code: idsync.ExitLocked,
-		Msg:  fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
-		Hint: "two processes ran the same job at once (a lock that does not hold across machines or file systems?); the other one continues the run",
-		Err:  idsync.ErrLocked,
+	return &contract.Error{
+		Class: contract.Locked,
+		Msg:   fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
+		Hint:  "two processes ran the same job at once (a lock that does not hold across machines or file systems?); the other one continues the run",
+		Err:   contract.ErrLocked,
 	}
 }
 

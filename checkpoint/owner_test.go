@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // The lock is the state file's: reached through a symlink it is the same
@@ -54,10 +53,10 @@ func TestBusyStateFileIsTransient(t *testing.T) {
 	}
 	defer tx.Rollback() //nolint:errcheck
 	_, err = s.StartRun(context.Background(), &contract.RunInfo{Job: "orders"})
-	if got := idsync.ExitCode(err); got != idsync.ExitTransient {
-		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, idsync.ExitTransient)
+	if got := contract.ClassOf(err); got != contract.Transient {
+		t.Fatalf("busy state file: exit %d (%v), want %d", got, err, contract.Transient)
 	}
-	if idsync.Hint(err) == "" {
+	if contract.Hint(err) == "" {
 		t.Errorf("no hint: %v", err)
 	}
 }

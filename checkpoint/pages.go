@@ -21,9 +21,9 @@ import (
 //
 // The run must belong to job, be running, and be owned by this Store (it
 // started or reopened it); a run another Store took over returns an error
-// wrapping idsync.ErrLocked (exit 4). On any error (including a
+// wrapping contract.ErrLocked (exit 4). On any error (including a
 // cancelled ctx) nothing is recorded and the checkpoint stays where it
-// was; errors are *idsync.Error (exit 1) naming the state file, except a
+// was; errors are *contract.Error (exit 1) naming the state file, except a
 // context's error, which is returned wrapped as it is.
 func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageCommit) error {
 	op := "job " + job + ": commit page"
@@ -135,7 +135,7 @@ func insertDead(ctx context.Context, tx *sql.Tx, job string, p *contract.PageCom
 }
 
 // Pages returns the committed pages of a run in commit order; none for an
-// unknown run. Errors are *idsync.Error (exit 1).
+// unknown run. Errors are *contract.Error (exit 1).
 func (s *Store) Pages(ctx context.Context, runID int64) ([]contract.PageInfo, error) {
 	op := fmt.Sprintf("run %d: list pages", runID)
 	rows, err := s.db.QueryContext(ctx, `
@@ -164,7 +164,7 @@ func (s *Store) Pages(ctx context.Context, runID int64) ([]contract.PageInfo, er
 }
 
 // DeadLetters returns the job's dead letters, newest first; n <= 0 returns
-// all of them. Errors are *idsync.Error (exit 1).
+// all of them. Errors are *contract.Error (exit 1).
 func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]contract.DeadLetter, error) {
 	op := "job " + job + ": list dead letters"
 	if n <= 0 {

@@ -18,7 +18,7 @@ func TestCommitPageIsAtomic(t *testing.T) {
 		return &contract.PageCommit{
 			RunID: runID, Position: "p2", Next: "p3", Records: 5, Hash: "h",
 			Inserted: 4, Skipped: 1, MaxMark: "7", HWM: "7",
-			Columns:    idsync.EncodeColumns([]idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}}),
+			Columns:    idsync.EncodeColumns([]contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}}),
 			Dead:       []contract.DeadLetter{{Index: 0, Reason: "no key", Raw: `{"x":1}`}, {Index: 3, Reason: "bad", Raw: `{}`}},
 			FinishedAt: time.Now(),
 		}

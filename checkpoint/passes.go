@@ -15,7 +15,7 @@ import (
 // and, when the run is a full pass, makes its start the job's last full
 // pass (jobs.full_pass_at) and clears a pending full pass, all in one
 // transaction. The run must be running and owned by this Store, as for
-// CommitPage. Errors are *idsync.Error (exit 1), or wrap idsync.ErrLocked
+// CommitPage. Errors are *contract.Error (exit 1), or wrap contract.ErrLocked
 // when another Store took the run over.
 func (s *Store) CompletePass(ctx context.Context, runID int64, deleted int64) error {
 	now := s.stamp()
@@ -80,7 +80,7 @@ func (s *Store) RefusePass(ctx context.Context, runID int64, errMsg string) erro
 // SkipSweep records reason as why the full pass runID cannot prove the
 // absence of the rows it did not see (docs/deletions.md): its sweep does
 // nothing. The first reason stored stays; later ones change nothing. A
-// continued run keeps it. Errors are *idsync.Error (exit 1).
+// continued run keeps it. Errors are *contract.Error (exit 1).
 func (s *Store) SkipSweep(ctx context.Context, runID int64, reason string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE runs SET sweep_skipped = ? WHERE id = ? AND sweep_skipped = ''`, reason, runID)

@@ -30,7 +30,7 @@ const prunable = `job = ?1 AND status IN ('completed', 'abandoned')
 // A run with dead letters keeps its row (the dead letters name it) but
 // loses its page rows. Other tables (marks, counters, dead letters) are
 // untouched. It needs no run lock: the protected runs are chosen inside
-// the transaction. Errors are *idsync.Error (exit 1, or 3 when the file is
+// the transaction. Errors are *contract.Error (exit 1, or 3 when the file is
 // busy).
 func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (contract.PruneStats, error) {
 	st := contract.PruneStats{Job: job}
@@ -62,7 +62,7 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 }
 
 // JobNames returns the names of the jobs in the file, sorted. Errors are
-// *idsync.Error (exit 1).
+// *contract.Error (exit 1).
 func (s *Store) JobNames(ctx context.Context) ([]string, error) {
 	names, err := s.jobNames(ctx)
 	if err != nil {

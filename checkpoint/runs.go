@@ -79,7 +79,7 @@ func touchJob(ctx context.Context, tx *sql.Tx, job, now string) error {
 
 // Unfinished returns the job's latest run when its status is running (a
 // crashed run stays running), interrupted, failed or partial; otherwise,
-// and for a job never run, it returns nil. Errors are *idsync.Error (exit 1).
+// and for a job never run, it returns nil. Errors are *contract.Error (exit 1).
 func (s *Store) Unfinished(ctx context.Context, job string) (*contract.RunInfo, error) {
 	r, err := latestRun(ctx, s.db, job)
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Store) Unfinished(ctx context.Context, job string) (*contract.RunInfo, 
 // ID. It keeps r's Kind (default run), Checkpoint, Last, Window, MaxMark,
 // From, To, Identity, Full, LiveBefore and RefusedSince, and StartedAt (default now); counters start at
 // zero. A run of kind run with an Identity also makes it the job's. The
-// job's row is created when missing. Errors are *idsync.Error (exit 1).
+// job's row is created when missing. Errors are *contract.Error (exit 1).
 func (s *Store) StartRun(ctx context.Context, r *contract.RunInfo) (int64, error) {
 	if r == nil {
 		return 0, s.wrap("start run", errors.New("no run given"))
@@ -152,7 +152,7 @@ func (s *Store) StartRun(ctx context.Context, r *contract.RunInfo) (int64, error
 // Reopen sets an unfinished run (running, interrupted, failed or partial)
 // back to running, owned by this Store (the caller holds the job's lock:
 // a previous owner is gone), and clears its error and finish time. It returns an
-// *idsync.Error (exit 1) when the run does not exist or has finished for
+// *contract.Error (exit 1) when the run does not exist or has finished for
 // good (completed or abandoned).
 func (s *Store) Reopen(ctx context.Context, runID int64) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -198,9 +198,9 @@ var finalStatuses = map[string]bool{
 // (a completed one can only be confirmed completed); an
 // unfinished run of any owner can be abandoned (the caller holds the
 // job's lock). A run another Store took over returns an error wrapping
-// idsync.ErrLocked (exit 4) and is left as it is; a run already finished
+// contract.ErrLocked (exit 4) and is left as it is; a run already finished
 // (completed, abandoned) or unknown, or an unknown status, returns an
-// *idsync.Error (exit 1).
+// *contract.Error (exit 1).
 func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error {
 	if !finalStatuses[status] {
 		return s.wrap(fmt.Sprintf("finish run %d", runID), fmt.Errorf("invalid final status %q", status))
@@ -253,7 +253,7 @@ func (s *Store) notFinishable(ctx context.Context, tx *sql.Tx, runID int64) erro
 }
 
 // Runs returns the job's latest n runs, newest first (n <= 0: all of
-// them); none for a job never run. Errors are *idsync.Error (exit 1).
+// them); none for a job never run. Errors are *contract.Error (exit 1).
 func (s *Store) Runs(ctx context.Context, job string, n int) ([]contract.RunInfo, error) {
 	if n <= 0 {
 		n = -1 // SQLite: no limit

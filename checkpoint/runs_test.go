@@ -273,20 +273,20 @@ func TestColumnsSavedWhenGiven(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	id := startRun(t, s, contract.RunInfo{Job: "orders"})
-	cols := []idsync.Column{
-		{Name: "id", Path: "id", Type: idsync.TypeInteger},
-		{Name: "email", Path: "customer.email", Type: idsync.TypeText},
-		{Name: "qty", Path: "qty", Type: idsync.TypeNumeric, Was: idsync.TypeInteger}, // widened
+	cols := []contract.Column{
+		{Name: "id", Path: "id", Type: contract.TypeInteger},
+		{Name: "email", Path: "customer.email", Type: contract.TypeText},
+		{Name: "qty", Path: "qty", Type: contract.TypeNumeric, Was: contract.TypeInteger}, // widened
 	}
 	for _, step := range []struct {
-		cols []idsync.Column
-		want []idsync.Column
+		cols []contract.Column
+		want []contract.Column
 	}{
 		{nil, nil},
 		{cols, cols},
 		{nil, cols},
 		{cols[:1], cols[:1]},
-		{[]idsync.Column{}, []idsync.Column{}},
+		{[]contract.Column{}, []contract.Column{}},
 	} {
 		commit(t, s, "orders", contract.PageCommit{RunID: id, Columns: idsync.EncodeColumns(step.cols)})
 		js, err := s.Job(ctx, "orders")

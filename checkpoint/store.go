@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -54,7 +53,7 @@ type Store struct {
 // created with mode 0700) when missing, and migrates its schema. A nil
 // logger discards logs.
 //
-// It returns an *idsync.Error with code ExitPermanent naming the path when
+// It returns a *contract.Error (Permanent) naming the path when
 // the file cannot be created or opened, when it is not a SQLite database or
 // is another application's database (such files are never modified), or
 // when it was written by a newer idemsync.
@@ -63,7 +62,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if path == "" {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "state file path is empty"}
+		return nil, &contract.Error{Class: contract.Invalid, Msg: "state file path is empty"}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -119,8 +118,8 @@ func (s *Store) init(ctx context.Context) error {
 // Path returns the state file's path as given to Open.
 func (s *Store) Path() string { return s.path }
 
-// Check runs PRAGMA quick_check. It returns an *idsync.Error (code
-// ExitPermanent) naming the file and the first problems found when the
+// Check runs PRAGMA quick_check. It returns an *contract.Error (code
+// class Permanent) naming the file and the first problems found when the
 // file is damaged, or when the check cannot run.
 func (s *Store) Check(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, "PRAGMA quick_check")
@@ -146,10 +145,10 @@ func (s *Store) Check(ctx context.Context) error {
 		return s.wrap("integrity check", err)
 	}
 	if len(problems) > 0 {
-		return &idsync.Error{
-			Code: idsync.ExitPermanent,
-			Msg:  fmt.Sprintf("state file %s is damaged: %s", s.path, strings.Join(problems, "; ")),
-			Hint: hintCorrupt,
+		return &contract.Error{
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("state file %s is damaged: %s", s.path, strings.Join(problems, "; ")),
+			Hint:  hintCorrupt,
 		}
 	}
 	return nil
@@ -242,7 +241,7 @@ func hint(err error) string {
 }
 
 // fileError is the error callers see for a failed operation op on the
-// state file at path: an *idsync.Error naming the file, exit 3 when
+// state file at path: a *contract.Error naming the file, exit 3 when
 // another process kept the file busy past the busy timeout (try again),
 // exit 1 otherwise. A cancelled
 // or expired context keeps the context's error visible (wrapped with the
@@ -256,11 +255,11 @@ func fileError(path, op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
-	code, h := idsync.ExitPermanent, hint(err)
+	code, h := contract.Permanent, hint(err)
 	if h == hintBusy {
-		code = idsync.ExitTransient
+		code = contract.Transient
 	}
-	return &idsync.Error{Code: code, Msg: msg, Hint: h, Err: err}
+	return &contract.Error{Class: code, Msg: msg, Hint: h, Err: err}
 }
 
 func (s *Store) wrap(op string, err error) error { return fileError(s.path, op, err) }

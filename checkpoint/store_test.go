@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func TestOpenCreatesPrivateFile(t *testing.T) {
@@ -179,12 +178,12 @@ func TestOpenRefusesOtherFiles(t *testing.T) {
 				s.Close()
 				t.Fatal("Open accepted the file")
 			}
-			t.Logf("error: %v (hint: %s)", err, idsync.Hint(err))
+			t.Logf("error: %v (hint: %s)", err, contract.Hint(err))
 			wantPermanent(t, err, path)
 			if !strings.Contains(strings.ReplaceAll(err.Error(), path, "PATH"), tc.want) {
 				t.Errorf("error %q does not say %q", err, tc.want)
 			}
-			if idsync.Hint(err) == "" {
+			if contract.Hint(err) == "" {
 				t.Errorf("error %q has no hint", err)
 			}
 			after, err := os.ReadFile(path)
@@ -221,8 +220,8 @@ func TestOpenFolderIsNotAFile(t *testing.T) {
 
 func TestOpenEmptyPath(t *testing.T) {
 	_, err := Open(context.Background(), "", nil)
-	if got := idsync.ExitCode(err); got != idsync.ExitUsage {
-		t.Errorf("exit code %d (%v), want %d", got, err, idsync.ExitUsage)
+	if got := contract.ClassOf(err); got != contract.Invalid {
+		t.Errorf("exit code %d (%v), want %d", got, err, contract.Invalid)
 	}
 }
 
@@ -279,8 +278,8 @@ func TestCheck(t *testing.T) {
 	err = s.Check(ctx)
 	t.Logf("quick check error: %v", err)
 	wantPermanent(t, err, path)
-	if !strings.Contains(err.Error(), "damaged") || idsync.Hint(err) == "" {
-		t.Errorf("error %q (hint %q) does not say the file is damaged", err, idsync.Hint(err))
+	if !strings.Contains(err.Error(), "damaged") || contract.Hint(err) == "" {
+		t.Errorf("error %q (hint %q) does not say the file is damaged", err, contract.Hint(err))
 	}
 }
 
@@ -316,10 +315,10 @@ func TestReadOnlyStateFile(t *testing.T) {
 	}
 	err = s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 3})
 	wantPermanent(t, err, path)
-	if idsync.Hint(err) == "" {
+	if contract.Hint(err) == "" {
 		t.Errorf("error %q has no hint", err)
 	}
-	t.Logf("read-only commit error: %v (hint: %s)", err, idsync.Hint(err))
+	t.Logf("read-only commit error: %v (hint: %s)", err, contract.Hint(err))
 	if got := mustRun(t, s, "orders", id); got.Checkpoint != "p1" || got.Pages != 0 {
 		t.Errorf("run changed: %+v", got)
 	}
@@ -343,8 +342,8 @@ func TestDiskFull(t *testing.T) {
 	err := s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p2", Next: "p3", Records: 1,
 		Dead: []contract.DeadLetter{{Reason: "bad", Raw: strings.Repeat("y", 64<<10)}}})
 	wantPermanent(t, err, s.Path())
-	if idsync.Hint(err) != hintFull {
-		t.Errorf("hint %q, want the disk full hint (error %v)", idsync.Hint(err), err)
+	if contract.Hint(err) != hintFull {
+		t.Errorf("hint %q, want the disk full hint (error %v)", contract.Hint(err), err)
 	}
 	sameSnapshot(t, before, takeSnapshot(t, s, "orders", id))
 }

@@ -19,7 +19,7 @@ func hardExit() {
 	if f := onHardExit.Load(); f != nil {
 		(*f)()
 	}
-	os.Exit(idsync.ExitInterrupted)
+	os.Exit(exitInterrupted)
 }
 
 // jsonGate lets exactly one JSON object reach stdout: the command's own,
@@ -47,7 +47,7 @@ func (g *jsonGate) write(ios *IOStreams, v any) {
 func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, started time.Time) (onPage func(idsync.PageEvent), disarm func()) {
 	var last atomic.Pointer[idsync.PageEvent]
 	f := func() {
-		res := &idsync.Result{Job: job.Name, Kind: kind, Status: idsync.RunInterrupted, ExitCode: idsync.ExitInterrupted,
+		res := &idsync.Result{Job: job.Name, Kind: kind, Status: idsync.RunInterrupted, ExitCode: exitInterrupted,
 			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
 		if ev := last.Load(); ev != nil {
 			res.RunID, res.Pages = ev.RunID, ev.Pages

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
@@ -92,14 +93,14 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 		}
 	}
 	if _, err := jobfile.Load([]byte(spec), abs, os.LookupEnv); err != nil {
-		return idsync.Errorf(idsync.ExitPermanent, "init wrote a job file that does not validate (please report it): %w\n%s", err, spec)
+		return contract.Errorf(contract.Permanent, "init wrote a job file that does not validate (please report it): %w\n%s", err, spec)
 	}
 	if out == "-" {
 		fmt.Fprint(ios.Out, spec)
 		return nil
 	}
 	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
-		return idsync.Errorf(idsync.ExitPermanent, "write %s: %w", out, err)
+		return contract.Errorf(contract.Permanent, "write %s: %w", out, err)
 	}
 	sum["file"] = out
 	if g.json {
@@ -129,29 +130,29 @@ func fetchFirstPage(ctx context.Context, u *url.URL) (*firstPage, error) {
 	req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitTransient, "init: GET %s: %w", redactQuery(u), errors.Unwrap(err))
+		return nil, contract.Errorf(contract.Transient, "init: GET %s: %w", redactQuery(u), errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, idsync.DefaultMaxBody+1))
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitTransient, "init: GET %s: read body: %w", redactQuery(u), err)
+		return nil, contract.Errorf(contract.Transient, "init: GET %s: read body: %w", redactQuery(u), err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		code := idsync.ExitPermanent
+		class := contract.Permanent
 		if resp.StatusCode == 408 || resp.StatusCode == 429 || resp.StatusCode >= 500 {
-			code = idsync.ExitTransient
+			class = contract.Transient
 		}
-		e := &idsync.Error{Code: code, Msg: fmt.Sprintf("init: GET %s: HTTP %d", redactQuery(u), resp.StatusCode)}
+		e := &contract.Error{Class: class, Msg: fmt.Sprintf("init: GET %s: HTTP %d", redactQuery(u), resp.StatusCode)}
 		if resp.StatusCode == 401 || resp.StatusCode == 403 {
 			e.Hint = "the API wants credentials: write the job file from a public endpoint or by hand, with source.headers or source.auth (docs/job-file.md)"
 		}
 		return nil, e
 	}
 	if len(body) > idsync.DefaultMaxBody {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "init: GET %s: body larger than %d bytes", redactQuery(u), idsync.DefaultMaxBody)
+		return nil, contract.Errorf(contract.Permanent, "init: GET %s: body larger than %d bytes", redactQuery(u), idsync.DefaultMaxBody)
 	}
 	if !gjson.ValidBytes(body) {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "init: GET %s: the body is not JSON (Content-Type %q)", redactQuery(u), resp.Header.Get("Content-Type"))
+		return nil, contract.Errorf(contract.Permanent, "init: GET %s: the body is not JSON (Content-Type %q)", redactQuery(u), resp.Header.Get("Content-Type"))
 	}
 	return &firstPage{url: u, header: resp.Header, body: gjson.ParseBytes(body)}, nil
 }

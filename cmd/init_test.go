@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"gopkg.in/yaml.v3"
@@ -154,15 +155,15 @@ func TestInitRecordedAPIs(t *testing.T) {
 		recording, path, name string
 		records               string
 		pag                   map[string]string
-		types                 map[string]idsync.ColumnType
+		types                 map[string]contract.ColumnType
 	}{
 		{"github-issues", "/repos/octocat/Hello-World/issues?state=all&per_page=3", "issues", "",
 			map[string]string{"style": "link", "size_param": "per_page", "size": "3"},
-			map[string]idsync.ColumnType{"id": "integer", "number": "integer", "title": "text", "user": "json", "labels": "json",
+			map[string]contract.ColumnType{"id": "integer", "number": "integer", "title": "text", "user": "json", "labels": "json",
 				"locked": "boolean", "created_at": "text", "closed_at": "text", "pull_request": "json", "body": "text"}},
 		{"stripe-customers", "/v1/customers?limit=2", "customers", "data",
 			map[string]string{"style": "cursor", "param": "starting_after", "next": "data.@reverse.0.id", "has_more": "has_more", "size": "2"},
-			map[string]idsync.ColumnType{"id": "text", "created": "integer", "balance": "integer", "address": "json",
+			map[string]contract.ColumnType{"id": "text", "created": "integer", "balance": "integer", "address": "json",
 				"metadata": "json", "delinquent": "boolean", "email": "text", "preferred_locales": "json"}},
 	}
 	for _, tt := range tests {

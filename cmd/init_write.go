@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // buildJobFile writes the commented job file for the first page and
@@ -17,7 +17,7 @@ import (
 func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 	records, arr, ok := findRecords(p.body)
 	if !ok {
-		return "", nil, &idsync.Error{Code: idsync.ExitPermanent,
+		return "", nil, &contract.Error{Class: contract.Permanent,
 			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", redactQuery(p.url)),
 			Hint: "init learns the columns from the records of the first page: use a URL whose first page lists some"}
 	}

@@ -58,7 +58,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	}
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
 	add := contract.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
-		ExitCode: idsync.ExitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
+		ExitCode: exitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
 	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)
 	if err != nil {
 		m.log.Warn("metrics not recorded", "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/sink"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -22,15 +23,15 @@ import (
 
 // writerOf is job's identity as a writer of its table: its name in the
 // state file and the state file's real path.
-func writerOf(g *globalOpts, job *idsync.Job) idsync.Writer {
-	return idsync.Writer{Job: job.Name, State: realPath(g.statePath(job)), Deletes: job.Target.Deletes}
+func writerOf(g *globalOpts, job *idsync.Job) contract.Writer {
+	return contract.Writer{Job: job.Name, State: realPath(g.statePath(job)), Deletes: job.Target.Deletes}
 }
 
 // openWriting opens job's target and registers job as a writer of its
 // table (with check: refuses as a registration would, registering
 // nothing), before anything is fetched or written.
-func openWriting(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger, c idsync.TableClaim) (idsync.Sink, error) {
-	s, err := sink.OpenTarget(ctx, &job.Target, log)
+func openWriting(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger, c contract.TableClaim) (contract.Sink, error) {
+	s, err := sink.OpenTarget(ctx, job.Target.Conn(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -44,18 +45,17 @@ func openWriting(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.
 
 // claimTable registers c on s for job's table; a refusal's hint names the
 // exact claim command of job's file.
-func claimTable(ctx context.Context, s idsync.Sink, job *idsync.Job, c idsync.TableClaim) error {
-	o, ok := s.(idsync.TableOwners)
-	if !ok {
+func claimTable(ctx context.Context, s contract.Sink, job *idsync.Job, c contract.TableClaim) error {
+	err := s.ClaimTable(ctx, &job.Table, c)
+	if errors.Is(err, contract.ErrNotImplemented) {
 		if c.Writer.Sweeps() {
-			return idsync.Errorf(idsync.ExitUsage, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())
+			return contract.Errorf(contract.Invalid, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())
 		}
 		return nil
 	}
-	err := o.ClaimTable(ctx, &job.Table, c)
-	var e *idsync.Error
-	if errors.Is(err, idsync.ErrSharedTable) && errors.As(err, &e) {
-		e.Hint = strings.Replace(e.Hint, idsync.ClaimCommand(""), claimCommandOf(job), 1)
+	var e *contract.Error
+	if errors.Is(err, contract.ErrSharedTable) && errors.As(err, &e) {
+		e.Hint = strings.Replace(e.Hint, contract.ClaimCommand(""), claimCommandOf(job), 1)
 	}
 	return err
 }
@@ -64,7 +64,7 @@ func claimTable(ctx context.Context, s idsync.Sink, job *idsync.Job, c idsync.Ta
 // for a resource of a file with several.
 func claimCommandOf(job *idsync.Job) string {
 	_, res, _ := strings.Cut(job.Name, jobfile.ResourceSep)
-	return idsync.ClaimCommand(job.File, res)
+	return contract.ClaimCommand(job.File, res)
 }
 
 // claimOptions are the parsed command line of claim.
@@ -123,7 +123,7 @@ func runClaim(ctx context.Context, o *claimOptions) error {
 		if err != nil {
 			return &usageError{err: err}
 		}
-		s, err := openWriting(ctx, g, job, log, idsync.TableClaim{TakeOver: true})
+		s, err := openWriting(ctx, g, job, log, contract.TableClaim{TakeOver: true})
 		if err != nil {
 			return err
 		}

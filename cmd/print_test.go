@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/runner"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -24,7 +25,7 @@ func TestPrintResult(t *testing.T) {
 		Updated: 15, Unchanged: 5, DurationMS: 1500, Checkpoint: "page 4"}
 	failed := &idsync.Result{Job: "orders", RunID: 8, Kind: "run", Status: "failed", Pages: 1, Records: 50, Inserted: 50,
 		DurationMS: 20, Checkpoint: "page 2", Error: "fetch page 2: HTTP 404", Resumed: true, Sweep: idsync.SweepSkippedOutcome, SweepSkipped: "a page was skipped"}
-	failure := &idsync.Error{Code: idsync.ExitPermanent, Msg: "fetch page 2: HTTP 404", Hint: "check source.url"}
+	failure := &contract.Error{Class: contract.Permanent, Msg: "fetch page 2: HTTP 404", Hint: "check source.url"}
 	for _, tc := range []struct {
 		name        string
 		g           globalOpts

@@ -27,7 +27,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	skeleton := &runner.JobResult{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed, Resources: []runner.ResourceResult{}}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, jf.Name)
 	if err != nil {
-		return failedJob(ios, g, skeleton, idsync.Errorf(idsync.ExitUsage, "%w", err), red, started)
+		return failedJob(ios, g, skeleton, contract.Errorf(contract.Invalid, "%w", err), red, started)
 	}
 	store, err := openStore(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
@@ -42,7 +42,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	}
 	defer unlock()
 	totals := map[string]contract.MetricsTotals{} // each resource's metrics after its last run
-	m := &runner.Runner{File: jf, Store: store, Options: opts, Only: only, Started: started, Log: log,
+	m := &runner.Runner{File: jf, Store: store, Options: opts, Only: only, Started: started, Log: log, Code: codeOf,
 		RunResource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
 			metrics := newResourceMetrics(metricsFile, store, jf.Name, r.Name, time.Now(), log)
 			metrics.noFile = true
@@ -128,7 +128,7 @@ func printJob(ios *IOStreams, g *globalOpts, out *runner.JobResult) {
 		}
 		err := rr.Err
 		if r.ExitCode != 0 && err == nil {
-			err = idsync.Errorf(r.ExitCode, "%s", r.Error)
+			err = contract.Errorf(rr.Class, "%s", r.Error)
 		}
 		printResult(ios, g, &r, err)
 	}
@@ -148,9 +148,10 @@ func failedJob(ios *IOStreams, g *globalOpts, out *runner.JobResult, err error, 
 	if !g.json {
 		return err
 	}
-	out.ExitCode = idsync.ExitCode(err)
+	out.Class = contract.ClassOf(err)
+	out.ExitCode = exitCode(err)
 	out.Error = red.Redact(err.Error())
-	out.Status = runner.JobStatus(out.ExitCode)
+	out.Status = runner.JobStatus(out.Class)
 	out.DurationMS = time.Since(started).Milliseconds()
 	g.writeResult(ios, out)
 	return &reportedError{code: out.ExitCode}

@@ -62,7 +62,7 @@ func TestCheckOnly(t *testing.T) {
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s %v: %v", tc.kind, tc.only, err)
-		case tc.want != "" && (err == nil || exitCode(err) != idsync.ExitUsage || !strings.Contains(err.Error(), tc.want)):
+		case tc.want != "" && (err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s %v: %v, want a usage error with %q", tc.kind, tc.only, err, tc.want)
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/source/auth"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/idemsync/idemsync/jobfile"
@@ -70,7 +70,7 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return idsync.ExitOK
+		return exitOK
 	}
 	var reported *reportedError
 	if errors.As(err, &reported) {
@@ -79,19 +79,6 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	code := exitCode(err)
 	printError(ios, g, err, code)
 	return code
-}
-
-// exitCode maps an error to its exit code: cobra's own errors (unknown
-// command or flag, wrong argument count) are usage errors.
-func exitCode(err error) int {
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return idsync.ExitUsage
-	}
-	if strings.HasPrefix(err.Error(), "unknown command") {
-		return idsync.ExitUsage
-	}
-	return idsync.ExitCode(err)
 }
 
 // printError writes the error: with --json one object on stdout with every
@@ -104,16 +91,16 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		}
 		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
-		case idsync.ExitLocked:
+		case exitLocked:
 			res.Status = "locked"
-		case idsync.ExitNothing:
+		case exitNothing:
 			res.Status = "nothing_to_resume"
 		}
 		writeJSON(ios, res)
 		return
 	}
 	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)
-	if h := idsync.Hint(err); h != "" {
+	if h := contract.Hint(err); h != "" {
 		fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
 	}
 }

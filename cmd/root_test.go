@@ -75,8 +75,17 @@ func TestVersion(t *testing.T) {
 // one too, with --json as a result object. (Each command's own flags and
 // arguments: its runF tests, e.g. TestRunUsageErrors.)
 func TestUsageErrors(t *testing.T) {
-	if r := execute(t, false, "nope"); r.code != idsync.ExitUsage || !strings.Contains(r.stderr, `unknown command "nope"`) {
-		t.Errorf("nope: exit %d, want 2: %s", r.code, r.stderr)
+	for _, args := range [][]string{
+		{"nope"},
+		{"run"},
+		{"run", "a.yaml", "b.yaml"},
+		{"run", "a.yaml", "--bogus"},
+		{"replay", "a.yaml"},
+		{"run", "a.yaml", "--max-pages", "-1"},
+	} {
+		if r := execute(t, false, args...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want 2: %s", args, r.code, r.stderr)
+		}
 	}
 	r := execute(t, false, "run", "missing.yaml", "--json")
 	var out map[string]any

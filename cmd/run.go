@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/runner"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -150,7 +150,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return failed(ios, g, skeleton(), idsync.Errorf(idsync.ExitUsage, "%w", err), job.Secrets)
+		return failed(ios, g, skeleton(), contract.Errorf(contract.Invalid, "%w", err), job.Secrets)
 	}
 	store, err := openStore(ctx, g.statePath(job), log)
 	if err != nil {
@@ -167,7 +167,8 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
-	code := idsync.ExitCode(err)
+	code := exitCode(err)
+	res.ExitCode = code
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
@@ -194,7 +195,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 	}
 	log, err := newLogger(logOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return res, idsync.Errorf(idsync.ExitUsage, "%w", err)
+		return res, contract.Errorf(contract.Invalid, "%w", err)
 	}
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	if err := installAuth(ctx, g, job, fetcher, store, log); err != nil {
@@ -203,8 +204,8 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 	}
 	eng := &idsync.Engine{
 		Job: job, Store: store, Source: fetcher, Logger: log,
-		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return openWriting(ctx, g, job, log, idsync.TableClaim{})
+		OpenSink: func(ctx context.Context) (contract.Sink, error) {
+			return openWriting(ctx, g, job, log, contract.TableClaim{})
 		},
 	}
 	if bar != nil {
@@ -251,15 +252,15 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 	if !g.json {
 		return err
 	}
-	res.ExitCode = idsync.ExitCode(err)
+	res.ExitCode = exitCode(err)
 	res.Error = red.Redact(err.Error())
 	if res.Job == "" {
 		res.Job = g.jobName
 	}
 	switch res.ExitCode {
-	case idsync.ExitLocked:
+	case exitLocked:
 		res.Status = "locked"
-	case idsync.ExitNothing:
+	case exitNothing:
 		res.Status = "nothing_to_resume"
 	}
 	g.writeResult(ios, res)
@@ -273,7 +274,7 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 	}
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "error: %s\n", r.Error)
-		if h := idsync.Hint(err); h != "" {
+		if h := contract.Hint(err); h != "" {
 			fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
 		}
 	}

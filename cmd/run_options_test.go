@@ -70,7 +70,7 @@ func TestRunUsageErrors(t *testing.T) {
 		newCmd := map[string]func(*Factory, func(*runOptions) error) *cobra.Command{
 			"run": newCmdRun, "resume": newCmdResume, "replay": newCmdReplay}[tc.cmd]
 		p := parseCmd(t, newCmd, append([]string{tc.cmd}, tc.args...)...)
-		if p.opts != nil || p.code() != idsync.ExitUsage || !strings.Contains(p.err.Error(), tc.want) {
+		if p.opts != nil || p.code() != exitUsage || !strings.Contains(p.err.Error(), tc.want) {
 			t.Errorf("%s %v: ran %v, exit %d, %v; want exit 2 with %q", tc.cmd, tc.args, p.opts != nil, p.code(), p.err, tc.want)
 		}
 	}

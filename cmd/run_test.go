@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -140,7 +141,7 @@ func TestProgressEvents(t *testing.T) {
 	p := newProgressTo(&buf, "orders")
 	t0 := p.start
 	p.now = func() time.Time { return t0.Add(2 * time.Second) }
-	p.page(idsync.PageEvent{Position: "page 1", Records: 100, Total: idsync.Counts{Inserted: 100}, Pages: 1, TotalPgs: 10})
+	p.page(idsync.PageEvent{Position: "page 1", Records: 100, Total: contract.Counts{Inserted: 100}, Pages: 1, TotalPgs: 10})
 	if got := p.describe(); got != "orders · page 1 · 100 records · 50 rec/s" {
 		t.Errorf("after a page: %q", got)
 	}
@@ -152,7 +153,7 @@ func TestProgressEvents(t *testing.T) {
 	if got := p.describe(); !strings.HasSuffix(got, " · HTTP 503, retrying in 2s") {
 		t.Errorf("after a 503: %q", got)
 	}
-	p.page(idsync.PageEvent{Position: "page 2", Records: 100, Total: idsync.Counts{Inserted: 150, Unchanged: 50}, Pages: 2, TotalPgs: 10})
+	p.page(idsync.PageEvent{Position: "page 2", Records: 100, Total: contract.Counts{Inserted: 150, Unchanged: 50}, Pages: 2, TotalPgs: 10})
 	if got := p.describe(); got != "orders · page 2 · 200 records · 100 rec/s" {
 		t.Errorf("the next page clears the retry: %q", got)
 	}

@@ -111,7 +111,7 @@ func latestRows(ctx context.Context, g *globalOpts, ios *IOStreams, job *idsync.
 	if err != nil {
 		return nil, nil, &usageError{err: err}
 	}
-	target, err := sink.OpenRead(ctx, &job.Target, log)
+	target, err := sink.OpenRead(ctx, job.Target.Conn(), log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -96,7 +96,7 @@ to the target database.`,
 // database is checked.
 func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
 	if job.Parent != nil {
-		s, err := openWriting(ctx, g, job, log, idsync.TableClaim{Check: true})
+		s, err := openWriting(ctx, g, job, log, contract.TableClaim{Check: true})
 		if err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog
 	if err := installAuth(ctx, g, job, f, store, log); err != nil {
 		return err
 	}
-	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (idsync.Sink, error) {
-		return openWriting(ctx, g, job, log, idsync.TableClaim{Check: true})
+	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (contract.Sink, error) {
+		return openWriting(ctx, g, job, log, contract.TableClaim{Check: true})
 	})
 }

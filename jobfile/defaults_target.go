@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 
@@ -37,7 +38,7 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	finishTimeout(t, bad)
 	checkTargetMode(t, bad)
 	checkDeletes(t, bad)
-	j.Table = idsync.Table{Key: t.Key, Version: t.Version, Create: *t.Create, Deletes: t.Deletes}
+	j.Table = contract.Table{Key: t.Key, Version: t.Version, Create: *t.Create, Deletes: t.Deletes}
 	j.Table.Schema, j.Table.Name = splitTable(t.Table)
 	j.Infer = len(t.Columns) == 0
 	j.targetColumns(bad, lines)
@@ -66,21 +67,21 @@ func (j loading) targetColumns(bad func(key, format string, args ...any), lines 
 				bad(key, "give either path or parent")
 			}
 			if c.Type != "" && !c.Type.Valid() {
-				bad(key+".type", "%q is not one of %v", c.Type, idsync.ColumnTypes)
+				bad(key+".type", "%q is not one of %v", c.Type, contract.ColumnTypes)
 			}
-			j.Table.Columns = append(j.Table.Columns, idsync.Column{Name: c.Name, Type: c.Type, Parent: c.Parent})
+			j.Table.Columns = append(j.Table.Columns, contract.Column{Name: c.Name, Type: c.Type, Parent: c.Parent})
 			continue
 		}
 		if c.Path == "" {
 			c.Path = c.Name
 		}
 		if c.Type == "" {
-			c.Type = idsync.TypeText
+			c.Type = contract.TypeText
 		}
 		if !c.Type.Valid() {
-			bad(key+".type", "%q is not one of %v", c.Type, idsync.ColumnTypes)
+			bad(key+".type", "%q is not one of %v", c.Type, contract.ColumnTypes)
 		}
-		j.Table.Columns = append(j.Table.Columns, idsync.Column{Name: c.Name, Path: c.Path, Type: c.Type})
+		j.Table.Columns = append(j.Table.Columns, contract.Column{Name: c.Name, Path: c.Path, Type: c.Type})
 	}
 	if !j.Infer {
 		for _, k := range t.Key {
@@ -123,8 +124,8 @@ func finishTimeout(t *idsync.Target, bad func(key, format string, args ...any)) 
 		v   *idsync.Duration
 		def time.Duration
 	}{
-		{"target.timeout.lock", &t.Timeout.Lock, idsync.DefaultLockTimeout},
-		{"target.timeout.statement", &t.Timeout.Statement, idsync.DefaultStatementTimeout},
+		{"target.timeout.lock", &t.Timeout.Lock, contract.DefaultLockTimeout},
+		{"target.timeout.statement", &t.Timeout.Statement, contract.DefaultStatementTimeout},
 	} {
 		switch {
 		case d.v.Duration == 0:
@@ -149,7 +150,7 @@ func checkDeletes(t *idsync.Target, bad func(key, format string, args ...any)) {
 	if tb == nil {
 		return
 	}
-	if t.Deletes != idsync.DeletesSoft && t.Deletes != idsync.DeletesHard {
+	if t.Deletes != contract.DeletesSoft && t.Deletes != contract.DeletesHard {
 		bad("target.tombstone", "needs target.deletes: soft or hard (it is %s)", t.Deletes)
 	}
 	if tb.Field == "" {

@@ -5,5 +5,5 @@
 // validated idsync.Job the engine runs; package sync never imports it.
 //
 // Every problem names its key and line; all of a file's problems are
-// reported at once in a *SpecError, whose exit code is 2.
+// reported at once in a *SpecError, of class contract.Invalid (exit 2).
 package jobfile

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -133,7 +134,7 @@ func childProblems(job *idsync.Job, prefix string) []string {
 			bad("target.columns."+c.Name, "{parent: %s}: the parent's table %s has no column %s", c.Parent, par.Table.String(), c.Parent)
 		}
 		if c.Type == "" {
-			c.Type = idsync.TypeText
+			c.Type = contract.TypeText
 			if pc := par.Table.Column(c.Parent); pc != nil {
 				c.Type = pc.Type
 			}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -52,8 +53,8 @@ func TestLoadChildResource(t *testing.T) {
 	if c.Source.URL != "https://api.example.com/v1/orders/{parent.id}/items" {
 		t.Errorf("child url = %q", c.Source.URL)
 	}
-	want := []idsync.Column{{Name: "order_id", Type: idsync.TypeInteger, Parent: "id"}, {Name: "placed", Type: idsync.TypeText, Parent: "placed"},
-		{Name: "id", Path: "id", Type: idsync.TypeText}, {Name: "qty", Path: "qty", Type: idsync.TypeInteger}}
+	want := []contract.Column{{Name: "order_id", Type: contract.TypeInteger, Parent: "id"}, {Name: "placed", Type: contract.TypeText, Parent: "placed"},
+		{Name: "id", Path: "id", Type: contract.TypeText}, {Name: "qty", Path: "qty", Type: contract.TypeInteger}}
 	for i, w := range want {
 		if got := c.Table.Columns[i]; got != w {
 			t.Errorf("column %d = %+v, want %+v", i, got, w)

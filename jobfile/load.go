@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"errors"
@@ -14,7 +15,7 @@ import (
 )
 
 // SpecError is an invalid job spec: one or more problems, each naming the key
-// and, where known, the line. Its exit code is 2.
+// and, where known, the line (contract.Invalid: exit 2).
 type SpecError struct {
 	File     string
 	Name     string // the job's name: as written, when the file could be read that far; else ""
@@ -32,9 +33,6 @@ func (e *SpecError) Error() string {
 	return prefix + ":\n  " + strings.Join(e.Problems, "\n  ")
 }
 
-// ExitCode returns 2.
-func (e *SpecError) ExitCode() int { return idsync.ExitUsage }
-
 // LoadFile reads and validates the job file at path, expanding ${VAR} from
 // the environment. It returns a *SpecError (wrapped in an *Error with exit
 // code 2) for any problem.
@@ -51,11 +49,11 @@ func LoadFile(path string) (*idsync.Job, error) {
 func readFile(path string) (string, []byte, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "job file " + path, Err: err}
+		return "", nil, &contract.Error{Class: contract.Invalid, Msg: "job file " + path, Err: err}
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return "", nil, &idsync.Error{Code: idsync.ExitUsage, Msg: "read job file", Err: err}
+		return "", nil, &contract.Error{Class: contract.Invalid, Msg: "read job file", Err: err}
 	}
 	return abs, data, nil
 }
@@ -65,7 +63,7 @@ func readFile(path string) (string, []byte, error) {
 // that is not YAML or is empty fails with that error.
 func parseDoc(data []byte, file string, lookup LookupFunc) (*yaml.Node, func(problems ...string) error, error) {
 	fail := func(problems ...string) error {
-		return &idsync.Error{Code: idsync.ExitUsage, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
+		return &contract.Error{Class: contract.Invalid, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

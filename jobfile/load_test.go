@@ -1,7 +1,7 @@
 package jobfile
 
 import (
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 
 	"errors"
 	"strings"
@@ -58,7 +58,7 @@ func TestLoadValid(t *testing.T) {
 	if *job.Pagination.Start != 1 || job.Pagination.Param != "page" || job.Source.Method != "GET" {
 		t.Errorf("pagination defaults: %+v", job.Pagination)
 	}
-	want := []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}, {Name: "email", Path: "customer.email", Type: idsync.TypeText}, {Name: "total", Path: "total", Type: idsync.TypeNumeric}}
+	want := []contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}, {Name: "email", Path: "customer.email", Type: contract.TypeText}, {Name: "total", Path: "total", Type: contract.TypeNumeric}}
 	if len(job.Table.Columns) != len(want) {
 		t.Fatalf("columns = %+v", job.Table.Columns)
 	}
@@ -106,7 +106,7 @@ func TestLoadErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := idsync.ExitCode(err); code != idsync.ExitUsage {
+			if code := contract.ClassOf(err); code != contract.Invalid {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			var se *SpecError
@@ -154,8 +154,8 @@ func FuzzLoad(f *testing.F) {
 		if err == nil && (job.Name == "" || job.Target.Table == "" || len(job.Target.Key) == 0) {
 			t.Fatalf("accepted a spec missing required fields: %+v", job.Spec)
 		}
-		if err != nil && idsync.ExitCode(err) != idsync.ExitUsage {
-			t.Fatalf("exit code %d for %v", idsync.ExitCode(err), err)
+		if err != nil && contract.ClassOf(err) != contract.Invalid {
+			t.Fatalf("exit code %d for %v", contract.ClassOf(err), err)
 		}
 	})
 }

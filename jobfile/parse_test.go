@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"testing"
@@ -98,30 +99,30 @@ func TestConvert(t *testing.T) {
 	ts := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		json string
-		typ  idsync.ColumnType
+		typ  contract.ColumnType
 		want any
 		bad  bool
 	}{
-		{`"a"`, idsync.TypeText, "a", false},
-		{`5`, idsync.TypeText, "5", false},
-		{`42`, idsync.TypeInteger, int64(42), false},
-		{`"42"`, idsync.TypeInteger, int64(42), false},
-		{`42.0`, idsync.TypeInteger, int64(42), false},
-		{`42.5`, idsync.TypeInteger, nil, true},
-		{`9223372036854775808`, idsync.TypeInteger, nil, true},
-		{`1.5`, idsync.TypeReal, 1.5, false},
-		{`"x"`, idsync.TypeReal, nil, true},
-		{`12345678901234567890.123456789`, idsync.TypeNumeric, "12345678901234567890.123456789", false},
-		{`"12.50"`, idsync.TypeNumeric, "12.50", false},
-		{`"12,50"`, idsync.TypeNumeric, nil, true},
-		{`true`, idsync.TypeBoolean, true, false},
-		{`"false"`, idsync.TypeBoolean, false, false},
-		{`"maybe"`, idsync.TypeBoolean, nil, true},
-		{`"2024-01-01T02:00:00+02:00"`, idsync.TypeTimestamp, ts, false},
-		{`"2024-01-01"`, idsync.TypeTimestamp, ts, false},
-		{`"01/01/2024"`, idsync.TypeTimestamp, nil, true},
-		{`{"a":[1]}`, idsync.TypeJSON, `{"a":[1]}`, false},
-		{`null`, idsync.TypeInteger, nil, false},
+		{`"a"`, contract.TypeText, "a", false},
+		{`5`, contract.TypeText, "5", false},
+		{`42`, contract.TypeInteger, int64(42), false},
+		{`"42"`, contract.TypeInteger, int64(42), false},
+		{`42.0`, contract.TypeInteger, int64(42), false},
+		{`42.5`, contract.TypeInteger, nil, true},
+		{`9223372036854775808`, contract.TypeInteger, nil, true},
+		{`1.5`, contract.TypeReal, 1.5, false},
+		{`"x"`, contract.TypeReal, nil, true},
+		{`12345678901234567890.123456789`, contract.TypeNumeric, "12345678901234567890.123456789", false},
+		{`"12.50"`, contract.TypeNumeric, "12.50", false},
+		{`"12,50"`, contract.TypeNumeric, nil, true},
+		{`true`, contract.TypeBoolean, true, false},
+		{`"false"`, contract.TypeBoolean, false, false},
+		{`"maybe"`, contract.TypeBoolean, nil, true},
+		{`"2024-01-01T02:00:00+02:00"`, contract.TypeTimestamp, ts, false},
+		{`"2024-01-01"`, contract.TypeTimestamp, ts, false},
+		{`"01/01/2024"`, contract.TypeTimestamp, nil, true},
+		{`{"a":[1]}`, contract.TypeJSON, `{"a":[1]}`, false},
+		{`null`, contract.TypeInteger, nil, false},
 	}
 	for _, tt := range tests {
 		got, err := idsync.Convert(gjson.Parse(tt.json), tt.typ)
@@ -142,7 +143,7 @@ func TestConvert(t *testing.T) {
 }
 
 func TestMapperBadRecordsAndDedupe(t *testing.T) {
-	tbl := &idsync.Table{Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Path: "id", Type: idsync.TypeInteger}, {Name: "n", Path: "n", Type: idsync.TypeText}}}
+	tbl := &contract.Table{Key: []string{"id"}, Columns: []contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}, {Name: "n", Path: "n", Type: contract.TypeText}}}
 	m := idsync.Mapper{Table: tbl}
 	if _, err := m.Map(3, gjson.Parse(`{"n":"x"}`)); err == nil || err.Error() != "record 3: column id: key is missing or null (path id)" {
 		t.Errorf("missing key: %v", err)
@@ -150,14 +151,14 @@ func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	a, _ := m.Map(0, gjson.Parse(`{"id":1,"n":"a"}`))
 	b, _ := m.Map(1, gjson.Parse(`{"id":2,"n":"b"}`))
 	c, _ := m.Map(2, gjson.Parse(`{"id":1,"n":"c"}`))
-	rows, dropped := idsync.Dedupe(tbl, []idsync.Row{a, b, c})
+	rows, dropped := contract.Dedupe(tbl, []contract.Row{a, b, c})
 	if dropped != 1 || len(rows) != 2 || rows[1].Values[1] != "c" {
 		t.Errorf("dedupe = %+v, %d", rows, dropped)
 	}
 	if a.Hash == c.Hash {
 		t.Error("different content, same hash")
 	}
-	inf := &idsync.Table{Key: []string{"id"}}
+	inf := &contract.Table{Key: []string{"id"}}
 	mi := idsync.Mapper{Table: inf, Infer: true}
 	rec := gjson.Parse(`{"id":1,"price":1.50,"tags":["a"],"ok":true,"a.b":"dot","nil":null}`)
 	if !mi.InferPage([]gjson.Result{rec}) {
@@ -167,11 +168,11 @@ func TestMapperBadRecordsAndDedupe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := map[string]idsync.ColumnType{}
+	types := map[string]contract.ColumnType{}
 	for _, c := range inf.Columns {
 		types[c.Name] = c.Type
 	}
-	want := map[string]idsync.ColumnType{"id": idsync.TypeInteger, "price": idsync.TypeNumeric, "tags": idsync.TypeJSON, "ok": idsync.TypeBoolean, "a.b": idsync.TypeText}
+	want := map[string]contract.ColumnType{"id": contract.TypeInteger, "price": contract.TypeNumeric, "tags": contract.TypeJSON, "ok": contract.TypeBoolean, "a.b": contract.TypeText}
 	for k, v := range want {
 		if types[k] != v {
 			t.Errorf("inferred %s = %q, want %q (all: %v)", k, types[k], v, types)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -166,7 +167,7 @@ var rules = map[string]Rule{
 	"source.path":     {Doc: "Joined to source.base_url in place of source.url; may use {parent.COL} in a child."},
 	"target.columns.*.parent": {Doc: "In a child resource (parent:): the parent table's column whose value the column takes, instead of a path; " +
 		"its type defaults to the parent column's."},
-	"target.columns.*.type": {Default: string(idsync.TypeText), Enum: columnTypes(), Doc: strings.Join(columnTypes(), " | ") + "."},
+	"target.columns.*.type": {Default: string(contract.TypeText), Enum: columnTypes(), Doc: strings.Join(columnTypes(), " | ") + "."},
 	"target.create":         {Fill: true, Doc: "Create the table and its unique key when missing.", Default: true},
 	"target.on_bad_record": {Fill: true, Enum: []string{"fail", "skip"}, Doc: "fail: a bad record fails its page. skip: it goes to the dead letters and the rest of the page is written.",
 		Default: idsync.DefaultOnBadRecord},
@@ -174,10 +175,10 @@ var rules = map[string]Rule{
 		Examples: []any{"updated_at"}},
 	"target.timeout": {Doc: "Bounds on the target database's waits (PostgreSQL: lock_timeout and statement_timeout of the session). A statement that passes one fails the page as a transient error (exit 3); the checkpoint stays at the last committed page."},
 	"target.timeout.lock": {Doc: "Longest wait for a lock held by another session (LOCK TABLE, ALTER TABLE, VACUUM FULL). At least 1ms.",
-		Default: idsync.DefaultLockTimeout.String()},
+		Default: contract.DefaultLockTimeout.String()},
 	"target.timeout.statement": {Doc: "Longest run of one statement, its lock waits included. At least 1ms.",
-		Default: idsync.DefaultStatementTimeout.String()},
-	"target.deletes": {Fill: true, Enum: []string{idsync.DeletesKeep, idsync.DeletesSoft, idsync.DeletesHard}, Default: idsync.DeletesKeep,
+		Default: contract.DefaultStatementTimeout.String()},
+	"target.deletes": {Fill: true, Enum: []string{contract.DeletesKeep, contract.DeletesSoft, contract.DeletesHard}, Default: contract.DeletesKeep,
 		Doc: "What happens to rows whose key a completed full pass did not see: keep them; soft: set their _idemsync_deleted_at (cleared when the key comes back); hard: delete them. " +
 			"Partial, failed, windowed and replay runs never delete. See docs/deletions.md."},
 	"target.max_delete_ratio": {Fill: true, Default: idsync.DefaultMaxDeleteRatio, Min: num(0), Max: num(1),
@@ -214,8 +215,8 @@ func styleNames() []string {
 
 // columnTypes are the target column types.
 func columnTypes() []string {
-	out := make([]string, len(idsync.ColumnTypes))
-	for i, t := range idsync.ColumnTypes {
+	out := make([]string, len(contract.ColumnTypes))
+	for i, t := range contract.ColumnTypes {
 		out[i] = string(t)
 	}
 	return out

@@ -3,7 +3,7 @@ package jobfile
 import (
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // sharedTables returns a problem for each pair of resources of one file
@@ -32,5 +32,5 @@ func sharedTables(rs []Resource) []string {
 
 // sweeps reports whether deletes removes or marks unseen rows.
 func sweeps(deletes string) bool {
-	return deletes == idsync.DeletesSoft || deletes == idsync.DeletesHard
+	return deletes == contract.DeletesSoft || deletes == contract.DeletesHard
 }

@@ -1,7 +1,7 @@
 package jobfile
 
 import (
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 
 	"strings"
 	"testing"
@@ -23,8 +23,8 @@ func TestLoadTargetMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Target.FileMode() != idsync.DefaultTargetMode {
-		t.Errorf("default mode %o, want %o", job.Target.FileMode(), idsync.DefaultTargetMode)
+	if job.Target.FileMode() != contract.DefaultTargetMode {
+		t.Errorf("default mode %o, want %o", job.Target.FileMode(), contract.DefaultTargetMode)
 	}
 	for _, tt := range []struct {
 		name, spec string
@@ -40,7 +40,7 @@ func TestLoadTargetMode(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if code := idsync.ExitCode(err); code != idsync.ExitUsage {
+			if code := contract.ClassOf(err); code != contract.Invalid {
 				t.Errorf("exit code %d, want 2", code)
 			}
 			for _, w := range tt.want {

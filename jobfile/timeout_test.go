@@ -1,7 +1,7 @@
 package jobfile
 
 import (
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 
 	"strings"
 	"testing"
@@ -16,7 +16,7 @@ func TestLoadTargetTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tt := job.Target.Timeout; tt == nil || tt.Lock.Duration != idsync.DefaultLockTimeout || tt.Statement.Duration != idsync.DefaultStatementTimeout {
+	if tt := job.Target.Timeout; tt == nil || tt.Lock.Duration != contract.DefaultLockTimeout || tt.Statement.Duration != contract.DefaultStatementTimeout {
 		t.Errorf("defaults: %+v, want lock 30s, statement 5m", tt)
 	}
 	job, err = Load(spec("  timeout: {lock: 2s, statement: 1m}\n"), "", env(map[string]string{"API_TOKEN": "x"}))

@@ -22,7 +22,7 @@ import (
 type outcome struct {
 	pages    int
 	inserted int64
-	fail     int
+	fail     contract.Class
 }
 
 // call is one resource run the runner asked for.
@@ -57,7 +57,7 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 			return res, err
 		}
 		if run == nil {
-			return res, idsync.Errorf(idsync.ExitNothing, "%s: nothing to resume", r.Job.Name)
+			return res, contract.Errorf(contract.NothingToResume, "%s: nothing to resume", r.Job.Name)
 		}
 		if err := f.store.Reopen(ctx, run.ID); err != nil {
 			return res, err
@@ -76,19 +76,19 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 			res.Status = idsync.RunPartial
 			return res, f.store.FinishRun(ctx, id, idsync.RunPartial, "", "")
 		}
-		c := idsync.Counts{Inserted: out.inserted}
+		c := contract.Counts{Inserted: out.inserted}
 		if err := f.store.CommitPage(ctx, r.Job.Name, &idsync.PageCommit{RunID: id, Position: fmt.Sprint(p), Next: fmt.Sprint(p + 1), Inserted: c.Inserted}); err != nil {
 			return res, err
 		}
 		res.Pages++
 		res.Inserted += out.inserted
-		h.Page(idsync.PageEvent{RunID: id, Pages: res.Pages, Counts: c, Total: idsync.Counts{Inserted: res.Inserted}})
+		h.Page(idsync.PageEvent{RunID: id, Pages: res.Pages, Counts: c, Total: contract.Counts{Inserted: res.Inserted}})
 		if f.during != nil {
 			f.during(r.Name, p)
 		}
 	}
 	if out.fail != 0 {
-		err := idsync.Errorf(out.fail, "%s: the API said no", r.Job.Name)
+		err := contract.Errorf(out.fail, "%s: the API said no", r.Job.Name)
 		res.Error = err.Error()
 		if ferr := f.store.FinishRun(ctx, id, idsync.RunFailed, res.Error, ""); ferr != nil {
 			return res, ferr
@@ -152,7 +152,8 @@ func newRunner(jf *jobfile.File, f *fakeRuns, o idsync.Options, only ...string) 
 		o.Kind = idsync.KindRun
 	}
 	return &Runner{File: jf, Store: f.store, Options: o, Only: only, Started: time.Now(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RunResource: f.run}
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RunResource: f.run,
+		Code: func(c contract.Class) int { return int(c) }} // the class's own number: the tests check classes, cmd maps them
 }
 
 // run runs a new runner and fails the test on an error.

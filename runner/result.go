@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -19,44 +20,48 @@ type JobResult struct {
 	DurationMS int64            `json:"duration_ms"`
 	Error      string           `json:"error"`
 	Resources  []ResourceResult `json:"resources"`
+	// Class is the most severe class of its resources' failures (None:
+	// none failed); ExitCode is Runner.Code's for it.
+	Class contract.Class `json:"-"`
 }
 
 // ResourceResult is one resource's v1 run object, plus its name.
 type ResourceResult struct {
 	Resource string `json:"resource"`
 	idsync.Result
-	Err error `json:"-"` // the error that ended the run, for its hint
+	Err   error          `json:"-"` // the error that ended the run, for its hint
+	Class contract.Class `json:"-"` // its class of failure (None: it did not fail); ExitCode is Runner.Code's
 }
 
-// severity orders exit codes for a job's result: the most severe of its
-// resources' wins (2 > 1 > 3 > 130 > 0; 4 and 5 between 3 and 130).
-func severity(code int) int {
-	switch code {
-	case idsync.ExitUsage:
+// severity orders classes of failure for a job's result: the most severe
+// of its resources' wins (invalid > permanent > transient > locked >
+// nothing to resume > interrupted > none).
+func severity(c contract.Class) int {
+	switch c {
+	case contract.None:
+		return 0
+	case contract.Invalid:
 		return 6
-	case idsync.ExitPermanent:
+	case contract.Permanent:
 		return 5
-	case idsync.ExitTransient:
+	case contract.Transient:
 		return 4
-	case idsync.ExitLocked:
+	case contract.Locked:
 		return 3
-	case idsync.ExitNothing:
+	case contract.NothingToResume:
 		return 2
-	case idsync.ExitInterrupted:
+	case contract.Interrupted:
 		return 1
 	}
-	if code != 0 {
-		return 5
-	}
-	return 0
+	return 5
 }
 
 // nothingRanStatus is the status of a resource whose run never started.
-func nothingRanStatus(code int) string {
-	switch code {
-	case idsync.ExitNothing:
+func nothingRanStatus(c contract.Class) string {
+	switch c {
+	case contract.NothingToResume:
 		return "nothing_to_resume"
-	case idsync.ExitLocked:
+	case contract.Locked:
 		return "locked"
 	}
 	return idsync.RunFailed
@@ -90,7 +95,7 @@ func (m *Runner) result() *JobResult {
 		if !ok {
 			continue
 		}
-		if m.dirty[n] && m.selected[n] && rr.ExitCode == 0 {
+		if m.dirty[n] && m.selected[n] && rr.Class == contract.None {
 			// Its parent wrote rows its last run did not walk, and no run
 			// could start again: the next run walks them.
 			c := *rr
@@ -102,13 +107,14 @@ func (m *Runner) result() *JobResult {
 		if rr.Status != idsync.RunCompleted {
 			all = false
 		}
-		if severity(rr.ExitCode) > severity(out.ExitCode) {
-			out.ExitCode = rr.ExitCode
+		if severity(rr.Class) > severity(out.Class) {
+			out.Class = rr.Class
 		}
-		if rr.ExitCode != 0 && rr.Error != "" {
+		if rr.Class != contract.None && rr.Error != "" {
 			errs = append(errs, n+": "+rr.Error)
 		}
 	}
+	out.ExitCode = m.Code(out.Class)
 	out.Error = strings.Join(errs, "; ")
 	out.DurationMS = time.Since(m.Started).Milliseconds()
 	switch {
@@ -116,10 +122,10 @@ func (m *Runner) result() *JobResult {
 		m.upToDate(out)
 	case all:
 		out.Status = idsync.RunCompleted
-	case out.ExitCode == 0:
+	case out.Class == contract.None:
 		out.Status = idsync.RunPartial
 	default:
-		out.Status = JobStatus(out.ExitCode)
+		out.Status = JobStatus(out.Class)
 	}
 	return out
 }
@@ -142,14 +148,14 @@ func (m *Runner) upToDate(out *JobResult) {
 	}
 }
 
-// JobStatus is the status of a job whose exit code is code (not 0).
-func JobStatus(code int) string {
-	switch code {
-	case idsync.ExitInterrupted:
+// JobStatus is the status of a job that failed with class c (not None).
+func JobStatus(c contract.Class) string {
+	switch c {
+	case contract.Interrupted:
 		return idsync.RunInterrupted
-	case idsync.ExitLocked:
+	case contract.Locked:
 		return "locked"
-	case idsync.ExitNothing:
+	case contract.NothingToResume:
 		return "nothing_to_resume"
 	}
 	return idsync.RunFailed

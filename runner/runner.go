@@ -60,6 +60,9 @@ type Runner struct {
 	Started     time.Time      // when the invocation started (--time-limit, the cycle's start)
 	Log         *slog.Logger   // the runner's own warnings (a cycle that cannot be closed); required
 	RunResource RunFunc        // runs one resource; required
+	// Code is the exit code of a class of failure, for the results' exit
+	// codes: the command line's one mapping (cmd/exitcode.go); required.
+	Code func(contract.Class) int
 
 	pages    int64                      // pages committed by the invocation so far
 	results  map[string]*ResourceResult // by resource, the latest of its runs
@@ -136,7 +139,7 @@ func (m *Runner) runAll(ctx context.Context, selected []jobfile.Resource) error 
 	}
 	if m.Options.Resume {
 		if !slices.Contains(slices.Collect(maps.Values(unfinished)), true) {
-			return idsync.Errorf(idsync.ExitNothing, "job %s: no resource has an unfinished run to resume", m.File.Name)
+			return contract.Errorf(contract.NothingToResume, "job %s: no resource has an unfinished run to resume", m.File.Name)
 		}
 		m.notResumed(selected)
 		return nil
@@ -181,7 +184,7 @@ func (m *Runner) runResource(ctx context.Context, r jobfile.Resource, o idsync.O
 	if status, why := m.blocked(ctx, r, &o); why != "" {
 		rr.Status, rr.Error = status, why
 		if status == idsync.RunInterrupted {
-			rr.ExitCode = idsync.ExitInterrupted
+			rr.Class, rr.ExitCode = contract.Interrupted, m.Code(contract.Interrupted)
 		}
 		m.record(rr, false)
 		return
@@ -197,18 +200,18 @@ func (m *Runner) runResource(ctx context.Context, r jobfile.Resource, o idsync.O
 	m.live.start("")
 	m.ran[r.Name] = true
 	m.wrote(r.Name, r.Job, res)
-	code := idsync.ExitCode(err)
-	res.Job, res.ExitCode = m.File.Name, code
+	class := contract.ClassOf(err)
+	res.Job, res.ExitCode = m.File.Name, m.Code(class)
 	if err != nil && res.Error == "" {
 		res.Error = r.Job.Secrets.Redact(err.Error())
 	}
 	if res.RunID == 0 && err != nil {
-		res.Status = nothingRanStatus(code)
+		res.Status = nothingRanStatus(class)
 	}
-	rr.Result, rr.Err = *res, err
+	rr.Result, rr.Err, rr.Class = *res, err, class
 	m.record(rr, true)
 	switch {
-	case code == idsync.ExitInterrupted || ctx.Err() != nil:
+	case class == contract.Interrupted || ctx.Err() != nil:
 		m.stopped = "interrupted before this resource; the next run continues"
 	case res.Status == idsync.RunPartial:
 		m.stopped = "the invocation's --max-pages or --time-limit was reached before this resource; the next run continues"

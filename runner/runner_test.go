@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -124,12 +125,12 @@ func TestTimeLimitSplit(t *testing.T) {
 // the most severe of its resources'.
 func TestParentFailedSkipsChild(t *testing.T) {
 	f := &fakeRuns{t: t, store: openStore(t), script: map[string][]outcome{
-		"p": {{fail: idsync.ExitTransient}}, "x": {{fail: idsync.ExitPermanent}}}}
+		"p": {{fail: contract.Transient}}, "x": {{fail: contract.Permanent}}}}
 	out := run(t, shopFile("p", "c<p", "x"), f, idsync.Options{})
 	if got := statuses(out); !slices.Equal(got, []string{"p=failed", "c=skipped", "x=failed"}) {
 		t.Errorf("results %v", got)
 	}
-	if out.ExitCode != idsync.ExitPermanent || out.Status != idsync.RunFailed {
+	if out.Class != contract.Permanent || out.ExitCode != int(contract.Permanent) || out.Status != idsync.RunFailed {
 		t.Errorf("job exit %d %s, want 1 failed (1 is more severe than 3)", out.ExitCode, out.Status)
 	}
 	if c := out.Resources[1]; !strings.Contains(c.Error, "parent p did not complete (failed)") {
@@ -152,8 +153,8 @@ func TestResume(t *testing.T) {
 	f := &fakeRuns{t: t, store: openStore(t)}
 	jf := shopFile("a", "b")
 	_, err := newRunner(jf, f, idsync.Options{Resume: true}).Run(context.Background())
-	if idsync.ExitCode(err) != idsync.ExitNothing {
-		t.Fatalf("resume with nothing unfinished: %v (exit %d), want exit 5", err, idsync.ExitCode(err))
+	if contract.ClassOf(err) != contract.NothingToResume {
+		t.Fatalf("resume with nothing unfinished: %v (exit %d), want exit 5", err, contract.ClassOf(err))
 	}
 	partialRun(t, f, "b")
 	out := run(t, jf, f, idsync.Options{Resume: true})
@@ -211,7 +212,7 @@ func TestInterrupted(t *testing.T) {
 	if _, err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.ExitCode != idsync.ExitInterrupted || got.Error != "stopped" || !slices.Equal(statuses(got), []string{"a=completed", "b=interrupted"}) {
+	if got == nil || got.Class != contract.Interrupted || got.Error != "stopped" || !slices.Equal(statuses(got), []string{"a=completed", "b=interrupted"}) {
 		t.Fatalf("interrupted: %+v", got)
 	}
 	if b := got.Resources[1]; b.RunID == 0 || b.Pages != 1 || b.Inserted != 4 {

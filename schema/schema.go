@@ -23,6 +23,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	idsync "github.com/idemsync/idemsync/sync"
@@ -199,7 +200,7 @@ func (g *generator) value(t reflect.Type, key string) *Schema {
 		return withEnv(&Schema{Type: "integer", Minimum: num(1)}, &Schema{Type: "string", Pattern: sizePattern})
 	case reflect.TypeFor[idsync.Columns]():
 		return columns()
-	case reflect.TypeFor[idsync.ColumnType]():
+	case reflect.TypeFor[contract.ColumnType]():
 		return columnType()
 	}
 	switch t.Kind() {

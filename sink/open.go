@@ -1,5 +1,5 @@
 // Package sink opens the database a job writes to. Each database is a leaf
-// package that implements idsync.Sink: sink/sqlite (embedded, the default)
+// package that implements contract.Sink: sink/sqlite (embedded, the default)
 // and sink/postgres. This package holds only the table of databases
 // (drivers below), which maps a target URL's scheme to its leaf, so that
 // cmd/ names no database. The leaves share sink/sqlkit (quoting, value
@@ -15,7 +15,7 @@
 //     version is >= the stored one; a stored NULL version is always
 //     overwritten, a NULL incoming version never overwrites a stored one;
 //   - every identifier is quoted (sqlkit.QuoteIdent);
-//   - errors are *idsync.Error with an exit code, and never contain a
+//   - errors are *contract.Error with a class of failure, and never contain a
 //     password.
 //
 // Which stored row a key names is decided by the database in both: SQLite
@@ -45,21 +45,15 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sqlite"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	"github.com/idemsync/idemsync/sink/targets"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// ReadTarget is a target opened to be read: its rows and how to close it.
-type ReadTarget interface {
-	idsync.RowReader
-	Close() error
-}
-
 // opener is a leaf's OpenTarget or OpenRead, returning its own *Sink.
-type opener[S any] func(context.Context, *idsync.Target, *slog.Logger) (S, error)
+type opener[S any] func(context.Context, contract.Conn, *slog.Logger) (S, error)
 
 // Driver is one database a target URL can name: what the loader knows of
 // it (package targets) and how to open it.
@@ -67,33 +61,26 @@ type Driver struct {
 	targets.Database
 	// OpenTarget opens a job's target for writing, creating what the
 	// database needs first (an SQLite file with target.mode).
-	OpenTarget func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error)
+	OpenTarget func(ctx context.Context, c contract.Conn, logger *slog.Logger) (contract.Sink, error)
 	// OpenRead opens a job's target to read its table back and never
 	// creates anything.
-	OpenRead func(ctx context.Context, t *idsync.Target, logger *slog.Logger) (ReadTarget, error)
-}
-
-// database is what a leaf's *Sink must be: a sink whose rows can be read
-// back.
-type database interface {
-	idsync.Sink
-	ReadTarget
+	OpenRead func(ctx context.Context, c contract.Conn, logger *slog.Logger) (contract.Sink, error)
 }
 
 // newDriver builds a Driver from a database's entry in package targets
 // and its leaf's OpenTarget and OpenRead, turning a failed open's typed nil
 // into a plain nil.
-func newDriver[S database](db targets.Database, write, read opener[S]) Driver {
+func newDriver[S contract.Sink](db targets.Database, write, read opener[S]) Driver {
 	return Driver{
 		Database: db,
-		OpenTarget: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (idsync.Sink, error) {
+		OpenTarget: func(ctx context.Context, t contract.Conn, l *slog.Logger) (contract.Sink, error) {
 			s, err := write(ctx, t, l)
 			if err != nil {
 				return nil, err
 			}
 			return s, nil
 		},
-		OpenRead: func(ctx context.Context, t *idsync.Target, l *slog.Logger) (ReadTarget, error) {
+		OpenRead: func(ctx context.Context, t contract.Conn, l *slog.Logger) (contract.Sink, error) {
 			s, err := read(ctx, t, l)
 			if err != nil {
 				return nil, err
@@ -114,16 +101,16 @@ var drivers = []Driver{
 }
 
 // Lookup returns the Driver for rawURL's scheme (compared
-// case-insensitively), or an *idsync.Error (ExitUsage) naming the URL,
+// case-insensitively), or a *contract.Error (Invalid) naming the URL,
 // password redacted, when no database has that scheme.
 func Lookup(rawURL string) (Driver, error) {
 	if d, ok := lookup(rawURL); ok {
 		return d, nil
 	}
-	return Driver{}, &idsync.Error{
-		Code: idsync.ExitUsage,
-		Msg:  "unsupported target url " + RedactURL(rawURL),
-		Hint: "use " + targets.Examples(),
+	return Driver{}, &contract.Error{
+		Class: contract.Invalid,
+		Msg:   "unsupported target url " + RedactURL(rawURL),
+		Hint:  "use " + targets.Examples(),
 	}
 }
 
@@ -152,36 +139,36 @@ func lookup(rawURL string) (Driver, bool) {
 //   - postgres://… and postgresql://…: a PostgreSQL server, in any form pgx
 //     accepts (connect_timeout defaults to 10s).
 //
-// A nil logger discards logs. Open fails with an *idsync.Error: ExitUsage for
-// an unknown scheme or a malformed URL, ExitTransient when the server cannot
-// be reached, ExitPermanent when it refuses the connection (authentication,
+// A nil logger discards logs. Open fails with a *contract.Error: Invalid for
+// an unknown scheme or a malformed URL, Transient when the server cannot
+// be reached, Permanent when it refuses the connection (authentication,
 // missing database). Error texts never contain the URL's password.
-func Open(ctx context.Context, rawURL string, logger *slog.Logger) (idsync.Sink, error) {
-	return OpenTarget(ctx, &idsync.Target{URL: rawURL}, logger)
+func Open(ctx context.Context, rawURL string, logger *slog.Logger) (contract.Sink, error) {
+	return OpenTarget(ctx, contract.Conn{URL: rawURL}, logger)
 }
 
 // OpenTarget opens the sink for a job's target: its database's OpenTarget,
 // with the target's options applied by the backend that reads them (SQLite:
 // target.mode for a new file; PostgreSQL: every statement bounded by
 // t.Timeout, nil: lock 30s, statement 5m). It fails as Open does.
-func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (idsync.Sink, error) {
-	d, err := Lookup(t.URL)
+func OpenTarget(ctx context.Context, c contract.Conn, logger *slog.Logger) (contract.Sink, error) {
+	d, err := Lookup(c.URL)
 	if err != nil {
 		return nil, err
 	}
-	return d.OpenTarget(ctx, t, discardNil(logger))
+	return d.OpenTarget(ctx, c, discardNil(logger))
 }
 
 // OpenRead opens a job's target to read its table back. Unlike OpenTarget
 // it never creates anything: a SQLite file that does not exist yet is an
-// *idsync.Error (exit 1) saying that the job has not written anything. It
+// *contract.Error (exit 1) saying that the job has not written anything. It
 // otherwise fails as Open does.
-func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (ReadTarget, error) {
-	d, err := Lookup(t.URL)
+func OpenRead(ctx context.Context, c contract.Conn, logger *slog.Logger) (contract.Sink, error) {
+	d, err := Lookup(c.URL)
 	if err != nil {
 		return nil, err
 	}
-	return d.OpenRead(ctx, t, discardNil(logger))
+	return d.OpenRead(ctx, c, discardNil(logger))
 }
 
 // RedactURL returns s with any password replaced by xxxxx; see

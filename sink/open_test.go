@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink"
 	"github.com/idemsync/idemsync/sink/sqlite"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func TestOpenSQLiteForms(t *testing.T) {
@@ -27,7 +27,7 @@ func TestOpenSQLiteForms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s: %v", tc.url, err)
 		}
-		tbl := &idsync.Table{Name: "t", Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Type: idsync.TypeText}}, Create: true}
+		tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{{Name: "id", Type: contract.TypeText}}, Create: true}
 		if err := s.Prepare(ctx, tbl); err != nil {
 			t.Fatalf("prepare in %s: %v", tc.url, err)
 		}
@@ -61,8 +61,8 @@ func TestOpenErrors(t *testing.T) {
 		if s != nil {
 			t.Errorf("open %q: sink %#v with error %v, want nil", raw, s, err)
 		}
-		if code := idsync.ExitCode(err); code != idsync.ExitUsage {
-			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, idsync.ExitUsage)
+		if code := contract.ClassOf(err); code != contract.Invalid {
+			t.Errorf("open %q: exit %d (%v), want %d", raw, code, err, contract.Invalid)
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("open %q: password in %v", raw, err)
@@ -74,13 +74,13 @@ func TestOpenErrors(t *testing.T) {
 // form, and with the password hidden.
 func TestLookupUnknownScheme(t *testing.T) {
 	_, err := sink.Lookup("mysql://app:s3cret@db/x")
-	if code := idsync.ExitCode(err); code != idsync.ExitUsage {
-		t.Fatalf("exit %d (%v), want %d", code, err, idsync.ExitUsage)
+	if code := contract.ClassOf(err); code != contract.Invalid {
+		t.Fatalf("exit %d (%v), want %d", code, err, contract.Invalid)
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("password in %v", err)
 	}
-	if hint := idsync.Hint(err); hint != "use sqlite:PATH or postgres://user:password@host:5432/database" {
+	if hint := contract.Hint(err); hint != "use sqlite:PATH or postgres://user:password@host:5432/database" {
 		t.Errorf("hint %q", hint)
 	}
 	for _, raw := range []string{"sqlite:x.db", "SQLite:x.db", "postgres://db/x", "POSTGRESQL://db/x"} {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // begin picks the run to continue or starts a new one, and opens the sink.
-func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) {
+func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink, error) {
 	job := e.Job
 	js, err := e.Store.Job(ctx, job.Name)
 	if err != nil {
@@ -38,6 +40,10 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := e.probeSink(ctx, sink); err != nil {
+		sink.Close()
+		return nil, nil, err
+	}
 	rs, err := e.startOrContinue(ctx, o, sink, js, run, cur, from, to)
 	if err != nil {
 		sink.Close()
@@ -47,7 +53,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, Sink, error) 
 }
 
 // replayRange parses a replay's --from and --to (nil, nil for other kinds).
-// It fails with ExitUsage on a position the style cannot read or a --to
+// It fails with Invalid on a position the style cannot read or a --to
 // before --from.
 func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	job := e.Job
@@ -70,17 +76,17 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	}
 	p, err := ParsePosition(job.Pagination.Style, o.From)
 	if err != nil {
-		return nil, nil, Errorf(ExitUsage, "replay --from: %v", err)
+		return nil, nil, contract.Errorf(contract.Invalid, "replay --from: %v", err)
 	}
 	from = &p
 	if o.To != "" {
 		p, err := ParsePosition(job.Pagination.Style, o.To)
 		if err != nil {
-			return nil, nil, Errorf(ExitUsage, "replay --to: %v", err)
+			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
 		}
 		to = &p
 		if st := job.Pagination.Style; styleOf(st).traits().ordered && lastBefore(st, *from, *from, p) {
-			return nil, nil, Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+			return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 		}
 	}
 	return from, to, nil
@@ -93,7 +99,7 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 	job := e.Job
 	switch {
 	case o.Resume && run == nil:
-		return nil, ErrNothingToResume
+		return nil, contract.ErrNothingToResume
 	case job.Parent != nil && run != nil && !streamed(run):
 		e.Logger.Warn("abandoning the unfinished run: an earlier version began it with a copy of the parent rows, which this version no longer keeps; the new run walks the parent table",
 			"job", job.Name, "run_id", run.ID)
@@ -115,7 +121,7 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 // startOrContinue prepares the opened target and then continues run, or,
 // when run is nil, abandons any unfinished run and records a new one. The
 // caller closes sink when it fails.
-func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *JobState, run *RunInfo, cur Identity, from, to *Position) (*runState, error) {
+func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *JobState, run *RunInfo, cur Identity, from, to *Position) (*runState, error) {
 	job := e.Job
 	fresh := false
 	if o.Kind == KindRun {
@@ -124,11 +130,10 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 			return nil, err
 		}
 	}
-	e.validator, _ = sink.(RowValidator)
 	if job.Infer {
 		saved, err := DecodeColumns(js.Columns)
 		if err != nil {
-			return nil, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("job %s: the state's saved columns: %v", job.Name, err)}
+			return nil, &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("job %s: the state's saved columns: %v", job.Name, err)}
 		}
 		if len(saved) > 0 {
 			job.Table.Columns = saved
@@ -161,8 +166,8 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink Sink, js *
 
 // startRun records a new run starting where startPosition says and sets
 // rs's run and position. The incremental window or start mark that cannot
-// be read fails with ExitUsage.
-func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
+// be read fails with Invalid.
+func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
 	job := e.Job
 	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
 	full, why := e.fullPass(o, js)
@@ -191,7 +196,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink Sink, js *JobStat
 	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
 		if err != nil {
-			return Errorf(ExitUsage, "incremental: %v", err)
+			return contract.Errorf(contract.Invalid, "incremental: %v", err)
 		}
 		info.Window = w
 	}
@@ -253,7 +258,7 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 		if styleOf(job.Pagination.Style).traits().keepsMark {
 			var err error
 			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
-				return Position{}, Errorf(ExitUsage, "pagination: %v", err)
+				return Position{}, contract.Errorf(contract.Invalid, "pagination: %v", err)
 			}
 		}
 		return pg.start(m), nil
@@ -295,7 +300,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 		rs.prev = p.Hash
 	}
 	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
-	rs.total = Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted}
+	rs.total = contract.Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted}
 	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
 		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
 	return nil

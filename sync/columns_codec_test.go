@@ -5,15 +5,17 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // The inferred columns the store keeps are the engine's encoding: a
 // round trip keeps name, path, type and the type before a widening, and
 // nil (no change) is the empty string the store reads as "keep".
 func TestColumnsCodec(t *testing.T) {
-	cols := []Column{
-		{Name: "id", Path: "id", Type: TypeInteger},
-		{Name: "qty", Path: "a.qty", Type: TypeNumeric, Was: TypeInteger},
+	cols := []contract.Column{
+		{Name: "id", Path: "id", Type: contract.TypeInteger},
+		{Name: "qty", Path: "a.qty", Type: contract.TypeNumeric, Was: contract.TypeInteger},
 	}
 	enc := EncodeColumns(cols)
 	if enc != `[{"name":"id","path":"id","type":"integer"},{"name":"qty","path":"a.qty","type":"numeric","was":"integer"}]` {
@@ -23,8 +25,8 @@ func TestColumnsCodec(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, cols) {
 		t.Errorf("round trip = %+v, %v", got, err)
 	}
-	if EncodeColumns(nil) != "" || EncodeColumns([]Column{}) != "[]" {
-		t.Errorf("nil encodes as %q, none as %q", EncodeColumns(nil), EncodeColumns([]Column{}))
+	if EncodeColumns(nil) != "" || EncodeColumns([]contract.Column{}) != "[]" {
+		t.Errorf("nil encodes as %q, none as %q", EncodeColumns(nil), EncodeColumns([]contract.Column{}))
 	}
 	if got, err := DecodeColumns(""); err != nil || got != nil {
 		t.Errorf(`DecodeColumns("") = %v, %v`, got, err)
@@ -45,8 +47,8 @@ func TestBadSavedColumnsFailTheRun(t *testing.T) {
 	}
 	src := &fakeSource{records: "data", serve: cursorAPI(3, 3)}
 	_, err := rig.engine(job, src).Run(context.Background(), Options{})
-	if ExitCode(err) != ExitPermanent || err == nil || !strings.Contains(err.Error(), "items") || !strings.Contains(err.Error(), "saved columns") {
-		t.Errorf("run with undecodable saved columns: %v (exit %d), want exit 1 naming the job and its saved columns", err, ExitCode(err))
+	if contract.ClassOf(err) != contract.Permanent || err == nil || !strings.Contains(err.Error(), "items") || !strings.Contains(err.Error(), "saved columns") {
+		t.Errorf("run with undecodable saved columns: %v (exit %d), want exit 1 naming the job and its saved columns", err, contract.ClassOf(err))
 	}
 	if events := rig.trace.all(); len(events) != 0 {
 		t.Errorf("the run wrote: %q", events)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
@@ -18,7 +19,7 @@ import (
 // completed the run. Once the upsert starts the page is finished even if a
 // signal arrives, unless the database does not answer within WriteGrace
 // (see writeContext): then the page rolls back.
-func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log *slog.Logger, fp fetched) (bool, error) {
+func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.Sink, log *slog.Logger, fp fetched) (bool, error) {
 	job := e.Job
 	where := fp.pos.Describe(job.Pagination.Style, job.Secrets)
 
@@ -89,19 +90,19 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink Sink, log 
 	return ckpt.End, nil
 }
 
-// checkLoop fails with ExitPermanent when the page repeats the previous one
+// checkLoop fails with Permanent when the page repeats the previous one
 // or its next position was already read in this run.
 func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 	job := e.Job
 	style := job.Pagination.Style
 	pos, next := fp.pos, fp.next
 	if len(fp.resp.Records) > 0 && fp.hash == rs.prev {
-		return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("page at %s repeats the previous page", where),
 			Hint: "the API ignored the pagination parameter; check pagination.param"}
 	}
 	if !next.End {
 		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
-			return &Error{Code: ExitPermanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
+			return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
 		}
 	}
 	return nil
@@ -112,21 +113,21 @@ func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 // transaction, which widens the columns the page widened. It returns the
 // counts and, when columns changed, the table's new columns for the
 // checkpoint; a failed write names the page and table.
-func (e *Engine) writeTarget(wctx context.Context, sink Sink, rows []Row, changed bool, where string) (Counts, []Column, error) {
+func (e *Engine) writeTarget(wctx context.Context, sink contract.Sink, rows []contract.Row, changed bool, where string) (contract.Counts, []contract.Column, error) {
 	job := e.Job
-	var cols []Column
+	var cols []contract.Column
 	if changed {
 		PadRows(&job.Table, rows)
 		if err := sink.Prepare(wctx, &job.Table); err != nil {
-			return Counts{}, nil, err
+			return contract.Counts{}, nil, err
 		}
-		cols = append([]Column(nil), job.Table.Columns...)
+		cols = append([]contract.Column(nil), job.Table.Columns...)
 	}
-	var counts Counts
+	var counts contract.Counts
 	if len(rows) > 0 {
 		var err error
 		if counts, err = sink.Upsert(wctx, &job.Table, rows); err != nil {
-			return Counts{}, nil, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
+			return contract.Counts{}, nil, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
 		}
 	}
 	return counts, cols, nil
@@ -161,7 +162,7 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 
 // advance moves rs past the committed page pc (counts: what the target
 // did with its rows), logs it and calls OnPage.
-func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, counts Counts, where string) {
+func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, counts contract.Counts, where string) {
 	job := e.Job
 	resp, skipped := fp.resp, pc.Skipped
 	if pc.HWM != "" {
@@ -199,9 +200,9 @@ func loopKey(p Position) string {
 // when the job infers them; changed says whether it did). Bad records
 // become dead letters under on_bad_record: skip, and fail the page
 // otherwise, naming the page, the record, the column and the reason.
-func (e *Engine) mapRecords(fp *fetched, t *Table, where string) (rows []Row, dead []DeadLetter, changed bool, err error) {
+func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows []contract.Row, dead []DeadLetter, changed bool, err error) {
 	job := e.Job
-	rows = make([]Row, 0, len(fp.resp.Records))
+	rows = make([]contract.Row, 0, len(fp.resp.Records))
 	mapper := Mapper{Table: t, Infer: job.Infer}
 	if fp.parent != "" {
 		mapper.Parent = gjson.Parse(fp.parent)
@@ -213,18 +214,18 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) (rows []Row, de
 		row, err := mapper.Map(i, rec)
 		row.Tombstone = job.Target.Tombstone.Matches(rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
-			err = &BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
+			err = &contract.BadRecord{Index: i, Column: e.markPath(), Reason: "mark " + fp.marks[i].err.Error()}
 		}
 		if err == nil {
 			err = checkRow(e.validator, t, row, i)
 		}
 		if err != nil {
-			var bad *BadRecord
+			var bad *contract.BadRecord
 			if !errors.As(err, &bad) {
 				return nil, nil, false, err
 			}
 			if job.Target.OnBadRecord != "skip" {
-				return nil, nil, false, &Error{Code: ExitPermanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
+				return nil, nil, false, &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("bad record on %s: %s", where, bad.Error()),
 					Hint: "fix the source or the mapping, or set target.on_bad_record: skip to dead-letter such records"}
 			}
 			// Redacted like every output: the state file keeps it and
@@ -238,7 +239,7 @@ func (e *Engine) mapRecords(fp *fetched, t *Table, where string) (rows []Row, de
 	return rows, dead, changed, nil
 }
 
-func totalPages(job *Job, resp *Response) int64 {
+func totalPages(job *Job, resp *contract.Response) int64 {
 	if p := job.Pagination.TotalPages; p != "" {
 		return gjson.GetBytes(resp.Body, p).Int()
 	}

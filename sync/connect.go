@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // CheckConnectWith is validate --connect: it requests the job's first page
 // with src (built by cmd/, with its auth installed), writing nothing, then
 // opens and closes the target. Errors name the side, source or target.
-func CheckConnectWith(ctx context.Context, job *Job, src PageSource, openSink func(context.Context) (Sink, error)) error {
+func CheckConnectWith(ctx context.Context, job *Job, src contract.PageSource, openSink func(context.Context) (contract.Sink, error)) error {
 	pg := &pager{job: job, src: src}
 	from := ""
 	if job.Incremental != nil {
@@ -17,7 +19,7 @@ func CheckConnectWith(ctx context.Context, job *Job, src PageSource, openSink fu
 	}
 	u, err := pg.request(pg.start(job.Pagination.Initial), runWindow(job, from, time.Now()))
 	if err != nil {
-		return Errorf(ExitPermanent, "source: %w", err)
+		return contract.Errorf(contract.Permanent, "source: %w", err)
 	}
 	if _, err := src.Fetch(ctx, u); err != nil {
 		return fmt.Errorf("source: %w", err)

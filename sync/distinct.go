@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A page or offset walk with pagination.total ends when the records it
@@ -47,12 +49,12 @@ func (e *Engine) countsDistinct(rs *runState) bool {
 
 // checkDistinct counts the keys of a page's rows that the page before it
 // (or the page itself) held already and, on the walk's last page, fails
-// with ExitTransient when the records the walk counted toward
+// with Transient when the records the walk counted toward
 // pagination.total, less those read twice, fall short of the total. A walk
 // starts over at the style's first position or a new parent; a pass
 // continued by a later invocation counts from its first page there (for a
 // run that sweeps, checkPassDistinct checks across the two).
-func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []Row, where string) error {
+func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, where string) error {
 	if !e.countsDistinct(rs) {
 		return nil
 	}
@@ -91,7 +93,7 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []Row, where stri
 	return e.shortOfTotal(rs, w.repeats)
 }
 
-// shortOfTotal fails with ExitTransient, and has the run abandoned, when
+// shortOfTotal fails with Transient, and has the run abandoned, when
 // the walk's last page, less repeats records read twice, falls short of
 // pagination.total.
 func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
@@ -100,7 +102,7 @@ func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
 		return nil
 	}
 	w.rewalk = true
-	return &Error{Code: ExitTransient,
+	return &contract.Error{Class: contract.Transient,
 		Msg: fmt.Sprintf("the %s walk ended at %s with %d distinct records, short of %s (%d): it read %d record(s) twice, so a page left a record out and the walk did not list every record",
 			e.Job.Pagination.Style, w.endWhere, w.endSeen-repeats, w.totalName, w.endTotal, repeats),
 		Hint: "the run is abandoned: the next run walks the list again from its first page"}
@@ -137,7 +139,7 @@ func (e *Engine) checkPassDistinct(ctx context.Context, rs *runState) error {
 
 // keyColumns returns the indexes of the table's key columns in its
 // columns.
-func keyColumns(t *Table) []int {
+func keyColumns(t *contract.Table) []int {
 	var idx []int
 	for _, k := range t.Key {
 		for i, c := range t.Columns {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A run may end only on positive evidence of the end of pagination
@@ -21,7 +23,7 @@ type endResult struct {
 	// the last.
 	next Position
 	// ahead is the response at next when proving the end fetched it.
-	ahead *Response
+	ahead *contract.Response
 	// capped > 0: the API was found to serve at most this many records
 	// per page, fewer than pagination.size.
 	capped int
@@ -36,14 +38,14 @@ type endResult struct {
 
 // prober fetches the page at pos, to tell whether a short page was the
 // last one; it returns the response and the highest mark of its records.
-type prober func(pos Position) (*Response, string, error)
+type prober func(pos Position) (*contract.Response, string, error)
 
 // decideEnd decides whether the page fetched at pos is the last one, where
 // pagination goes next, or why the page contradicts itself. hwmMax is the
 // highest mark of its records; to is a replay's --to bound (nil when
 // none); probe fetches the next position when a short page must be proven
 // to be the end (at most once per page).
-func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Position, probe prober) (endResult, error) {
+func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, to *Position, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	next, own, why, err := p.step(pos, resp, hwmMax)
 	if err != nil {
@@ -92,7 +94,7 @@ func (p *pager) decideEnd(pos Position, resp *Response, hwmMax string, to *Posit
 // page style a next page holding more records than the short one means
 // the short page came back incomplete: a contradiction, as page numbers
 // cannot skip it.
-func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
+func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	where := pos.Describe(style, p.job.Secrets)
 	if p.firstPage(pos) {
@@ -145,7 +147,7 @@ func (p *pager) prove(pos Position, resp *Response, hwmMax string, next Position
 // confirming signal, another style's own end signal, or an empty first
 // page (an empty list, which max_delete_ratio weighs as a mass change).
 // docs/deletions.md, "What proves absence".
-func (p *pager) weakEnd(pos Position, resp *Response, last []string, where string) string {
+func (p *pager) weakEnd(pos Position, resp *contract.Response, last []string, where string) string {
 	if resp.Raw > 0 || len(last) > 0 {
 		return ""
 	}
@@ -169,7 +171,7 @@ func (p *pager) firstPage(pos Position) bool {
 // signals reads the signals of a response other than the style's own:
 // descriptions of those saying more records follow this page, and of those
 // saying it is the last.
-func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
+func (p *pager) signals(pos Position, resp *contract.Response) (more, last []string) {
 	pg := p.job.Pagination
 	if pg.HasMore != "" {
 		if v := gjson.GetBytes(resp.Body, pg.HasMore); v.Exists() && v.Type != gjson.Null {
@@ -212,7 +214,7 @@ func (p *pager) signals(pos Position, resp *Response) (more, last []string) {
 
 // total reads pagination.total from a response: the total number of
 // records, and the header or path it came from.
-func (p *pager) total(resp *Response) (int64, string, bool) {
+func (p *pager) total(resp *contract.Response) (int64, string, bool) {
 	t := p.job.Pagination.Total
 	if t == "" {
 		return 0, "", false
@@ -237,7 +239,7 @@ func (p *pager) total(resp *Response) (int64, string, bool) {
 // seenThrough is how many records the walk holds up to and including the
 // page at pos, when the style's positions tell it (page style with a
 // known size, offset style).
-func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
+func (p *pager) seenThrough(pos Position, resp *contract.Response) (int64, bool) {
 	if s, ok := p.style().(numberedStyle); ok {
 		return s.seenThrough(p.job.Pagination, pos, p.size(pos), resp.Raw)
 	}
@@ -246,7 +248,7 @@ func (p *pager) seenThrough(pos Position, resp *Response) (int64, bool) {
 
 // totalPagesFromTotal estimates the number of pages from pagination.total
 // and pagination.size, for the progress bar (0 when either is unknown).
-func totalPagesFromTotal(job *Job, resp *Response) int64 {
+func totalPagesFromTotal(job *Job, resp *contract.Response) int64 {
 	size := int64(job.Pagination.Size)
 	if size <= 0 || resp == nil {
 		return 0
@@ -264,7 +266,7 @@ func totalPagesFromTotal(job *Job, resp *Response) int64 {
 // The page is asked again at pagination.size: more records than the cap
 // mean there was none, and the walk goes on at full size from that
 // response; no more mean the ties outnumber a real cap (an error).
-func (p *pager) uncap(pos Position, resp *Response, probe prober) (endResult, error) {
+func (p *pager) uncap(pos Position, resp *contract.Response, probe prober) (endResult, error) {
 	full := Position{Mark: pos.Mark}
 	pr, _, err := probe(full)
 	if err != nil {
@@ -273,7 +275,7 @@ func (p *pager) uncap(pos Position, resp *Response, probe prober) (endResult, er
 	if pr.Raw > pos.Size {
 		return endResult{next: full, ahead: pr}, nil
 	}
-	return endResult{}, &Error{Code: ExitPermanent,
+	return endResult{}, &contract.Error{Class: contract.Permanent,
 		Msg: fmt.Sprintf("a full page of %d records made no progress past mark %s, and the API serves at most %d per page",
 			resp.Raw, pos.Mark, pos.Size),
 		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // epPager loads a job with the given records path and pagination block
@@ -27,7 +29,7 @@ func epPager(t *testing.T, records, pagination string) (*pager, *bytes.Buffer) {
 
 // epResp is a 200 response with body and header pairs, its records read at
 // the job's (plain) records path.
-func epResp(t *testing.T, p *pager, body string, header ...string) (*Response, string) {
+func epResp(t *testing.T, p *pager, body string, header ...string) (*contract.Response, string) {
 	t.Helper()
 	h := http.Header{}
 	for i := 0; i+1 < len(header); i += 2 {
@@ -199,7 +201,7 @@ func TestDecideEnd(t *testing.T) {
 			p, _ := epPager(t, tt.records, tt.pag)
 			resp, max := epResp(t, p, tt.body, tt.header...)
 			probes := 0
-			probe := func(pos Position) (*Response, string, error) {
+			probe := func(pos Position) (*contract.Response, string, error) {
 				probes++
 				if tt.probe == "" {
 					t.Fatalf("probed %+v", pos)
@@ -357,7 +359,7 @@ func TestDecideEndWeakProof(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := epPager(t, "data", tt.pag)
 			resp, max := epResp(t, p, tt.body)
-			probe := func(Position) (*Response, string, error) {
+			probe := func(Position) (*contract.Response, string, error) {
 				if tt.probe == "" {
 					t.Fatal("probed")
 				}

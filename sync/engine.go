@@ -48,8 +48,10 @@ type Result struct {
 	HWM        string `json:"hwm"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error"`
-	ExitCode   int    `json:"exit_code"`
-	Resumed    bool   `json:"resumed"`
+	// ExitCode is the process exit code: the command line sets it from
+	// the run's error (the engine knows classes, not codes).
+	ExitCode int  `json:"exit_code"`
+	Resumed  bool `json:"resumed"`
 	// Sweep is "skipped" when the run is a full pass that cannot prove its
 	// records absent, and SweepSkipped says why: its sweep deletes nothing
 	// (docs/deletions.md, docs/operations.md). Both are omitted otherwise.
@@ -65,12 +67,12 @@ type PageEvent struct {
 	RunID    int64
 	Position string // described for people
 	Records  int
-	Counts   Counts
+	Counts   contract.Counts
 	Skipped  int
 	Elapsed  time.Duration
-	Total    Counts // run totals so far
-	Pages    int64  // run pages so far
-	TotalPgs int64  // total pages when the API tells, else 0
+	Total    contract.Counts // run totals so far
+	Pages    int64           // run pages so far
+	TotalPgs int64           // total pages when the API tells, else 0
 }
 
 // Engine syncs one job: it owns the order spec → fetch → page → records →
@@ -79,8 +81,8 @@ type Engine struct {
 	Job *Job
 	// Store is the state store: the engine's part of it (contract.RunStore).
 	Store    contract.RunStore
-	OpenSink func(ctx context.Context) (Sink, error)
-	Source   PageSource // fetches the pages: source/http's Fetcher in the binary
+	OpenSink func(ctx context.Context) (contract.Sink, error)
+	Source   contract.PageSource // fetches the pages: source/http's Fetcher in the binary
 	Logger   *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
@@ -100,7 +102,7 @@ type Engine struct {
 	// sweep skipped, with the reason.
 	OnSweepSkipped func(reason string)
 
-	validator RowValidator // the sink's, when it has one; set by begin
+	validator contract.RowValidator // the sink's, when it has one; set by begin
 }
 
 // runState is the state of the run in progress.
@@ -114,7 +116,7 @@ type runState struct {
 	refused bool   // the run's sweep was refused: it ended for good
 	hwm     string // job's saved mark
 	future  futureMarks
-	total   Counts
+	total   contract.Counts
 	skipped int64
 	pages   int64
 	records int64
@@ -123,7 +125,7 @@ type runState struct {
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock
-// was taken; err carries the exit code (ExitCode).
+// was taken; err carries the class of the failure (contract.ClassOf).
 func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	started := time.Now()
 	job := e.Job
@@ -211,12 +213,11 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.HWM = rs.hwm
 	res.DurationMS = time.Since(started).Milliseconds()
 	if status == RunInterrupted {
-		runErr = ErrInterrupted
+		runErr = contract.ErrInterrupted
 	}
 	if runErr != nil {
 		res.Error = job.Secrets.Redact(runErr.Error())
 	}
-	res.ExitCode = ExitCode(runErr)
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
 	}
@@ -227,9 +228,9 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 }
 
 func wrapPermanent(context string, err error) error {
-	var e *Error
+	var e *contract.Error
 	if errors.As(err, &e) {
 		return fmt.Errorf("%s: %w", context, err)
 	}
-	return &Error{Code: ExitPermanent, Msg: context, Err: err}
+	return &contract.Error{Class: contract.Permanent, Msg: context, Err: err}
 }

@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Engine tests: the engine alone, against an in-memory PageSource, Store
@@ -43,13 +45,13 @@ type engineRig struct {
 
 func newEngineRig() *engineRig {
 	trace := &eventLog{}
-	return &engineRig{store: newMemStore(trace), sink: &memSink{rows: map[string]Row{}, trace: trace}, trace: trace, logs: &bytes.Buffer{}}
+	return &engineRig{store: newMemStore(trace), sink: &memSink{rows: map[string]contract.Row{}, trace: trace}, trace: trace, logs: &bytes.Buffer{}}
 }
 
-func (r *engineRig) engine(job *Job, src PageSource) *Engine {
+func (r *engineRig) engine(job *Job, src contract.PageSource) *Engine {
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: r.logs}, nil))
 	return &Engine{Job: job, Store: r.store, Source: src, Logger: log,
-		OpenSink: func(context.Context) (Sink, error) { return r.sink, nil }}
+		OpenSink: func(context.Context) (contract.Sink, error) { return r.sink, nil }}
 }
 
 // pagesAPI serves records 1..n in pages of per_page by page number.
@@ -218,7 +220,7 @@ func TestEngineConcurrentPagesCommitInOrder(t *testing.T) {
 func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
 	rig := newEngineRig()
 	job := engineJob(t, "", cursorStyle)
-	rig.sink.upsert = func(_ context.Context, rows []Row) error {
+	rig.sink.upsert = func(_ context.Context, rows []contract.Row) error {
 		if rows[0].Values[0] == int64(4) {
 			return errors.New("disk full")
 		}

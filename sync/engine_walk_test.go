@@ -8,6 +8,8 @@ import (
 	"strings"
 	gosync "sync"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A cancelled context (a signal) mid-walk ends the run interrupted, with
@@ -28,7 +30,7 @@ func TestEngineCancelledMidWalk(t *testing.T) {
 		return serve(ctx, u)
 	}}
 	res, err := rig.engine(job, src).Run(ctx, Options{})
-	if !errors.Is(err, ErrInterrupted) || res.Status != RunInterrupted || res.ExitCode != ExitCode(ErrInterrupted) {
+	if !errors.Is(err, contract.ErrInterrupted) || res.Status != RunInterrupted {
 		t.Fatalf("run: %+v, %v; want interrupted", res, err)
 	}
 	run := rig.store.lastRun()
@@ -105,8 +107,8 @@ func TestEngineContradictedShortPageIsFetchedAgain(t *testing.T) {
 		rig := newEngineRig()
 		src := &fakeSource{records: "data", serve: contradictingAPI(1000)}
 		res, err := rig.engine(engineJob(t, "", pag), src).Run(context.Background(), Options{})
-		if ExitCode(err) != ExitTransient || res.Status != RunFailed || !strings.Contains(err.Error(), "page 2 is short (1 of 2 records)") {
-			t.Fatalf("run: %+v, %v (exit %d); want exit %d naming the short page", res, err, ExitCode(err), ExitTransient)
+		if contract.ClassOf(err) != contract.Transient || res.Status != RunFailed || !strings.Contains(err.Error(), "page 2 is short (1 of 2 records)") {
+			t.Fatalf("run: %+v, %v (%v); want %v naming the short page", res, err, contract.ClassOf(err), contract.Transient)
 		}
 		if run := rig.store.lastRun(); run.Pages != 1 || run.Checkpoint != `{"page":2}` || rig.sink.count() != 2 {
 			t.Errorf("run %+v with %d rows: want 1 page committed, checkpoint at page 2", run, rig.sink.count())
@@ -139,8 +141,8 @@ func TestEngineRefusesLoops(t *testing.T) {
 			rig := newEngineRig()
 			src := &fakeSource{records: "data", serve: tt.serve}
 			res, err := rig.engine(engineJob(t, "", tt.pag), src).Run(context.Background(), Options{})
-			if ExitCode(err) != ExitPermanent || res.Status != RunFailed || !strings.Contains(err.Error(), tt.says) {
-				t.Fatalf("run: %+v, %v; want exit %d saying %q", res, err, ExitPermanent, tt.says)
+			if contract.ClassOf(err) != contract.Permanent || res.Status != RunFailed || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("run: %+v, %v; want exit %d saying %q", res, err, contract.Permanent, tt.says)
 			}
 			run := rig.store.lastRun()
 			if run.Status != RunFailed || run.Pages != tt.pages || run.Checkpoint != tt.next {

@@ -9,6 +9,8 @@ import (
 	gosync "sync"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // fakeSource is an in-memory PageSource: serve answers each request with a
@@ -23,7 +25,7 @@ type fakeSource struct {
 	urls []string
 }
 
-var _ PageSource = (*fakeSource)(nil)
+var _ contract.PageSource = (*fakeSource)(nil)
 
 func (s *fakeSource) BuildURL(base string, params url.Values, _ bool) (string, error) {
 	u, err := url.Parse(base)
@@ -40,7 +42,7 @@ func (s *fakeSource) BuildURL(base string, params url.Values, _ bool) (string, e
 
 func (s *fakeSource) CheckpointURL(raw string) string { return raw }
 
-func (s *fakeSource) Fetch(ctx context.Context, req Request) (*Response, error) {
+func (s *fakeSource) Fetch(ctx context.Context, req contract.Request) (*contract.Response, error) {
 	rawURL := req.URL
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func (s *fakeSource) requests() []string {
 
 // fakeResponse is a 200 response with body and header, its records read at
 // the plain path records and counted as they are.
-func fakeResponse(rawURL, records, body string, h http.Header) (*Response, error) {
+func fakeResponse(rawURL, records, body string, h http.Header) (*contract.Response, error) {
 	if !gjson.Valid(body) {
 		return nil, fmt.Errorf("fake body is not JSON: %s", body)
 	}
@@ -86,7 +88,7 @@ func fakeResponse(rawURL, records, body string, h http.Header) (*Response, error
 	if h == nil {
 		h = http.Header{}
 	}
-	return &Response{URL: rawURL, Status: 200, Header: h, Body: []byte(body), Records: recs, Raw: len(recs), Attempts: 1}, nil
+	return &contract.Response{URL: rawURL, Status: 200, Header: h, Body: []byte(body), Records: recs, Raw: len(recs), Attempts: 1}, nil
 }
 
 // lockedWriter serialises writes to a buffer shared with the engine's

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/sink"
 	httpsource "github.com/idemsync/idemsync/source/http"
@@ -135,8 +136,8 @@ func runResource(t *testing.T, r jobfile.Resource, store *checkpoint.Store, o id
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
 	eng := &idsync.Engine{Job: r.Job, Store: store, Logger: log,
 		Source: httpsource.NewFetcher(httpsource.ConfigOf(r.Job), log),
-		OpenSink: func(ctx context.Context) (idsync.Sink, error) {
-			return sink.OpenTarget(ctx, &r.Job.Target, log)
+		OpenSink: func(ctx context.Context) (contract.Sink, error) {
+			return sink.OpenTarget(ctx, r.Job.Target.Conn(), log)
 		}}
 	return eng.Run(context.Background(), o)
 }
@@ -144,12 +145,12 @@ func runResource(t *testing.T, r jobfile.Resource, store *checkpoint.Store, o id
 // itemRows reads order_items back as "order_id/id/code/sku", in key order.
 func itemRows(t *testing.T, r jobfile.Resource) string {
 	t.Helper()
-	s, err := sink.OpenTarget(context.Background(), &r.Job.Target, nil)
+	s, err := sink.OpenTarget(context.Background(), r.Job.Target.Conn(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.(idsync.ParentReader).ParentRows(context.Background(), &r.Job.Table, []string{"order_id", "id", "code", "sku"}, idsync.ParentFilter{})
+	rows, err := s.(contract.ParentReader).ParentRows(context.Background(), &r.Job.Table, []string{"order_id", "id", "code", "sku"}, contract.ParentFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestFanOutRealParts404(t *testing.T) {
 			}
 			res, err := runResource(t, rs[1], store, idsync.Options{})
 			if onBad == "fail" {
-				if idsync.ExitCode(err) != idsync.ExitPermanent || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+				if contract.ClassOf(err) != contract.Permanent || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
 					t.Fatalf("run: %v; want exit 1 naming parent orders id=2 and the 404", err)
 				}
 				t.Logf("error: %v", err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
@@ -72,18 +73,17 @@ func (e *Engine) sweeps(rs *runState) bool {
 // sweepsDeletes reports whether the job's full passes sweep: deletes is
 // soft or hard.
 func (j *Job) sweepsDeletes() bool {
-	return sweepingDeletes(j.Target.Deletes)
+	return contract.SweepingDeletes(j.Target.Deletes)
 }
 
 // liveBefore counts the live rows of the table when a full pass that
 // sweeps starts: max_delete_ratio's base (docs/deletions.md); -1 for
 // any other run.
-func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink Sink) (int64, error) {
-	sw, ok := sink.(Sweeper)
-	if !full || o.Kind != KindRun || !e.Job.sweepsDeletes() || !ok {
+func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink contract.Sink) (int64, error) {
+	if !full || o.Kind != KindRun || !e.Job.sweepsDeletes() {
 		return -1, nil
 	}
-	return sw.LiveRows(ctx, &e.Job.Table)
+	return sink.LiveRows(ctx, &e.Job.Table)
 }
 
 // afterRefusal makes a full pass that follows a refused sweep keep the
@@ -119,7 +119,7 @@ func afterRefusal(info *RunInfo, js *JobState) {
 // keys (nil when the run does not sweep). A page with dead letters gets
 // none: the keys of its bad records are unknown, so the pass cannot prove
 // anything absent (noProof) and deletes nothing.
-func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []Row, dead []DeadLetter, where string) ([]string, error) {
+func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink, rows []contract.Row, dead []DeadLetter, where string) ([]string, error) {
 	if !e.sweeps(rs) {
 		return nil, nil
 	}
@@ -127,17 +127,13 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []R
 		rs.noProof(fmt.Sprintf("%s had %d bad record(s) skipped to the dead letters: their keys are unknown", where, len(dead)))
 		return nil, nil
 	}
-	sw, ok := sink.(Sweeper)
-	if !ok {
-		return nil, nil
-	}
-	live := make([]Row, 0, len(rows))
+	live := make([]contract.Row, 0, len(rows))
 	for _, r := range rows {
 		if !r.Tombstone {
 			live = append(live, r)
 		}
 	}
-	keys, err := sw.KeyForms(ctx, &e.Job.Table, live)
+	keys, err := sink.KeyForms(ctx, &e.Job.Table, live)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +150,7 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink Sink, rows []R
 // ends the run for good (RunRefused, shown as failed) and fails with exit
 // 1; any other failure leaves the run unfinished at its end, so the next
 // run sweeps again.
-func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (string, error) {
+func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
 	var deleted int64
 	if err := e.checkPassDistinct(ctx, rs); err != nil {
 		if ctx.Err() != nil {
@@ -165,7 +161,7 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 	if e.sweeps(rs) && rs.proof.reason == "" {
 		n, err := e.sweep(ctx, o, rs, sink, log)
 		switch {
-		case errors.Is(err, ErrSweepRefused):
+		case errors.Is(err, contract.ErrSweepRefused):
 			msg := e.Job.Secrets.Redact(err.Error())
 			if ferr := e.Store.RefusePass(context.WithoutCancel(ctx), rs.info.ID, msg); ferr != nil {
 				return RunFailed, ferr
@@ -200,12 +196,8 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 // sweep reads the run's seen keys and has the sink remove the rows it did
 // not see. A set that proves nothing (incomplete, or a key read twice in a
 // page or offset walk) sweeps nothing: the reason goes to noProof.
-func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger) (int64, error) {
+func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (int64, error) {
 	job := e.Job
-	sw, ok := sink.(Sweeper)
-	if !ok {
-		return 0, Errorf(ExitUsage, "target.deletes: %s: this database cannot sweep deleted rows", job.Table.String())
-	}
 	// An incomplete set fails the loading of the keys, before the sweep
 	// removes anything: the sweep rolls back.
 	keys := e.distinctKeys(func(fn func(string) error) error {
@@ -220,14 +212,14 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink Sink, 
 		ratio = *r
 	}
 	t0 := time.Now()
-	res, err := sw.Sweep(ctx, &job.Table, SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
+	res, err := sink.Sweep(ctx, &job.Table, contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()})
 	if reason, ok := noProofOf(err); ok {
 		rs.noProof(reason)
 		return 0, nil
 	}
-	if errors.Is(err, ErrSweepRefused) {
+	if errors.Is(err, contract.ErrSweepRefused) {
 		return 0, err // names the table and the numbers
 	}
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // checkUnfinished refuses to continue run when the job's walk is no longer the
@@ -15,13 +17,13 @@ import (
 func (e *Engine) checkUnfinished(run *RunInfo, cur Identity) error {
 	old, err := DecodeIdentity(run.Identity)
 	if err != nil {
-		return Errorf(ExitPermanent, "run %d: %w", run.ID, err)
+		return contract.Errorf(contract.Permanent, "run %d: %w", run.ID, err)
 	}
 	changes := cur.Changes(old)
 	if len(changes) == 0 {
 		return nil
 	}
-	return &Error{Code: ExitUsage,
+	return &contract.Error{Class: contract.Invalid,
 		Msg: fmt.Sprintf("the unfinished %s %d of job %s was started with another walk: %s",
 			run.Kind, run.ID, e.Job.Name, strings.Join(changes, "; ")),
 		Hint: "nothing was fetched and its checkpoint is intact: restore the job file to continue that run, or `idemsync run --restart` to abandon it and start afresh"}
@@ -36,7 +38,7 @@ func (e *Engine) walkChanged(js *JobState, cur Identity) ([]string, error) {
 	}
 	old, err := DecodeIdentity(js.Identity)
 	if err != nil {
-		return nil, Errorf(ExitPermanent, "job %s: %w", js.Name, err)
+		return nil, contract.Errorf(contract.Permanent, "job %s: %w", js.Name, err)
 	}
 	return cur.Changes(old), nil
 }
@@ -45,11 +47,7 @@ func (e *Engine) walkChanged(js *JobState, cur Identity) ([]string, error) {
 // state file records ("" when it can, or when the sink cannot tell): the
 // table is missing, or empty while the job has a saved mark, a
 // continue: true position, or an unfinished run that wrote rows.
-func (e *Engine) targetLost(ctx context.Context, sink Sink, js *JobState, run *RunInfo) (string, error) {
-	ts, ok := sink.(TableStater)
-	if !ok {
-		return "", nil
-	}
+func (e *Engine) targetLost(ctx context.Context, sink contract.Sink, js *JobState, run *RunInfo) (string, error) {
 	progress := js.HWM != "" || run != nil && run.Inserted+run.Updated+run.Unchanged > 0
 	if !progress && e.Job.Pagination.Continue && run == nil {
 		feed, err := e.feedPosition(ctx, js)
@@ -61,7 +59,7 @@ func (e *Engine) targetLost(ctx context.Context, sink Sink, js *JobState, run *R
 	if !progress {
 		return "", nil
 	}
-	exists, empty, err := ts.TableState(ctx, &e.Job.Table)
+	exists, empty, err := sink.TableState(ctx, &e.Job.Table)
 	switch {
 	case err != nil:
 		return "", err
@@ -79,7 +77,7 @@ func (e *Engine) targetLost(ctx context.Context, sink Sink, js *JobState, run *R
 // unfinished run is then abandoned), or when the walk changed since the
 // job's last run. It clears the saved mark when so, logs why, and
 // returns the run to continue (nil: start a new one).
-func (e *Engine) startOver(ctx context.Context, o Options, sink Sink, js *JobState, run *RunInfo, cur Identity) (*RunInfo, bool, error) {
+func (e *Engine) startOver(ctx context.Context, o Options, sink contract.Sink, js *JobState, run *RunInfo, cur Identity) (*RunInfo, bool, error) {
 	job := e.Job
 	fresh := o.Restart
 	why, err := e.targetLost(ctx, sink, js, run)

@@ -1,15 +1,19 @@
 package sync
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+)
 
 // Job is a loaded, validated job: the spec with defaults filled in, paths
 // resolved against the job file's folder, and the derived target table.
 type Job struct {
 	Spec
-	File      string // absolute path of the job file; "" when loaded from bytes
-	StatePath string // absolute state file path (before --state / IDEMSYNC_STATE)
-	Table     Table  // target table; Columns empty when they are inferred
-	Infer     bool   // columns are inferred from the records (target.columns omitted)
+	File      string         // absolute path of the job file; "" when loaded from bytes
+	StatePath string         // absolute state file path (before --state / IDEMSYNC_STATE)
+	Table     contract.Table // target table; Columns empty when they are inferred
+	Infer     bool           // columns are inferred from the records (target.columns omitted)
 	Secrets   *Redactor
 	// Parent is the parent resource of a child resource (docs/job-file.md,
 	// "Parent → child fan-out"): the job is walked once per parent row. nil for

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // testJob decodes a job spec for the engine's own tests and fills the
@@ -65,16 +67,16 @@ func testJob(t *testing.T, spec string) *Job {
 	if tg.OnBadRecord == "" {
 		tg.OnBadRecord = DefaultOnBadRecord
 	}
-	j.Table = Table{Key: tg.Key, Version: tg.Version, Create: true, Name: tg.Table}
+	j.Table = contract.Table{Key: tg.Key, Version: tg.Version, Create: true, Name: tg.Table}
 	j.Infer = len(tg.Columns) == 0
 	for _, c := range tg.Columns {
 		if c.Path == "" {
 			c.Path = c.Name
 		}
 		if c.Type == "" {
-			c.Type = TypeText
+			c.Type = contract.TypeText
 		}
-		j.Table.Columns = append(j.Table.Columns, Column{Name: c.Name, Path: c.Path, Type: c.Type, Parent: c.Parent})
+		j.Table.Columns = append(j.Table.Columns, contract.Column{Name: c.Name, Path: c.Path, Type: c.Type, Parent: c.Parent})
 	}
 	if len(problems) > 0 {
 		t.Fatalf("spec: %s\n%s", strings.Join(problems, "; "), spec)

@@ -4,13 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // loop commits the pages the pipeline fetches, in order, until the end, a
 // limit, an interrupt or an error. A run split into windows
 // (incremental.step) is walked by loopWindows. It returns the run's status
 // and the error that ended it.
-func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
+func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time) (string, error) {
 	if e.Job.Parent != nil {
 		return e.loopParents(ctx, o, rs, sink, log, started)
 	}
@@ -65,7 +67,7 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink Sink, l
 // returns a status other than "" when the run stops here (the write was
 // stopped: the page rolled back; or it failed), and whether the page
 // completed the run.
-func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time, fp fetched) (string, bool, error) {
+func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time, fp fetched) (string, bool, error) {
 	var limitAt time.Time
 	if o.TimeLimit > 0 {
 		limitAt = started.Add(o.TimeLimit)

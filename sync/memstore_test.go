@@ -238,29 +238,29 @@ func (s *memStore) lastRun() RunInfo {
 // trace with the first column's values (the id in these tests). upsert, when set, runs first and may fail the page.
 type memSink struct {
 	mu     gosync.Mutex
-	rows   map[string]Row
+	rows   map[string]contract.Row
 	trace  *eventLog
-	upsert func(ctx context.Context, rows []Row) error
+	upsert func(ctx context.Context, rows []contract.Row) error
 	verify []bool // Table.Verify of each upsert
 }
 
-var _ Sink = (*memSink)(nil)
+var _ contract.Sink = (*memSink)(nil)
 
-func (s *memSink) Prepare(context.Context, *Table) error { return nil }
+func (s *memSink) Prepare(context.Context, *contract.Table) error { return nil }
 
-func (s *memSink) Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error) {
+func (s *memSink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
 	if s.upsert != nil {
 		if err := s.upsert(ctx, rows); err != nil {
-			return Counts{}, err
+			return contract.Counts{}, err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.verify = append(s.verify, t.Verify)
-	var c Counts
+	var c contract.Counts
 	ids := make([]any, 0, len(rows))
 	for _, r := range rows {
-		k := KeyString(t, r)
+		k := contract.KeyString(t, r)
 		ids = append(ids, r.Values[0])
 		old, ok := s.rows[k]
 		switch {
@@ -278,6 +278,41 @@ func (s *memSink) Upsert(ctx context.Context, t *Table, rows []Row) (Counts, err
 }
 
 func (s *memSink) Close() error { return nil }
+
+// TableState: the table exists once prepared; empty while no row is held.
+func (s *memSink) TableState(context.Context, *contract.Table) (bool, bool, error) {
+	return true, s.count() == 0, nil
+}
+
+// The rest of contract.Sink is what memSink cannot do: jobs run on it keep
+// their rows (deletes: keep), have no parent (fanSink reads one) and have
+// no values a database would refuse.
+
+func (s *memSink) KeyForms(context.Context, *contract.Table, []contract.Row) ([]string, error) {
+	return nil, contract.ErrNotImplemented
+}
+
+func (s *memSink) Sweep(context.Context, *contract.Table, contract.SweepRequest) (contract.SweepResult, error) {
+	return contract.SweepResult{}, contract.ErrNotImplemented
+}
+
+func (s *memSink) LiveRows(context.Context, *contract.Table) (int64, error) {
+	return 0, contract.ErrNotImplemented
+}
+
+func (s *memSink) ClaimTable(context.Context, *contract.Table, contract.TableClaim) error {
+	return contract.ErrNotImplemented
+}
+
+func (s *memSink) ParentRows(context.Context, *contract.Table, []string, contract.ParentFilter) ([][]*string, error) {
+	return nil, contract.ErrNotImplemented
+}
+
+func (s *memSink) LatestRows(context.Context, *contract.Table, int) ([]string, [][]*string, error) {
+	return nil, nil, contract.ErrNotImplemented
+}
+
+func (s *memSink) CheckRow(*contract.Table, contract.Row) error { return contract.ErrNotImplemented }
 
 func (s *memSink) count() int {
 	s.mu.Lock()

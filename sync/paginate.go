@@ -8,13 +8,15 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // pager knows one pagination style: which URL a position requests, and
 // which position follows a fetched page.
 type pager struct {
 	job *Job
-	src PageSource
+	src contract.PageSource
 	log *slog.Logger // warnings about the walk
 }
 
@@ -59,7 +61,7 @@ func (p *pager) size(pos Position) int {
 // mark among the page's records (hwm style). It returns an error for a page
 // that can neither end nor progress. The end decision (decideEnd) weighs
 // this against every other signal.
-func (p *pager) step(pos Position, resp *Response, hwmMax string) (Position, ownEnd, string, error) {
+func (p *pager) step(pos Position, resp *contract.Response, hwmMax string) (Position, ownEnd, string, error) {
 	pg := p.job.Pagination
 	n, size := resp.Raw, p.size(pos)
 	own, why := goesOn, ""

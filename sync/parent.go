@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Parent → child fan-out (docs/job-file.md, "Parent → child fan-out").
@@ -40,44 +42,15 @@ var ParentRowsModes = []string{ParentRowsChanged, ParentRowsAll}
 
 // ParentSpec is what a child resource knows of its parent resource.
 type ParentSpec struct {
-	Resource string // the parent's resource name in the job file ("orders")
-	Name     string // the parent's state name (its Job.Name, "shop.orders")
-	Table    Table  // the parent's target table (Columns empty when it infers them)
-	URL      string // the parent's target.url: the child reads the parent table through its own target, which must be the same database
+	Resource string         // the parent's resource name in the job file ("orders")
+	Name     string         // the parent's state name (its Job.Name, "shop.orders")
+	Table    contract.Table // the parent's target table (Columns empty when it infers them)
+	URL      string         // the parent's target.url: the child reads the parent table through its own target, which must be the same database
 	// Rows is ParentRowsChanged or ParentRowsAll. Defaults to changed.
 	Rows string
 	// Concurrency is how many parents' children are walked at once
 	// (fanout_concurrency). Defaults to 1.
 	Concurrency int
-}
-
-// ParentFilter selects the parent rows a child run walks.
-type ParentFilter struct {
-	// Since, when not zero, keeps the rows whose ColSyncedAt is at or
-	// after it.
-	Since time.Time
-	// From and To, when not nil, bound the key (inclusive): one value per
-	// key column, typed as Convert returns them for the column's type.
-	From, To []any
-	// After, when not nil, keeps the keys above it (exclusive), typed as
-	// From: a walk in key order reads on after the last row it read.
-	After []any
-	// Limit, when above 0, returns at most that many rows (the first by
-	// key).
-	Limit int
-}
-
-// ParentReader is a Sink that can read a parent resource's table for a
-// child's fan-out.
-type ParentReader interface {
-	// ParentRows returns, for every row of t that f keeps (never a row
-	// marked deleted on a deletes: soft table), the values of
-	// cols as text (nil for NULL; integers and decimals in decimal
-	// notation, booleans true or false, timestamps in RFC 3339, json as
-	// JSON text), ordered by t.Key ascending, the first f.Limit of them
-	// when f.Limit is set. A missing table or column fails with an *Error
-	// naming it.
-	ParentRows(ctx context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error)
 }
 
 // noParents is Position.Parent of a child run without parent rows: it
@@ -157,14 +130,14 @@ func (e *Engine) parentKey(v, flag string) ([]any, error) {
 		parts = strings.Split(v, ",")
 	}
 	if len(parts) != len(t.Key) {
-		return nil, Errorf(ExitUsage, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
+		return nil, contract.Errorf(contract.Invalid, "replay %s %q: give the parent's key (%s), comma-separated", flag, v, strings.Join(t.Key, ", "))
 	}
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
 	out, err := e.keyValues(parts)
 	if err != nil {
-		return nil, Errorf(ExitUsage, "replay %s %q: %v", flag, v, err)
+		return nil, contract.Errorf(contract.Invalid, "replay %s %q: %v", flag, v, err)
 	}
 	return out, nil
 }
@@ -175,7 +148,7 @@ func (e *Engine) keyValues(parts []string) ([]any, error) {
 	t := &e.Job.Parent.Table
 	out := make([]any, len(parts))
 	for i, p := range parts {
-		typ := TypeText
+		typ := contract.TypeText
 		if c := t.Column(t.Key[i]); c != nil {
 			typ = c.Type
 		}
@@ -221,7 +194,7 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 // (loopWindows), read from the parent table as the walk reaches them
 // (parent_stream.go). A run without parents never gets here: it starts
 // at its end (begin), and finishPass completes it.
-func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time) (string, error) {
+func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time) (string, error) {
 	ws, err := decodeWindows(rs.pos)
 	if err != nil {
 		return RunFailed, wrapPermanent("restore the parents in flight", err)
@@ -235,11 +208,7 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 	if err != nil {
 		return RunFailed, err
 	}
-	pw, err := e.newParentWalk(sink, f, ws.Since)
-	if err != nil {
-		return RunFailed, err
-	}
-	return e.loopWindows(ctx, o, rs, sink, log, started, pw)
+	return e.loopWindows(ctx, o, rs, sink, log, started, e.newParentWalk(sink, f, ws.Since))
 }
 
 // parentNotFound settles a 404 of a parent's children (docs/job-file.md,
@@ -249,8 +218,8 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 // ends with no rows and no dead letter, and the pass stays a proof for
 // the sweep. Otherwise the 404 is left to missingParent, and under
 // on_bad_record: fail it carries a hint.
-func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, sink Sink, log *slog.Logger) {
-	var he *Error
+func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, sink contract.Sink, log *slog.Logger) {
+	var he *contract.Error
 	if win.Parent == "" || !errors.As(fp.err, &he) || he.Status != http.StatusNotFound {
 		return
 	}
@@ -260,13 +229,13 @@ func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, si
 	}
 	if gone {
 		log.Info("parent removed from the parent table since the run began: its children are gone with it", "parent", e.parentDesc(win.Parent))
-		fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
+		fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &contract.Response{}, nil, true, ""
 		fp.next = Position{End: true}
 		return
 	}
 	if e.Job.Target.OnBadRecord != "skip" {
 		par := e.Job.Parent.Resource
-		fp.err = &Error{Code: ExitCode(fp.err), Err: fp.err, Hint: fmt.Sprintf(
+		fp.err = &contract.Error{Class: contract.ClassOf(fp.err), Err: fp.err, Hint: fmt.Sprintf(
 			"the parent is still in the table of %s: if it was deleted at the source, run %s (its target.deletes removes it) and run this resource again; "+
 				"to pass over such parents with a dead letter, set on_bad_record: skip; --restart starts the child's walk over from the parent table as it is now", par, par)}
 	}
@@ -274,16 +243,12 @@ func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, si
 
 // parentGone reports whether the parent row is no longer in the parent
 // table (or is marked deleted there).
-func (e *Engine) parentGone(ctx context.Context, sink Sink, row string) (bool, error) {
-	pr, ok := sink.(ParentReader)
-	if !ok {
-		return false, nil
-	}
+func (e *Engine) parentGone(ctx context.Context, sink contract.Sink, row string) (bool, error) {
 	key, err := e.rowKey(row)
 	if err != nil {
 		return false, err
 	}
-	rows, err := pr.ParentRows(ctx, &e.Job.Parent.Table, e.Job.Parent.Table.Key, ParentFilter{From: key, To: key})
+	rows, err := sink.ParentRows(ctx, &e.Job.Parent.Table, e.Job.Parent.Table.Key, contract.ParentFilter{From: key, To: key})
 	return err == nil && len(rows) == 0, err
 }
 
@@ -304,7 +269,7 @@ func (e *Engine) rowKey(row string) ([]any, error) {
 // other failure, and either under on_bad_record: fail (exit 1), is left as
 // it is.
 func (e *Engine) missingParent(fp *fetched, win Window) {
-	var he *Error
+	var he *contract.Error
 	var ue *unsendableError
 	notFound := errors.As(fp.err, &he) && he.Status == http.StatusNotFound
 	if win.Parent == "" || fp.err == nil || e.Job.Target.OnBadRecord != "skip" || !notFound && !errors.As(fp.err, &ue) {
@@ -316,7 +281,7 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 		reason = name + ": " + reason
 	}
 	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: e.Job.Secrets.Redact(win.Parent)}}
-	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &Response{}, nil, true, ""
+	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &contract.Response{}, nil, true, ""
 	fp.next = Position{End: true}
 }
 
@@ -324,7 +289,7 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 // first parent and returns the run's first checkpoint state (Fly) and
 // that parent's row, both "" when there is no parent row to walk. A
 // replay keeps its key range in info.
-func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *RunInfo, fresh bool) (string, string, error) {
+func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *RunInfo, fresh bool) (string, string, error) {
 	if o.Kind == KindReplay {
 		info.From, info.To = o.From, o.To
 	}
@@ -332,10 +297,7 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink Sink, info *Run
 	if err != nil {
 		return "", "", err
 	}
-	pw, err := e.newParentWalk(sink, f, since)
-	if err != nil {
-		return "", "", err
-	}
+	pw := e.newParentWalk(sink, f, since)
 	if ok, err := pw.has(ctx, 0); err != nil || !ok {
 		return "", "", err
 	}

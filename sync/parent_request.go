@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // parentRequest puts the parent row's values where a child's source names
@@ -14,7 +16,7 @@ import (
 // query-escaped in the query), in source.query values (sent as request
 // parameters, encoded with the URL), raw in source.headers, and JSON-encoded
 // in the string values of source.body. It returns the request's base URL.
-func (p *pager) parentRequest(req *Request, params url.Values, row string) (string, error) {
+func (p *pager) parentRequest(req *contract.Request, params url.Values, row string) (string, error) {
 	src := &p.job.Source
 	path, query, hasQuery := strings.Cut(src.URL, "?")
 	base, err := substParent(path, row, url.PathEscape)
@@ -59,7 +61,7 @@ func (p *pager) parentRequest(req *Request, params url.Values, row string) (stri
 		}
 	}
 	if hasRef(string(src.Body)) && gjson.Valid(string(src.Body)) {
-		var sets []BodyValue
+		var sets []contract.BodyValue
 		var walkErr error
 		bodyStrings(gjson.Parse(string(src.Body)), "", func(path, s string) {
 			if !hasRef(s) || walkErr != nil {
@@ -67,7 +69,7 @@ func (p *pager) parentRequest(req *Request, params url.Values, row string) (stri
 			}
 			v, err := substParent(s, row, raw)
 			walkErr = err
-			sets = append(sets, BodyValue{Path: path, Value: v})
+			sets = append(sets, contract.BodyValue{Path: path, Value: v})
 		})
 		if walkErr != nil {
 			return "", walkErr

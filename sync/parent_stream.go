@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A child run reads its parents from the parent table as it walks them,
@@ -26,8 +28,8 @@ const parentBatch = 500
 // parent the run started.
 type parentWalk struct {
 	e      *Engine
-	reader ParentReader
-	filter ParentFilter // Since, From and To; After moves with the walk
+	reader contract.ParentReader
+	filter contract.ParentFilter // Since, From and To; After moves with the walk
 	cols   []string
 	since  string         // filter.Since as stored in the checkpoint ("" for none)
 	rows   map[int]string // started windows not completed: their parent rows
@@ -38,13 +40,8 @@ type parentWalk struct {
 
 // newParentWalk sets up the walk of a child run with filter f; since is f.Since
 // as the checkpoint stores it.
-func (e *Engine) newParentWalk(sink Sink, f ParentFilter, since string) (*parentWalk, error) {
-	pr, ok := sink.(ParentReader)
-	if !ok {
-		return nil, Errorf(ExitPermanent, "parent %s: the target database cannot read the parent table", e.Job.Parent.Resource)
-	}
-	w := &parentWalk{e: e, reader: pr, filter: f, cols: e.Job.parentCols(), since: since, rows: map[int]string{}}
-	return w, nil
+func (e *Engine) newParentWalk(sink contract.Sink, f contract.ParentFilter, since string) *parentWalk {
+	return &parentWalk{e: e, reader: sink, filter: f, cols: e.Job.parentCols(), since: since, rows: map[int]string{}}
 }
 
 // after makes the walk read on after the parent row last.
@@ -56,7 +53,7 @@ func (w *parentWalk) after(last string) error {
 	}
 	key, err := w.e.rowKey(last)
 	if err != nil {
-		return Errorf(ExitPermanent, "parent %s: the checkpoint's last parent %s: %v", w.e.Job.Parent.Resource, last, err)
+		return contract.Errorf(contract.Permanent, "parent %s: the checkpoint's last parent %s: %v", w.e.Job.Parent.Resource, last, err)
 	}
 	w.filter.After = key
 	return nil
@@ -97,7 +94,7 @@ func (w *parentWalk) fill(ctx context.Context) error {
 	if n := len(w.buf); n > 0 {
 		key, err := w.e.rowKey(w.buf[n-1])
 		if err != nil {
-			return Errorf(ExitPermanent, "parent %s: %v", par.Resource, err)
+			return contract.Errorf(contract.Permanent, "parent %s: %v", par.Resource, err)
 		}
 		w.filter.After = key
 	}
@@ -150,9 +147,9 @@ func (w *parentWalk) restore(ws windowState) error {
 // a replay's key range; for a run of kind run with parent_rows: changed,
 // unless it starts fresh, the rows written since the start of the child's
 // last completed run of kind run.
-func (e *Engine) parentFilter(ctx context.Context, o Options, fresh bool) (ParentFilter, string, error) {
+func (e *Engine) parentFilter(ctx context.Context, o Options, fresh bool) (contract.ParentFilter, string, error) {
 	par := e.Job.Parent
-	var f ParentFilter
+	var f contract.ParentFilter
 	var err error
 	switch {
 	case o.Kind == KindReplay:
@@ -178,8 +175,8 @@ func (e *Engine) parentFilter(ctx context.Context, o Options, fresh bool) (Paren
 
 // continuedFilter is the filter of a continued child run: its replay
 // range from the run, its Since from the checkpoint.
-func (e *Engine) continuedFilter(run *RunInfo, since string) (ParentFilter, error) {
-	var f ParentFilter
+func (e *Engine) continuedFilter(run *RunInfo, since string) (contract.ParentFilter, error) {
+	var f contract.ParentFilter
 	var err error
 	if run.Kind == KindReplay {
 		if f.From, err = e.parentKey(run.From, "--from"); err != nil {
@@ -193,7 +190,7 @@ func (e *Engine) continuedFilter(run *RunInfo, since string) (ParentFilter, erro
 	}
 	if since != "" {
 		if f.Since, err = time.Parse(time.RFC3339Nano, since); err != nil {
-			return f, Errorf(ExitPermanent, "the checkpoint's parent_rows start %q: %v", since, err)
+			return f, contract.Errorf(contract.Permanent, "the checkpoint's parent_rows start %q: %v", since, err)
 		}
 	}
 	return f, nil
@@ -210,7 +207,7 @@ func (e *Engine) holdsCols(row string) error {
 	g := gjson.Parse(row)
 	for _, c := range e.Job.parentCols() {
 		if !g.Get(EscapePath(c)).Exists() {
-			return Errorf(ExitUsage, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
+			return contract.Errorf(contract.Invalid, "the unfinished run took its parent rows before the job used the parent's column %s: run with --restart to take them again", c)
 		}
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Fan-out tests: a child resource walked once per parent row, against the
@@ -28,12 +30,12 @@ type fanSink struct {
 	*memSink
 	pmu     gosync.Mutex
 	parents []fanParent
-	reads   []ParentFilter
+	reads   []contract.ParentFilter
 }
 
-var _ ParentReader = (*fanSink)(nil)
+var _ contract.ParentReader = (*fanSink)(nil)
 
-func (s *fanSink) ParentRows(_ context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error) {
+func (s *fanSink) ParentRows(_ context.Context, t *contract.Table, cols []string, f contract.ParentFilter) ([][]*string, error) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	s.reads = append(s.reads, f)
@@ -89,9 +91,9 @@ func newFanRig(ids ...int) (*engineRig, *fanSink) {
 	return rig, fs
 }
 
-func (r *engineRig) fanEngine(job *Job, src PageSource, sink Sink) *Engine {
+func (r *engineRig) fanEngine(job *Job, src contract.PageSource, sink contract.Sink) *Engine {
 	e := r.engine(job, src)
-	e.OpenSink = func(context.Context) (Sink, error) { return sink, nil }
+	e.OpenSink = func(context.Context) (contract.Sink, error) { return sink, nil }
 	return e
 }
 
@@ -115,7 +117,7 @@ func childJob(t *testing.T, source, rows string, conc int) *Job {
 		"    order_id: {parent: id, type: integer}\n    id: {path: id, type: integer}\n"
 	job := testJob(t, spec)
 	job.Parent = &ParentSpec{Resource: "orders", Name: "shop.orders", URL: "sqlite:out.db", Rows: rows, Concurrency: conc,
-		Table: Table{Name: "orders", Key: []string{"id"}, Columns: []Column{{Name: "id", Path: "id", Type: TypeInteger}, {Name: "code", Path: "code", Type: TypeText}}}}
+		Table: contract.Table{Name: "orders", Key: []string{"id"}, Columns: []contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}, {Name: "code", Path: "code", Type: contract.TypeText}}}}
 	return job
 }
 
@@ -131,7 +133,7 @@ func itemsAPI(counts map[string]int) func(context.Context, *url.URL) (string, er
 	return func(ctx context.Context, u *url.URL) (string, error) {
 		m := itemsPath.FindStringSubmatch(u.EscapedPath())
 		if m == nil || serve[m[1]] == nil {
-			return "", &Error{Code: ExitPermanent, Msg: "GET " + u.String() + ": HTTP 404 Not Found", Status: 404}
+			return "", &contract.Error{Class: contract.Permanent, Msg: "GET " + u.String() + ": HTTP 404 Not Found", Status: 404}
 		}
 		return serve[m[1]](ctx, u)
 	}
@@ -260,8 +262,8 @@ func TestFanOutChangedAfterFailedRun(t *testing.T) {
 	fs.touch(2)
 	// parent 2 fails: the run fails after parent 1
 	bad := itemsAPI(map[string]int{"1": 1})
-	if _, err := rig.fanEngine(job, &fakeSource{records: "data", serve: bad}, fs).Run(context.Background(), Options{}); ExitCode(err) != ExitPermanent {
-		t.Fatalf("second run: %v, want exit %d", err, ExitPermanent)
+	if _, err := rig.fanEngine(job, &fakeSource{records: "data", serve: bad}, fs).Run(context.Background(), Options{}); contract.ClassOf(err) != contract.Permanent {
+		t.Fatalf("second run: %v, want exit %d", err, contract.Permanent)
 	}
 	// a new run (--restart) takes the snapshot again from the last completed run
 	src := &fakeSource{records: "data", serve: ok}

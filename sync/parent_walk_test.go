@@ -10,6 +10,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A run stopped after every page (--max-pages 1) resumes at the exact
@@ -118,7 +120,7 @@ func TestFanOutMissingParent(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
 		rig, fs := newFanRig(1, 2, 3)
 		res, err := rig.fanEngine(childJob(t, "", "", 1), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-		if ExitCode(err) != ExitPermanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+		if contract.ClassOf(err) != contract.Permanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
 			t.Fatalf("run: %+v, %v; want exit 1 naming parent orders id=2 and the 404", res, err)
 		}
 		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1"}) {
@@ -152,7 +154,7 @@ func TestFanOutEscapesParentValues(t *testing.T) {
 	job.Source.Query = map[string]QueryValue{"code": {"{parent.code}"}}
 	job.Source.Headers = map[string]string{"X-Code": "{parent.code}"}
 	job.Source.Body = `{"q":{"code":"{parent.code}","n":["id {parent.id}"]}}`
-	var got Request
+	var got contract.Request
 	src := &recordingSource{fakeSource: fakeSource{records: "data", serve: func(context.Context, *url.URL) (string, error) { return `{"data":[]}`, nil }}}
 	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil {
 		t.Fatal(err)
@@ -168,7 +170,7 @@ func TestFanOutEscapesParentValues(t *testing.T) {
 	if got.Header["X-Code"] != "a/b c?&x" {
 		t.Errorf("header %q", got.Header["X-Code"])
 	}
-	want := []BodyValue{{Path: "q.code", Value: "a/b c?&x"}, {Path: "q.n.0", Value: "id 1"}}
+	want := []contract.BodyValue{{Path: "q.code", Value: "a/b c?&x"}, {Path: "q.n.0", Value: "id 1"}}
 	if fmt.Sprint(got.Body) != fmt.Sprint(want) {
 		t.Errorf("body values %v, want %v", got.Body, want)
 	}
@@ -178,10 +180,10 @@ func TestFanOutEscapesParentValues(t *testing.T) {
 type recordingSource struct {
 	fakeSource
 	once  gosync.Once
-	first Request
+	first contract.Request
 }
 
-func (s *recordingSource) Fetch(ctx context.Context, req Request) (*Response, error) {
+func (s *recordingSource) Fetch(ctx context.Context, req contract.Request) (*contract.Response, error) {
 	s.once.Do(func() { s.first = req })
 	return s.fakeSource.Fetch(ctx, req)
 }
@@ -211,8 +213,8 @@ func TestFanOutReplayKeyRange(t *testing.T) {
 	if got := orderRequests(src); fmt.Sprint(got) != "map[4:2]" {
 		t.Errorf("run after the replay requested %v, want parent 4 only (written since the last completed run)", got)
 	}
-	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); ExitCode(err) != ExitUsage {
-		t.Errorf("replay --from x: %v, want exit %d", err, ExitUsage)
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); contract.ClassOf(err) != contract.Invalid {
+		t.Errorf("replay --from x: %v, want exit %d", err, contract.Invalid)
 	}
 }
 
@@ -265,10 +267,10 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	job = childJob(t, "", "", 1) // the first run's pipeline may still read the old job
-	job.Table.Columns = append(job.Table.Columns, Column{Name: "code", Type: TypeText, Parent: "code"})
+	job.Table.Columns = append(job.Table.Columns, contract.Column{Name: "code", Type: contract.TypeText, Parent: "code"})
 	_, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--restart") {
-		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, ExitUsage)
+	if contract.ClassOf(err) != contract.Invalid || !strings.Contains(err.Error(), "--restart") {
+		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, contract.Invalid)
 	}
 	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
 		t.Fatalf("--restart: %+v, %v", res, err)

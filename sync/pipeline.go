@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
@@ -20,17 +21,17 @@ import (
 type fetched struct {
 	pos     Position
 	next    Position
-	resp    *Response
+	resp    *contract.Response
 	marks   []markOf // per record, when the style or incremental needs marks
 	pageMax string   // highest valid mark on the page
 	mapped  bool     // rows and dead are set (columns are not inferred)
-	rows    []Row
+	rows    []contract.Row
 	dead    []DeadLetter
 	hash    string // content hash of the page's records
 	t0      time.Time
 	err     error
-	ahead   *Response // the response at next, fetched to prove this page's end
-	capped  int       // > 0: this page found the API serving at most capped records per page
+	ahead   *contract.Response // the response at next, fetched to prove this page's end
+	capped  int                // > 0: this page found the API serving at most capped records per page
 	// windowTo is the upper bound of the window this page completes
 	// (incremental.step), "" for any other page: the mark to save.
 	windowTo string
@@ -67,7 +68,7 @@ type markOf struct {
 // (empty or short while another signal says more) is fetched again with
 // the retry policy's backoff, then fails as transient (exit 3). It never
 // writes.
-func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *Response) fetched {
+func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *contract.Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	if win.Parent != "" && pos.Parent == "" {
@@ -84,13 +85,13 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 	}
 	u, err := pg.request(pos, win)
 	if err != nil {
-		fp.err = Errorf(ExitPermanent, "%s: %w", where, err)
+		fp.err = contract.Errorf(contract.Permanent, "%s: %w", where, err)
 		return fp
 	}
-	probe := func(next Position) (*Response, string, error) {
+	probe := func(next Position) (*contract.Response, string, error) {
 		pu, err := pg.request(next, win)
 		if err != nil {
-			return nil, "", Errorf(ExitPermanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
+			return nil, "", contract.Errorf(contract.Permanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
 		}
 		resp, err := e.Source.Fetch(ctx, pu)
 		if err != nil {
@@ -126,7 +127,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 			break
 		}
 		if attempt >= attempts {
-			fp.err = &Error{Code: ExitTransient, Msg: fmt.Sprintf("%s (after %d attempt(s))", d.contra, attempt),
+			fp.err = &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s (after %d attempt(s))", d.contra, attempt),
 				Hint: "the API contradicted the end of pagination; nothing past this page was committed and the checkpoint is intact: run again later"}
 			return fp
 		}
@@ -154,7 +155,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 
 // pageMarks returns the marks of a page's records (nil when the job keeps
 // no mark), the highest valid one, and the page's content hash.
-func (e *Engine) pageMarks(resp *Response) ([]markOf, string, string) {
+func (e *Engine) pageMarks(resp *contract.Response) ([]markOf, string, string) {
 	markPath := e.markPath()
 	var marks []markOf
 	if markPath != "" {
@@ -233,7 +234,7 @@ func (e *Engine) sequential(ctx context.Context, pos Position, win Window, to *P
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
 	go func() {
 		defer close(out)
-		var ahead *Response
+		var ahead *contract.Response
 		for n := 0; limit == 0 || n < limit; n++ {
 			fp := e.fetchPage(ctx, pos, win, to, ahead)
 			ahead, fp.ahead = fp.ahead, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A sweep may remove or mark a row only when its full pass proves the
@@ -104,7 +106,7 @@ func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 // reads one twice, which checkShift sees.) Only the pages of one
 // invocation are compared, and for a child only those of one parent's walk
 // (parent is the page's parent row).
-func (e *Engine) checkTotal(rs *runState, keys []string, resp *Response, parent, where string) {
+func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // The first reason that voids a pass's proof stays; a key the page before
@@ -39,7 +41,7 @@ func TestNoProofReasons(t *testing.T) {
 	}
 
 	rs = &runState{}
-	resp := func(body string) *Response { r, _ := epResp(t, p, body); return r }
+	resp := func(body string) *contract.Response { r, _ := epResp(t, p, body); return r }
 	e.checkTotal(rs, []string{"a"}, resp(`{"data":[],"total":30}`), "p1", "offset 0")
 	e.checkTotal(rs, []string{"b"}, resp(`{"data":[],"total":3}`), "p2", "offset 0")
 	e.checkTotal(rs, []string{"c"}, resp(`{"data":[],"total":4}`), "p2", "offset 1")

@@ -13,33 +13,14 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/infer"
 )
-
-// BadRecord is a record that cannot be written: its key is missing or null,
-// or a value cannot be converted to its column's type.
-type BadRecord struct {
-	Index  int    // position of the record in its page, from 0
-	Key    string // the record's key ("id=42"), when known
-	Column string // column concerned, "" when the record is not an object
-	Reason string
-}
-
-func (b *BadRecord) Error() string {
-	rec := fmt.Sprintf("record %d", b.Index)
-	if b.Key != "" {
-		rec += " (key " + b.Key + ")"
-	}
-	if b.Column == "" {
-		return rec + ": " + b.Reason
-	}
-	return rec + ": column " + b.Column + ": " + b.Reason
-}
 
 // Mapper converts records to rows of a table. With Infer set, InferPage
 // adds and widens the table's columns before a page is mapped.
 type Mapper struct {
-	Table *Table
+	Table *contract.Table
 	Infer bool
 	// Parent is the parent row of a child resource's page (a JSON object
 	// of the parent's columns): columns with Column.Parent take its values.
@@ -48,12 +29,12 @@ type Mapper struct {
 }
 
 // Map converts one record. It returns the row, or a *BadRecord.
-func (m *Mapper) Map(index int, rec gjson.Result) (Row, error) {
+func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 	if m.Infer && !rec.IsObject() {
-		return Row{}, &BadRecord{Index: index, Reason: "record is not a JSON object"}
+		return contract.Row{}, &contract.BadRecord{Index: index, Reason: "record is not a JSON object"}
 	}
 	t := m.Table
-	row := Row{Values: make([]any, len(t.Columns))}
+	row := contract.Row{Values: make([]any, len(t.Columns))}
 	var hashed []any // the values hashed, when a widened column hashes one as before
 	for i, c := range t.Columns {
 		v := rec.Get(c.Path)
@@ -62,7 +43,7 @@ func (m *Mapper) Map(index int, rec gjson.Result) (Row, error) {
 		}
 		val, err := Convert(v, c.Type)
 		if err != nil {
-			return Row{}, &BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
+			return contract.Row{}, &contract.BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
 		}
 		row.Values[i] = val
 		if h, ok := wasValue(c, v); ok {
@@ -77,14 +58,14 @@ func (m *Mapper) Map(index int, rec gjson.Result) (Row, error) {
 	for _, k := range t.Key {
 		for i, c := range t.Columns {
 			if c.Name == k && row.Values[i] == nil {
-				return Row{}, &BadRecord{Index: index, Column: k, Reason: fmt.Sprintf("key is missing or null (path %s)", c.Path)}
+				return contract.Row{}, &contract.BadRecord{Index: index, Column: k, Reason: fmt.Sprintf("key is missing or null (path %s)", c.Path)}
 			}
 		}
 	}
 	if m.Infer {
 		for _, k := range t.Key {
 			if t.Column(k) == nil {
-				return Row{}, &BadRecord{Index: index, Column: k, Reason: "key is missing or null"}
+				return contract.Row{}, &contract.BadRecord{Index: index, Column: k, Reason: "key is missing or null"}
 			}
 		}
 	}
@@ -99,7 +80,7 @@ func (m *Mapper) Map(index int, rec gjson.Result) (Row, error) {
 // the type it had before when v is of that type: the content hash of a
 // row the widening did not change stays what it was, so a re-sync finds it
 // unchanged (docs/job-file.md, "Without columns").
-func wasValue(c Column, v gjson.Result) (any, bool) {
+func wasValue(c contract.Column, v gjson.Result) (any, bool) {
 	if c.Was == "" || infer.Join(string(c.Was), infer.Of(v)) != string(c.Was) {
 		return nil, false
 	}
@@ -108,7 +89,7 @@ func wasValue(c Column, v gjson.Result) (any, bool) {
 }
 
 // PadRows extends rows mapped before columns were added with NULLs.
-func PadRows(t *Table, rows []Row) {
+func PadRows(t *contract.Table, rows []contract.Row) {
 	for i := range rows {
 		for len(rows[i].Values) < len(t.Columns) {
 			rows[i].Values = append(rows[i].Values, nil)
@@ -138,15 +119,15 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 		typ := string(c.Type)
 		for _, r := range recs {
 			v := r.Get(c.Path)
-			if _, err := Convert(v, ColumnType(typ)); err != nil {
+			if _, err := Convert(v, contract.ColumnType(typ)); err != nil {
 				typ = infer.Join(typ, infer.Of(v))
 			}
 		}
-		if typ != string(c.Type) && ColumnType(typ).Valid() {
+		if typ != string(c.Type) && contract.ColumnType(typ).Valid() {
 			if c.Was == "" {
 				c.Was = c.Type
 			}
-			c.Type, changed = ColumnType(typ), true
+			c.Type, changed = contract.ColumnType(typ), true
 		}
 	}
 	names, types := infer.Fields(recs)
@@ -154,7 +135,7 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 		if types[name] == "" || t.Column(name) != nil || strings.HasPrefix(name, "_idemsync_") || name == "" {
 			continue
 		}
-		t.Columns = append(t.Columns, Column{Name: name, Path: EscapePath(name), Type: ColumnType(types[name])})
+		t.Columns = append(t.Columns, contract.Column{Name: name, Path: EscapePath(name), Type: contract.ColumnType(types[name])})
 		changed = true
 	}
 	return changed
@@ -167,7 +148,7 @@ func (m *Mapper) keyFits(r gjson.Result) bool {
 		return false
 	}
 	for _, k := range m.Table.Key {
-		path, typ := EscapePath(k), ColumnType("")
+		path, typ := EscapePath(k), contract.ColumnType("")
 		if c := m.Table.Column(k); c != nil {
 			path, typ = c.Path, c.Type
 		}
@@ -186,7 +167,7 @@ func (m *Mapper) keyFits(r gjson.Result) bool {
 
 // keyOrVersion reports whether name is a key column of t or its
 // version column.
-func keyOrVersion(t *Table, name string) bool {
+func keyOrVersion(t *contract.Table, name string) bool {
 	return name == t.Version || slices.Contains(t.Key, name)
 }
 
@@ -206,27 +187,27 @@ func EscapePath(name string) string {
 // Convert turns a JSON value into the Go value of a column type (see
 // ColumnType). A missing or null value is nil. It returns an error saying why
 // a value cannot be converted.
-func Convert(v gjson.Result, t ColumnType) (any, error) {
+func Convert(v gjson.Result, t contract.ColumnType) (any, error) {
 	if !v.Exists() || v.Type == gjson.Null {
 		return nil, nil
 	}
 	switch t {
-	case TypeText:
+	case contract.TypeText:
 		if v.Type == gjson.String {
 			return v.Str, nil
 		}
 		return v.Raw, nil
-	case TypeInteger:
+	case contract.TypeInteger:
 		return convertInteger(v)
-	case TypeReal:
+	case contract.TypeReal:
 		return convertReal(v)
-	case TypeNumeric:
+	case contract.TypeNumeric:
 		return convertNumeric(v)
-	case TypeBoolean:
+	case contract.TypeBoolean:
 		return convertBoolean(v)
-	case TypeTimestamp:
+	case contract.TypeTimestamp:
 		return convertTimestamp(v)
-	case TypeJSON:
+	case contract.TypeJSON:
 		return v.Raw, nil
 	}
 	return nil, fmt.Errorf("unknown column type %q", t)
@@ -419,9 +400,9 @@ func (m *Mapper) hash(values []any) string {
 
 // parentValue is the parent row's value of column c's Column.Parent: the
 // parent table's text, or for a json column the JSON it holds.
-func (m *Mapper) parentValue(c Column) gjson.Result {
+func (m *Mapper) parentValue(c contract.Column) gjson.Result {
 	v := m.Parent.Get(EscapePath(c.Parent))
-	if c.Type == TypeJSON && v.Type == gjson.String && gjson.Valid(v.Str) {
+	if c.Type == contract.TypeJSON && v.Type == gjson.String && gjson.Valid(v.Str) {
 		return gjson.Parse(v.Str)
 	}
 	return v

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A value an inferred column cannot take widens it along the lattice
@@ -11,13 +13,13 @@ import (
 // keep their content hash, and a value of another JSON type that the
 // widened column stores the same way does not.
 func TestInferPageWidens(t *testing.T) {
-	tbl := &Table{Key: []string{"id"}}
+	tbl := &contract.Table{Key: []string{"id"}}
 	m := Mapper{Table: tbl, Infer: true}
 	page1 := []gjson.Result{gjson.Parse(`{"id":1,"qty":5,"flag":true,"price":0}`), gjson.Parse(`{"id":2,"qty":6,"flag":false,"price":79.19}`)}
 	if !m.InferPage(page1) {
 		t.Fatal("first page inferred nothing")
 	}
-	want := map[string]ColumnType{"id": TypeInteger, "qty": TypeInteger, "flag": TypeBoolean, "price": TypeNumeric}
+	want := map[string]contract.ColumnType{"id": contract.TypeInteger, "qty": contract.TypeInteger, "flag": contract.TypeBoolean, "price": contract.TypeNumeric}
 	for _, c := range tbl.Columns {
 		if c.Type != want[c.Name] || c.Was != "" {
 			t.Errorf("page 1: column %+v, want type %s", c, want[c.Name])
@@ -35,8 +37,8 @@ func TestInferPageWidens(t *testing.T) {
 	if !m.InferPage(page3) {
 		t.Fatal("page 3 widened nothing")
 	}
-	want = map[string]ColumnType{"id": TypeInteger, "qty": TypeNumeric, "flag": TypeText, "price": TypeNumeric}
-	was := map[string]ColumnType{"qty": TypeInteger, "flag": TypeBoolean}
+	want = map[string]contract.ColumnType{"id": contract.TypeInteger, "qty": contract.TypeNumeric, "flag": contract.TypeText, "price": contract.TypeNumeric}
+	was := map[string]contract.ColumnType{"qty": contract.TypeInteger, "flag": contract.TypeBoolean}
 	for _, c := range tbl.Columns {
 		if c.Type != want[c.Name] || c.Was != was[c.Name] {
 			t.Errorf("page 3: column %+v, want type %s was %q", c, want[c.Name], was[c.Name])
@@ -65,7 +67,7 @@ func TestInferPageWidens(t *testing.T) {
 		t.Error("strings hash as the numbers and booleans they replaced")
 	}
 	// A second widening keeps the first type.
-	if !m.InferPage([]gjson.Result{gjson.Parse(`{"id":3,"qty":{"n":1}}`)}) || tbl.Column("qty").Type != TypeJSON || tbl.Column("qty").Was != TypeInteger {
+	if !m.InferPage([]gjson.Result{gjson.Parse(`{"id":3,"qty":{"n":1}}`)}) || tbl.Column("qty").Type != contract.TypeJSON || tbl.Column("qty").Was != contract.TypeInteger {
 		t.Errorf("qty after an object: %+v, want json widened from integer", *tbl.Column("qty"))
 	}
 }
@@ -73,10 +75,10 @@ func TestInferPageWidens(t *testing.T) {
 // A record that is bad for its key types nothing: it is a dead letter or
 // fails its page, and must not widen the table it is kept out of.
 func TestInferPageIgnoresBadKeys(t *testing.T) {
-	tbl := &Table{Key: []string{"id"}}
+	tbl := &contract.Table{Key: []string{"id"}}
 	m := Mapper{Table: tbl, Infer: true}
 	m.InferPage([]gjson.Result{gjson.Parse(`{"id":1,"qty":5}`), gjson.Parse(`{"qty":"x","extra":1}`), gjson.Parse(`{"id":null,"qty":"y"}`)})
-	if c := tbl.Column("qty"); c == nil || c.Type != TypeInteger || tbl.Column("extra") != nil {
+	if c := tbl.Column("qty"); c == nil || c.Type != contract.TypeInteger || tbl.Column("extra") != nil {
 		t.Fatalf("columns %+v: a record without a key typed the table", tbl.Columns)
 	}
 	if m.InferPage([]gjson.Result{gjson.Parse(`{"id":"k2","qty":2.5}`), gjson.Parse(`[1]`)}) {

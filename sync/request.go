@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Where pagination.in puts the position.
@@ -29,7 +31,7 @@ type Window struct{ From, To, Parent string }
 // win. The position goes where
 // pagination.in says, written by pagination.template; the page size and
 // the incremental mark are always query parameters.
-func (p *pager) request(pos Position, win Window) (Request, error) {
+func (p *pager) request(pos Position, win Window) (contract.Request, error) {
 	pg := p.job.Pagination
 	params := url.Values{}
 	if inc := p.job.Incremental; inc != nil {
@@ -39,7 +41,7 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 			}
 			w, err := FormatMark(b.mark, inc.Format)
 			if err != nil {
-				return Request{}, err
+				return contract.Request{}, err
 			}
 			params.Set(b.param, w)
 		}
@@ -50,7 +52,7 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 	}
 	pp := url.Values{}
 	next := p.style().request(pg, pos, pp)
-	req := Request{}
+	req := contract.Request{}
 	for k, vs := range pp {
 		if k == pg.Param && len(vs) == 1 {
 			p.place(&req, params, vs[0], pos, size)
@@ -62,7 +64,7 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 	if win.Parent != "" {
 		var err error
 		if base, err = p.parentRequest(&req, params, win.Parent); err != nil {
-			return Request{}, err
+			return contract.Request{}, err
 		}
 	}
 	var err error
@@ -77,7 +79,7 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 // place puts the position's value v where pagination.in says, written by
 // pagination.template. In a JSON body, a page number or offset written
 // without a template is a number; anything else is a string.
-func (p *pager) place(req *Request, params url.Values, v string, pos Position, size int) {
+func (p *pager) place(req *contract.Request, params url.Values, v string, pos Position, size int) {
 	pg := p.job.Pagination
 	written := v
 	if pg.Template != "" {
@@ -99,7 +101,7 @@ func (p *pager) place(req *Request, params url.Values, v string, pos Position, s
 		} else if pg.Template == "" && (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{")) && json.Valid([]byte(v)) {
 			val = json.RawMessage(v) // a cursor that is JSON (search_after's sort values) goes in as JSON
 		}
-		req.Body = []BodyValue{{Path: pg.Param, Value: val}}
+		req.Body = []contract.BodyValue{{Path: pg.Param, Value: val}}
 	default:
 		params.Set(pg.Param, written)
 	}

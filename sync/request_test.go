@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // The position goes where pagination.in says, written by the template: a
@@ -17,15 +19,15 @@ func TestRequestPlacement(t *testing.T) {
 		pos              Position
 		url              string
 		header           map[string]string
-		body             []BodyValue
+		body             []contract.BodyValue
 	}{
 		{"offset header template", "  style: offset\n  size: 25\n  in: header\n  param: Range\n  template: \"items={offset}-{end}\"\n",
 			Position{Offset: 50}, "http://api.test/items?limit=25", map[string]string{"Range": "items=50-74"}, nil},
 		{"offset in body", "  style: offset\n  size: 10\n  in: body\n  param: paging.from\n",
-			Position{Offset: 30}, "http://api.test/items?limit=10", nil, []BodyValue{{Path: "paging.from", Value: int64(30)}}},
-		{"page in body", "  style: page\n  in: body\n  param: page\n", Position{Page: 3}, "http://api.test/items", nil, []BodyValue{{Path: "page", Value: int64(3)}}},
+			Position{Offset: 30}, "http://api.test/items?limit=10", nil, []contract.BodyValue{{Path: "paging.from", Value: int64(30)}}},
+		{"page in body", "  style: page\n  in: body\n  param: page\n", Position{Page: 3}, "http://api.test/items", nil, []contract.BodyValue{{Path: "page", Value: int64(3)}}},
 		{"cursor in body", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
-			Position{Cursor: "abc"}, "http://api.test/items", nil, []BodyValue{{Path: "variables.after", Value: "abc"}}},
+			Position{Cursor: "abc"}, "http://api.test/items", nil, []contract.BodyValue{{Path: "variables.after", Value: "abc"}}},
 		{"cursor first page", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
 			Position{}, "http://api.test/items", nil, nil},
 		{"cursor query template", "  style: cursor\n  next: next\n  param: id\n  template: \"gt.{value}\"\n",

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Spec is a job file as written by the user (docs/job-file.md), after ${VAR}
@@ -173,9 +175,9 @@ type Target struct {
 // ColumnSpec is one entry of target.columns: a name and either a bare path
 // (`email: customer.email`) or `{path, type}`.
 type ColumnSpec struct {
-	Name string     `json:"-"`
-	Path string     `yaml:"path,omitempty" json:"path,omitempty"`
-	Type ColumnType `yaml:"type,omitempty" json:"type,omitempty"`
+	Name string              `json:"-"`
+	Path string              `yaml:"path,omitempty" json:"path,omitempty"`
+	Type contract.ColumnType `yaml:"type,omitempty" json:"type,omitempty"`
 	// Parent, in a child resource, names the parent table's column whose
 	// value the column takes (instead of a path in the record).
 	Parent string `yaml:"parent,omitempty" json:"parent,omitempty"`
@@ -206,7 +208,7 @@ func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 				case "path":
 					col.Path = cv.Value
 				case "type":
-					col.Type = ColumnType(cv.Value)
+					col.Type = contract.ColumnType(cv.Value)
 				case "parent":
 					col.Parent = cv.Value
 				default:

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // pagingStyle is one pagination style: everything idemsync does
@@ -25,7 +27,7 @@ type pagingStyle interface {
 	// step returns the position after the page fetched at pos and what the
 	// style alone says about the end (see pager.step); own and why are the
 	// verdict of the page's record count (empty, short).
-	step(p *pager, pos Position, resp *Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error)
+	step(p *pager, pos Position, resp *contract.Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error)
 	// describe returns pos as a person reads it, without " (end)".
 	describe(pos Position, r *Redactor) string
 	// parse reads a user-given position (replay --from/--to).

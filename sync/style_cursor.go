@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleCursor follows a token or URL each page gives for the next one:
@@ -44,7 +46,7 @@ func (cursorPaging) request(pg Pagination, pos Position, q url.Values) string {
 	return pos.URL
 }
 
-func (cursorPaging) step(p *pager, pos Position, resp *Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
+func (cursorPaging) step(p *pager, pos Position, resp *contract.Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
 	pg := p.job.Pagination
 	var v, where string
 	switch {

@@ -3,6 +3,8 @@ package sync
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleHWM walks by a high-water mark: pagination.param carries the highest
@@ -50,14 +52,14 @@ func (hwmPaging) request(pg Pagination, pos Position, q url.Values) string {
 	return ""
 }
 
-func (hwmPaging) step(p *pager, pos Position, resp *Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error) {
+func (hwmPaging) step(p *pager, pos Position, resp *contract.Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error) {
 	n, size := resp.Raw, p.size(pos)
 	if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
 		if pos.Size > 0 && pos.Size < p.job.Pagination.Size && n >= size {
 			return pos, cappedTie, "", nil // decideEnd asks again at pagination.size
 		}
 		if size > 0 && n >= size {
-			return Position{}, 0, "", &Error{Code: ExitPermanent,
+			return Position{}, 0, "", &contract.Error{Class: contract.Permanent,
 				Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
 				Hint: "more than pagination.size records share one mark: raise pagination.size"}
 		}

@@ -3,6 +3,8 @@ package sync
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleLink follows the RFC 8288 Link rel="next" header of each page.
@@ -23,7 +25,7 @@ func (linkPaging) start(Pagination, string) Position { return Position{} }
 
 func (linkPaging) request(_ Pagination, pos Position, _ url.Values) string { return pos.URL }
 
-func (linkPaging) step(p *pager, pos Position, resp *Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
+func (linkPaging) step(p *pager, pos Position, resp *contract.Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
 	next := NextLink(resp.Header.Values("Link"))
 	if next == "" {
 		return pos, styleEnd, `has no Link rel="next"`, nil

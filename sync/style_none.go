@@ -3,6 +3,8 @@ package sync
 import (
 	"fmt"
 	"net/url"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleNone fetches source.url once: the one page is the whole source.
@@ -20,7 +22,7 @@ func (nonePaging) start(Pagination, string) Position { return Position{} }
 
 func (nonePaging) request(Pagination, Position, url.Values) string { return "" }
 
-func (nonePaging) step(_ *pager, pos Position, _ *Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
+func (nonePaging) step(_ *pager, pos Position, _ *contract.Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
 	return pos, styleEnd, "is the only page", nil
 }
 

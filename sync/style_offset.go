@@ -3,6 +3,8 @@ package sync
 import (
 	"net/url"
 	"strconv"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleOffset counts records: pagination.param (default offset) carries the
@@ -34,7 +36,7 @@ func (offsetPaging) request(pg Pagination, pos Position, q url.Values) string {
 	return ""
 }
 
-func (offsetPaging) step(_ *pager, pos Position, resp *Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
+func (offsetPaging) step(_ *pager, pos Position, resp *contract.Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
 	return offsetAfter(pos, int64(resp.Raw)), own, why, nil
 }
 

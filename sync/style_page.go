@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // StylePage numbers pages: pagination.param (default page) carries the page
@@ -37,7 +39,7 @@ func (pagePaging) request(pg Pagination, pos Position, q url.Values) string {
 	return ""
 }
 
-func (s pagePaging) step(_ *pager, pos Position, _ *Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
+func (s pagePaging) step(_ *pager, pos Position, _ *contract.Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
 	return s.ahead(pos, 1, 0), own, why, nil
 }
 

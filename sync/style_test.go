@@ -3,6 +3,8 @@ package sync
 import (
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // status without the job file describes a stored position as its own
@@ -46,7 +48,7 @@ func TestOffsetArithmetic(t *testing.T) {
 	if got, ok := o.seenThrough(Pagination{}, Position{Offset: 40}, 10, 4); !ok || got != 44 {
 		t.Errorf("seenThrough = %d, %v; want 44, true", got, ok)
 	}
-	next, own, _, err := o.step(nil, Position{Offset: 40, Size: 7}, &Response{Raw: 5}, "", shortEnd, "is short")
+	next, own, _, err := o.step(nil, Position{Offset: 40, Size: 7}, &contract.Response{Raw: 5}, "", shortEnd, "is short")
 	if err != nil || next != (Position{Offset: 45, Size: 7}) || own != shortEnd {
 		t.Errorf("step = %+v, %v, %v; want offset 45 size 7, shortEnd", next, own, err)
 	}

@@ -3,19 +3,27 @@ package sync
 import (
 	"os"
 	"strconv"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
-// DefaultTargetMode is the permission of an SQLite target file idemsync
-// creates when target.mode is unset: the state file's 0600.
-const DefaultTargetMode os.FileMode = 0o600
-
-// FileMode returns target.mode as a permission, DefaultTargetMode when it
-// is unset or invalid (the loader rejects an invalid one).
+// FileMode returns target.mode as a permission, contract.DefaultTargetMode
+// when it is unset or invalid (the loader rejects an invalid one).
 func (t *Target) FileMode() os.FileMode {
 	if m, err := ParseMode(t.Mode); err == nil && t.Mode != "" {
 		return m
 	}
-	return DefaultTargetMode
+	return contract.DefaultTargetMode
+}
+
+// Conn returns what opening the target database takes from the target
+// block: its URL, target.mode and target.timeout.
+func (t *Target) Conn() contract.Conn {
+	c := contract.Conn{URL: t.URL, Mode: t.FileMode()}
+	if t.Timeout != nil {
+		c.LockTimeout, c.StatementTimeout = t.Timeout.Lock.Duration, t.Timeout.Statement.Duration
+	}
+	return c
 }
 
 // ParseMode parses an octal permission such as "0640".

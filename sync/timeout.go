@@ -1,16 +1,7 @@
 package sync
 
-import (
-	"time"
-)
-
-// Defaults of target.timeout.
-const (
-	DefaultLockTimeout      = 30 * time.Second // target.timeout.lock
-	DefaultStatementTimeout = 5 * time.Minute  // target.timeout.statement
-)
-
-// TargetTimeout is target.timeout: how long one statement of the target
+// TargetTimeout is target.timeout (defaults: contract.DefaultLockTimeout
+// and contract.DefaultStatementTimeout): how long one statement of the target
 // database may wait. PostgreSQL applies them to every statement of the
 // sink's session (lock_timeout, statement_timeout); a statement that passes
 // one fails as a transient error (exit 3) and its page rolls back.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	gosync "sync"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Windows walked at once (incremental.concurrency; docs/pagination.md,
@@ -261,7 +263,7 @@ type winPage struct {
 // incremental.concurrency windows in flight, each fetched by its own
 // pipeline in page order; pages of different windows are committed as
 // they come. It returns the run's status and the error that ended it.
-func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time, src windowSource) (string, error) {
+func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time, src windowSource) (string, error) {
 	w, err := newWindowRun(ctx, e, src, rs.pos)
 	if err != nil {
 		return RunFailed, wrapPermanent("restore the windows in flight", err)
@@ -396,7 +398,7 @@ func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name f
 // the page's own window, the checkpoint is every window's state after it.
 // It returns a status other than "" when the write was stopped, and
 // whether the run completed.
-func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, sink Sink, log *slog.Logger, started time.Time,
+func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time,
 	w *windowRun, wp winPage) (string, bool, error) {
 	fp := wp.fp
 	fp.pos.Win = wp.k
@@ -437,17 +439,17 @@ func (j *Job) windowed() bool { return j.Incremental != nil && j.Incremental.Ste
 func replayMarks(o Options) error {
 	from, ok := markTime(o.From)
 	if !ok {
-		return Errorf(ExitUsage, "replay --from %q: a windowed job replays by mark: give a timestamp or a Unix time", o.From)
+		return contract.Errorf(contract.Invalid, "replay --from %q: a windowed job replays by mark: give a timestamp or a Unix time", o.From)
 	}
 	if o.To == "" {
 		return nil
 	}
 	to, ok := markTime(o.To)
 	if !ok {
-		return Errorf(ExitUsage, "replay --to %q: a windowed job replays by mark: give a timestamp or a Unix time", o.To)
+		return contract.Errorf(contract.Invalid, "replay --to %q: a windowed job replays by mark: give a timestamp or a Unix time", o.To)
 	}
 	if !from.Before(to) {
-		return Errorf(ExitUsage, "replay --to %s comes before --from %s", o.To, o.From)
+		return contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // WriteGrace is how long a page write in progress may go on after the
@@ -70,12 +72,12 @@ func (e *Engine) beginFailed(ctx context.Context, res *Result, started time.Time
 	case cancelled && stopped == RunPartial:
 		e.Logger.Warn("time limit: the target database did not answer within the grace before the first page; nothing changed",
 			"job", e.Job.Name, "grace", WriteGrace, "err", err)
-		res.Status, res.ExitCode = RunPartial, 0
+		res.Status = RunPartial
 		return res, nil
 	case cancelled || ctx.Err() != nil:
-		res.Status, res.ExitCode = RunInterrupted, ExitCode(ErrInterrupted)
-		res.Error = ErrInterrupted.Error()
-		return res, ErrInterrupted
+		res.Status = RunInterrupted
+		res.Error = contract.ErrInterrupted.Error()
+		return res, contract.ErrInterrupted
 	}
 	return res, err
 }

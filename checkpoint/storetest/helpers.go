@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // t0 is a time every store keeps exactly (whole seconds, UTC).
@@ -126,14 +125,14 @@ func sameSnapshot(t *testing.T, what string, before, after snapshot) {
 	}
 }
 
-// wantCode checks that err carries the exit code code.
-func wantCode(t *testing.T, what string, err error, code int) {
+// wantCode checks that err carries the class of failure code.
+func wantCode(t *testing.T, what string, err error, code contract.Class) {
 	t.Helper()
 	if err == nil {
-		t.Fatalf("%s: no error, want exit code %d", what, code)
+		t.Fatalf("%s: no error, want class %s", what, code)
 	}
-	if got := idsync.ExitCode(err); got != code {
-		t.Errorf("%s: exit code %d, want %d (%v)", what, got, code, err)
+	if got := contract.ClassOf(err); got != code {
+		t.Errorf("%s: class %s, want %s (%v)", what, got, code, err)
 	}
 }
 

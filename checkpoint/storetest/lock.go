@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func lockCases() []testCase {
@@ -29,9 +28,9 @@ func lockExcludes(t *testing.T, e *env) {
 		t.Fatalf("first Lock: %v", err)
 	}
 	_, err = b.Lock(ctx, "orders")
-	wantCode(t, "second holder", err, idsync.ExitLocked)
+	wantCode(t, "second holder", err, contract.Locked)
 	_, err = a.Lock(ctx, "orders")
-	wantCode(t, "the holder locking again", err, idsync.ExitLocked)
+	wantCode(t, "the holder locking again", err, contract.Locked)
 	if err != nil && !strings.Contains(err.Error(), "orders") {
 		t.Errorf("lock error %q does not name the job", err)
 	}
@@ -54,7 +53,7 @@ func lockExcludes(t *testing.T, e *env) {
 	}
 	defer unlockB()
 	_, err = a.Lock(ctx, "orders")
-	wantCode(t, "the first store, now second", err, idsync.ExitLocked)
+	wantCode(t, "the first store, now second", err, contract.Locked)
 }
 
 // Closing a Store releases the locks it still holds; their unlock is then
@@ -89,14 +88,14 @@ func takenOver(t *testing.T, e *env) {
 	}
 	before := takeSnapshot(t, b, "orders")
 	p := fullPage(id, "p2", "p3")
-	wantCode(t, "commit by the first owner", a.CommitPage(ctx, "orders", &p), idsync.ExitLocked)
-	wantCode(t, "finish by the first owner", a.FinishRun(ctx, id, contract.RunFailed, "x", ""), idsync.ExitLocked)
-	wantCode(t, "complete pass by the first owner", a.CompletePass(ctx, id, 3), idsync.ExitLocked)
-	wantCode(t, "refuse pass by the first owner", a.RefusePass(ctx, id, "x"), idsync.ExitLocked)
+	wantCode(t, "commit by the first owner", a.CommitPage(ctx, "orders", &p), contract.Locked)
+	wantCode(t, "finish by the first owner", a.FinishRun(ctx, id, contract.RunFailed, "x", ""), contract.Locked)
+	wantCode(t, "complete pass by the first owner", a.CompletePass(ctx, id, 3), contract.Locked)
+	wantCode(t, "refuse pass by the first owner", a.RefusePass(ctx, id, "x"), contract.Locked)
 	sameSnapshot(t, "the first owner's writes", before, takeSnapshot(t, b, "orders"))
 	commit(t, b, "orders", p)
 	finish(t, b, id, contract.RunCompleted, "")
-	wantCode(t, "finish by the first owner after completion", a.FinishRun(ctx, id, contract.RunFailed, "late", ""), idsync.ExitLocked)
+	wantCode(t, "finish by the first owner after completion", a.FinishRun(ctx, id, contract.RunFailed, "late", ""), contract.Locked)
 	if r := run(t, b, "orders", id); r.Status != contract.RunCompleted || r.Pages != 2 || r.Error != "" {
 		t.Errorf("completed run changed by the first owner: %+v", r)
 	}

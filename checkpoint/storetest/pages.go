@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func pageCases() []testCase {
@@ -102,7 +101,7 @@ func lastPage(t *testing.T, e *env) {
 	if u, err := s.Unfinished(context.Background(), "orders"); err != nil || u != nil {
 		t.Errorf("Unfinished = %+v, %v", u, err)
 	}
-	wantCode(t, "page of a completed run", s.CommitPage(context.Background(), "orders", &contract.PageCommit{RunID: id, Position: "end"}), idsync.ExitPermanent)
+	wantCode(t, "page of a completed run", s.CommitPage(context.Background(), "orders", &contract.PageCommit{RunID: id, Position: "end"}), contract.Permanent)
 }
 
 // A commit the store refuses (exit 1) leaves every part of the state as
@@ -125,7 +124,7 @@ func refusedCommit(t *testing.T, e *env) {
 		{"run of another job", "other", ptr(fullPage(id, "p2", "p3"))},
 		{"abandoned run", "orders", ptr(fullPage(done, "p2", "p3"))},
 	} {
-		wantCode(t, tc.what, s.CommitPage(ctx, tc.job, tc.p), idsync.ExitPermanent)
+		wantCode(t, tc.what, s.CommitPage(ctx, tc.job, tc.p), contract.Permanent)
 	}
 	sameSnapshot(t, "refused commits", before, takeSnapshot(t, s, "orders"))
 }

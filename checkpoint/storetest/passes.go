@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func passCases() []testCase {
@@ -42,7 +41,7 @@ func completePass(t *testing.T, e *env) {
 	if m, err := s.Metrics(ctx, "orders", "orders"); err != nil || m.Deleted != 8 {
 		t.Errorf("metrics deleted = %+v, %v; want 8", m, err)
 	}
-	wantCode(t, "complete a completed pass", s.CompletePass(ctx, id, 1), idsync.ExitPermanent)
+	wantCode(t, "complete a completed pass", s.CompletePass(ctx, id, 1), contract.Permanent)
 	// A run that is not a full pass completes without becoming the last pass.
 	inc := startRun(t, s, contract.RunInfo{Job: "orders", StartedAt: t0.Add(time.Hour)})
 	if err := s.CompletePass(ctx, inc, 0); err != nil {
@@ -69,7 +68,7 @@ func refusePass(t *testing.T, e *env) {
 	if u, err := s.Unfinished(ctx, "orders"); err != nil || u != nil {
 		t.Errorf("Unfinished after a refusal = %+v, %v", u, err)
 	}
-	wantCode(t, "refuse twice", s.RefusePass(ctx, id, "again"), idsync.ExitPermanent)
+	wantCode(t, "refuse twice", s.RefusePass(ctx, id, "again"), contract.Permanent)
 }
 
 // SkipSweep stores the first reason only; a continued run keeps it.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func runCases() []testCase {
@@ -184,10 +183,10 @@ func finishRefusals(t *testing.T, e *env) {
 		{"unknown status", live, "bogus"},
 		{"running is not final", live, contract.RunRunning},
 	} {
-		wantCode(t, tc.what, s.FinishRun(ctx, tc.id, tc.status, "x", "9"), idsync.ExitPermanent)
+		wantCode(t, tc.what, s.FinishRun(ctx, tc.id, tc.status, "x", "9"), contract.Permanent)
 	}
-	wantCode(t, "reopen a completed run", s.Reopen(ctx, done), idsync.ExitPermanent)
-	wantCode(t, "reopen an unknown run", s.Reopen(ctx, live+100), idsync.ExitPermanent)
+	wantCode(t, "reopen a completed run", s.Reopen(ctx, done), contract.Permanent)
+	wantCode(t, "reopen an unknown run", s.Reopen(ctx, live+100), contract.Permanent)
 	sameSnapshot(t, "refused finishes", before, takeSnapshot(t, s, "orders"))
 }
 
@@ -201,7 +200,7 @@ func reopen(t *testing.T, e *env) {
 	if err := s.FinishRun(ctx, id, contract.RunInterrupted, "signal", ""); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "commit to an interrupted run", s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "c2", Next: "c3"}), idsync.ExitPermanent)
+	wantCode(t, "commit to an interrupted run", s.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "c2", Next: "c3"}), contract.Permanent)
 	if err := s.Reopen(ctx, id); err != nil {
 		t.Fatal(err)
 	}

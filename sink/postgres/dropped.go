@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,7 +21,7 @@ import (
 // Only a BEFORE INSERT or UPDATE row trigger can do that (rules and row
 // security make such a statement fail instead), so a table without one is
 // not queried: its rows not written are unchanged.
-func (p *Sink) dropped(ctx context.Context, tx pgx.Tx, t *idsync.Table, types map[string]string, args []any) (int64, error) {
+func (p *Sink) dropped(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, args []any) (int64, error) {
 	key := sqlkit.QuoteTable(t)
 	has, ok := p.triggers[key]
 	if !ok {
@@ -52,7 +52,7 @@ func (p *Sink) dropped(ctx context.Context, tx pgx.Tx, t *idsync.Table, types ma
 // pgDroppedSQL returns the query of dropped and, for each of its
 // parameters, the index of the merge argument it takes: the key columns,
 // the version column, then the hashes.
-func pgDroppedSQL(t *idsync.Table, types map[string]string) (string, []int) {
+func pgDroppedSQL(t *contract.Table, types map[string]string) (string, []int) {
 	const target = `"_t"`
 	var params, names, on []string
 	var idx []int
@@ -82,7 +82,7 @@ func pgDroppedSQL(t *idsync.Table, types map[string]string) (string, []int) {
 	idx = append(idx, len(t.Columns))
 	params = append(params, fmt.Sprintf("$%d::text[]", len(idx)))
 	names = append(names, "h")
-	refused := fmt.Sprintf("%s.%s IS DISTINCT FROM u.h", target, sqlkit.QuoteIdent(idsync.ColHash))
+	refused := fmt.Sprintf("%s.%s IS DISTINCT FROM u.h", target, sqlkit.QuoteIdent(contract.ColHash))
 	if t.Version != "" {
 		v := sqlkit.QuoteIdent(t.Version)
 		refused += fmt.Sprintf(" AND (%s.%s IS NULL OR %s >= %[1]s.%[2]s) IS TRUE", target, v, val[t.Version])

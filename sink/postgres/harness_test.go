@@ -5,10 +5,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -61,8 +61,8 @@ func newPostgresBackend(t *testing.T) *sinktest.DB {
 	b := &sinktest.DB{Name: "postgres", Schema: schema, Schemas: true, UniqueFix: "ADD UNIQUE",
 		AsText: func(expr string) string { return expr + "::text" },
 		Skip:   map[string]string{"integer primary key with a numeric mapping": "PostgreSQL refuses 1.0 as input for an integer column"}}
-	b.Open = func(ctx context.Context) (idsync.Sink, error) {
-		return postgres.OpenTarget(ctx, &idsync.Target{URL: url}, nil)
+	b.Open = func(ctx context.Context) (contract.Sink, error) {
+		return postgres.OpenTarget(ctx, contract.Conn{URL: url}, nil)
 	}
 	b.Exec = func(t *testing.T, query string) {
 		t.Helper()
@@ -81,6 +81,12 @@ func newPostgresBackend(t *testing.T) *sinktest.DB {
 			t.Fatalf("query %s: %v", query, err)
 		}
 		return out
+	}
+	b.DropOdd = func(t *testing.T, tbl *contract.Table) {
+		fn := sqlkit.QuoteIdent(schema) + ".drop_odd"
+		b.Exec(t, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN IF NEW.id % 2 = 1 THEN RETURN NULL; END IF; RETURN NEW; END $$`)
+		b.Exec(t, `CREATE TRIGGER drop_odd BEFORE INSERT ON `+sinktest.QName(tbl)+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
 	}
 	return b
 }

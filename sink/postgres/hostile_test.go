@@ -6,9 +6,9 @@ import (
 	gosync "sync"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Several first runs at once create the same missing table: every one of
@@ -19,9 +19,9 @@ func TestPostgresParallelCreate(t *testing.T) {
 	const n = 8
 	for round := 0; round < 5; round++ {
 		tbl := b.Table(fmt.Sprintf("race_%d", round), []string{"id"},
-			idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger},
-			idsync.Column{Name: "name", Path: "name", Type: idsync.TypeText})
-		sinks := make([]idsync.Sink, n)
+			contract.Column{Name: "id", Path: "id", Type: contract.TypeInteger},
+			contract.Column{Name: "name", Path: "name", Type: contract.TypeText})
+		sinks := make([]contract.Sink, n)
 		for i := range sinks {
 			sinks[i] = b.Sink(t)
 		}
@@ -41,7 +41,7 @@ func TestPostgresParallelCreate(t *testing.T) {
 				t.Fatalf("round %d: prepare %d of %d parallel first runs: %v", round, i, n, err)
 			}
 		}
-		sinktest.MustUpsert(t, sinks[0], tbl, idsync.Counts{Inserted: 1}, sinktest.Row(int64(1), "a"))
+		sinktest.MustUpsert(t, sinks[0], tbl, contract.Counts{Inserted: 1}, sinktest.Row(int64(1), "a"))
 	}
 }
 
@@ -52,24 +52,24 @@ func TestPostgresTriggerDropsRows(t *testing.T) {
 	b := newPostgresBackend(t)
 	s := b.Sink(t)
 	tbl := b.Table("dropped", []string{"id"},
-		idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger},
-		idsync.Column{Name: "name", Path: "name", Type: idsync.TypeText})
+		contract.Column{Name: "id", Path: "id", Type: contract.TypeInteger},
+		contract.Column{Name: "name", Path: "name", Type: contract.TypeText})
 	sinktest.MustPrepare(t, s, tbl)
 	fn := sqlkit.QuoteIdent(b.Schema) + ".drop_odd"
 	b.Exec(t, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.id % 2 = 1 THEN RETURN NULL; END IF; RETURN NEW; END $$`)
 	b.Exec(t, `CREATE TRIGGER drop_odd BEFORE INSERT OR UPDATE ON `+sinktest.QName(tbl)+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2, Dropped: 2},
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Dropped: 2},
 		sinktest.Row(int64(1), "a"), sinktest.Row(int64(2), "b"), sinktest.Row(int64(3), "c"), sinktest.Row(int64(4), "d"))
 	// Same content again: the stored rows are unchanged, the dropped ones
 	// dropped again.
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2, Dropped: 2},
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 2, Dropped: 2},
 		sinktest.Row(int64(1), "a"), sinktest.Row(int64(2), "b"), sinktest.Row(int64(3), "c"), sinktest.Row(int64(4), "d"))
 	// A stored row whose update the trigger refuses: dropped, not unchanged.
 	b.Exec(t, `ALTER TABLE `+sinktest.QName(tbl)+` DISABLE TRIGGER drop_odd`)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, sinktest.Row(int64(5), "e"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, sinktest.Row(int64(5), "e"))
 	b.Exec(t, `ALTER TABLE `+sinktest.QName(tbl)+` ENABLE TRIGGER drop_odd`)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Dropped: 1}, sinktest.Row(int64(5), "E"), sinktest.Row(int64(2), "B"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Dropped: 1}, sinktest.Row(int64(5), "E"), sinktest.Row(int64(2), "B"))
 }
 
 // With a trigger present, a row the version guard keeps from overwriting a
@@ -78,14 +78,14 @@ func TestPostgresTriggerVersionGuard(t *testing.T) {
 	b := newPostgresBackend(t)
 	s := b.Sink(t)
 	tbl := b.Table("guarded", []string{"id"},
-		idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger},
-		idsync.Column{Name: "v", Path: "v", Type: idsync.TypeInteger})
+		contract.Column{Name: "id", Path: "id", Type: contract.TypeInteger},
+		contract.Column{Name: "v", Path: "v", Type: contract.TypeInteger})
 	tbl.Version = "v"
 	sinktest.MustPrepare(t, s, tbl)
 	fn := sqlkit.QuoteIdent(b.Schema) + ".keep_all"
 	b.Exec(t, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`)
 	b.Exec(t, `CREATE TRIGGER keep_all BEFORE INSERT OR UPDATE ON `+sinktest.QName(tbl)+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, sinktest.Row(int64(1), int64(5)))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, sinktest.Row(int64(1), int64(4)))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, sinktest.Row(int64(1), int64(6)))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, sinktest.Row(int64(1), int64(5)))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 1}, sinktest.Row(int64(1), int64(4)))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1}, sinktest.Row(int64(1), int64(6)))
 }

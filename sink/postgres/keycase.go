@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -16,7 +16,7 @@ import (
 // PostgreSQL refuse to write one row twice in one statement (SQLSTATE
 // 21000); the error then names the table and the key column instead of
 // the database's words. Other errors go through dbError.
-func (p *Sink) mergeError(op string, t *idsync.Table, types map[string]string, err error) error {
+func (p *Sink) mergeError(op string, t *contract.Table, types map[string]string, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "21000" {
 		return p.dbError(op, err)
@@ -36,8 +36,8 @@ func (p *Sink) mergeError(op string, t *idsync.Table, types map[string]string, e
 	if len(cols) > 1 {
 		what = "key columns " + strings.Join(cols, ", ")
 	}
-	return &idsync.Error{
-		Code: idsync.ExitPermanent,
+	return &contract.Error{
+		Class: contract.Permanent,
 		Msg: fmt.Sprintf("%s: two records of the page have keys that %s of table %s holds equal (citext or a case-insensitive collation: 'Bob' and 'BOB'); PostgreSQL takes them for one row and cannot write it twice in one page",
 			op, what, t),
 		Hint: fmt.Sprintf("make the key compare exactly (ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"C\"), or map a key the source keeps unique",

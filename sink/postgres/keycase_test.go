@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A key column PostgreSQL compares case-insensitively (a nondeterministic
@@ -31,14 +31,14 @@ func TestKeyCaseInsensitiveNamesColumn(t *testing.T) {
 	for kind, typ := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			s := b.Sink(t)
-			tbl := b.Table("people_"+kind, []string{"login"}, sinktest.Col("login", idsync.TypeText), sinktest.Col("v", idsync.TypeText))
+			tbl := b.Table("people_"+kind, []string{"login"}, sinktest.Col("login", contract.TypeText), sinktest.Col("v", contract.TypeText))
 			tbl.Create = false
 			b.Exec(t, "CREATE TABLE "+sinktest.QName(tbl)+" (login "+typ+" PRIMARY KEY, v text, _idemsync_hash text, _idemsync_synced_at timestamptz)")
 			sinktest.MustPrepare(t, s, tbl)
-			_, err := s.Upsert(context.Background(), tbl, []idsync.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")})
-			var ie *idsync.Error
-			if !errors.As(err, &ie) || ie.Code != idsync.ExitPermanent {
-				t.Fatalf("upsert: %v, want a permanent *idsync.Error", err)
+			_, err := s.Upsert(context.Background(), tbl, []contract.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")})
+			var ie *contract.Error
+			if !errors.As(err, &ie) || ie.Class != contract.Permanent {
+				t.Fatalf("upsert: %v, want a permanent *contract.Error", err)
 			}
 			msg := err.Error()
 			for _, w := range []string{tbl.String(), "key column login", "case"} {

@@ -5,25 +5,25 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-var _ idsync.TableOwners = (*Sink)(nil)
+var _ contract.TableOwners = (*Sink)(nil)
 
 // ownersName is the table recording the writers of the tables of its
 // schema (docs/deletions.md, "One writer per swept table"): one per
 // schema, beside the tables it describes.
 const ownersName = "_idemsync_owners"
 
-// ClaimTable registers c.Writer for t (see idsync.TableOwners) in the
+// ClaimTable registers c.Writer for t (see contract.TableOwners) in the
 // owners table of t's schema (the current schema when t names none), in
 // one transaction under an advisory lock, so two writers claiming at once
 // are serialised. With c.Check it only reads, and reads nothing when no
 // writer was ever registered in the schema.
-func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableClaim) error {
+func (p *Sink) ClaimTable(ctx context.Context, t *contract.Table, c contract.TableClaim) error {
 	// The name only: a job without target.columns has none until its
 	// first page is read.
 	if err := sqlkit.CheckTableName(t, pgMaxIdent); err != nil {
@@ -51,7 +51,7 @@ func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 			return p.dbError(op, err)
 		}
 	}
-	owners := sqlkit.QuoteTable(&idsync.Table{Schema: schema, Name: ownersName})
+	owners := sqlkit.QuoteTable(&contract.Table{Schema: schema, Name: ownersName})
 	if !c.Check {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idemsync.owners:' || $1, 0))`, schema); err != nil {
 			return p.dbError(op, err)
@@ -78,19 +78,19 @@ func (p *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 	w := c.Writer
 	switch {
 	case c.Check:
-		return idsync.CheckWriters(t, w, others)
+		return contract.CheckWriters(t, w, others)
 	case c.TakeOver:
 		if _, err := tx.Exec(ctx, `DELETE FROM `+owners+` WHERE table_name = $1 AND NOT (job = $2 AND state = $3)`, t.Name, w.Job, w.State); err != nil {
 			return p.dbError(op, err)
 		}
 	default:
-		if err := idsync.CheckWriters(t, w, others); err != nil {
+		if err := contract.CheckWriters(t, w, others); err != nil {
 			return err
 		}
 	}
 	deletes := w.Deletes
 	if deletes == "" {
-		deletes = idsync.DeletesKeep
+		deletes = contract.DeletesKeep
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO `+owners+` (table_name, job, state, deletes) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (table_name, job, state) DO UPDATE SET deletes = excluded.deletes`, t.Name, w.Job, w.State, deletes); err != nil {
@@ -113,10 +113,10 @@ func ownersDDL(owners string) string {
 // ownersError is the error of a failed creation of the owners table, with
 // a hint for a missing schema or a missing privilege (the statement to run
 // once as a user who has it).
-func (p *Sink) ownersError(op string, err error, schema, owners string, w idsync.Writer) error {
+func (p *Sink) ownersError(op string, err error, schema, owners string, w contract.Writer) error {
 	e := p.dbError(op, err)
 	var pgErr *pgconn.PgError
-	var ie *idsync.Error
+	var ie *contract.Error
 	if errors.As(err, &pgErr) && errors.As(e, &ie) {
 		switch pgErr.Code {
 		case "3F000":
@@ -138,14 +138,14 @@ func (p *Sink) nilOr(op string, err error) error {
 }
 
 // pgWriters returns the writers registered in owners for table.
-func pgWriters(ctx context.Context, tx pgx.Tx, owners, table string) ([]idsync.Writer, error) {
+func pgWriters(ctx context.Context, tx pgx.Tx, owners, table string) ([]contract.Writer, error) {
 	rows, err := tx.Query(ctx, `SELECT job, state, deletes, to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 		FROM `+owners+` WHERE table_name = $1 ORDER BY since, job, state`, table)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (idsync.Writer, error) {
-		var w idsync.Writer
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.Writer, error) {
+		var w contract.Writer
 		err := r.Scan(&w.Job, &w.State, &w.Deletes, &w.Since)
 		return w, err
 	})

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A user with no CREATE privilege on the schema (a table the DBA made,
@@ -31,21 +31,21 @@ func TestPostgresOwnersWithoutCreatePrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(role, "pw")
-	s, err := postgres.OpenTarget(context.Background(), &idsync.Target{URL: u.String()}, nil)
+	s, err := postgres.OpenTarget(context.Background(), contract.Conn{URL: u.String()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	tbl := sinktest.People(b)
-	w := idsync.Writer{Job: "orders", State: "/srv/state.db", Deletes: idsync.DeletesKeep}
-	err = s.ClaimTable(context.Background(), tbl, idsync.TableClaim{Writer: w})
-	if err == nil || !strings.Contains(idsync.Hint(err), "GRANT SELECT, INSERT, UPDATE, DELETE ON "+q(b.Schema)+"."+q("_idemsync_owners")+" TO "+q(role)) {
-		t.Fatalf("claim without the privilege: %v (hint %q); want a hint with the statements", err, idsync.Hint(err))
+	w := contract.Writer{Job: "orders", State: "/srv/state.db", Deletes: contract.DeletesKeep}
+	err = s.ClaimTable(context.Background(), tbl, contract.TableClaim{Writer: w})
+	if err == nil || !strings.Contains(contract.Hint(err), "GRANT SELECT, INSERT, UPDATE, DELETE ON "+q(b.Schema)+"."+q("_idemsync_owners")+" TO "+q(role)) {
+		t.Fatalf("claim without the privilege: %v (hint %q); want a hint with the statements", err, contract.Hint(err))
 	}
 	// The DBA runs the hint's statements.
-	hint := idsync.Hint(err)
+	hint := contract.Hint(err)
 	b.Exec(t, hint[strings.Index(hint, "CREATE TABLE"):])
-	if err := s.ClaimTable(context.Background(), tbl, idsync.TableClaim{Writer: w}); err != nil {
+	if err := s.ClaimTable(context.Background(), tbl, contract.TableClaim{Writer: w}); err != nil {
 		t.Fatalf("claim once the table exists: %v", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package postgres is the PostgreSQL target of idemsync (pgx/v5): Sink
-// implements idsync.Sink, OpenTarget and OpenRead make it known to the opener
+// implements contract.Sink, OpenTarget and OpenRead make it known to the opener
 // in package sink, and types.go holds its one table of column types. It
 // passes the suite of sink/sinktest.
 package postgres
@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -60,7 +60,7 @@ type Sink struct {
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
 }
 
-var _ idsync.Sink = (*Sink)(nil)
+var _ contract.Sink = (*Sink)(nil)
 
 // Open connects to the PostgreSQL server named by dsn (a
 // postgres:// URL or a key=value DSN, anything pgx accepts; libpq's PG*
@@ -68,17 +68,17 @@ var _ idsync.Sink = (*Sink)(nil)
 // connect_timeout defaults to ConnectTimeout. It connects before
 // returning. A nil logger discards logs.
 //
-// Errors are *idsync.Error naming host:port but never the password:
-// ExitUsage for a malformed dsn, ExitTransient when the server cannot be
-// reached or is starting up, ExitPermanent for failed authentication, a
+// Errors are *contract.Error naming host:port but never the password:
+// Invalid for a malformed dsn, Transient when the server cannot be
+// reached or is starting up, Permanent for failed authentication, a
 // missing database or a rejected TLS certificate.
 //
-// Every statement is bounded by the defaults of idsync.TargetTimeout
+// Every statement is bounded by the defaults of contract.Conn.Waits
 // (lock_timeout 30s, statement_timeout 5m); OpenTarget applies the job's
 // target.timeout instead. A cancelled context cancels the statement in
 // flight on the server.
 func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Sink, error) {
-	return openPostgres(ctx, dsn, logger, nil)
+	return openPostgres(ctx, contract.Conn{URL: dsn}, logger)
 }
 
 // openPostgresConfig connects as Open does, with configure applied
@@ -90,10 +90,10 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// Driver parse errors may quote the URL; build our own message.
-		return nil, &idsync.Error{
-			Code: idsync.ExitUsage,
-			Msg:  "invalid postgres url " + sqlkit.RedactURL(dsn),
-			Hint: "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
+		return nil, &contract.Error{
+			Class: contract.Invalid,
+			Msg:   "invalid postgres url " + sqlkit.RedactURL(dsn),
+			Hint:  "use postgres://user:password@host:5432/database?sslmode=disable (escape special characters in the password with %XX)",
 		}
 	}
 	if cfg.ConnectTimeout == 0 {
@@ -156,18 +156,18 @@ func (p *Sink) connectError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "28P01", "28000":
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  fmt.Sprintf("authentication failed for user %q at %s", p.user, p.addr),
-				Hint: "check the user and password in target.url",
-				Err:  &sqlkit.SafeError{Msg: "SQLSTATE " + pgErr.Code, Err: err},
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("authentication failed for user %q at %s", p.user, p.addr),
+				Hint:  "check the user and password in target.url",
+				Err:   &sqlkit.SafeError{Msg: "SQLSTATE " + pgErr.Code, Err: err},
 			}
 		case "3D000":
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  "connect to postgres at " + p.addr,
-				Hint: "create the database or fix target.url",
-				Err:  p.safe(pgErr.Message, err),
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   "connect to postgres at " + p.addr,
+				Hint:  "create the database or fix target.url",
+				Err:   p.safe(pgErr.Message, err),
 			}
 		}
 		return p.dbError("connect to postgres at "+p.addr, err)
@@ -177,11 +177,11 @@ func (p *Sink) connectError(err error) error {
 	var hostErr x509.HostnameError
 	var invalidErr x509.CertificateInvalidError
 	if errors.As(err, &verifyErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalidErr) {
-		return &idsync.Error{
-			Code: idsync.ExitPermanent,
-			Msg:  "postgres at " + p.addr + ": TLS certificate rejected",
-			Hint: "fix sslmode/sslrootcert in target.url",
-			Err:  p.safe(innermost(err).Error(), err),
+		return &contract.Error{
+			Class: contract.Permanent,
+			Msg:   "postgres at " + p.addr + ": TLS certificate rejected",
+			Hint:  "fix sslmode/sslrootcert in target.url",
+			Err:   p.safe(innermost(err).Error(), err),
 		}
 	}
 	why := innermost(err).Error()
@@ -196,11 +196,11 @@ func (p *Sink) connectError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
 		why = "timed out after " + p.cfg.ConnectTimeout.String()
 	}
-	return &idsync.Error{
-		Code: idsync.ExitTransient,
-		Msg:  "cannot reach postgres at " + p.addr,
-		Hint: "check that the server is running and reachable, then run again: the checkpoint is intact",
-		Err:  p.safe(why, err),
+	return &contract.Error{
+		Class: contract.Transient,
+		Msg:   "cannot reach postgres at " + p.addr,
+		Hint:  "check that the server is running and reachable, then run again: the checkpoint is intact",
+		Err:   p.safe(why, err),
 	}
 }
 
@@ -218,29 +218,29 @@ func (p *Sink) dbError(op string, err error) error {
 		if e := p.waitError(op, pgErr, err); e != nil {
 			return e
 		}
-		code := idsync.ExitPermanent
+		code := contract.Permanent
 		switch {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			strings.HasPrefix(pgErr.Code, "53"),          // insufficient resources
 			pgErr.Code == "40001", pgErr.Code == "40P01", // serialization failure, deadlock
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // shutdown, starting up
-			code = idsync.ExitTransient
+			code = contract.Transient
 		}
 		msg := "postgres error " + pgErr.Code + ": " + pgErr.Message
 		if pgErr.Detail != "" {
 			msg += " (" + pgErr.Detail + ")"
 		}
-		return &idsync.Error{Code: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
+		return &contract.Error{Class: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
-		return &idsync.Error{
-			Code: idsync.ExitTransient,
-			Msg:  op + ": lost connection to postgres at " + p.addr,
-			Err:  p.safe(innermost(err).Error(), err),
+		return &contract.Error{
+			Class: contract.Transient,
+			Msg:   op + ": lost connection to postgres at " + p.addr,
+			Err:   p.safe(innermost(err).Error(), err),
 		}
 	}
-	return &idsync.Error{Code: idsync.ExitPermanent, Msg: op, Err: p.safe(err.Error(), err)}
+	return &contract.Error{Class: contract.Permanent, Msg: op, Err: p.safe(err.Error(), err)}
 }
 
 // safe wraps err with msg, scrubbed of the password, as its printed text.
@@ -271,14 +271,14 @@ func innermost(err error) error {
 }
 
 // OpenTarget connects to the server of a job's target as Open does, with
-// every statement bounded by t.Timeout (nil: lock 30s, statement 5m). It
+// every statement bounded by c.Waits (unset: lock 30s, statement 5m). It
 // fails as Open does.
-func OpenTarget(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
-	return openPostgres(ctx, t.URL, logger, t.Timeout)
+func OpenTarget(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sink, error) {
+	return openPostgres(ctx, c, logger)
 }
 
 // OpenRead connects to the server of a job's target to read its table
 // back, as Open does (the default statement bounds). It fails as Open does.
-func OpenRead(ctx context.Context, t *idsync.Target, logger *slog.Logger) (*Sink, error) {
-	return Open(ctx, t.URL, logger)
+func OpenRead(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sink, error) {
+	return Open(ctx, c.URL, logger)
 }

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,19 +35,19 @@ func freePort(t testing.TB) int {
 
 // openFails opens rawURL, expects failure with exit code want, and checks
 // that neither the error, its hint nor the logs contain the secret.
-func openFails(t *testing.T, rawURL string, want int, mustSay ...string) {
+func openFails(t *testing.T, rawURL string, want contract.Class, mustSay ...string) {
 	t.Helper()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := postgres.Open(context.Background(), rawURL, logger)
 	if err == nil {
 		s.Close()
-		t.Fatalf("open %s succeeded, want exit %d", sqlkit.RedactURL(rawURL), want)
+		t.Fatalf("open %s succeeded, want a %v failure", sqlkit.RedactURL(rawURL), want)
 	}
-	if got := idsync.ExitCode(err); got != want {
-		t.Errorf("exit code %d, want %d (%v)", got, want, err)
+	if got := contract.ClassOf(err); got != want {
+		t.Errorf("class %v, want %v (%v)", got, want, err)
 	}
-	text := err.Error() + "\n" + idsync.Hint(err) + "\n" + fmt.Sprintf("%+v", err) + "\n" + logs.String()
+	text := err.Error() + "\n" + contract.Hint(err) + "\n" + fmt.Sprintf("%+v", err) + "\n" + logs.String()
 	if strings.Contains(text, secret) || strings.Contains(text, url.QueryEscape(secret)) {
 		t.Errorf("password leaked: %s", text)
 	}
@@ -56,16 +56,16 @@ func openFails(t *testing.T, rawURL string, want int, mustSay ...string) {
 			t.Errorf("error %q does not say %q", err, m)
 		}
 	}
-	t.Logf("exit %d: %v (hint: %s)", idsync.ExitCode(err), err, idsync.Hint(err))
+	t.Logf("%v: %v (hint: %s)", contract.ClassOf(err), err, contract.Hint(err))
 }
 
 func TestPostgresUnreachable(t *testing.T) {
 	port := freePort(t)
 	openFails(t, fmt.Sprintf("postgres://app:%s@127.0.0.1:%d/db?sslmode=disable", secret, port),
-		idsync.ExitTransient, fmt.Sprintf("127.0.0.1:%d", port))
+		contract.Transient, fmt.Sprintf("127.0.0.1:%d", port))
 	// key=value form
 	openFails(t, fmt.Sprintf("postgres://127.0.0.1:%d/db?sslmode=disable&password=%s", port, secret),
-		idsync.ExitTransient, fmt.Sprintf("127.0.0.1:%d", port))
+		contract.Transient, fmt.Sprintf("127.0.0.1:%d", port))
 }
 
 func TestPostgresConnectTimeout(t *testing.T) {
@@ -86,14 +86,14 @@ func TestPostgresConnectTimeout(t *testing.T) {
 	}()
 	start := time.Now()
 	openFails(t, fmt.Sprintf("postgres://app:%s@%s/db?sslmode=disable&connect_timeout=1", secret, l.Addr()),
-		idsync.ExitTransient, "timed out", l.Addr().String())
+		contract.Transient, "timed out", l.Addr().String())
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("connect_timeout=1 took %v", d)
 	}
 }
 
 func TestPostgresBadURL(t *testing.T) {
-	openFails(t, "postgres://app:"+secret+"@127.0.0.1:notaport/db", idsync.ExitUsage)
+	openFails(t, "postgres://app:"+secret+"@127.0.0.1:notaport/db", contract.Invalid)
 }
 
 func TestPostgresWrongPassword(t *testing.T) {
@@ -112,7 +112,7 @@ func TestPostgresWrongPassword(t *testing.T) {
 		s.Close()
 		t.Skip("the test server accepts any password (trust authentication)")
 	}
-	openFails(t, wrong, idsync.ExitPermanent,
+	openFails(t, wrong, contract.Permanent,
 		fmt.Sprintf("authentication failed for user %q at %s:%d", cfg.User, cfg.Host, cfg.Port))
 }
 
@@ -145,9 +145,9 @@ func BenchmarkPostgresUpsert(b *testing.B) {
 	defer s.Close()
 
 	pages := sinktest.BenchPages(total, pageSize)
-	newTable := func(name string) *idsync.Table { return sinktest.BenchTable(schema, name) }
-	load := func(b *testing.B, tbl *idsync.Table) idsync.Counts {
-		var sum idsync.Counts
+	newTable := func(name string) *contract.Table { return sinktest.BenchTable(schema, name) }
+	load := func(b *testing.B, tbl *contract.Table) contract.Counts {
+		var sum contract.Counts
 		for _, page := range pages {
 			n, err := s.Upsert(ctx, tbl, page)
 			if err != nil {
@@ -205,7 +205,7 @@ func BenchmarkPostgresUpsert(b *testing.B) {
 		report(b)
 	})
 	b.Run("plain_copy", func(b *testing.B) {
-		cols := []string{"id", "name", "amount", "active", "updated_at", "payload", idsync.ColHash, idsync.ColSyncedAt}
+		cols := []string{"id", "name", "amount", "active", "updated_at", "payload", contract.ColHash, contract.ColSyncedAt}
 		data := make([][][]any, len(pages))
 		now := time.Now()
 		for p, page := range pages {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -17,16 +17,16 @@ import (
 const pgMaxIdent = 63
 
 // Prepare makes sure the table exists with a unique key on t.Key and every
-// column of t (see idsync.Sink), in one transaction. It creates the table
+// column of t (see contract.Sink), in one transaction. It creates the table
 // with PRIMARY KEY (key) when missing and t.Create is set (the schema must
 // exist), and adds missing columns with ALTER TABLE … ADD COLUMN IF NOT
 // EXISTS. It may be called again with more columns. Errors are
-// *idsync.Error: ExitUsage for invalid names (empty, NUL, longer than 63
-// bytes); ExitPermanent when the table is missing and t.Create is unset,
+// *contract.Error: Invalid for invalid names (empty, NUL, longer than 63
+// bytes); Permanent when the table is missing and t.Create is unset,
 // when a key column is missing, or when no unique constraint or index covers
 // exactly the key columns (the Hint holds the ALTER TABLE … ADD UNIQUE
 // statement that fixes it); database errors as described for Upsert.
-func (p *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
+func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	if err := sqlkit.CheckTable(t, pgMaxIdent); err != nil {
 		return err
 	}
@@ -62,16 +62,16 @@ func (p *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		if !t.Create {
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s does not exist", t),
-				Hint: "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s does not exist", t),
+				Hint:  "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
 			}
 		}
 		if _, err := tx.Exec(ctx, pgCreate(t)); err != nil {
 			e := p.dbError(op, err)
 			var pgErr *pgconn.PgError
-			var ie *idsync.Error
+			var ie *contract.Error
 			if errors.As(err, &pgErr) && pgErr.Code == "3F000" && errors.As(e, &ie) {
 				ie.Hint = "create the schema first: CREATE SCHEMA " + sqlkit.QuoteIdent(t.Schema) + ";"
 			}
@@ -81,7 +81,7 @@ func (p *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 	case err != nil:
 		return p.dbError(op, err)
 	case kind != "r" && kind != "p":
-		return idsync.Errorf(idsync.ExitPermanent, "%s: %s is not a table (relkind %s)", op, t, kind)
+		return contract.Errorf(contract.Permanent, "%s: %s is not a table (relkind %s)", op, t, kind)
 	default:
 		if err := p.alter(ctx, tx, t, oid); err != nil {
 			return err
@@ -94,28 +94,28 @@ func (p *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 }
 
 // prepareLockKey is the advisory lock key text of Prepare for t.
-func prepareLockKey(t *idsync.Table) string {
+func prepareLockKey(t *contract.Table) string {
 	return "idemsync.prepare:" + sqlkit.QuoteTable(t)
 }
 
 // pgCreate returns the CREATE TABLE statement for t.
-func pgCreate(t *idsync.Table) string {
+func pgCreate(t *contract.Table) string {
 	var defs []string
 	for _, c := range t.Columns {
 		defs = append(defs, sqlkit.QuoteIdent(c.Name)+" "+pgType(c.Type))
 	}
 	defs = append(defs,
-		sqlkit.QuoteIdent(idsync.ColHash)+" text",
-		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" timestamptz")
+		sqlkit.QuoteIdent(contract.ColHash)+" text",
+		sqlkit.QuoteIdent(contract.ColSyncedAt)+" timestamptz")
 	if t.Soft() {
-		defs = append(defs, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" timestamptz")
+		defs = append(defs, sqlkit.QuoteIdent(contract.ColDeletedAt)+" timestamptz")
 	}
 	defs = append(defs, "PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
 	return "CREATE TABLE IF NOT EXISTS " + sqlkit.QuoteTable(t) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 }
 
 // alter checks the unique key of an existing table and adds missing columns.
-func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *idsync.Table, oid uint32) error {
+func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
 	op := "prepare table " + t.String()
 	rows, err := tx.Query(ctx,
 		`SELECT attname::text FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, oid)
@@ -132,10 +132,10 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *idsync.Table, oid uint32
 	}
 	for _, k := range t.Key {
 		if !have[k] {
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s has no key column %q", t, k),
-				Hint: "add the column and a unique constraint on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s has no key column %q", t, k),
+				Hint:  "add the column and a unique constraint on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
 			}
 		}
 	}
@@ -162,18 +162,18 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *idsync.Table, oid uint32
 	}
 	if !unique {
 		stmt := fmt.Sprintf("ALTER TABLE %s ADD UNIQUE (%s);", sqlkit.QuoteTable(t), sqlkit.QuoteList(t.Key))
-		return &idsync.Error{
-			Code: idsync.ExitPermanent,
-			Msg:  fmt.Sprintf("table %s has no unique constraint on exactly (%s)", t, strings.Join(t.Key, ", ")),
-			Hint: "remove duplicate keys, then run: " + stmt,
+		return &contract.Error{
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("table %s has no unique constraint on exactly (%s)", t, strings.Join(t.Key, ", ")),
+			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
-	cols := append([]idsync.Column{}, t.Columns...)
+	cols := append([]contract.Column{}, t.Columns...)
 	cols = append(cols,
-		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
-		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
+		contract.Column{Name: contract.ColSyncedAt, Type: contract.TypeTimestamp})
 	if t.Soft() {
-		cols = append(cols, idsync.Column{Name: idsync.ColDeletedAt, Type: idsync.TypeTimestamp})
+		cols = append(cols, contract.Column{Name: contract.ColDeletedAt, Type: contract.TypeTimestamp})
 	}
 	for _, c := range cols {
 		if have[c.Name] {

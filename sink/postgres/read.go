@@ -7,13 +7,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// LatestRows implements idsync.RowReader: the most recently written rows
+// LatestRows implements contract.RowReader: the most recently written rows
 // first, every value cast to text by the server.
-func (p *Sink) LatestRows(ctx context.Context, t *idsync.Table, limit int) ([]string, [][]*string, error) {
+func (p *Sink) LatestRows(ctx context.Context, t *contract.Table, limit int) ([]string, [][]*string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	conn, err := p.connect(ctx)
@@ -38,7 +38,7 @@ func (p *Sink) LatestRows(ctx context.Context, t *idsync.Table, limit int) ([]st
 		all = append(all, fd.Name)
 	}
 	cols, sel := sqlkit.ReadColumns(all, "%s::text")
-	q := fmt.Sprintf("SELECT %s FROM %s ORDER BY %s DESC NULLS LAST LIMIT $1", sel, table, sqlkit.QuoteIdent(idsync.ColSyncedAt))
+	q := fmt.Sprintf("SELECT %s FROM %s ORDER BY %s DESC NULLS LAST LIMIT $1", sel, table, sqlkit.QuoteIdent(contract.ColSyncedAt))
 	rows, err := conn.Query(ctx, q, limit)
 	if err != nil {
 		return nil, nil, p.dbError("read "+t.String(), err)

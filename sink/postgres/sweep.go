@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
-var _ idsync.Sweeper = (*Sink)(nil)
+var _ contract.Sweeper = (*Sink)(nil)
 
 // seenTable is the temporary table a sweep loads the seen keys into,
 // dropped when its transaction ends.
@@ -24,14 +24,14 @@ const seenBatch = 10000
 // KeyForms returns each row's key as PostgreSQL's text input of each key
 // column (pgText), encoded with sqlkit.EncodeKey; Sweep casts them to the
 // key columns' types, so keys the table holds equal match (see
-// idsync.Sweeper).
-func (p *Sink) KeyForms(_ context.Context, t *idsync.Table, rows []idsync.Row) ([]string, error) {
+// contract.Sweeper).
+func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
 	idx := keyIndexes(t)
 	out := make([]string, len(rows))
 	key := make([]any, len(idx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "keys of %s: row has %d values for %d columns", t, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "keys of %s: row has %d values for %d columns", t, len(r.Values), len(t.Columns))
 		}
 		for k, i := range idx {
 			s, err := pgText(&t.Columns[i], r.Values[i])
@@ -46,7 +46,7 @@ func (p *Sink) KeyForms(_ context.Context, t *idsync.Table, rows []idsync.Row) (
 		}
 		var err error
 		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "keys of %s: %w", t, err)
+			return nil, contract.Errorf(contract.Permanent, "keys of %s: %w", t, err)
 		}
 	}
 	return out, nil
@@ -54,7 +54,7 @@ func (p *Sink) KeyForms(_ context.Context, t *idsync.Table, rows []idsync.Row) (
 
 // keyIndexes returns the index in t.Columns of each key column, in t.Key's
 // order.
-func keyIndexes(t *idsync.Table) []int {
+func keyIndexes(t *contract.Table) []int {
 	var idx []int
 	for _, k := range t.Key {
 		for i, c := range t.Columns {
@@ -67,13 +67,13 @@ func keyIndexes(t *idsync.Table) []int {
 }
 
 // Sweep deletes (hard) or marks (soft) the rows of t whose key is not
-// among req.Keys, in one transaction (see idsync.Sweeper): the keys go
+// among req.Keys, in one transaction (see contract.Sweeper): the keys go
 // into a temporary table with the key columns' types (ON COMMIT DROP),
 // the rows with no match are removed, and the transaction rolls back when
-// they exceed req.MaxRatio of the live rows. Errors are *idsync.Error as
+// they exceed req.MaxRatio of the live rows. Errors are *contract.Error as
 // for Upsert, or wrap the error of req.Keys.
-func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepRequest) (idsync.SweepResult, error) {
-	var res idsync.SweepResult
+func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
+	var res contract.SweepResult
 	op := "sweep " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -103,10 +103,10 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return res, p.dbError(op, err)
 	}
 	// After a refused sweep only the rows written before the refusals
-	// count against the ratio (idsync.SweepRequest.WrittenBefore).
+	// count against the ratio (contract.SweepRequest.WrittenBefore).
 	counted := int64(-1)
 	if !req.WrittenBefore.IsZero() {
-		synced := sqlkit.QuoteIdent(idsync.ColSyncedAt)
+		synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
 		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s AS "_t" WHERE %s AND %s AND (%s IS NULL OR %s < $1)`,
 			sqlkit.QuoteTable(t), live, gone, synced, synced), req.WrittenBefore.UTC()).Scan(&counted); err != nil {
 			return res, p.dbError(op, err)
@@ -116,8 +116,8 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + gone
 	var args []any
-	if req.Mode == idsync.DeletesSoft {
-		q = fmt.Sprintf(`UPDATE %s AS "_t" SET %s = $1 WHERE %s AND %s`, sqlkit.QuoteTable(t), sqlkit.QuoteIdent(idsync.ColDeletedAt), live, gone)
+	if req.Mode == contract.DeletesSoft {
+		q = fmt.Sprintf(`UPDATE %s AS "_t" SET %s = $1 WHERE %s AND %s`, sqlkit.QuoteTable(t), sqlkit.QuoteIdent(contract.ColDeletedAt), live, gone)
 		args = append(args, req.At.UTC().Truncate(time.Microsecond))
 	}
 	tag, err := tx.Exec(ctx, q, args...)
@@ -129,19 +129,19 @@ func (p *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if counted < 0 {
 		counted = res.Deleted
 	}
-	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
-		return idsync.SweepResult{}, err
+	if err := contract.CheckSweepRatio(t, counted, res.Live, req); err != nil {
+		return contract.SweepResult{}, err
 	}
 	failpoint.Hit("sweep-applied")
 	if err := tx.Commit(ctx); err != nil {
-		return idsync.SweepResult{}, p.dbError(op, err)
+		return contract.SweepResult{}, p.dbError(op, err)
 	}
 	return res, nil
 }
 
 // loadSeen creates seenTable with the key columns' types and inserts every
 // key of keys, seenBatch at a time, as text arrays cast by the server.
-func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *idsync.Table, types map[string]string, keys func(func(string) error) error) error {
+func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, keys func(func(string) error) error) error {
 	var defs, casts, params []string
 	for k, name := range t.Key {
 		typ := types[name]
@@ -212,7 +212,7 @@ func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *idsync.Table, types m
 // pgSweepWhere returns the conditions of a sweep over t aliased "_t": gone
 // (the row's key is not in seenTable) and live (the row is not marked
 // deleted; always true on a table that does not mark).
-func pgSweepWhere(t *idsync.Table) (gone, live string) {
+func pgSweepWhere(t *contract.Table) (gone, live string) {
 	var on []string
 	for k, name := range t.Key {
 		on = append(on, fmt.Sprintf(`s.k%d = "_t".%s`, k, sqlkit.QuoteIdent(name)))
@@ -220,14 +220,14 @@ func pgSweepWhere(t *idsync.Table) (gone, live string) {
 	gone = fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)", seenTable, strings.Join(on, " AND "))
 	live = "true"
 	if t.Soft() {
-		live = `"_t".` + sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"
+		live = `"_t".` + sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
 	}
 	return gone, live
 }
 
 // LiveRows counts t's rows not marked deleted, 0 when t does not exist
-// (see idsync.Sweeper).
-func (p *Sink) LiveRows(ctx context.Context, t *idsync.Table) (int64, error) {
+// (see contract.Sweeper).
+func (p *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	op := "count the live rows of " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -8,17 +8,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.TableStater = (*Sink)(nil)
+var _ contract.TableStater = (*Sink)(nil)
 
 // TableState reports whether t exists (a table or partitioned table the
 // connection's user can see, schema-qualified or on the search_path) and
-// whether it holds no row (see idsync.TableStater). It reads only. Errors
-// are *idsync.Error as for Upsert.
-func (p *Sink) TableState(ctx context.Context, t *idsync.Table) (exists, empty bool, err error) {
+// whether it holds no row (see contract.TableStater). It reads only. Errors
+// are *contract.Error as for Upsert.
+func (p *Sink) TableState(ctx context.Context, t *contract.Table) (exists, empty bool, err error) {
 	if err := sqlkit.CheckTableName(t, pgMaxIdent); err != nil {
 		return false, false, err
 	}

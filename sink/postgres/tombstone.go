@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
 // splitTombstones splits the deduplicated rows of a page into those
 // written and those whose record was a tombstone (target.tombstone).
-func splitTombstones(kept []idsync.Row) (write, tombs []idsync.Row) {
-	if !slices.ContainsFunc(kept, func(r idsync.Row) bool { return r.Tombstone }) {
+func splitTombstones(kept []contract.Row) (write, tombs []contract.Row) {
+	if !slices.ContainsFunc(kept, func(r contract.Row) bool { return r.Tombstone }) {
 		return kept, nil // the common page: nothing to copy
 	}
 	for _, r := range kept {
@@ -32,7 +32,7 @@ func splitTombstones(kept []idsync.Row) (write, tombs []idsync.Row) {
 // table marks those not marked yet, in tx; it returns how many rows it
 // deleted or marked. The keys are sent as text arrays cast to the key
 // columns' types. A tombstone whose row is absent changes nothing.
-func (p *Sink) bury(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, tombs []idsync.Row) (int64, error) {
+func (p *Sink) bury(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, tombs []contract.Row) (int64, error) {
 	if len(tombs) == 0 {
 		return 0, nil
 	}
@@ -66,7 +66,7 @@ func (p *Sink) bury(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, 
 		strings.Join(casts, ", "), strings.Join(params, ", "), strings.Join(alias, ", "))
 	q := "DELETE FROM " + sqlkit.QuoteTable(t) + " WHERE " + where
 	if t.Soft() {
-		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		del := sqlkit.QuoteIdent(contract.ColDeletedAt)
 		q = fmt.Sprintf("UPDATE %s SET %s = $%d WHERE %[2]s IS NULL AND %[4]s", sqlkit.QuoteTable(t), del, len(idx)+1, where)
 		args = append(args, time.Now().UTC().Truncate(time.Microsecond))
 	}

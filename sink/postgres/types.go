@@ -3,8 +3,8 @@ package postgres
 import (
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -35,55 +35,55 @@ type columnType struct {
 
 // columnTypes is the table of column types; a new column type is one entry
 // here.
-var columnTypes = map[idsync.ColumnType]columnType{
-	idsync.TypeText: {decl: "text", binary: "text", array: ptrArray[string],
+var columnTypes = map[contract.ColumnType]columnType{
+	contract.TypeText: {decl: "text", binary: "text", array: ptrArray[string],
 		value: func(v any) (any, bool) { s, ok := v.(string); return s, ok }},
-	idsync.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64],
+	contract.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64],
 		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
-	idsync.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: sqlkit.RealKey,
+	contract.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: sqlkit.RealKey,
 		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
 	// Sent exactly: parsed from the decimal string, never through float64.
-	idsync.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: sqlkit.NumericKey,
+	contract.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: sqlkit.NumericKey,
 		value: numericValue},
-	idsync.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool],
+	contract.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool],
 		value: func(v any) (any, bool) { b, ok := v.(bool); return b, ok }},
-	idsync.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: sqlkit.TimeKey,
+	contract.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: sqlkit.TimeKey,
 		value: timestampValue},
 	// Sent as text, parsed by jsonb.
-	idsync.TypeJSON: {decl: "jsonb", problem: jsonProblem,
+	contract.TypeJSON: {decl: "jsonb", problem: jsonProblem,
 		value: func(v any) (any, bool) { return sqlkit.AsJSON(v) }},
 }
 
 // typeOf returns the entry of t in columnTypes; an unknown type (which
 // sqlkit.CheckTable rejects before any SQL is built) is stored as text.
-func typeOf(t idsync.ColumnType) columnType {
+func typeOf(t contract.ColumnType) columnType {
 	if ct, ok := columnTypes[t]; ok {
 		return ct
 	}
-	return columnTypes[idsync.TypeText]
+	return columnTypes[contract.TypeText]
 }
 
 // pgType maps a column type to its PostgreSQL type.
-func pgType(t idsync.ColumnType) string { return typeOf(t).decl }
+func pgType(t contract.ColumnType) string { return typeOf(t).decl }
 
 // keyForm is the sqlkit.KeyForm of a column type, for CanonicalKeys.
-func keyForm(t idsync.ColumnType) sqlkit.KeyForm { return typeOf(t).key }
+func keyForm(t contract.ColumnType) sqlkit.KeyForm { return typeOf(t).key }
 
 // binaryParam reports whether column c has, in the table, the type idemsync
 // gives its column type (so its values can be sent in binary form).
-func binaryParam(c *idsync.Column, types map[string]string) bool {
+func binaryParam(c *contract.Column, types map[string]string) bool {
 	b := typeOf(c.Type).binary
 	return b != "" && types[c.Name] == b
 }
 
 // binaryArray is column j of data (pgValue results) as a typed array.
-func binaryArray(c *idsync.Column, data [][]any, j int) any {
+func binaryArray(c *contract.Column, data [][]any, j int) any {
 	return typeOf(c.Type).array(data, j)
 }
 
 // pgValue converts an engine value to what pgx encodes for the column (nil
 // is NULL). It fails with sqlkit.ValueError when v does not fit.
-func pgValue(c *idsync.Column, v any) (any, error) {
+func pgValue(c *contract.Column, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}

@@ -3,13 +3,13 @@ package postgres
 import (
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Every column type has an entry in the table, with what each entry needs.
 func TestColumnTypesComplete(t *testing.T) {
-	for _, typ := range idsync.ColumnTypes {
+	for _, typ := range contract.ColumnTypes {
 		ct, ok := columnTypes[typ]
 		if !ok {
 			t.Errorf("column type %s has no entry in columnTypes", typ)
@@ -23,9 +23,9 @@ func TestColumnTypesComplete(t *testing.T) {
 
 // Keys PostgreSQL holds equal are one key: the last row wins.
 func TestCanonicalKeys(t *testing.T) {
-	tbl := &idsync.Table{Name: "t", Key: []string{"k"}, Columns: []idsync.Column{
-		{Name: "k", Type: idsync.TypeNumeric}, {Name: "v", Type: idsync.TypeText}}}
-	rows := []idsync.Row{{Values: []any{"1.0", "a"}}, {Values: []any{"2", "b"}}, {Values: []any{"1", "c"}}}
+	tbl := &contract.Table{Name: "t", Key: []string{"k"}, Columns: []contract.Column{
+		{Name: "k", Type: contract.TypeNumeric}, {Name: "v", Type: contract.TypeText}}}
+	rows := []contract.Row{{Values: []any{"1.0", "a"}}, {Values: []any{"2", "b"}}, {Values: []any{"1", "c"}}}
 	kept, dropped := sqlkit.CanonicalKeys(tbl, rows, keyForm)
 	if dropped != 1 || len(kept) != 2 || kept[0].Values[1] != "b" || kept[1].Values[1] != "c" {
 		t.Fatalf("CanonicalKeys = %v, %d; want [2 b] [1 c], 1 dropped", kept, dropped)

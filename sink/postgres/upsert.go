@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
-// Upsert writes rows in one transaction (see idsync.Sink): the deduplicated
+// Upsert writes rows in one transaction (see contract.Sink): the deduplicated
 // page is sent as one array parameter per column and merged with one
 // INSERT … SELECT … FROM unnest(…) ON CONFLICT (key) DO UPDATE … WHERE the stored hash
 // (or, with t.Verify, a stored mapped column: pgVerifyTerms) differs (and,
@@ -26,12 +26,12 @@ import (
 // written after the statement (a trigger returned NULL): those count as
 // Dropped.
 //
-// On error nothing is committed. Errors are *idsync.Error: ExitTransient for
+// On error nothing is committed. Errors are *contract.Error: Transient for
 // lost connections, serialization failures, deadlocks and server shutdown;
-// ExitPermanent for every other database error (with its SQLSTATE) and for a
+// Permanent for every other database error (with its SQLSTATE) and for a
 // value that does not fit its column. A cancelled ctx is returned wrapped.
-func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (idsync.Counts, error) {
-	var n idsync.Counts
+func (p *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
+	var n contract.Counts
 	if len(rows) == 0 {
 		return n, nil
 	}
@@ -79,12 +79,12 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 			}
 		}
 		if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
-			return idsync.Counts{}, err
+			return contract.Counts{}, err
 		}
 	}
 	n.Deleted = deleted
 	if err := tx.Commit(ctx); err != nil {
-		return idsync.Counts{}, p.dbError(op, err)
+		return contract.Counts{}, p.dbError(op, err)
 	}
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	return n, nil
@@ -92,12 +92,12 @@ func (p *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 
 // pageValues converts the values of the deduplicated rows to PostgreSQL's
 // forms, each row followed by its hash. A row with the wrong number of
-// values or a value that does not fit its column fails with ExitPermanent.
-func pageValues(op string, t *idsync.Table, kept []idsync.Row) ([][]any, error) {
+// values or a value that does not fit its column fails with Permanent.
+func pageValues(op string, t *contract.Table, kept []contract.Row) ([][]any, error) {
 	data := make([][]any, len(kept))
 	for i, r := range kept {
 		if len(r.Values) != len(t.Columns) {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
 		}
 		vals := make([]any, len(t.Columns)+1)
 		for j := range t.Columns {
@@ -118,7 +118,7 @@ func pageValues(op string, t *idsync.Table, kept []idsync.Row) ([][]any, error) 
 // temporary table. Columns of the type idemsync creates travel in binary;
 // others as text cast to the column's type. The hashes and the synced-at
 // time follow.
-func mergeArgs(op string, t *idsync.Table, kept []idsync.Row, data [][]any, types map[string]string) ([]any, error) {
+func mergeArgs(op string, t *contract.Table, kept []contract.Row, data [][]any, types map[string]string) ([]any, error) {
 	args := make([]any, 0, len(t.Columns)+2)
 	for j := range t.Columns {
 		c := &t.Columns[j]
@@ -145,17 +145,17 @@ func mergeArgs(op string, t *idsync.Table, kept []idsync.Row, data [][]any, type
 // merge runs the merge statement in tx and counts the rows it inserted and
 // updated, and, when fewer than kept, those the table does not hold as
 // written (Dropped). Database errors are translated by dbError.
-func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, args []any, kept int) (idsync.Counts, error) {
-	var n idsync.Counts
+func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, args []any, kept int) (contract.Counts, error) {
+	var n contract.Counts
 	res, err := tx.Query(ctx, pgMergeSQL(t, types), args...)
 	if err != nil {
-		return idsync.Counts{}, p.mergeError(op, t, types, err)
+		return contract.Counts{}, p.mergeError(op, t, types, err)
 	}
 	for res.Next() {
 		var inserted bool
 		if err := res.Scan(&inserted); err != nil {
 			res.Close()
-			return idsync.Counts{}, p.dbError(op, err)
+			return contract.Counts{}, p.dbError(op, err)
 		}
 		if inserted {
 			n.Inserted++
@@ -164,13 +164,13 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 		}
 	}
 	if err := res.Err(); err != nil {
-		return idsync.Counts{}, p.mergeError(op, t, types, err)
+		return contract.Counts{}, p.mergeError(op, t, types, err)
 	}
 	// Rows neither inserted nor updated are unchanged, unless the
 	// database kept them out (a trigger): count those apart.
 	if n.Inserted+n.Updated < int64(kept) {
 		if n.Dropped, err = p.dropped(ctx, tx, t, types, args); err != nil {
-			return idsync.Counts{}, p.dbError(op, err)
+			return contract.Counts{}, p.dbError(op, err)
 		}
 	}
 	return n, nil
@@ -179,7 +179,7 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 // pgMergeSQL returns the INSERT … ON CONFLICT statement writing a page into
 // t: $1…$n are text arrays, one per column, $n+1 the hashes and $n+2 the
 // synced-at time; types gives each column's type in the table.
-func pgMergeSQL(t *idsync.Table, types map[string]string) string {
+func pgMergeSQL(t *contract.Table, types map[string]string) string {
 	const target = `"_t"`
 	var cols, sels, params, names, content []string // content: the columns an update copies from the record
 	for i, c := range t.Columns {
@@ -205,7 +205,7 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 	n := len(t.Columns)
 	params = append(params, fmt.Sprintf("$%d::text[]", n+1))
 	names = append(names, "h")
-	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
+	hash, synced := sqlkit.QuoteIdent(contract.ColHash), sqlkit.QuoteIdent(contract.ColSyncedAt)
 	content = append(content, hash)
 	where := fmt.Sprintf("(%s.%s IS DISTINCT FROM EXCLUDED.%[2]s%s)", target, hash, pgVerifyTerms(t, target))
 	guard := "" // with soft deletes, the version guard moves into the SET
@@ -227,7 +227,7 @@ func pgMergeSQL(t *idsync.Table, types map[string]string) string {
 		// and whatever the version guard decides about its content
 		// (docs/deletions.md): the guard chooses each column's value above,
 		// not whether the row is written.
-		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		del := sqlkit.QuoteIdent(contract.ColDeletedAt)
 		sets = append(sets, del+" = NULL")
 		where = fmt.Sprintf("(%s) OR %s.%s IS NOT NULL", where, target, del)
 	}
@@ -245,7 +245,7 @@ RETURNING (%s.xmax = 0)`,
 
 // columnTypes returns the type of each column of t as the server names it
 // (format_type), cached until the next Prepare.
-func (p *Sink) columnTypes(ctx context.Context, tx pgx.Tx, t *idsync.Table) (map[string]string, error) {
+func (p *Sink) columnTypes(ctx context.Context, tx pgx.Tx, t *contract.Table) (map[string]string, error) {
 	key := sqlkit.QuoteTable(t)
 	if m, ok := p.types[key]; ok {
 		return m, nil
@@ -277,7 +277,7 @@ func (p *Sink) columnTypes(ctx context.Context, tx pgx.Tx, t *idsync.Table) (map
 // pgText is a value in PostgreSQL's text input form for its column (nil is
 // NULL): exact decimals as written, floats in their shortest exact form,
 // timestamps in RFC 3339 at microsecond precision.
-func pgText(c *idsync.Column, v any) (*string, error) {
+func pgText(c *contract.Column, v any) (*string, error) {
 	if v == nil {
 		return nil, nil
 	}

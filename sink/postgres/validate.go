@@ -6,8 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // pgMaxKeyBytes bounds a record's key. A btree index entry holds at most
@@ -16,13 +16,13 @@ import (
 // entry's overhead whatever the key's types.
 const pgMaxKeyBytes = 2600
 
-var _ idsync.RowValidator = (*Sink)(nil)
+var _ contract.RowValidator = (*Sink)(nil)
 
 // CheckRow reports the first value of r PostgreSQL cannot store (see
-// idsync.RowValidator): text holding a NUL character or invalid UTF-8,
+// contract.RowValidator): text holding a NUL character or invalid UTF-8,
 // JSON holding the escape \u0000 (jsonb refuses it) or invalid UTF-8, and
 // a key larger than pgMaxKeyBytes. It returns nil when the row fits.
-func (p *Sink) CheckRow(t *idsync.Table, r idsync.Row) error {
+func (p *Sink) CheckRow(t *contract.Table, r contract.Row) error {
 	keyBytes := 0
 	for j, c := range t.Columns {
 		if j >= len(r.Values) {
@@ -31,7 +31,7 @@ func (p *Sink) CheckRow(t *idsync.Table, r idsync.Row) error {
 		v := r.Values[j]
 		if s, ok := v.(string); ok {
 			if why := pgTextProblem(c.Type, s); why != "" {
-				return &idsync.BadRecord{Column: c.Name, Reason: why}
+				return &contract.BadRecord{Column: c.Name, Reason: why}
 			}
 		}
 		if sqlkit.IsKey(t, c.Name) {
@@ -39,7 +39,7 @@ func (p *Sink) CheckRow(t *idsync.Table, r idsync.Row) error {
 		}
 	}
 	if keyBytes > pgMaxKeyBytes {
-		return &idsync.BadRecord{Column: strings.Join(t.Key, ", "),
+		return &contract.BadRecord{Column: strings.Join(t.Key, ", "),
 			Reason: fmt.Sprintf("key is %d bytes; PostgreSQL's unique index holds at most about %d bytes per key", keyBytes, pgMaxKeyBytes)}
 	}
 	return nil
@@ -47,7 +47,7 @@ func (p *Sink) CheckRow(t *idsync.Table, r idsync.Row) error {
 
 // pgTextProblem says why PostgreSQL cannot store s in a column of type typ,
 // or "".
-func pgTextProblem(typ idsync.ColumnType, s string) string {
+func pgTextProblem(typ contract.ColumnType, s string) string {
 	if !utf8.ValidString(s) {
 		return "value is not valid UTF-8, which PostgreSQL cannot store"
 	}

@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/postgres"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func TestPostgresCheckRow(t *testing.T) {
-	tbl := &idsync.Table{Name: "t", Key: []string{"id"}, Columns: []idsync.Column{
-		{Name: "id", Type: idsync.TypeText}, {Name: "doc", Type: idsync.TypeJSON}, {Name: "n", Type: idsync.TypeInteger}}}
+	tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{
+		{Name: "id", Type: contract.TypeText}, {Name: "doc", Type: contract.TypeJSON}, {Name: "n", Type: contract.TypeInteger}}}
 	for _, tc := range []struct {
 		name   string
 		values []any
@@ -28,14 +28,14 @@ func TestPostgresCheckRow(t *testing.T) {
 		{"key past the bound", []any{strings.Repeat("k", 2601), nil, nil}, "id", "2601 bytes"},
 		{"short row (columns inferred later)", []any{"a"}, "", ""},
 	} {
-		err := (&postgres.Sink{}).CheckRow(tbl, idsync.Row{Values: tc.values})
+		err := (&postgres.Sink{}).CheckRow(tbl, contract.Row{Values: tc.values})
 		if tc.column == "" {
 			if err != nil {
 				t.Errorf("%s: %v, want nil", tc.name, err)
 			}
 			continue
 		}
-		bad, ok := err.(*idsync.BadRecord)
+		bad, ok := err.(*contract.BadRecord)
 		if !ok || bad.Column != tc.column || !strings.Contains(bad.Reason, tc.reason) {
 			t.Errorf("%s: %v, want a bad record naming column %s and %q", tc.name, err, tc.column, tc.reason)
 		}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,7 +21,7 @@ import (
 // COLLATE "C" compares the text byte by byte, whatever the column's
 // collation (a nondeterministic one takes 'BOB' for 'Bob'). It returns ""
 // without t.Verify.
-func pgVerifyTerms(t *idsync.Table, target string) string {
+func pgVerifyTerms(t *contract.Table, target string) string {
 	if !t.Verify {
 		return ""
 	}
@@ -38,7 +38,7 @@ func pgVerifyTerms(t *idsync.Table, target string) string {
 // not the one idemsync gives their column type and may hold less (a
 // numeric with a scale, a varchar(n), a real for a double, an integer for
 // a bigint), in column order.
-func narrowed(t *idsync.Table, types map[string]string) []int {
+func narrowed(t *contract.Table, types map[string]string) []int {
 	var out []int
 	for j := range t.Columns {
 		c := &t.Columns[j]
@@ -56,8 +56,8 @@ func narrowed(t *idsync.Table, types map[string]string) []int {
 // column's type typ holds it: the type idemsync creates for c, except for
 // a timestamp without time zone (timestamp(0) too), whose text input
 // ignores the zone: those compare as timestamp without time zone.
-func fitRef(c *idsync.Column, typ string) string {
-	if c.Type == idsync.TypeTimestamp && strings.HasSuffix(typ, "without time zone") {
+func fitRef(c *contract.Column, typ string) string {
+	if c.Type == contract.TypeTimestamp && strings.HasSuffix(typ, "without time zone") {
 		return "timestamp without time zone"
 	}
 	return pgType(c.Type)
@@ -68,9 +68,9 @@ func fitRef(c *idsync.Column, typ string) string {
 // type idemsync gives it, it is no longer the same value (a numeric
 // rounded to a narrower scale, text cut to a varchar(n)). Writing it again
 // would store the altered value and report the row as verified; instead
-// the page fails with ExitPermanent naming the table, column and key, with
+// the page fails with Permanent naming the table, column and key, with
 // a hint to widen the column. args are mergeArgs' parameters.
-func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string, args []any) error {
+func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, args []any) error {
 	for _, j := range narrowed(t, types) {
 		c := &t.Columns[j]
 		decl := fitRef(c, types[c.Name])
@@ -103,7 +103,7 @@ WHERE (u.v::%[2]s)::%[5]s IS DISTINCT FROM u.v::%[5]s LIMIT 1`,
 		case err != nil:
 			return p.dbError(op, err)
 		}
-		return &idsync.Error{Code: idsync.ExitPermanent,
+		return &contract.Error{Class: contract.Permanent,
 			Msg: fmt.Sprintf("%s: verify: column %q (%s) cannot hold %q as written (record with key %s): it would hold %q",
 				op, c.Name, types[c.Name], clip(value), keyText(t.Key, key), clip(held)),
 			Hint: fmt.Sprintf("widen the column (ALTER TABLE %s ALTER COLUMN %s TYPE %s) and run again", sqlkit.QuoteTable(t), sqlkit.QuoteIdent(c.Name), decl),
@@ -134,7 +134,7 @@ func keyText(names []string, vals []*string) string {
 }
 
 // keyIndex returns the index in t.Columns of the column named name, or -1.
-func keyIndex(t *idsync.Table, name string) int {
+func keyIndex(t *contract.Table, name string) int {
 	for i := range t.Columns {
 		if t.Columns[i].Name == name {
 			return i

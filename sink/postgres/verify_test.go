@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A column altered to a narrower type: values it still holds exactly are
@@ -20,8 +20,8 @@ func TestVerifyNarrowedColumn(t *testing.T) {
 	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name, col, alter, using string
-		shown                   string     // the type as the error names it
-		fits, lost              idsync.Row // lost does not fit the narrowed type
+		shown                   string       // the type as the error names it
+		fits, lost              contract.Row // lost does not fit the narrowed type
 	}{
 		{"numeric scale", "n", "numeric(10,1)", "", "numeric(10,1)",
 			sinktest.Row("a", "12.5", "abc", at), sinktest.Row("b", "12.55", "abc", at)},
@@ -33,25 +33,25 @@ func TestVerifyNarrowedColumn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newPostgresBackend(t)
 			s := b.Sink(t)
-			tbl := b.Table("narrow", []string{"id"}, sinktest.Col("id", idsync.TypeText),
-				sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("s", idsync.TypeText), sinktest.Col("ts", idsync.TypeTimestamp))
+			tbl := b.Table("narrow", []string{"id"}, sinktest.Col("id", contract.TypeText),
+				sinktest.Col("n", contract.TypeNumeric), sinktest.Col("s", contract.TypeText), sinktest.Col("ts", contract.TypeTimestamp))
 			sinktest.MustPrepare(t, s, tbl)
-			sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, tc.fits, tc.lost)
+			sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, tc.fits, tc.lost)
 			b.Exec(t, "ALTER TABLE "+sinktest.QName(tbl)+" ALTER COLUMN "+tc.col+" TYPE "+tc.alter+tc.using)
 			sinktest.MustPrepare(t, s, tbl) // a new run prepares the table again
-			sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 1}, tc.fits)
+			sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 1}, tc.fits)
 			before := b.Read(t, tbl)
-			_, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), []idsync.Row{tc.fits, tc.lost})
-			if idsync.ExitCode(err) != idsync.ExitPermanent {
-				t.Fatalf("verify of a value the column cannot hold: err %v (exit %d), want exit %d", err, idsync.ExitCode(err), idsync.ExitPermanent)
+			_, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), []contract.Row{tc.fits, tc.lost})
+			if contract.ClassOf(err) != contract.Permanent {
+				t.Fatalf("verify of a value the column cannot hold: err %v (%v), want %v", err, contract.ClassOf(err), contract.Permanent)
 			}
 			for _, want := range []string{"narrow", `column "` + tc.col + `"`, tc.shown, "id=b"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not name %q", err, want)
 				}
 			}
-			t.Logf("%v; hint: %s", err, idsync.Hint(err))
-			if hint := idsync.Hint(err); !strings.Contains(hint, "ALTER TABLE") {
+			t.Logf("%v; hint: %s", err, contract.Hint(err))
+			if hint := contract.Hint(err); !strings.Contains(hint, "ALTER TABLE") {
 				t.Errorf("hint %q does not say how to widen the column", hint)
 			}
 			sinktest.AssertRows(t, b.Read(t, tbl), before)
@@ -65,10 +65,10 @@ func TestVerifyNarrowedColumn(t *testing.T) {
 func TestVerifyUserTypesUntouched(t *testing.T) {
 	b := newPostgresBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", idsync.TypeInteger),
-		sinktest.Col("t", idsync.TypeText), sinktest.Col("i", idsync.TypeInteger), sinktest.Col("n", idsync.TypeNumeric),
-		sinktest.Col("ts", idsync.TypeTimestamp), sinktest.Col("j", idsync.TypeJSON), sinktest.Col("c", idsync.TypeText),
-		sinktest.Col("ci", idsync.TypeText))
+	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", contract.TypeInteger),
+		sinktest.Col("t", contract.TypeText), sinktest.Col("i", contract.TypeInteger), sinktest.Col("n", contract.TypeNumeric),
+		sinktest.Col("ts", contract.TypeTimestamp), sinktest.Col("j", contract.TypeJSON), sinktest.Col("c", contract.TypeText),
+		sinktest.Col("ci", contract.TypeText))
 	tbl.Create = false
 	ci := sqlkit.QuoteIdent(b.Schema) + ".ci"
 	b.Exec(t, "CREATE COLLATION "+ci+" (provider = icu, locale = 'und-u-ks-level2', deterministic = false)")
@@ -76,15 +76,15 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 		ts timestamp, j json, c char(4), ci text COLLATE `+ci+`, _idemsync_hash text, _idemsync_synced_at timestamptz)`)
 	sinktest.MustPrepare(t, s, tbl)
 	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
-	rows := []idsync.Row{
+	rows := []contract.Row{
 		sinktest.Row(int64(1), "héllo", int64(7), "12.5", at, `{"b":1,"a":[1,2]}`, "ab", "Ann"),
 		sinktest.Row(int64(2), "", int64(-7), "-0.01", at.Add(time.Hour), `[]`, "abcd", "Bob"),
 		sinktest.Row(int64(3), nil, nil, nil, nil, nil, nil, nil),
 	}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 3}, rows...)
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 3}, rows...)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 3}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 3}, rows...)
 	b.Exec(t, "UPDATE "+sinktest.QName(tbl)+` SET j = '{"a":[1,2],"b":1}' WHERE id = 1`) // json keeps its text
 	b.Exec(t, "UPDATE "+sinktest.QName(tbl)+` SET ci = 'BOB' WHERE id = 2`)              // equal under the column's collation, not the same
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 2, Unchanged: 1}, rows...)
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 3}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Updated: 2, Unchanged: 1}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 3}, rows...)
 }

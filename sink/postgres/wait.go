@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
@@ -22,10 +22,9 @@ const pgCancelDeadline = 2 * time.Second
 // pgRollbackTimeout bounds the rollback of a failed page.
 const pgRollbackTimeout = 5 * time.Second
 
-// openPostgres is Open with the target's timeouts (nil: the
-// defaults of idsync.TargetTimeout).
-func openPostgres(ctx context.Context, dsn string, logger *slog.Logger, tt *idsync.TargetTimeout) (*Sink, error) {
-	return openPostgresConfig(ctx, dsn, logger, func(cfg *pgx.ConnConfig) { applyWaits(cfg, tt) })
+// openPostgres is Open with the target's timeouts (c.Waits).
+func openPostgres(ctx context.Context, c contract.Conn, logger *slog.Logger) (*Sink, error) {
+	return openPostgresConfig(ctx, c.URL, logger, func(cfg *pgx.ConnConfig) { applyWaits(cfg, c) })
 }
 
 // applyWaits bounds every wait of the session: lock_timeout and
@@ -33,16 +32,8 @@ func openPostgres(ctx context.Context, dsn string, logger *slog.Logger, tt *idsy
 // overriding the same parameters in the URL; a cancelled context sends the
 // server a cancel request at once and closes the connection when the
 // server does not answer within pgCancelDeadline.
-func applyWaits(cfg *pgx.ConnConfig, tt *idsync.TargetTimeout) {
-	lock, stmt := idsync.DefaultLockTimeout, idsync.DefaultStatementTimeout
-	if tt != nil {
-		if tt.Lock.Duration > 0 {
-			lock = tt.Lock.Duration
-		}
-		if tt.Statement.Duration > 0 {
-			stmt = tt.Statement.Duration
-		}
-	}
+func applyWaits(cfg *pgx.ConnConfig, c contract.Conn) {
+	lock, stmt := c.Waits()
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
@@ -54,26 +45,26 @@ func applyWaits(cfg *pgx.ConnConfig, tt *idsync.TargetTimeout) {
 }
 
 // waitError translates a statement ended by lock_timeout or
-// statement_timeout into a transient *idsync.Error whose hint names the
+// statement_timeout into a transient *contract.Error whose hint names the
 // setting and the way to find the session holding the lock; nil for
 // other errors.
 func (p *Sink) waitError(op string, pgErr *pgconn.PgError, err error) error {
 	switch pgErr.Code {
 	case "55P03": // lock_not_available
-		return &idsync.Error{
-			Code: idsync.ExitTransient,
-			Msg:  fmt.Sprintf("%s: waited longer than target.timeout.lock (%s) for a lock held by another session", op, p.param("lock_timeout")),
+		return &contract.Error{
+			Class: contract.Transient,
+			Msg:   fmt.Sprintf("%s: waited longer than target.timeout.lock (%s) for a lock held by another session", op, p.param("lock_timeout")),
 			Hint: "another session holds a lock on the table (LOCK TABLE, ALTER TABLE, VACUUM FULL); find it with " +
 				"SELECT pid, state, query FROM pg_stat_activity WHERE pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM pg_stat_activity); " +
 				"run again once it is gone: the checkpoint is intact",
 			Err: p.safe("postgres error "+pgErr.Code+": "+pgErr.Message, err),
 		}
 	case "57014": // query_canceled: statement_timeout (a cancel of ours ends the run before this is read)
-		return &idsync.Error{
-			Code: idsync.ExitTransient,
-			Msg:  fmt.Sprintf("%s: statement ran longer than target.timeout.statement (%s)", op, p.param("statement_timeout")),
-			Hint: "the database is slow or blocked; raise target.timeout.statement or run again later: the checkpoint is intact",
-			Err:  p.safe("postgres error "+pgErr.Code+": "+pgErr.Message, err),
+		return &contract.Error{
+			Class: contract.Transient,
+			Msg:   fmt.Sprintf("%s: statement ran longer than target.timeout.statement (%s)", op, p.param("statement_timeout")),
+			Hint:  "the database is slow or blocked; raise target.timeout.statement or run again later: the checkpoint is intact",
+			Err:   p.safe("postgres error "+pgErr.Code+": "+pgErr.Message, err),
 		}
 	}
 	return nil

@@ -4,20 +4,20 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
 // widen alters, in the page's transaction tx, each column the engine
-// widened (idsync.Column.Was set) whose type in the table is not yet the
+// widened (contract.Column.Was set) whose type in the table is not yet the
 // one of its new type, so that a crash leaves the table and the checkpoint
 // consistent: the type changes with the page's rows or not at all. Every
 // value keeps its value (bigint 5 is numeric 5, numeric 79.19 is text
 // '79.19', boolean true is text 'true' or JSON true). It returns the
 // table's column types after the change (docs/job-file.md, "Without
 // columns").
-func (p *Sink) widen(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table, types map[string]string) (map[string]string, error) {
+func (p *Sink) widen(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string) (map[string]string, error) {
 	altered := false
 	for _, c := range t.Columns {
 		ct := typeOf(c.Type)
@@ -30,7 +30,7 @@ func (p *Sink) widen(ctx context.Context, tx pgx.Tx, op string, t *idsync.Table,
 		}
 		col := sqlkit.QuoteIdent(c.Name)
 		using := col + "::" + ct.decl
-		if c.Type == idsync.TypeJSON {
+		if c.Type == contract.TypeJSON {
 			using = "to_jsonb(" + col + ")"
 		}
 		q := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING %s", sqlkit.QuoteTable(t), col, ct.decl, using)

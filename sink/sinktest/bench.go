@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // BenchPages returns total rows of BenchTable in pages of size.
-func BenchPages(total, size int) [][]idsync.Row {
+func BenchPages(total, size int) [][]contract.Row {
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	pages := make([][]idsync.Row, 0, total/size)
+	pages := make([][]contract.Row, 0, total/size)
 	for p := 0; p < total/size; p++ {
-		page := make([]idsync.Row, size)
+		page := make([]contract.Row, size)
 		for i := range page {
 			n := int64(p*size + i)
 			page[i] = Row(n, fmt.Sprintf("customer %d", n), fmt.Sprintf("%d.%02d", n, n%100),
@@ -24,8 +24,8 @@ func BenchPages(total, size int) [][]idsync.Row {
 }
 
 // BenchTable is a table with one column of most types, keyed by id.
-func BenchTable(schema, name string) *idsync.Table {
-	return &idsync.Table{Schema: schema, Name: name, Key: []string{"id"}, Create: true, Columns: []idsync.Column{
-		Col("id", idsync.TypeInteger), Col("name", idsync.TypeText), Col("amount", idsync.TypeNumeric),
-		Col("active", idsync.TypeBoolean), Col("updated_at", idsync.TypeTimestamp), Col("payload", idsync.TypeJSON)}}
+func BenchTable(schema, name string) *contract.Table {
+	return &contract.Table{Schema: schema, Name: name, Key: []string{"id"}, Create: true, Columns: []contract.Column{
+		Col("id", contract.TypeInteger), Col("name", contract.TypeText), Col("amount", contract.TypeNumeric),
+		Col("active", contract.TypeBoolean), Col("updated_at", contract.TypeTimestamp), Col("payload", contract.TypeJSON)}}
 }

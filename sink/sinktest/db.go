@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // DB is one database under test, with a fresh namespace for each test
@@ -31,7 +31,7 @@ type DB struct {
 	// the database's default.
 	Schema string
 	// Open returns a new sink on the database.
-	Open func(ctx context.Context) (idsync.Sink, error)
+	Open func(ctx context.Context) (contract.Sink, error)
 	// Exec runs a statement on the database, outside any sink, failing t
 	// on error.
 	Exec func(t *testing.T, query string)
@@ -50,6 +50,10 @@ type DB struct {
 	// key columns must contain: the statement that adds one ("CREATE
 	// UNIQUE INDEX", "ADD UNIQUE").
 	UniqueFix string
+	// DropOdd installs on tbl (key: an integer id) what makes the database
+	// keep a new row with an odd id out of the table although the insert
+	// succeeds (a BEFORE INSERT trigger returning NULL, RAISE(IGNORE)).
+	DropOdd func(t *testing.T, tbl *contract.Table)
 	// Skip maps a case name to the reason the database skips it.
 	Skip map[string]string
 }
@@ -62,7 +66,7 @@ func RandomHex(n int) string {
 }
 
 // Sink returns a new sink on the database, closed on cleanup.
-func (b *DB) Sink(t *testing.T) idsync.Sink {
+func (b *DB) Sink(t *testing.T) contract.Sink {
 	t.Helper()
 	s, err := b.Open(context.Background())
 	if err != nil {
@@ -74,12 +78,12 @@ func (b *DB) Sink(t *testing.T) idsync.Sink {
 
 // Table returns a table named name in the test's namespace, created by
 // Prepare when missing.
-func (b *DB) Table(name string, key []string, cols ...idsync.Column) *idsync.Table {
-	return &idsync.Table{Schema: b.Schema, Name: name, Key: key, Columns: cols, Create: true}
+func (b *DB) Table(name string, key []string, cols ...contract.Column) *contract.Table {
+	return &contract.Table{Schema: b.Schema, Name: name, Key: key, Columns: cols, Create: true}
 }
 
 // QName returns the quoted, qualified name of tbl for raw SQL.
-func QName(tbl *idsync.Table) string {
+func QName(tbl *contract.Table) string {
 	if tbl.Schema != "" {
 		return sqlkit.QuoteIdent(tbl.Schema) + "." + sqlkit.QuoteIdent(tbl.Name)
 	}
@@ -89,16 +93,16 @@ func QName(tbl *idsync.Table) string {
 // Read returns every row of tbl ordered by key, each column (mapped and
 // bookkeeping) rendered as one canonical string per type, so that every
 // database compares equal.
-func (b *DB) Read(t *testing.T, tbl *idsync.Table) []map[string]string {
+func (b *DB) Read(t *testing.T, tbl *contract.Table) []map[string]string {
 	t.Helper()
-	cols := append([]idsync.Column{}, tbl.Columns...)
+	cols := append([]contract.Column{}, tbl.Columns...)
 	cols = append(cols,
-		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
-		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
+		contract.Column{Name: contract.ColSyncedAt, Type: contract.TypeTimestamp})
 	var sel, order []string
 	for _, c := range cols {
 		e := sqlkit.QuoteIdent(c.Name)
-		if c.Type == idsync.TypeNumeric || c.Type == idsync.TypeJSON {
+		if c.Type == contract.TypeNumeric || c.Type == contract.TypeJSON {
 			e = b.asText(e)
 		}
 		sel = append(sel, e)
@@ -120,13 +124,13 @@ func (b *DB) Read(t *testing.T, tbl *idsync.Table) []map[string]string {
 
 // canon renders a value, Go (from the engine) or stored (from either
 // database), as one canonical string per type.
-func canon(t *testing.T, typ idsync.ColumnType, v any) string {
+func canon(t *testing.T, typ contract.ColumnType, v any) string {
 	t.Helper()
 	if v == nil {
 		return "NULL"
 	}
 	switch typ {
-	case idsync.TypeInteger:
+	case contract.TypeInteger:
 		switch x := v.(type) {
 		case int64:
 			return strconv.FormatInt(x, 10)
@@ -135,18 +139,18 @@ func canon(t *testing.T, typ idsync.ColumnType, v any) string {
 		case int:
 			return strconv.Itoa(x)
 		}
-	case idsync.TypeReal:
+	case contract.TypeReal:
 		if f, ok := v.(float64); ok {
 			return strconv.FormatFloat(f, 'g', -1, 64)
 		}
-	case idsync.TypeBoolean:
+	case contract.TypeBoolean:
 		switch x := v.(type) {
 		case bool:
 			return strconv.FormatBool(x)
 		case int64:
 			return strconv.FormatBool(x != 0)
 		}
-	case idsync.TypeTimestamp:
+	case contract.TypeTimestamp:
 		switch x := v.(type) {
 		case time.Time:
 			return x.UTC().Format(time.RFC3339Nano)
@@ -157,7 +161,7 @@ func canon(t *testing.T, typ idsync.ColumnType, v any) string {
 			}
 			return tm.UTC().Format(time.RFC3339Nano)
 		}
-	case idsync.TypeJSON:
+	case contract.TypeJSON:
 		if s, ok := v.(string); ok {
 			var x any
 			if err := json.Unmarshal([]byte(s), &x); err != nil {
@@ -176,16 +180,16 @@ func canon(t *testing.T, typ idsync.ColumnType, v any) string {
 }
 
 // Row builds an engine row with a content hash of its values.
-func Row(vals ...any) idsync.Row {
+func Row(vals ...any) contract.Row {
 	h := sha256.New()
 	for _, v := range vals {
 		fmt.Fprintf(h, "%T:%v\x00", v, v)
 	}
-	return idsync.Row{Values: vals, Hash: hex.EncodeToString(h.Sum(nil))}
+	return contract.Row{Values: vals, Hash: hex.EncodeToString(h.Sum(nil))}
 }
 
 // Want renders rows the way Read does, for comparison with AssertRows.
-func Want(t *testing.T, tbl *idsync.Table, rows ...idsync.Row) []map[string]string {
+func Want(t *testing.T, tbl *contract.Table, rows ...contract.Row) []map[string]string {
 	t.Helper()
 	var out []map[string]string
 	for _, r := range rows {
@@ -193,7 +197,7 @@ func Want(t *testing.T, tbl *idsync.Table, rows ...idsync.Row) []map[string]stri
 		for i, c := range tbl.Columns {
 			m[c.Name] = canon(t, c.Type, r.Values[i])
 		}
-		m[idsync.ColHash] = r.Hash
+		m[contract.ColHash] = r.Hash
 		out = append(out, m)
 	}
 	return out
@@ -216,16 +220,16 @@ func AssertRows(t *testing.T, got, want []map[string]string) {
 }
 
 // MustPrepare prepares tbl on s, failing t on error.
-func MustPrepare(t *testing.T, s idsync.Sink, tbl *idsync.Table) {
+func MustPrepare(t *testing.T, s contract.Sink, tbl *contract.Table) {
 	t.Helper()
 	if err := s.Prepare(context.Background(), tbl); err != nil {
-		t.Fatalf("prepare %s: %v (hint: %s)", tbl, err, idsync.Hint(err))
+		t.Fatalf("prepare %s: %v (hint: %s)", tbl, err, contract.Hint(err))
 	}
 }
 
 // MustUpsert writes rows to tbl on s as one page and fails t on error or
 // when the counts differ from want.
-func MustUpsert(t *testing.T, s idsync.Sink, tbl *idsync.Table, want idsync.Counts, rows ...idsync.Row) {
+func MustUpsert(t *testing.T, s contract.Sink, tbl *contract.Table, want contract.Counts, rows ...contract.Row) {
 	t.Helper()
 	got, err := s.Upsert(context.Background(), tbl, rows)
 	if err != nil {
@@ -237,11 +241,11 @@ func MustUpsert(t *testing.T, s idsync.Sink, tbl *idsync.Table, want idsync.Coun
 }
 
 // syncedAt returns each row's synced-at value, in key order.
-func syncedAt(t *testing.T, b *DB, tbl *idsync.Table) []string {
+func syncedAt(t *testing.T, b *DB, tbl *contract.Table) []string {
 	t.Helper()
 	var out []string
 	for _, r := range b.Read(t, tbl) {
-		out = append(out, r[idsync.ColSyncedAt])
+		out = append(out, r[contract.ColSyncedAt])
 	}
 	return out
 }
@@ -255,13 +259,13 @@ func (b *DB) asText(expr string) string {
 }
 
 // Col returns a column whose JSON path is its name.
-func Col(name string, typ idsync.ColumnType) idsync.Column {
-	return idsync.Column{Name: name, Path: name, Type: typ}
+func Col(name string, typ contract.ColumnType) contract.Column {
+	return contract.Column{Name: name, Path: name, Type: typ}
 }
 
 // People is the small table most cases use: id text key, name text, age
 // integer.
-func People(b *DB) *idsync.Table {
+func People(b *DB) *contract.Table {
 	return b.Table("people", []string{"id"},
-		Col("id", idsync.TypeText), Col("name", idsync.TypeText), Col("age", idsync.TypeInteger))
+		Col("id", contract.TypeText), Col("name", contract.TypeText), Col("age", contract.TypeInteger))
 }

@@ -20,6 +20,8 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, parentCases()...)
 	cases = append(cases, verifyCases()...)
 	cases = append(cases, softCases()...)
+	cases = append(cases, sweepCases()...)
+	cases = append(cases, readBackCases()...)
 	cases = append(cases, ownerCases()...)
 	cases = append(cases, testCase{"table state", tableState})
 	cases = append(cases, testCase{"live rows", liveRows})

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // tableState checks that TableState tells a missing table from an empty
@@ -12,14 +12,10 @@ import (
 func tableState(t *testing.T, b *DB) {
 	ctx := context.Background()
 	s := b.Sink(t)
-	st, ok := s.(idsync.TableStater)
-	if !ok {
-		t.Fatalf("%s sink does not implement idsync.TableStater", b.Name)
-	}
-	tbl := b.Table("Orders State", []string{"id"}, idsync.Column{Name: "id", Path: "id", Type: idsync.TypeInteger})
+	tbl := b.Table("Orders State", []string{"id"}, contract.Column{Name: "id", Path: "id", Type: contract.TypeInteger})
 	check := func(step string, wantExists, wantEmpty bool) {
 		t.Helper()
-		exists, empty, err := st.TableState(ctx, tbl)
+		exists, empty, err := s.TableState(ctx, tbl)
 		if err != nil || exists != wantExists || empty != wantEmpty {
 			t.Fatalf("%s: TableState = exists %v, empty %v, %v; want %v, %v", step, exists, empty, err, wantExists, wantEmpty)
 		}
@@ -27,13 +23,13 @@ func tableState(t *testing.T, b *DB) {
 	check("missing", false, true)
 	bare := *tbl
 	bare.Columns = nil // columns inferred and not known yet
-	if exists, _, err := st.TableState(ctx, &bare); err != nil || exists {
+	if exists, _, err := s.TableState(ctx, &bare); err != nil || exists {
 		t.Fatalf("TableState without columns = %v, %v", exists, err)
 	}
 	check("missing, asked again (nothing was created)", false, true)
 	MustPrepare(t, s, tbl)
 	check("created", true, true)
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, Row(int64(1)))
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, Row(int64(1)))
 	check("one row", true, false)
 	b.Exec(t, "DELETE FROM "+QName(tbl))
 	check("emptied", true, true)

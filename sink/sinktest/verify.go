@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // verifyCases check Table.Verify: rows changed outside idemsync (their
@@ -24,7 +24,7 @@ func verifyCases() []testCase {
 }
 
 // Verifying returns a copy of tbl with Verify set.
-func Verifying(tbl *idsync.Table) *idsync.Table {
+func Verifying(tbl *contract.Table) *contract.Table {
 	v := *tbl
 	v.Verify = true
 	return &v
@@ -32,13 +32,13 @@ func Verifying(tbl *idsync.Table) *idsync.Table {
 
 // typesTable is a table with one column of every type, and rows whose
 // values exercise each type's stored form.
-func typesTable(b *DB) (*idsync.Table, []idsync.Row) {
+func typesTable(b *DB) (*contract.Table, []contract.Row) {
 	tbl := b.Table("types", []string{"id"},
-		Col("id", idsync.TypeInteger), Col("t", idsync.TypeText), Col("i", idsync.TypeInteger),
-		Col("r", idsync.TypeReal), Col("n", idsync.TypeNumeric), Col("b", idsync.TypeBoolean),
-		Col("ts", idsync.TypeTimestamp), Col("j", idsync.TypeJSON))
+		Col("id", contract.TypeInteger), Col("t", contract.TypeText), Col("i", contract.TypeInteger),
+		Col("r", contract.TypeReal), Col("n", contract.TypeNumeric), Col("b", contract.TypeBoolean),
+		Col("ts", contract.TypeTimestamp), Col("j", contract.TypeJSON))
 	ist := time.FixedZone("IST", 5*3600+1800)
-	var rows []idsync.Row
+	var rows []contract.Row
 	for i := range int64(8) {
 		rows = append(rows, Row(i+1, fmt.Sprintf("héllo %d 'q'", i), i*1000-3, 0.1+float64(i), "12.50", i%2 == 0,
 			time.Date(2024, 5, 1, 17, 30, 0, 123456000, ist).Add(time.Duration(i)*time.Hour),
@@ -54,10 +54,10 @@ func verifyUntouched(t *testing.T, b *DB) {
 	s := b.Sink(t)
 	tbl, rows := typesTable(b)
 	MustPrepare(t, s, tbl)
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: int64(len(rows))}, rows...)
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: int64(len(rows))}, rows...)
 	before := syncedAt(t, b, tbl)
 	time.Sleep(5 * time.Millisecond)
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Unchanged: int64(len(rows))}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Unchanged: int64(len(rows))}, rows...)
 	if after := syncedAt(t, b, tbl); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("synced_at rewritten by a verify upsert of untouched rows: %v -> %v", before, after)
 	}
@@ -70,19 +70,19 @@ func verifyUntouched(t *testing.T, b *DB) {
 func verifyEdited(t *testing.T, b *DB) {
 	s, tbl := b.Sink(t), People(b)
 	MustPrepare(t, s, tbl)
-	rows := []idsync.Row{Row("a", "Ann", int64(30)), Row("b", "Bob", int64(40)), Row("c", "Cy", nil), Row("d", "Di", int64(7))}
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: 4}, rows...)
+	rows := []contract.Row{Row("a", "Ann", int64(30)), Row("b", "Bob", int64(40)), Row("c", "Cy", nil), Row("d", "Di", int64(7))}
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 4}, rows...)
 	q := QName(tbl)
 	b.Exec(t, "UPDATE "+q+" SET "+sqlkit.QuoteIdent("name")+" = 'Mallory' WHERE id = 'a'")
 	b.Exec(t, "UPDATE "+q+" SET "+sqlkit.QuoteIdent("age")+" = NULL WHERE id = 'b'")
 	b.Exec(t, "UPDATE "+q+" SET "+sqlkit.QuoteIdent("age")+" = 99 WHERE id = 'c'")
-	MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 4}, rows...) // the hash alone misses them
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Updated: 3, Unchanged: 1}, rows...)
+	MustUpsert(t, s, tbl, contract.Counts{Unchanged: 4}, rows...) // the hash alone misses them
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Updated: 3, Unchanged: 1}, rows...)
 	AssertRows(t, b.Read(t, tbl), Want(t, tbl, rows...))
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Unchanged: 4}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Unchanged: 4}, rows...)
 	// An edit still counts once the verify statements are cached.
 	b.Exec(t, "UPDATE "+q+" SET "+sqlkit.QuoteIdent("name")+" = 'Eve' WHERE id = 'd'")
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Updated: 1, Unchanged: 3}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Updated: 1, Unchanged: 3}, rows...)
 	AssertRows(t, b.Read(t, tbl), Want(t, tbl, rows...))
 }
 
@@ -91,13 +91,13 @@ func verifyEdited(t *testing.T, b *DB) {
 func verifyDroppedColumn(t *testing.T, b *DB) {
 	s, tbl := b.Sink(t), People(b)
 	MustPrepare(t, s, tbl)
-	rows := []idsync.Row{Row("a", "Ann", int64(30)), Row("b", "Bob", nil), Row("c", "Cy", int64(50))}
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: 3}, rows...)
+	rows := []contract.Row{Row("a", "Ann", int64(30)), Row("b", "Bob", nil), Row("c", "Cy", int64(50))}
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 3}, rows...)
 	b.Exec(t, "ALTER TABLE "+QName(tbl)+" DROP COLUMN "+sqlkit.QuoteIdent("age"))
 	MustPrepare(t, s, tbl)
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Updated: 2, Unchanged: 1}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Updated: 2, Unchanged: 1}, rows...)
 	AssertRows(t, b.Read(t, tbl), Want(t, tbl, rows...))
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Unchanged: 3}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Unchanged: 3}, rows...)
 }
 
 // verifyEveryType: one hand edit per column type, each on its own row;
@@ -107,7 +107,7 @@ func verifyEveryType(t *testing.T, b *DB) {
 	s := b.Sink(t)
 	tbl, rows := typesTable(b)
 	MustPrepare(t, s, tbl)
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: int64(len(rows))}, rows...)
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: int64(len(rows))}, rows...)
 	q, id := QName(tbl), sqlkit.QuoteIdent("id")
 	edits := []string{
 		`"t" = 'edited'`,
@@ -123,9 +123,9 @@ func verifyEveryType(t *testing.T, b *DB) {
 	}
 	b.Exec(t, fmt.Sprintf(`UPDATE %s SET "t" = 'x', "n" = '1' WHERE %s = 9`, q, id))
 	n := int64(len(edits) + 1)
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Updated: n, Unchanged: int64(len(rows)) - n}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Updated: n, Unchanged: int64(len(rows)) - n}, rows...)
 	AssertRows(t, b.Read(t, tbl), Want(t, tbl, rows...))
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Unchanged: int64(len(rows))}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Unchanged: int64(len(rows))}, rows...)
 }
 
 // verifyVersionGuard: with a version column, a hand edit under the same
@@ -134,15 +134,15 @@ func verifyEveryType(t *testing.T, b *DB) {
 func verifyVersionGuard(t *testing.T, b *DB) {
 	s := b.Sink(t)
 	tbl := b.Table("versioned", []string{"id"},
-		Col("id", idsync.TypeText), Col("name", idsync.TypeText), Col("rev", idsync.TypeInteger))
+		Col("id", contract.TypeText), Col("name", contract.TypeText), Col("rev", contract.TypeInteger))
 	tbl.Version = "rev"
 	MustPrepare(t, s, tbl)
-	rows := []idsync.Row{Row("a", "Ann", int64(1)), Row("b", "Bob", int64(1))}
-	MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, rows...)
+	rows := []contract.Row{Row("a", "Ann", int64(1)), Row("b", "Bob", int64(1))}
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, rows...)
 	q := QName(tbl)
 	b.Exec(t, "UPDATE "+q+` SET "name" = 'edited' WHERE id = 'a'`)
 	b.Exec(t, "UPDATE "+q+` SET "name" = 'edited', "rev" = 2 WHERE id = 'b'`)
-	MustUpsert(t, s, Verifying(tbl), idsync.Counts{Updated: 1, Unchanged: 1}, rows...)
+	MustUpsert(t, s, Verifying(tbl), contract.Counts{Updated: 1, Unchanged: 1}, rows...)
 	got := b.Read(t, tbl)
 	if len(got) != 2 || got[0]["name"] != "Ann" || got[1]["name"] != "edited" || got[1]["rev"] != "2" {
 		t.Errorf("after verify: %v, want a rewritten and b (newer stored version) kept", got)

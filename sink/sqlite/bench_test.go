@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlite"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // BenchmarkSQLiteUpsert upserts 100,000 records in pages of 1,000 into an
@@ -23,8 +23,8 @@ func BenchmarkSQLiteUpsert(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	load := func(b *testing.B, tbl *idsync.Table) idsync.Counts {
-		var sum idsync.Counts
+	load := func(b *testing.B, tbl *contract.Table) contract.Counts {
+		var sum contract.Counts
 		for _, page := range pages {
 			n, err := s.Upsert(ctx, tbl, page)
 			if err != nil {
@@ -92,7 +92,7 @@ func BenchmarkSQLiteSweep(b *testing.B) {
 	}
 	defer s.Close()
 	tbl := sinktest.BenchTable("", "sweep")
-	tbl.Deletes = idsync.DeletesHard
+	tbl.Deletes = contract.DeletesHard
 	if err := s.Prepare(ctx, tbl); err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func BenchmarkSQLiteSweep(b *testing.B) {
 		}
 		keys = append(keys, k...)
 	}
-	req := idsync.SweepRequest{Mode: idsync.DeletesHard, MaxRatio: 0.5, Keys: func(fn func(string) error) error {
+	req := contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 0.5, Keys: func(fn func(string) error) error {
 		for _, k := range keys {
 			if err := fn(k); err != nil {
 				return err

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Rows a BEFORE INSERT trigger drops with RAISE(IGNORE) are neither
@@ -16,13 +16,13 @@ func TestSQLiteTriggerDroppedRows(t *testing.T) {
 	s, tbl := b.Sink(t), sinktest.People(b)
 	sinktest.MustPrepare(t, s, tbl)
 	b.Exec(t, `CREATE TRIGGER drop_some BEFORE INSERT ON people WHEN NEW.name = 'drop' BEGIN SELECT RAISE(IGNORE); END`)
-	rows := []idsync.Row{sinktest.Row("a", "Ann", int64(1)), sinktest.Row("b", "drop", int64(2)), sinktest.Row("c", "Cy", int64(3))}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2, Dropped: 1}, rows...)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2, Dropped: 1}, rows...)
+	rows := []contract.Row{sinktest.Row("a", "Ann", int64(1)), sinktest.Row("b", "drop", int64(2)), sinktest.Row("c", "Cy", int64(3))}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Dropped: 1}, rows...)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 2, Dropped: 1}, rows...)
 	sinktest.AssertRows(t, b.Read(t, tbl), sinktest.Want(t, tbl, rows[0], rows[2]))
 	// An update a trigger drops leaves the stored row: unchanged.
 	b.Exec(t, `CREATE TRIGGER keep_cy BEFORE UPDATE ON people WHEN OLD.name = 'Cy' BEGIN SELECT RAISE(IGNORE); END`)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Unchanged: 1}, sinktest.Row("a", "Ann", int64(10)), sinktest.Row("c", "Cyril", int64(3)))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1}, sinktest.Row("a", "Ann", int64(10)), sinktest.Row("c", "Cyril", int64(3)))
 	sinktest.AssertRows(t, b.Read(t, tbl), sinktest.Want(t, tbl, sinktest.Row("a", "Ann", int64(10)), rows[2]))
 }
 
@@ -32,11 +32,11 @@ func TestSQLiteTriggerDroppedRows(t *testing.T) {
 func TestSQLiteStoredForms(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("forms", []string{"id"}, sinktest.Col("id", idsync.TypeInteger), sinktest.Col("ts", idsync.TypeTimestamp),
-		sinktest.Col("j", idsync.TypeJSON), sinktest.Col("price", idsync.TypeReal))
+	tbl := b.Table("forms", []string{"id"}, sinktest.Col("id", contract.TypeInteger), sinktest.Col("ts", contract.TypeTimestamp),
+		sinktest.Col("j", contract.TypeJSON), sinktest.Col("price", contract.TypeReal))
 	sinktest.MustPrepare(t, s, tbl)
 	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 3},
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 3},
 		sinktest.Row(int64(1), at(1, 500000000), "{ \"a\" : [1, 2],\n  \"b\": {\"c\": \"d e\"} }", 500.25),
 		sinktest.Row(int64(2), at(1, 0), `[ ]`, 99.5),
 		sinktest.Row(int64(3), at(0, 999999999), `"x y"`, 1000.0))
@@ -66,24 +66,24 @@ func TestSQLiteStoredForms(t *testing.T) {
 func TestSQLiteEarlierForms(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("old", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("v", idsync.TypeText),
-		sinktest.Col("at", idsync.TypeTimestamp), sinktest.Col("n", idsync.TypeNumeric))
+	tbl := b.Table("old", []string{"id"}, sinktest.Col("id", contract.TypeText), sinktest.Col("v", contract.TypeText),
+		sinktest.Col("at", contract.TypeTimestamp), sinktest.Col("n", contract.TypeNumeric))
 	tbl.Version = "at"
 	sinktest.MustPrepare(t, s, tbl)
 	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
 	a, c := sinktest.Row("a", "v1", at(0, 500000000), "9"), sinktest.Row("c", "v1", at(2, 0), "9")
-	for _, r := range []idsync.Row{a, c} {
+	for _, r := range []contract.Row{a, c} {
 		b.Exec(t, fmt.Sprintf(`INSERT INTO old (id, v, at, n, _idemsync_hash, _idemsync_synced_at) VALUES ('%s', 'v1', '%s', '9', '%s', '2024-01-01T00:00:00Z')`,
 			r.Values[0], r.Values[2].(time.Time).Format(time.RFC3339Nano), r.Hash))
 	}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 2}, a, c)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 2}, a, c)
 	if got := b.Rows(t, `SELECT DISTINCT _idemsync_synced_at FROM old`); fmt.Sprint(got) != "[[2024-01-01T00:00:00Z]]" {
 		t.Errorf("unchanged rows rewritten: synced_at %v", got)
 	}
 	// "…00.5Z" stored; "…00.500000000Z" is the same instant (>=: written),
 	// "…00Z" is older (not written) although it sorts after as text.
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1, Unchanged: 1}, sinktest.Row("a", "v2", at(0, 500000000), "9"), sinktest.Row("c", "stale", at(1, 999999999), "9"))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, sinktest.Row("a", "stale", at(0, 0), "9"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1}, sinktest.Row("a", "v2", at(0, 500000000), "9"), sinktest.Row("c", "stale", at(1, 999999999), "9"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 1}, sinktest.Row("a", "stale", at(0, 0), "9"))
 	got := b.Rows(t, `SELECT id, v FROM old ORDER BY id`)
 	if fmt.Sprint(got) != "[[a v2] [c v1]]" {
 		t.Errorf("rows %v, want a v2 and c v1", got)
@@ -95,13 +95,13 @@ func TestSQLiteEarlierForms(t *testing.T) {
 func TestSQLiteNumericVersion(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("numver", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("rev", idsync.TypeNumeric))
+	tbl := b.Table("numver", []string{"id"}, sinktest.Col("id", contract.TypeText), sinktest.Col("rev", contract.TypeNumeric))
 	tbl.Version = "rev"
 	sinktest.MustPrepare(t, s, tbl)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, sinktest.Row("a", "9"))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, sinktest.Row("a", "10"))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 1}, sinktest.Row("a", "9.5"))
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 1}, sinktest.Row("a", "10.00"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, sinktest.Row("a", "9"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1}, sinktest.Row("a", "10"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 1}, sinktest.Row("a", "9.5"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 1}, sinktest.Row("a", "10.00"))
 	got := b.Rows(t, `SELECT rev FROM numver`)
 	if fmt.Sprint(got) != "[[10.00]]" {
 		t.Errorf("rev %v, want 10.00", got)
@@ -114,11 +114,11 @@ func TestSQLiteNumericVersion(t *testing.T) {
 // adding a second row for the same key.
 func TestSQLiteEarlierKeyForms(t *testing.T) {
 	b := newSQLiteBackend(t)
-	tbl := b.Table("oldkeys", []string{"at", "n"}, sinktest.Col("at", idsync.TypeTimestamp), sinktest.Col("n", idsync.TypeNumeric),
-		sinktest.Col("v", idsync.TypeText))
+	tbl := b.Table("oldkeys", []string{"at", "n"}, sinktest.Col("at", contract.TypeTimestamp), sinktest.Col("n", contract.TypeNumeric),
+		sinktest.Col("v", contract.TypeText))
 	b.Exec(t, `CREATE TABLE oldkeys (at TEXT NOT NULL, n TEXT NOT NULL, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT, PRIMARY KEY (at, n))`)
 	at := func(sec, nsec int) time.Time { return time.Date(2024, 1, 1, 10, 0, sec, nsec, time.UTC) }
-	old := []idsync.Row{sinktest.Row(at(0, 500000000), "1.50", "a"), sinktest.Row(at(1, 0), "2", "b"), sinktest.Row(at(2, 0), "1e1", "c"), sinktest.Row(at(3, 0), "7", "d")}
+	old := []contract.Row{sinktest.Row(at(0, 500000000), "1.50", "a"), sinktest.Row(at(1, 0), "2", "b"), sinktest.Row(at(2, 0), "1e1", "c"), sinktest.Row(at(3, 0), "7", "d")}
 	for _, r := range old {
 		b.Exec(t, fmt.Sprintf(`INSERT INTO oldkeys VALUES ('%s', '%s', '%s', '%s', '2024-01-01T00:00:00Z')`,
 			r.Values[0].(time.Time).Format(time.RFC3339Nano), r.Values[1], r.Values[2], r.Hash))
@@ -127,7 +127,7 @@ func TestSQLiteEarlierKeyForms(t *testing.T) {
 	b.Exec(t, `INSERT INTO oldkeys VALUES ('2024-01-01T10:00:03Z', '7.0', 'dup', 'x', '2024-01-01T00:00:00Z')`)
 	s := b.Sink(t)
 	sinktest.MustPrepare(t, s, tbl)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Unchanged: 3, Updated: 1}, old[0], old[1], old[2], sinktest.Row(at(3, 0), "7", "d2"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Unchanged: 3, Updated: 1}, old[0], old[1], old[2], sinktest.Row(at(3, 0), "7", "d2"))
 	got := b.Rows(t, `SELECT at, n, v FROM oldkeys ORDER BY at, n`)
 	want := "[[2024-01-01T10:00:00.500000000Z 1.5 a] [2024-01-01T10:00:01.000000000Z 2 b] " +
 		"[2024-01-01T10:00:02.000000000Z 10 c] [2024-01-01T10:00:03.000000000Z 7 d2] [2024-01-01T10:00:03.000000000Z 7.0 dup]]"

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlite"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // TestConformance runs the suite every database passes.
@@ -23,8 +23,8 @@ func newSQLiteBackend(t *testing.T) *sinktest.DB {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sub", "target.db")
 	b := &sinktest.DB{Name: "sqlite", UniqueFix: "CREATE UNIQUE INDEX"}
-	b.Open = func(ctx context.Context) (idsync.Sink, error) {
-		return sqlite.OpenTarget(ctx, &idsync.Target{URL: "sqlite:" + path}, nil)
+	b.Open = func(ctx context.Context) (contract.Sink, error) {
+		return sqlite.OpenTarget(ctx, contract.Conn{URL: "sqlite:" + path}, nil)
 	}
 	var db *sql.DB
 	conn := func(t *testing.T) *sql.DB {
@@ -71,6 +71,9 @@ func newSQLiteBackend(t *testing.T) *sinktest.DB {
 			t.Fatal(err)
 		}
 		return out
+	}
+	b.DropOdd = func(t *testing.T, tbl *contract.Table) {
+		b.Exec(t, `CREATE TRIGGER drop_odd BEFORE INSERT ON `+sinktest.QName(tbl)+` WHEN NEW.id % 2 = 1 BEGIN SELECT RAISE(IGNORE); END`)
 	}
 	return b
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // SQLite column affinities (https://sqlite.org/datatype3.html §3.1): how a
@@ -43,7 +43,7 @@ func affinity(decl string) string {
 // column that keeps text gets canonical decimal text ("1.00" and "1e0" are
 // "1"), since SQLite compares text by its characters where PostgreSQL
 // compares numerics by value.
-func sqliteKeyValue(typ idsync.ColumnType, aff string, v any) any {
+func sqliteKeyValue(typ contract.ColumnType, aff string, v any) any {
 	var out any
 	var ok bool
 	switch aff {
@@ -106,7 +106,7 @@ func realKey(v any) (any, bool) {
 
 // textKey is a key value of text in a column that keeps it as text: the
 // one text form of its column type, when it has one.
-func textKey(typ idsync.ColumnType, v any) (any, bool) {
+func textKey(typ contract.ColumnType, v any) (any, bool) {
 	if s, ok := v.(string); ok {
 		if out, ok := keyText(typ, s); ok {
 			return out, true
@@ -117,7 +117,7 @@ func textKey(typ idsync.ColumnType, v any) (any, bool) {
 
 // keyText returns s in the one text form of its column type (see
 // columnType.keyText); false when the type has none or s does not parse.
-func keyText(typ idsync.ColumnType, s string) (string, bool) {
+func keyText(typ contract.ColumnType, s string) (string, bool) {
 	if f := typeOf(typ).keyText; f != nil {
 		return f(s)
 	}

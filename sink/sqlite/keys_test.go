@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 func TestCanonicalDecimal(t *testing.T) {
@@ -30,25 +30,25 @@ func TestCanonicalDecimal(t *testing.T) {
 
 func TestSQLiteKeyValue(t *testing.T) {
 	for _, tc := range []struct {
-		typ  idsync.ColumnType
+		typ  contract.ColumnType
 		aff  string
 		in   any
 		want any
 	}{
-		{idsync.TypeText, affInteger, "1", int64(1)},
-		{idsync.TypeText, affInteger, " 12 ", int64(12)},
-		{idsync.TypeText, affInteger, "1.5", 1.5},
-		{idsync.TypeText, affInteger, "abc", "abc"},
-		{idsync.TypeNumeric, affInteger, "1e0", int64(1)},
-		{idsync.TypeReal, affInteger, 2.0, int64(2)},
-		{idsync.TypeNumeric, affNumeric, "3.00", int64(3)},
-		{idsync.TypeInteger, affReal, int64(3), 3.0},
-		{idsync.TypeText, affReal, "2.5", 2.5},
-		{idsync.TypeInteger, affText, int64(42), "42"},
-		{idsync.TypeNumeric, affText, "1.50", "1.5"},
-		{idsync.TypeNumeric, affBlob, "1.50", "1.5"},
-		{idsync.TypeText, affText, "1.50", "1.50"},
-		{idsync.TypeReal, affBlob, math.Copysign(0, -1), 0.0},
+		{contract.TypeText, affInteger, "1", int64(1)},
+		{contract.TypeText, affInteger, " 12 ", int64(12)},
+		{contract.TypeText, affInteger, "1.5", 1.5},
+		{contract.TypeText, affInteger, "abc", "abc"},
+		{contract.TypeNumeric, affInteger, "1e0", int64(1)},
+		{contract.TypeReal, affInteger, 2.0, int64(2)},
+		{contract.TypeNumeric, affNumeric, "3.00", int64(3)},
+		{contract.TypeInteger, affReal, int64(3), 3.0},
+		{contract.TypeText, affReal, "2.5", 2.5},
+		{contract.TypeInteger, affText, int64(42), "42"},
+		{contract.TypeNumeric, affText, "1.50", "1.5"},
+		{contract.TypeNumeric, affBlob, "1.50", "1.5"},
+		{contract.TypeText, affText, "1.50", "1.50"},
+		{contract.TypeReal, affBlob, math.Copysign(0, -1), 0.0},
 	} {
 		if got := sqliteKeyValue(tc.typ, tc.aff, tc.in); got != tc.want {
 			t.Errorf("sqliteKeyValue(%s, %s, %#v) = %#v, want %#v", tc.typ, tc.aff, tc.in, got, tc.want)
@@ -70,7 +70,7 @@ func TestEarlierKeyForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	match := func(typ idsync.ColumnType, v string) bool {
+	match := func(typ contract.ColumnType, v string) bool {
 		var m sql.NullBool
 		q := "SELECT " + earlierKeyForms(typ, "k") + " FROM (SELECT ? AS k)"
 		if err := s.DB().QueryRow(q, v).Scan(&m); err != nil {
@@ -82,16 +82,16 @@ func TestEarlierKeyForms(t *testing.T) {
 		"-100.10", "0", "-7", "10", "0.001", "12345678901234567890.123456789", "1E+2"} {
 		d, _ := sqlkit.ParseDecimal(in)
 		canon := canonicalDecimal(d)
-		if match(idsync.TypeNumeric, canon) {
+		if match(contract.TypeNumeric, canon) {
 			t.Errorf("canonical %q selected as an earlier form", canon)
 		}
-		if in != canon && !match(idsync.TypeNumeric, in) {
+		if in != canon && !match(contract.TypeNumeric, in) {
 			t.Errorf("%q (canonical %q) not selected as an earlier form", in, canon)
 		}
 	}
 	ts := time.Date(2024, 1, 1, 10, 0, 0, 500000000, time.UTC)
-	if match(idsync.TypeTimestamp, formatTime(ts)) || !match(idsync.TypeTimestamp, ts.Format(time.RFC3339Nano)) ||
-		!match(idsync.TypeTimestamp, ts.Truncate(time.Second).Format(time.RFC3339Nano)) {
+	if match(contract.TypeTimestamp, formatTime(ts)) || !match(contract.TypeTimestamp, ts.Format(time.RFC3339Nano)) ||
+		!match(contract.TypeTimestamp, ts.Truncate(time.Second).Format(time.RFC3339Nano)) {
 		t.Error("timestamp forms misjudged")
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // sqliteSameSQL returns the query that finds, among n rows bound as
@@ -19,11 +19,11 @@ import (
 // the column's collation, and a value of another storage class is not the
 // same). On a soft table a marked row is never unchanged: its write
 // clears the mark.
-func sqliteSameSQL(t *idsync.Table, n int) string {
+func sqliteSameSQL(t *contract.Table, n int) string {
 	names := []string{"p", "h"}
-	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColHash))}
+	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColHash))}
 	if t.Soft() {
-		on = append(on, fmt.Sprintf("%s.%s IS NULL", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColDeletedAt)))
+		on = append(on, fmt.Sprintf("%s.%s IS NULL", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColDeletedAt)))
 	}
 	for i, k := range t.Key {
 		names = append(names, fmt.Sprintf("k%d", i))
@@ -43,7 +43,7 @@ func sqliteSameSQL(t *idsync.Table, n int) string {
 
 // unchangedRows returns the indexes among kept of the rows whose stored row
 // (same key, as the database compares keys) has the same hash.
-func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsync.Row, all [][]any, kept []int) (map[int]bool, error) {
+func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []contract.Row, all [][]any, kept []int) (map[int]bool, error) {
 	same := map[int]bool{}
 	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)+len(st.verifyIdx)))
 	for start := 0; start < len(kept); start += st.sameBatch {
@@ -87,7 +87,7 @@ func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []idsy
 // droppedRows returns how many of the kept rows have no stored row with
 // their key after the writes: rows a trigger dropped (RAISE(IGNORE)). A
 // table without triggers drops nothing, and is not asked.
-func droppedRows(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, all [][]any, kept []int) (int, error) {
+func droppedRows(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, kept []int) (int, error) {
 	var triggers int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE`,
 		t.Name).Scan(&triggers); err != nil || triggers == 0 {

@@ -6,8 +6,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	sqlitedrv "modernc.org/sqlite"
 )
 
@@ -25,7 +25,7 @@ func init() {
 			if !ok {
 				return args[1], nil
 			}
-			if f := typeOf(idsync.ColumnType(typ)).keyText; f != nil {
+			if f := typeOf(contract.ColumnType(typ)).keyText; f != nil {
 				if out, ok := f(s); ok {
 					return out, nil
 				}
@@ -41,7 +41,7 @@ func init() {
 // which earlier versions let in for numerics such as 7 and 7.0) is left as
 // it is and reported in a warning. Columns with integer or real affinity
 // hold numbers, not text, and need nothing.
-func (s *Sink) rewriteKeyForms(ctx context.Context, tx *sql.Tx, t *idsync.Table, decl map[string]string) error {
+func (s *Sink) rewriteKeyForms(ctx context.Context, tx *sql.Tx, t *contract.Table, decl map[string]string) error {
 	for _, k := range t.Key {
 		c := t.Column(k)
 		if c == nil {

@@ -2,18 +2,19 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlite"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // openTargetAndWrite opens the target through OpenTarget and writes one
 // row, so that the database and its -wal and -shm files exist.
-func openTargetAndWrite(t *testing.T, target *idsync.Target) {
+func openTargetAndWrite(t *testing.T, target contract.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := sqlite.OpenTarget(ctx, target, nil)
@@ -21,9 +22,9 @@ func openTargetAndWrite(t *testing.T, target *idsync.Target) {
 		t.Fatalf("open %s: %v", target.URL, err)
 	}
 	defer s.Close()
-	tbl := &idsync.Table{Name: "t", Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Type: idsync.TypeText}}, Create: true}
+	tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{{Name: "id", Type: contract.TypeText}}, Create: true}
 	sinktest.MustPrepare(t, s, tbl)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, sinktest.Row("a"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, sinktest.Row("a"))
 }
 
 func fileMode(t *testing.T, path string) os.FileMode {
@@ -41,17 +42,17 @@ func fileMode(t *testing.T, path string) os.FileMode {
 func TestOpenTargetFileMode(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
-		mode string
+		mode os.FileMode
 		want os.FileMode
-	}{{"", 0o600}, {"0640", 0o640}, {"0664", 0o664}} {
-		path := filepath.Join(dir, "m"+tc.mode, "target.db")
-		openTargetAndWrite(t, &idsync.Target{URL: "sqlite:" + path, Mode: tc.mode})
+	}{{0, 0o600}, {0o640, 0o640}, {0o664, 0o664}} {
+		path := filepath.Join(dir, fmt.Sprintf("m%o", tc.mode), "target.db")
+		openTargetAndWrite(t, contract.Conn{URL: "sqlite:" + path, Mode: tc.mode})
 		for _, f := range []string{path, path + "-wal", path + "-shm"} {
 			if _, err := os.Stat(f); os.IsNotExist(err) {
 				continue // -wal and -shm may be gone after a clean close
 			}
 			if got := fileMode(t, f); got != tc.want {
-				t.Errorf("mode %q: %s is %04o, want %04o", tc.mode, filepath.Base(f), got, tc.want)
+				t.Errorf("mode %04o: %s is %04o, want %04o", tc.mode, filepath.Base(f), got, tc.want)
 			}
 		}
 	}
@@ -64,7 +65,7 @@ func TestOpenTargetFileMode(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	openTargetAndWrite(t, &idsync.Target{URL: "sqlite:" + path, Mode: "0600"})
+	openTargetAndWrite(t, contract.Conn{URL: "sqlite:" + path, Mode: 0o600})
 	if got := fileMode(t, path); got != 0o644 {
 		t.Errorf("existing file: mode %04o, want 0644 kept", got)
 	}
@@ -75,14 +76,14 @@ func TestOpenTargetFileMode(t *testing.T) {
 func TestOpenTargetWALMode(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "w.db")
-	s, err := sqlite.OpenTarget(ctx, &idsync.Target{URL: "sqlite:" + path, Mode: "0640"}, nil)
+	s, err := sqlite.OpenTarget(ctx, contract.Conn{URL: "sqlite:" + path, Mode: 0o640}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tbl := &idsync.Table{Name: "t", Key: []string{"id"}, Columns: []idsync.Column{{Name: "id", Type: idsync.TypeText}}, Create: true}
+	tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{{Name: "id", Type: contract.TypeText}}, Create: true}
 	sinktest.MustPrepare(t, s, tbl)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 1}, sinktest.Row("a"))
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, sinktest.Row("a"))
 	for _, f := range []string{path, path + "-wal", path + "-shm"} {
 		if got := fileMode(t, f); got != 0o640 {
 			t.Errorf("%s is %04o, want 0640", filepath.Base(f), got)

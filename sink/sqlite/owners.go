@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.TableOwners = (*Sink)(nil)
+var _ contract.TableOwners = (*Sink)(nil)
 
 // ownersTable records the writers of the file's tables (docs/deletions.md,
 // "One writer per swept table"). Table names compare as SQLite compares
@@ -25,11 +25,11 @@ const ownersDDL = `CREATE TABLE IF NOT EXISTS ` + ownersTable + ` (
 	PRIMARY KEY (table_name, job, state)
 )`
 
-// ClaimTable registers c.Writer for t (see idsync.TableOwners), in one
+// ClaimTable registers c.Writer for t (see contract.TableOwners), in one
 // BEGIN IMMEDIATE transaction, so two writers claiming at once are
 // serialised by the file's write lock. With c.Check it only reads, and
 // reads nothing when no writer was ever registered.
-func (s *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableClaim) error {
+func (s *Sink) ClaimTable(ctx context.Context, t *contract.Table, c contract.TableClaim) error {
 	if err := sqlkit.CheckTableName(t, 0); err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 		if err != nil {
 			return s.wrap(op, err)
 		}
-		return idsync.CheckWriters(t, c.Writer, others)
+		return contract.CheckWriters(t, c.Writer, others)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -64,7 +64,7 @@ func (s *Sink) ClaimTable(ctx context.Context, t *idsync.Table, c idsync.TableCl
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+ownersTable+` WHERE table_name = ? AND NOT (job = ? AND state = ?)`, t.Name, w.Job, w.State); err != nil {
 			return s.wrap(op, err)
 		}
-	} else if err := idsync.CheckWriters(t, w, others); err != nil {
+	} else if err := contract.CheckWriters(t, w, others); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO `+ownersTable+` (table_name, job, state, deletes, since) VALUES (?, ?, ?, ?, ?)
@@ -84,9 +84,9 @@ func (s *Sink) wrapNil(op string, err error) error {
 }
 
 // deletesOf is w's deletes, keep when unset.
-func deletesOf(w idsync.Writer) string {
+func deletesOf(w contract.Writer) string {
 	if w.Deletes == "" {
-		return idsync.DeletesKeep
+		return contract.DeletesKeep
 	}
 	return w.Deletes
 }
@@ -97,15 +97,15 @@ type querier interface {
 }
 
 // readWriters returns the writers registered for table.
-func readWriters(ctx context.Context, q querier, table string) ([]idsync.Writer, error) {
+func readWriters(ctx context.Context, q querier, table string) ([]contract.Writer, error) {
 	rows, err := q.QueryContext(ctx, `SELECT job, state, deletes, since FROM `+ownersTable+` WHERE table_name = ? ORDER BY since, job, state`, table)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []idsync.Writer
+	var out []contract.Writer
 	for rows.Next() {
-		var w idsync.Writer
+		var w contract.Writer
 		if err := rows.Scan(&w.Job, &w.State, &w.Deletes, &w.Since); err != nil {
 			return nil, err
 		}

@@ -7,28 +7,28 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Prepare makes sure the table exists with a unique key on t.Key and every
-// column of t (see idsync.Sink). It creates the table with
+// column of t (see contract.Sink). It creates the table with
 // PRIMARY KEY (key) when missing and t.Create is set, and adds missing
 // columns with ALTER TABLE … ADD COLUMN, all in one transaction. It may be
-// called again with more columns. Errors are *idsync.Error: ExitUsage for
-// invalid names or a schema other than "main"; ExitPermanent when the table
+// called again with more columns. Errors are *contract.Error: Invalid for
+// invalid names or a schema other than "main"; Permanent when the table
 // is missing and t.Create is unset, when a key column is missing, or when no
 // unique index covers exactly the key columns (the Hint holds the
 // CREATE UNIQUE INDEX statement that fixes it).
-func (s *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
+func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	if err := sqlkit.CheckTable(t, 0); err != nil {
 		return err
 	}
 	if t.Schema != "" && !strings.EqualFold(t.Schema, "main") {
-		return &idsync.Error{
-			Code: idsync.ExitUsage,
-			Msg:  fmt.Sprintf("table %s: sqlite targets have no schemas", t),
-			Hint: "name the table without a schema (table: " + t.Name + ")",
+		return &contract.Error{
+			Class: contract.Invalid,
+			Msg:   fmt.Sprintf("table %s: sqlite targets have no schemas", t),
+			Hint:  "name the table without a schema (table: " + t.Name + ")",
 		}
 	}
 	s.mu.Lock()
@@ -48,10 +48,10 @@ func (s *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if !t.Create {
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s does not exist", t),
-				Hint: "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s does not exist", t),
+				Hint:  "set target.create: true or create the table with a unique key on (" + strings.Join(t.Key, ", ") + ")",
 			}
 		}
 		if _, err := tx.ExecContext(ctx, sqliteCreate(t)); err != nil {
@@ -61,7 +61,7 @@ func (s *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 	case err != nil:
 		return s.wrap(op, err)
 	case kind != "table":
-		return idsync.Errorf(idsync.ExitPermanent, "%s: %s is a %s, not a table", op, t, kind)
+		return contract.Errorf(contract.Permanent, "%s: %s is a %s, not a table", op, t, kind)
 	default:
 		if err := s.alter(ctx, tx, t); err != nil {
 			return err
@@ -74,7 +74,7 @@ func (s *Sink) Prepare(ctx context.Context, t *idsync.Table) error {
 }
 
 // sqliteCreate returns the CREATE TABLE statement for t.
-func sqliteCreate(t *idsync.Table) string {
+func sqliteCreate(t *contract.Table) string {
 	var defs []string
 	for _, c := range t.Columns {
 		d := sqlkit.QuoteIdent(c.Name) + " " + sqliteType(c.Type)
@@ -84,17 +84,17 @@ func sqliteCreate(t *idsync.Table) string {
 		defs = append(defs, d)
 	}
 	defs = append(defs,
-		sqlkit.QuoteIdent(idsync.ColHash)+" TEXT",
-		sqlkit.QuoteIdent(idsync.ColSyncedAt)+" TEXT")
+		sqlkit.QuoteIdent(contract.ColHash)+" TEXT",
+		sqlkit.QuoteIdent(contract.ColSyncedAt)+" TEXT")
 	if t.Soft() {
-		defs = append(defs, sqlkit.QuoteIdent(idsync.ColDeletedAt)+" TEXT")
+		defs = append(defs, sqlkit.QuoteIdent(contract.ColDeletedAt)+" TEXT")
 	}
 	defs = append(defs, "PRIMARY KEY ("+sqlkit.QuoteList(t.Key)+")")
 	return "CREATE TABLE " + sqlkit.QuoteIdent(t.Name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 }
 
 // alter checks the unique key of an existing table and adds missing columns.
-func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
+func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	op := "prepare table " + t.String()
 	have := map[string]bool{}   // lower-cased: SQLite folds ASCII case in names
 	decl := map[string]string{} // declared types, by lower-cased name
@@ -121,10 +121,10 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 	}
 	for _, k := range t.Key {
 		if !have[sqlkit.ASCIILower(k)] {
-			return &idsync.Error{
-				Code: idsync.ExitPermanent,
-				Msg:  fmt.Sprintf("table %s has no key column %q", t, k),
-				Hint: "add the column and a unique index on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("table %s has no key column %q", t, k),
+				Hint:  "add the column and a unique index on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
 			}
 		}
 	}
@@ -135,21 +135,21 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 	if !unique {
 		stmt := fmt.Sprintf("CREATE UNIQUE INDEX %s ON %s (%s);",
 			sqlkit.QuoteIdent(t.Name+"_idemsync_key"), sqlkit.QuoteIdent(t.Name), sqlkit.QuoteList(t.Key))
-		return &idsync.Error{
-			Code: idsync.ExitPermanent,
-			Msg:  fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
-			Hint: "remove duplicate keys, then run: " + stmt,
+		return &contract.Error{
+			Class: contract.Permanent,
+			Msg:   fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
+			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
 	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {
 		return s.wrap(op, err)
 	}
-	cols := append([]idsync.Column{}, t.Columns...)
+	cols := append([]contract.Column{}, t.Columns...)
 	cols = append(cols,
-		idsync.Column{Name: idsync.ColHash, Type: idsync.TypeText},
-		idsync.Column{Name: idsync.ColSyncedAt, Type: idsync.TypeTimestamp})
+		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
+		contract.Column{Name: contract.ColSyncedAt, Type: contract.TypeTimestamp})
 	if t.Soft() {
-		cols = append(cols, idsync.Column{Name: idsync.ColDeletedAt, Type: idsync.TypeTimestamp})
+		cols = append(cols, contract.Column{Name: contract.ColDeletedAt, Type: contract.TypeTimestamp})
 	}
 	for _, c := range cols {
 		if have[sqlkit.ASCIILower(c.Name)] {
@@ -168,7 +168,7 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 // hasUniqueKey reports whether the primary key (pk, from table_info; an
 // INTEGER PRIMARY KEY has no index of its own) or a full, non-partial unique
 // index covers exactly the key columns.
-func (s *Sink) hasUniqueKey(ctx context.Context, tx *sql.Tx, t *idsync.Table, pk []string) (bool, error) {
+func (s *Sink) hasUniqueKey(ctx context.Context, tx *sql.Tx, t *contract.Table, pk []string) (bool, error) {
 	if sqlkit.SameSet(pk, t.Key, true) {
 		return true, nil
 	}

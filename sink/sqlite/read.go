@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// LatestRows implements idsync.RowReader: the most recently written rows
+// LatestRows implements contract.RowReader: the most recently written rows
 // first. Timestamps are compared as times (julianday), not as text.
-func (s *Sink) LatestRows(ctx context.Context, t *idsync.Table, limit int) ([]string, [][]*string, error) {
+func (s *Sink) LatestRows(ctx context.Context, t *contract.Table, limit int) ([]string, [][]*string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	table := sqlkit.QuoteTable(t)
@@ -28,7 +28,7 @@ func (s *Sink) LatestRows(ctx context.Context, t *idsync.Table, limit int) ([]st
 		return nil, nil, s.wrap("read "+t.String(), err)
 	}
 	cols, sel := sqlkit.ReadColumns(all, "CAST(%s AS TEXT)")
-	synced := sqlkit.QuoteIdent(idsync.ColSyncedAt)
+	synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
 	q := fmt.Sprintf("SELECT %s FROM %s ORDER BY julianday(%s) DESC, %s DESC LIMIT ?", sel, table, synced, synced)
 	rows, err := s.db.QueryContext(ctx, q, limit)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package sqlite is the SQLite target of idemsync (embedded, the default;
-// modernc.org/sqlite, no cgo): Sink implements idsync.Sink, OpenTarget and
+// modernc.org/sqlite, no cgo): Sink implements contract.Sink, OpenTarget and
 // OpenRead make it known to the opener in package sink, and types.go holds
 // its one table of column types. It passes the suite of sink/sinktest.
 package sqlite
@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -57,13 +57,13 @@ type Sink struct {
 	stmts  map[string]*sqliteStmts // by table and column set; see statements
 }
 
-var _ idsync.Sink = (*Sink)(nil)
+var _ contract.Sink = (*Sink)(nil)
 
 // Open opens (creating when missing) the SQLite database file at path,
 // relative to the working directory unless absolute, and creates its parent
 // directory with mode 0700 when missing. ":memory:" opens a private
 // in-memory database. A nil logger discards logs. It fails with an
-// *idsync.Error (ExitPermanent) when the file cannot be created or opened.
+// *contract.Error (Permanent) when the file cannot be created or opened.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -71,7 +71,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) 
 	if path != ":memory:" {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, idsync.Errorf(idsync.ExitPermanent, "create directory for %s: %w", path, err)
+				return nil, contract.Errorf(contract.Permanent, "create directory for %s: %w", path, err)
 			}
 		}
 	}
@@ -83,7 +83,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Sink, error) 
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "open sqlite %s: %w", path, err)
+		return nil, contract.Errorf(contract.Permanent, "open sqlite %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxLifetime(0)
@@ -116,7 +116,7 @@ func (s *Sink) Close() error {
 	return s.db.Close()
 }
 
-// wrap translates an SQLite error into an *idsync.Error: busy or locked is
+// wrap translates an SQLite error into a *contract.Error: busy or locked is
 // transient (another process holds the file past the busy timeout),
 // anything else permanent. Context errors are returned wrapped as they are,
 // so the engine can tell an interruption from a failure.
@@ -124,13 +124,13 @@ func (s *Sink) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	code := idsync.ExitPermanent
+	code := contract.Permanent
 	var se *sqlitedrv.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			code = idsync.ExitTransient
+			code = contract.Transient
 		}
 	}
-	return &idsync.Error{Code: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
+	return &contract.Error{Class: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
 }

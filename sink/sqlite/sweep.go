@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.Sweeper = (*Sink)(nil)
+var _ contract.Sweeper = (*Sink)(nil)
 
 // seenTable is the temporary table a sweep loads the seen keys into; it
 // lives in the connection's temp schema and is dropped after the sweep.
@@ -22,8 +22,11 @@ const seenBatch = 500
 
 // KeyForms returns each row's key as bound by Upsert (sqliteKeyValue: the
 // form the column's affinity stores), encoded with sqlkit.EncodeKey (see
-// idsync.Sweeper).
-func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row) ([]string, error) {
+// contract.Sweeper).
+func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
+	if len(rows) == 0 {
+		return nil, nil // reads nothing: the table may not be prepared yet (the engine's probe)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := "keys of " + t.String()
@@ -38,7 +41,7 @@ func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 	key := make([]any, len(st.keyIdx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
 		}
 		for k, i := range st.keyIdx {
 			v, err := sqliteValue(&t.Columns[i], r.Values[i])
@@ -48,21 +51,21 @@ func (s *Sink) KeyForms(ctx context.Context, t *idsync.Table, rows []idsync.Row)
 			key[k] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], v)
 		}
 		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", op, err)
+			return nil, contract.Errorf(contract.Permanent, "%s: %w", op, err)
 		}
 	}
 	return out, nil
 }
 
 // Sweep deletes (hard) or marks (soft) the rows of t whose key is not
-// among req.Keys, in one transaction (see idsync.Sweeper): the keys go
+// among req.Keys, in one transaction (see contract.Sweeper): the keys go
 // into a temporary table whose columns have the key columns' declared
 // types (so SQLite compares them as the unique key does), the rows with no
 // match are removed, and the transaction rolls back when they exceed
-// req.MaxRatio of the live rows. Errors are *idsync.Error as for Upsert,
+// req.MaxRatio of the live rows. Errors are *contract.Error as for Upsert,
 // or wrap the error of req.Keys.
-func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepRequest) (idsync.SweepResult, error) {
-	var res idsync.SweepResult
+func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
+	var res contract.SweepResult
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := "sweep " + t.String()
@@ -85,10 +88,10 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 		return res, s.wrap(op, err)
 	}
 	// After a refused sweep only the rows written before the refusals
-	// count against the ratio (idsync.SweepRequest.WrittenBefore).
+	// count against the ratio (contract.SweepRequest.WrittenBefore).
 	counted := int64(-1)
 	if !req.WrittenBefore.IsZero() {
-		synced := sqlkit.QuoteIdent(idsync.ColSyncedAt)
+		synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
 		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s AND %s AND (%s IS NULL OR julianday(%s) < julianday(?))`,
 			tbl, live, gone, synced, synced), formatTime(req.WrittenBefore)).Scan(&counted); err != nil {
 			return res, s.wrap(op, err)
@@ -98,8 +101,8 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
 	args := []any{}
-	if req.Mode == idsync.DeletesSoft {
-		q = fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s AND %s`, tbl, sqlkit.QuoteIdent(idsync.ColDeletedAt), live, gone)
+	if req.Mode == contract.DeletesSoft {
+		q = fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s AND %s`, tbl, sqlkit.QuoteIdent(contract.ColDeletedAt), live, gone)
 		args = append(args, formatTime(req.At))
 	}
 	r, err := tx.ExecContext(ctx, q, args...)
@@ -113,22 +116,22 @@ func (s *Sink) Sweep(ctx context.Context, t *idsync.Table, req idsync.SweepReque
 	if counted < 0 {
 		counted = res.Deleted
 	}
-	if err := idsync.CheckSweepRatio(t, counted, res.Live, req); err != nil {
-		return idsync.SweepResult{}, err
+	if err := contract.CheckSweepRatio(t, counted, res.Live, req); err != nil {
+		return contract.SweepResult{}, err
 	}
 	failpoint.Hit("sweep-applied")
 	if _, err := tx.ExecContext(ctx, `DROP TABLE `+seenTable); err != nil {
-		return idsync.SweepResult{}, s.wrap(op, err)
+		return contract.SweepResult{}, s.wrap(op, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return idsync.SweepResult{}, s.wrap(op, err)
+		return contract.SweepResult{}, s.wrap(op, err)
 	}
 	return res, nil
 }
 
 // loadSeen creates seenTable with one column per key column, declared
 // like it, and a primary key over them, and inserts every key of keys.
-func loadSeen(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, keys func(func(string) error) error) error {
+func loadSeen(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, keys func(func(string) error) error) error {
 	var defs, names []string
 	for k := range t.Key {
 		defs = append(defs, fmt.Sprintf("k%d %s", k, st.keyDecl[k]))
@@ -192,7 +195,7 @@ func loadSeen(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts,
 // left of NOT IN, so their own collation decides as it does for the
 // unique key (a key column declared COLLATE NOCASE matches "BOB" to
 // "Bob", as the upsert did).
-func sweepWhere(t *idsync.Table) (gone, live string) {
+func sweepWhere(t *contract.Table) (gone, live string) {
 	cols := make([]string, len(t.Key))
 	seen := make([]string, len(t.Key))
 	for k, name := range t.Key {
@@ -202,14 +205,14 @@ func sweepWhere(t *idsync.Table) (gone, live string) {
 	gone = fmt.Sprintf("(%s) NOT IN (SELECT %s FROM %s)", strings.Join(cols, ", "), strings.Join(seen, ", "), seenTable)
 	live = "1"
 	if t.Soft() {
-		live = sqlkit.QuoteIdent(idsync.ColDeletedAt) + " IS NULL"
+		live = sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
 	}
 	return gone, live
 }
 
 // LiveRows counts t's rows not marked deleted, 0 when t does not exist
-// (see idsync.Sweeper).
-func (s *Sink) LiveRows(ctx context.Context, t *idsync.Table) (int64, error) {
+// (see contract.Sweeper).
+func (s *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	exists, _, err := s.TableState(ctx, t)
 	if err != nil || !exists {
 		return 0, err

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A key column the user declared COLLATE NOCASE: the upsert writes "BOB"
@@ -15,19 +15,19 @@ func TestSweepKeyCollation(t *testing.T) {
 	ctx := context.Background()
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("v", idsync.TypeText))
-	tbl.Create, tbl.Deletes = false, idsync.DeletesHard
+	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", contract.TypeText), sinktest.Col("v", contract.TypeText))
+	tbl.Create, tbl.Deletes = false, contract.DeletesHard
 	b.Exec(t, `CREATE TABLE people (id TEXT COLLATE NOCASE PRIMARY KEY, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
 	sinktest.MustPrepare(t, s, tbl)
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 2}, sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"))
-	seen := []idsync.Row{sinktest.Row("BOB", "2"), sinktest.Row("ann", "2")}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Updated: 2}, seen...)
-	sw := s.(idsync.Sweeper)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"))
+	seen := []contract.Row{sinktest.Row("BOB", "2"), sinktest.Row("ann", "2")}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Updated: 2}, seen...)
+	sw := s.(contract.Sweeper)
 	keys, err := sw.KeyForms(ctx, tbl, seen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sw.Sweep(ctx, tbl, idsync.SweepRequest{Mode: idsync.DeletesHard, MaxRatio: 1, Keys: func(fn func(string) error) error {
+	res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, Keys: func(fn func(string) error) error {
 		for _, k := range keys {
 			if err := fn(k); err != nil {
 				return err
@@ -50,8 +50,8 @@ func TestParentRowsColumnCase(t *testing.T) {
 	s := b.Sink(t)
 	b.Exec(t, `CREATE TABLE orders (ID INTEGER PRIMARY KEY, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
 	b.Exec(t, `INSERT INTO orders (ID) VALUES (2), (1)`)
-	tbl := b.Table("orders", []string{"id"}, sinktest.Col("id", idsync.TypeInteger))
-	rows, err := s.(idsync.ParentReader).ParentRows(context.Background(), tbl, []string{"id"}, idsync.ParentFilter{})
+	tbl := b.Table("orders", []string{"id"}, sinktest.Col("id", contract.TypeInteger))
+	rows, err := s.(contract.ParentReader).ParentRows(context.Background(), tbl, []string{"id"}, contract.ParentFilter{})
 	if err != nil || len(rows) != 2 || *rows[0][0] != "1" {
 		t.Fatalf("ParentRows: %v, %v; want the two rows by key", rows, err)
 	}
@@ -64,11 +64,11 @@ func TestParentRowsColumnCase(t *testing.T) {
 func TestKeyCaseInsensitiveOnePage(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", idsync.TypeText), sinktest.Col("v", idsync.TypeText))
+	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", contract.TypeText), sinktest.Col("v", contract.TypeText))
 	tbl.Create = false
 	b.Exec(t, `CREATE TABLE people (id TEXT COLLATE NOCASE PRIMARY KEY, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
 	sinktest.MustPrepare(t, s, tbl)
-	if _, err := s.Upsert(context.Background(), tbl, []idsync.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")}); err != nil {
+	if _, err := s.Upsert(context.Background(), tbl, []contract.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.Rows(t, `SELECT id, v FROM people ORDER BY id`)

@@ -5,16 +5,16 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
-var _ idsync.TableStater = (*Sink)(nil)
+var _ contract.TableStater = (*Sink)(nil)
 
 // TableState reports whether t exists in the SQLite file and whether it
-// holds no row (see idsync.TableStater). It reads only. Errors are
-// *idsync.Error as for Upsert.
-func (s *Sink) TableState(ctx context.Context, t *idsync.Table) (exists, empty bool, err error) {
+// holds no row (see contract.TableStater). It reads only. Errors are
+// *contract.Error as for Upsert.
+func (s *Sink) TableState(ctx context.Context, t *contract.Table) (exists, empty bool, err error) {
 	if err := sqlkit.CheckTableName(t, 0); err != nil {
 		return false, false, err
 	}
@@ -31,7 +31,7 @@ func (s *Sink) TableState(ctx context.Context, t *idsync.Table) (exists, empty b
 		return false, false, s.wrap(op, err)
 	}
 	var has int
-	err = s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+sqlkit.QuoteTable(&idsync.Table{Name: t.Name})+`)`).Scan(&has)
+	err = s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+sqlkit.QuoteTable(&contract.Table{Name: t.Name})+`)`).Scan(&has)
 	if err != nil {
 		return true, false, s.wrap(op, err)
 	}

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // splitTombstones splits the indexes of the rows to write (kept) into
 // those written and those whose record was a tombstone (target.tombstone).
-func splitTombstones(rows []idsync.Row, kept []int) (write, tombs []int) {
+func splitTombstones(rows []contract.Row, kept []int) (write, tombs []int) {
 	if !slices.ContainsFunc(kept, func(ri int) bool { return rows[ri].Tombstone }) {
 		return kept, nil // the common page: nothing to copy
 	}
@@ -31,7 +31,7 @@ func splitTombstones(rows []idsync.Row, kept []int) (write, tombs []int) {
 // bury deletes the stored rows of the tombstones' keys, or on a soft
 // table marks those not marked yet, in tx; it returns how many rows it
 // deleted or marked. A tombstone whose row is absent changes nothing.
-func bury(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, all [][]any, tombs []int) (int64, error) {
+func bury(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, tombs []int) (int64, error) {
 	if len(tombs) == 0 {
 		return 0, nil
 	}
@@ -43,7 +43,7 @@ func bury(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, all
 		where := fmt.Sprintf("(%s) IN (VALUES %s)", sqlkit.QuoteList(t.Key), strings.TrimSuffix(strings.Repeat(tuple+", ", len(batch)), ", "))
 		q := "DELETE FROM " + sqlkit.QuoteIdent(t.Name) + " WHERE " + where
 		if t.Soft() {
-			q = fmt.Sprintf("UPDATE %s SET %s = ? WHERE %[2]s IS NULL AND %s", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(idsync.ColDeletedAt), where)
+			q = fmt.Sprintf("UPDATE %s SET %s = ? WHERE %[2]s IS NULL AND %s", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColDeletedAt), where)
 			args = append(args, formatTime(time.Now()))
 		}
 		for _, ri := range batch {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // columnType is how SQLite stores one idemsync column type: the one place
@@ -33,41 +33,41 @@ type columnType struct {
 
 // columnTypes is the table of column types; a new column type is one entry
 // here.
-var columnTypes = map[idsync.ColumnType]columnType{
-	idsync.TypeText: {decl: "TEXT", value: textValue, order: sqlkit.CompareTexts},
-	idsync.TypeInteger: {decl: "INTEGER", order: sqlkit.CompareNumbers,
+var columnTypes = map[contract.ColumnType]columnType{
+	contract.TypeText: {decl: "TEXT", value: textValue, order: sqlkit.CompareTexts},
+	contract.TypeInteger: {decl: "INTEGER", order: sqlkit.CompareNumbers,
 		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
-	idsync.TypeReal: {decl: "REAL", order: sqlkit.CompareNumbers,
+	contract.TypeReal: {decl: "REAL", order: sqlkit.CompareNumbers,
 		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
 	// Exact decimal text: NUMERIC affinity would turn it into a REAL or
 	// INTEGER and lose digits.
-	idsync.TypeNumeric: {decl: "TEXT", value: numericValue, order: sqlkit.CompareNumbers, keyText: numericKeyText,
+	contract.TypeNumeric: {decl: "TEXT", value: numericValue, order: sqlkit.CompareNumbers, keyText: numericKeyText,
 		earlier: "typeof(%[1]s) = 'text' AND (%[1]s GLOB '*[^0-9.-]*' OR %[1]s GLOB '?*-*' OR %[1]s GLOB '*.*.*'" +
 			" OR %[1]s GLOB '*.*0' OR %[1]s GLOB '*.' OR %[1]s GLOB '0[0-9]*' OR %[1]s GLOB '-0[0-9]*'" +
 			" OR %[1]s GLOB '.*' OR %[1]s GLOB '-.*' OR %[1]s = '-0')"},
-	idsync.TypeBoolean: {decl: "INTEGER", value: booleanValue, order: sqlkit.CompareNumbers},
+	contract.TypeBoolean: {decl: "INTEGER", value: booleanValue, order: sqlkit.CompareNumbers},
 	// Earlier versions wrote as few fractional digits as needed.
-	idsync.TypeTimestamp: {decl: "TEXT", value: timestampValue, order: sqlkit.CompareTimes, keyText: timestampKeyText,
+	contract.TypeTimestamp: {decl: "TEXT", value: timestampValue, order: sqlkit.CompareTimes, keyText: timestampKeyText,
 		earlier: "typeof(%[1]s) = 'text' AND length(%[1]s) <> 30"},
-	idsync.TypeJSON: {decl: "TEXT", order: sqlkit.CompareTexts,
+	contract.TypeJSON: {decl: "TEXT", order: sqlkit.CompareTexts,
 		value: func(v any) (any, bool) { return sqlkit.CompactJSON(v) }},
 }
 
 // typeOf returns the entry of t in columnTypes; an unknown type (which
 // sqlkit.CheckTable rejects before any SQL is built) is stored as text.
-func typeOf(t idsync.ColumnType) columnType {
+func typeOf(t contract.ColumnType) columnType {
 	if ct, ok := columnTypes[t]; ok {
 		return ct
 	}
-	return columnTypes[idsync.TypeText]
+	return columnTypes[contract.TypeText]
 }
 
 // sqliteType maps a column type to its declared SQLite type.
-func sqliteType(t idsync.ColumnType) string { return typeOf(t).decl }
+func sqliteType(t contract.ColumnType) string { return typeOf(t).decl }
 
 // sqliteValue converts an engine value to what the SQLite column stores
 // (nil is NULL). It fails with sqlkit.ValueError when v does not fit.
-func sqliteValue(c *idsync.Column, v any) (any, error) {
+func sqliteValue(c *contract.Column, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -82,7 +82,7 @@ func sqliteValue(c *idsync.Column, v any) (any, error) {
 // sqliteKeyFormFunc (the type's earlier entry with col filled in), or ""
 // when the type has none. The condition is cheap (no function call) so
 // that a table already in the current form is checked quickly.
-func earlierKeyForms(typ idsync.ColumnType, col string) string {
+func earlierKeyForms(typ contract.ColumnType, col string) string {
 	if e := typeOf(typ).earlier; e != "" {
 		return fmt.Sprintf(e, col)
 	}

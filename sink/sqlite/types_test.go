@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // Every column type has an entry in the table, with what each entry needs.
 func TestColumnTypesComplete(t *testing.T) {
-	for _, typ := range idsync.ColumnTypes {
+	for _, typ := range contract.ColumnTypes {
 		ct, ok := columnTypes[typ]
 		if !ok {
 			t.Errorf("column type %s has no entry in columnTypes", typ)
@@ -27,11 +27,11 @@ func TestColumnTypesComplete(t *testing.T) {
 
 // The version guard compares by the column type's order.
 func TestVersionNewer(t *testing.T) {
-	ts := &idsync.Column{Name: "v", Type: idsync.TypeTimestamp}
-	num := &idsync.Column{Name: "v", Type: idsync.TypeNumeric}
+	ts := &contract.Column{Name: "v", Type: contract.TypeTimestamp}
+	num := &contract.Column{Name: "v", Type: contract.TypeNumeric}
 	at := func(s string) time.Time { tm, _ := time.Parse(time.RFC3339Nano, s); return tm }
 	for _, tc := range []struct {
-		c            *idsync.Column
+		c            *contract.Column
 		next, stored any
 		want         bool
 	}{
@@ -42,8 +42,8 @@ func TestVersionNewer(t *testing.T) {
 		{ts, at("2000-01-01T00:00:00Z"), nil, true},
 		{num, "10.0", "9.99", true},
 		{num, "9.99", "10", false},
-		{&idsync.Column{Name: "v", Type: idsync.TypeInteger}, int64(2), int64(10), false},
-		{&idsync.Column{Name: "v", Type: idsync.TypeBoolean}, true, int64(0), true},
+		{&contract.Column{Name: "v", Type: contract.TypeInteger}, int64(2), int64(10), false},
+		{&contract.Column{Name: "v", Type: contract.TypeBoolean}, true, int64(0), true},
 	} {
 		got, err := sqlkit.VersionNewer(tc.c, typeOf(tc.c.Type).order, tc.next, tc.stored)
 		if err != nil || got != tc.want {

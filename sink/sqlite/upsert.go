@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	sqlitedrv "modernc.org/sqlite"
 )
 
@@ -24,7 +24,7 @@ func init() {
 		func(_ *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
 			typ, _ := args[0].(string)
 			name, _ := args[1].(string)
-			ok, err := sqlkit.VersionNewer(&idsync.Column{Name: name}, typeOf(idsync.ColumnType(typ)).order, args[2], args[3])
+			ok, err := sqlkit.VersionNewer(&contract.Column{Name: name}, typeOf(contract.ColumnType(typ)).order, args[2], args[3])
 			if err != nil || !ok {
 				return int64(0), err
 			}
@@ -82,7 +82,7 @@ func (st *sqliteStmts) close() {
 // statements returns the statements of t's current column set, preparing
 // them on first use. They are reused across pages until the next Prepare
 // (which may add columns) drops them.
-func (s *Sink) statements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
+func (s *Sink) statements(ctx context.Context, t *contract.Table) (*sqliteStmts, error) {
 	var sig strings.Builder
 	fmt.Fprintf(&sig, "%q %q %q %t %q", t.Name, t.Key, t.Version, t.Verify, t.Deletes)
 	for _, c := range t.Columns {
@@ -137,7 +137,7 @@ func (s *Sink) prepareSame(ctx context.Context, st *sqliteStmts, n int) error {
 //	        each column's value and the mark is cleared]
 //
 // Both let the database decide which stored row a key names.
-func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts, error) {
+func (s *Sink) newStatements(ctx context.Context, t *contract.Table) (*sqliteStmts, error) {
 	decl := map[string]string{}
 	rows, err := s.db.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?)`, t.Name)
 	if err != nil {
@@ -180,7 +180,7 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 		}
 	}
 	if len(st.keyIdx) != len(t.Key) {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "table %s: a key column is not among the mapped columns", t)
+		return nil, contract.Errorf(contract.Permanent, "table %s: a key column is not among the mapped columns", t)
 	}
 	st.sql = func(n int) [2]string { return sqliteUpsertSQL(t, n) }
 	st.sameSQL = func(n int) string { return sqliteSameSQL(t, n) }
@@ -189,9 +189,9 @@ func (s *Sink) newStatements(ctx context.Context, t *idsync.Table) (*sqliteStmts
 
 // sqliteUpsertSQL returns the insert and upsert statements writing n rows
 // into t (see newStatements).
-func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
+func sqliteUpsertSQL(t *contract.Table, n int) [2]string {
 	const target = `"_t"`
-	hash, synced := sqlkit.QuoteIdent(idsync.ColHash), sqlkit.QuoteIdent(idsync.ColSyncedAt)
+	hash, synced := sqlkit.QuoteIdent(contract.ColHash), sqlkit.QuoteIdent(contract.ColSyncedAt)
 	var cols, content []string // content: the columns an update copies from the record
 	for _, c := range t.Columns {
 		q := sqlkit.QuoteIdent(c.Name)
@@ -223,7 +223,7 @@ func sqliteUpsertSQL(t *idsync.Table, n int) [2]string {
 		// and whatever the version guard decides about its content
 		// (docs/deletions.md): the guard chooses each column's value above,
 		// not whether the row is written.
-		del := sqlkit.QuoteIdent(idsync.ColDeletedAt)
+		del := sqlkit.QuoteIdent(contract.ColDeletedAt)
 		sets = append(sets, del+" = NULL")
 		where = fmt.Sprintf("(%s) OR %s.%s IS NOT NULL", where, target, del)
 	}
@@ -239,7 +239,7 @@ func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// Upsert writes rows in one transaction (see idsync.Sink). Key values are
+// Upsert writes rows in one transaction (see contract.Sink). Key values are
 // first brought to the form their column stores (sqliteKeyValue), and among
 // rows with equal keys the last is kept, the others counting as Unchanged.
 // Then the database decides: a query joining the page to the table by key
@@ -251,11 +251,11 @@ func quoteLiteral(s string) string {
 // neither inserted nor updated are Unchanged, except rows a trigger dropped
 // (their key is absent afterwards): those count as Dropped.
 //
-// On error nothing is committed; the error is an *idsync.Error
-// (ExitTransient when the file is locked by another process past
-// BusyTimeout, ExitPermanent otherwise), or wraps ctx's error.
-func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (idsync.Counts, error) {
-	var n idsync.Counts
+// On error nothing is committed; the error is a *contract.Error
+// (Transient when the file is locked by another process past
+// BusyTimeout, Permanent otherwise), or wraps ctx's error.
+func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
+	var n contract.Counts
 	if len(rows) == 0 {
 		return n, nil
 	}
@@ -297,20 +297,20 @@ func (s *Sink) Upsert(ctx context.Context, t *idsync.Table, rows []idsync.Row) (
 		}
 	}
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
-		return idsync.Counts{}, s.wrap(op, err)
+		return contract.Counts{}, s.wrap(op, err)
 	}
 	n.Deleted = deleted
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	if err := tx.Commit(); err != nil {
-		return idsync.Counts{}, s.wrap(op, err)
+		return contract.Counts{}, s.wrap(op, err)
 	}
 	return n, nil
 }
 
 // write inserts or updates the rows at the indexes in write, st.batch at a
 // time (see Upsert), and returns Inserted, Updated and Dropped.
-func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *idsync.Table, st *sqliteStmts, rows []idsync.Row, all [][]any, write []int) (idsync.Counts, error) {
-	var n idsync.Counts
+func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, rows []contract.Row, all [][]any, write []int) (contract.Counts, error) {
+	var n contract.Counts
 	now := formatTime(time.Now())
 	perRow := len(t.Columns) + 2
 	args := make([]any, 0, st.batch*perRow)
@@ -367,11 +367,11 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string, ar
 
 // sqliteRows converts every row to the values SQLite stores, key columns in
 // their stored form (sqliteKeyValue).
-func sqliteRows(t *idsync.Table, st *sqliteStmts, rows []idsync.Row) ([][]any, error) {
+func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]any, error) {
 	all := make([][]any, len(rows))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
-			return nil, idsync.Errorf(idsync.ExitPermanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
+			return nil, contract.Errorf(contract.Permanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
 		}
 		vals := make([]any, len(t.Columns))
 		for i := range t.Columns {

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // sqliteVerifyColumns returns the names of the mapped columns that are not
 // key columns: what a verify upsert compares besides the hash.
-func sqliteVerifyColumns(t *idsync.Table) []string {
+func sqliteVerifyColumns(t *contract.Table) []string {
 	var out []string
 	for _, c := range t.Columns {
 		if !sqlkit.IsKey(t, c.Name) {
@@ -27,7 +27,7 @@ func sqliteVerifyColumns(t *idsync.Table) []string {
 // form (excluded holds the value after the column's affinity); text
 // compares byte by byte whatever the column's collation (NOCASE would
 // take 'BOB' for 'Bob'). It returns "" without t.Verify.
-func sqliteVerifyTerms(t *idsync.Table, target, next string) string {
+func sqliteVerifyTerms(t *contract.Table, target, next string) string {
 	if !t.Verify {
 		return ""
 	}

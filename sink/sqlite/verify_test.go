@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // A value rewritten in another storage class, or in another text form of
@@ -16,16 +16,16 @@ func TestVerifyRewritesOtherStorageClasses(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
 	tbl := b.Table("forms", []string{"id"},
-		sinktest.Col("id", idsync.TypeInteger), sinktest.Col("name", idsync.TypeText),
-		sinktest.Col("age", idsync.TypeInteger), sinktest.Col("ts", idsync.TypeTimestamp),
-		sinktest.Col("r", idsync.TypeReal))
+		sinktest.Col("id", contract.TypeInteger), sinktest.Col("name", contract.TypeText),
+		sinktest.Col("age", contract.TypeInteger), sinktest.Col("ts", contract.TypeTimestamp),
+		sinktest.Col("r", contract.TypeReal))
 	sinktest.MustPrepare(t, s, tbl)
 	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	var rows []idsync.Row
+	var rows []contract.Row
 	for i := range int64(6) {
 		rows = append(rows, sinktest.Row(i+1, "Ann", int64(30), at, 1.5))
 	}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 6}, rows...)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 6}, rows...)
 	for _, q := range []string{
 		`UPDATE forms SET name = CAST(name AS BLOB) WHERE id = 1`,           // blob 'Ann'
 		`UPDATE forms SET age = 'thirty' WHERE id = 2`,                      // text in an integer column
@@ -38,13 +38,13 @@ func TestVerifyRewritesOtherStorageClasses(t *testing.T) {
 	if got := b.Rows(t, `SELECT typeof(name) || typeof(age) || typeof(r) FROM forms WHERE id = 5`); got[0][0] != "textintegerreal" {
 		t.Fatalf("row 5 stored as %v, want text, integer, real", got)
 	}
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 4, Unchanged: 2}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Updated: 4, Unchanged: 2}, rows...)
 	sinktest.AssertRows(t, b.Read(t, tbl), sinktest.Want(t, tbl, rows...))
 	got := b.Rows(t, `SELECT count(*) FROM forms WHERE typeof(name) = 'text' AND typeof(age) = 'integer' AND typeof(r) = 'real' AND ts = '2024-05-01T12:00:00.000000000Z'`)
 	if got[0][0] != int64(6) {
 		t.Errorf("rows in the stored forms after verify = %v, want 6", got[0][0])
 	}
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 6}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 6}, rows...)
 }
 
 // A table the user created with declared types of their own (other
@@ -54,25 +54,25 @@ func TestVerifyRewritesOtherStorageClasses(t *testing.T) {
 func TestVerifyUserTypesUntouched(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
-	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", idsync.TypeInteger),
-		sinktest.Col("n", idsync.TypeNumeric), sinktest.Col("ts", idsync.TypeTimestamp),
-		sinktest.Col("b", idsync.TypeBoolean), sinktest.Col("j", idsync.TypeJSON),
-		sinktest.Col("s", idsync.TypeText), sinktest.Col("r", idsync.TypeReal), sinktest.Col("ci", idsync.TypeText))
+	tbl := b.Table("legacy", []string{"id"}, sinktest.Col("id", contract.TypeInteger),
+		sinktest.Col("n", contract.TypeNumeric), sinktest.Col("ts", contract.TypeTimestamp),
+		sinktest.Col("b", contract.TypeBoolean), sinktest.Col("j", contract.TypeJSON),
+		sinktest.Col("s", contract.TypeText), sinktest.Col("r", contract.TypeReal), sinktest.Col("ci", contract.TypeText))
 	tbl.Create = false
 	b.Exec(t, `CREATE TABLE legacy (id INT PRIMARY KEY, n NUMERIC, ts DATETIME, b BOOLEAN, j JSON,
 		s VARCHAR(3), r FLOAT, ci TEXT COLLATE NOCASE, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
 	sinktest.MustPrepare(t, s, tbl)
 	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
-	rows := []idsync.Row{
+	rows := []contract.Row{
 		sinktest.Row(int64(1), "12.50", at, true, `{"a":1}`, "longer than three", 0.1, "Ann"),
 		sinktest.Row(int64(2), "12345678901234567890.123456789", at, false, `[1,2]`, "12", 1e300, "Bob"),
 		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", math.Copysign(0, -1), ""),
 		sinktest.Row(int64(4), nil, nil, nil, nil, nil, nil, nil),
 	}
-	sinktest.MustUpsert(t, s, tbl, idsync.Counts{Inserted: 4}, rows...)
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 4}, rows...)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 4}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 4}, rows...)
 	b.Exec(t, `UPDATE legacy SET n = 12.51 WHERE id = 1`)
 	b.Exec(t, `UPDATE legacy SET ci = 'BOB' WHERE id = 2`) // equal under the column's NOCASE, not the same
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Updated: 2, Unchanged: 2}, rows...)
-	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), idsync.Counts{Unchanged: 4}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Updated: 2, Unchanged: 2}, rows...)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 4}, rows...)
 }

@@ -5,15 +5,15 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // widenTemp is the column a widening copies values into before it takes
 // the widened column's name.
 const widenTemp = "_idemsync_widen"
 
-// widen gives each column the engine widened (idsync.Column.Was set) the
+// widen gives each column the engine widened (contract.Column.Was set) the
 // declared type of its new type, in the page's transaction tx, when the
 // affinity differs (INTEGER or REAL to TEXT; between TEXT types nothing
 // changes: SQLite's dynamic typing keeps each stored value as it is).
@@ -22,7 +22,7 @@ const widenTemp = "_idemsync_widen"
 // '5', a boolean 1 is 'true'), so the column moves to the end of the table.
 // A column an index, view or trigger uses cannot be dropped: the error
 // names it (docs/job-file.md, "Without columns").
-func (s *Sink) widen(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
+func (s *Sink) widen(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	var decls map[string]string
 	for _, c := range t.Columns {
 		if c.Was == "" {
@@ -41,7 +41,7 @@ func (s *Sink) widen(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 		}
 		col, tmp, tbl := sqlkit.QuoteIdent(c.Name), sqlkit.QuoteIdent(widenTemp), sqlkit.QuoteIdent(t.Name)
 		value := "CAST(" + col + " AS TEXT)"
-		if c.Was == idsync.TypeBoolean {
+		if c.Was == contract.TypeBoolean {
 			value = "CASE WHEN " + col + " IS NULL THEN NULL WHEN " + col + " THEN 'true' ELSE 'false' END"
 		}
 		for _, q := range []string{
@@ -52,7 +52,7 @@ func (s *Sink) widen(ctx context.Context, tx *sql.Tx, t *idsync.Table) error {
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				e := s.wrap(fmt.Sprintf("widen column %s of table %s from %s to %s (%s)", c.Name, t, cur, want, c.Type), err)
-				if ie, ok := e.(*idsync.Error); ok && ie.Code == idsync.ExitPermanent {
+				if ie, ok := e.(*contract.Error); ok && ie.Class == contract.Permanent {
 					ie.Hint = "drop the index, view or trigger that uses the column, or declare the column's type in target.columns"
 				}
 				return e

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // QuoteIdent returns s as a double-quoted SQL identifier with every embedded
@@ -17,7 +17,7 @@ func QuoteIdent(s string) string {
 }
 
 // QuoteTable returns the quoted, optionally schema-qualified name of t.
-func QuoteTable(t *idsync.Table) string {
+func QuoteTable(t *contract.Table) string {
 	if t.Schema != "" {
 		return QuoteIdent(t.Schema) + "." + QuoteIdent(t.Name)
 	}
@@ -38,13 +38,13 @@ func QuoteList(names []string) string {
 func CheckIdent(kind, s string, maxLen int) error {
 	switch {
 	case s == "":
-		return idsync.Errorf(idsync.ExitUsage, "empty %s name", kind)
+		return contract.Errorf(contract.Invalid, "empty %s name", kind)
 	case strings.IndexByte(s, 0) >= 0:
-		return idsync.Errorf(idsync.ExitUsage, "%s name %q contains a NUL byte", kind, s)
+		return contract.Errorf(contract.Invalid, "%s name %q contains a NUL byte", kind, s)
 	case !utf8.ValidString(s):
-		return idsync.Errorf(idsync.ExitUsage, "%s name %q is not valid UTF-8", kind, s)
+		return contract.Errorf(contract.Invalid, "%s name %q is not valid UTF-8", kind, s)
 	case maxLen > 0 && len(s) > maxLen:
-		return idsync.Errorf(idsync.ExitUsage, "%s name %q is longer than %d bytes", kind, s, maxLen)
+		return contract.Errorf(contract.Invalid, "%s name %q is longer than %d bytes", kind, s, maxLen)
 	}
 	return nil
 }
@@ -53,8 +53,8 @@ func CheckIdent(kind, s string, maxLen int) error {
 // every identifier must pass CheckIdent, every key and the version column
 // must be mapped columns, no column may be mapped twice or use the reserved
 // bookkeeping names, and every column type must be valid. Errors are
-// *idsync.Error with ExitUsage.
-func CheckTable(t *idsync.Table, maxLen int) error {
+// *contract.Error with Invalid.
+func CheckTable(t *contract.Table, maxLen int) error {
 	if t.Schema != "" {
 		if err := CheckIdent("schema", t.Schema, maxLen); err != nil {
 			return err
@@ -64,7 +64,7 @@ func CheckTable(t *idsync.Table, maxLen int) error {
 		return err
 	}
 	if len(t.Key) == 0 {
-		return idsync.Errorf(idsync.ExitUsage, "table %s: no key columns", t)
+		return contract.Errorf(contract.Invalid, "table %s: no key columns", t)
 	}
 	seen := make(map[string]bool, len(t.Columns))
 	for _, c := range t.Columns {
@@ -72,23 +72,23 @@ func CheckTable(t *idsync.Table, maxLen int) error {
 			return err
 		}
 		if seen[c.Name] {
-			return idsync.Errorf(idsync.ExitUsage, "table %s: column %q mapped twice", t, c.Name)
+			return contract.Errorf(contract.Invalid, "table %s: column %q mapped twice", t, c.Name)
 		}
 		seen[c.Name] = true
-		if c.Name == idsync.ColHash || c.Name == idsync.ColSyncedAt {
-			return idsync.Errorf(idsync.ExitUsage, "table %s: column name %q is reserved for bookkeeping", t, c.Name)
+		if c.Name == contract.ColHash || c.Name == contract.ColSyncedAt {
+			return contract.Errorf(contract.Invalid, "table %s: column name %q is reserved for bookkeeping", t, c.Name)
 		}
 		if !c.Type.Valid() {
-			return idsync.Errorf(idsync.ExitUsage, "table %s: column %q has unknown type %q", t, c.Name, c.Type)
+			return contract.Errorf(contract.Invalid, "table %s: column %q has unknown type %q", t, c.Name, c.Type)
 		}
 	}
 	for _, k := range t.Key {
 		if !seen[k] {
-			return idsync.Errorf(idsync.ExitUsage, "table %s: key column %q is not a mapped column", t, k)
+			return contract.Errorf(contract.Invalid, "table %s: key column %q is not a mapped column", t, k)
 		}
 	}
 	if t.Version != "" && !seen[t.Version] {
-		return idsync.Errorf(idsync.ExitUsage, "table %s: version column %q is not a mapped column", t, t.Version)
+		return contract.Errorf(contract.Invalid, "table %s: version column %q is not a mapped column", t, t.Version)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func ASCIILower(s string) string {
 
 // CheckTableName checks only the schema and table names of t (what a
 // read of the table's state needs; its columns may not be known yet).
-func CheckTableName(t *idsync.Table, maxLen int) error {
+func CheckTableName(t *contract.Table, maxLen int) error {
 	if t.Schema != "" {
 		if err := CheckIdent("schema", t.Schema, maxLen); err != nil {
 			return err
@@ -142,7 +142,7 @@ func CheckTableName(t *idsync.Table, maxLen int) error {
 }
 
 // IsKey reports whether name is one of t's key columns.
-func IsKey(t *idsync.Table, name string) bool {
+func IsKey(t *contract.Table, name string) bool {
 	for _, k := range t.Key {
 		if k == name {
 			return true

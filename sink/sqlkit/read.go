@@ -3,7 +3,7 @@ package sqlkit
 import (
 	"strings"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // ReadColumns drops the content hash column from a table's column names
@@ -12,7 +12,7 @@ import (
 func ReadColumns(all []string, cast string) ([]string, string) {
 	var keep, sel []string
 	for _, c := range all {
-		if c == idsync.ColHash {
+		if c == contract.ColHash {
 			continue
 		}
 		keep = append(keep, c)
@@ -22,8 +22,8 @@ func ReadColumns(all []string, cast string) ([]string, string) {
 }
 
 // MissingTable is the error for a table that does not exist yet.
-func MissingTable(t *idsync.Table) error {
-	return &idsync.Error{Code: idsync.ExitPermanent, Msg: "table " + t.String() + " does not exist",
+func MissingTable(t *contract.Table) error {
+	return &contract.Error{Class: contract.Permanent, Msg: "table " + t.String() + " does not exist",
 		Hint: "run the job first: it creates the table"}
 }
 

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // ValueError reports a Go value that does not fit its column. The engine
 // converts records before they reach a sink, so this is a bug or a
 // mismatched table, not a bad record: the page fails permanently.
-func ValueError(c *idsync.Column, v any) error {
-	return idsync.Errorf(idsync.ExitPermanent, "column %q: cannot store %T as %s", c.Name, v, c.Type)
+func ValueError(c *contract.Column, v any) error {
+	return contract.Errorf(contract.Permanent, "column %q: cannot store %T as %s", c.Name, v, c.Type)
 }
 
 // AsInt64 accepts the Go integer types the engine may hand over.
@@ -161,13 +161,13 @@ func CompactJSON(v any) (string, bool) {
 // for CanonicalKeys. Values it does not know are returned as they are.
 type KeyForm func(v any) any
 
-// CanonicalKeys returns the rows to write for one page: idsync.Dedupe's
+// CanonicalKeys returns the rows to write for one page: contract.Dedupe's
 // result, except that key values equal in the database but different in Go
 // (numeric "1.0" and "1", timestamps in different zones, -0 and 0) count as
 // the same key. form returns the KeyForm of a column type, nil where Go's
 // equality is the database's. PostgreSQL would otherwise refuse the page
 // ("ON CONFLICT DO UPDATE command cannot affect row a second time").
-func CanonicalKeys(t *idsync.Table, rows []idsync.Row, form func(idsync.ColumnType) KeyForm) ([]idsync.Row, int) {
+func CanonicalKeys(t *contract.Table, rows []contract.Row, form func(contract.ColumnType) KeyForm) ([]contract.Row, int) {
 	keyIdx := make([]int, 0, len(t.Key))
 	forms := make([]KeyForm, 0, len(t.Key))
 	needed := false
@@ -181,9 +181,9 @@ func CanonicalKeys(t *idsync.Table, rows []idsync.Row, form func(idsync.ColumnTy
 		}
 	}
 	if !needed {
-		return idsync.Dedupe(t, rows)
+		return contract.Dedupe(t, rows)
 	}
-	shadow := make([]idsync.Row, len(rows))
+	shadow := make([]contract.Row, len(rows))
 	for i, r := range rows {
 		vals := make([]any, len(r.Values))
 		copy(vals, r.Values)
@@ -192,13 +192,13 @@ func CanonicalKeys(t *idsync.Table, rows []idsync.Row, form func(idsync.ColumnTy
 				vals[j] = forms[n](vals[j])
 			}
 		}
-		shadow[i] = idsync.Row{Values: vals, Hash: strconv.Itoa(i)}
+		shadow[i] = contract.Row{Values: vals, Hash: strconv.Itoa(i)}
 	}
-	kept, dropped := idsync.Dedupe(t, shadow)
+	kept, dropped := contract.Dedupe(t, shadow)
 	if dropped == 0 {
 		return rows, 0
 	}
-	out := make([]idsync.Row, len(kept))
+	out := make([]contract.Row, len(kept))
 	for i, k := range kept {
 		j, _ := strconv.Atoi(k.Hash)
 		out[i] = rows[j]
@@ -244,7 +244,7 @@ type Compare func(a, b any) (int, error)
 // Compare of the column's type. stored comes from the database (SQLite
 // storage classes); next from the engine. It fails when the two cannot be
 // compared.
-func VersionNewer(c *idsync.Column, cmp Compare, next, stored any) (bool, error) {
+func VersionNewer(c *contract.Column, cmp Compare, next, stored any) (bool, error) {
 	if stored == nil {
 		return true, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/idemsync/idemsync/contract"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -25,7 +26,7 @@ type Options struct {
 }
 
 // Install builds the auth chain of job's source.auth and installs it on f.
-// A job without auth is left as is. It returns an *idsync.Error (exit 1)
+// A job without auth is left as is. It returns a *contract.Error (exit 1)
 // when the chain cannot be built (oauth2_refresh_token without a store).
 func Install(ctx context.Context, job *idsync.Job, f *httpsource.Fetcher, o Options) error {
 	a := job.Source.Auth
@@ -62,7 +63,7 @@ func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (
 		}, nil
 	case idsync.AuthRefreshToken:
 		if o.Store == nil {
-			return nil, &idsync.Error{Code: idsync.ExitPermanent, Msg: "auth oauth2_refresh_token needs the state file"}
+			return nil, &contract.Error{Class: contract.Permanent, Msg: "auth oauth2_refresh_token needs the state file"}
 		}
 		if o.Keyring == nil {
 			o.Keyring = NewKeyring()
@@ -78,7 +79,7 @@ func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (
 			return &refreshing{base: base, src: newCommand(a, red), kind: a.Type}
 		}, nil
 	}
-	return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
+	return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
 }
 
 // credential is a token that can be fetched (cached) and invalidated.
@@ -133,5 +134,5 @@ func (t *refreshing) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // permanent returns an error that the fetcher does not retry (exit 1).
 func permanent(msg, hint string, err error) error {
-	return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: hint, Err: err}
+	return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: hint, Err: err}
 }

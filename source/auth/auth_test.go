@@ -25,6 +25,7 @@ import (
 	"github.com/go-oauth2/oauth2/v4/server"
 	"github.com/go-oauth2/oauth2/v4/store"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -236,8 +237,8 @@ func TestTokenEndpointFaults(t *testing.T) {
 	p.down.Store(true)
 	c, _ := client(t, clientCredentials(p, ""), Options{})
 	_, err := get(t, c, p.api.URL)
-	var ie *idsync.Error
-	if err == nil || errors.As(err, &ie) && ie.Code == idsync.ExitPermanent || !strings.Contains(err.Error(), "503") {
+	var ie *contract.Error
+	if err == nil || errors.As(err, &ie) && ie.Class == contract.Permanent || !strings.Contains(err.Error(), "503") {
 		t.Errorf("token endpoint 503: %v, want a transient error naming HTTP 503", err)
 	}
 
@@ -247,7 +248,7 @@ func TestTokenEndpointFaults(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.api.URL, nil)
 	_, err = c.Do(req)
-	if err == nil || errors.As(err, &ie) && ie.Code == idsync.ExitPermanent {
+	if err == nil || errors.As(err, &ie) && ie.Class == contract.Permanent {
 		t.Errorf("token endpoint timeout: %v, want a transient error", err)
 	}
 	p.slow.Store(false)
@@ -256,14 +257,14 @@ func TestTokenEndpointFaults(t *testing.T) {
 	bad.ClientSecret = "wrong-secret-canary"
 	c, _ = client(t, bad, Options{})
 	_, err = get(t, c, p.api.URL)
-	if !errors.As(err, &ie) || ie.Code != idsync.ExitPermanent || !strings.Contains(ie.Error(), "invalid_client") ||
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Error(), "invalid_client") ||
 		!strings.Contains(ie.Hint, idsync.AuthClientCredentials) || strings.Contains(ie.Error()+ie.Hint, "wrong-secret-canary") {
 		t.Errorf("refused client: %v (hint %q), want exit 1 naming invalid_client and the auth type, without the secret", err, hintOf(err))
 	}
 }
 
 func hintOf(err error) string {
-	var ie *idsync.Error
+	var ie *contract.Error
 	if errors.As(err, &ie) {
 		return ie.Hint
 	}
@@ -373,8 +374,8 @@ func TestRefreshTokenLostInExchange(t *testing.T) {
 	a.AuthStyle = "body" // without it x/oauth2 tries header, then body: two requests
 	c, _ = client(t, a, Options{Job: "j", Store: lost})
 	_, err := get(t, c, p.api.URL)
-	var ie *idsync.Error
-	if !errors.As(err, &ie) || ie.Code != idsync.ExitPermanent || !strings.Contains(ie.Msg, "stopped during a refresh token exchange") ||
+	var ie *contract.Error
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Msg, "stopped during a refresh token exchange") ||
 		!strings.Contains(ie.Hint, "source.auth.refresh_token") || strings.Contains(ie.Error()+ie.Hint, seed) {
 		t.Fatalf("lost rotation: %v (hint %q), want exit 1 with a re-seed hint and no token", err, hintOf(err))
 	}
@@ -438,8 +439,8 @@ func TestCommandNoShellTTL(t *testing.T) {
 	a.TTL.Duration = 0
 	c, _ = client(t, a, Options{})
 	_, err := get(t, c, api.URL)
-	var ie *idsync.Error
-	if !errors.As(err, &ie) || ie.Code != idsync.ExitPermanent || !strings.Contains(ie.Msg, "failed with exit 3") || strings.Contains(err.Error()+ie.Hint, "stderr-canary") {
+	var ie *contract.Error
+	if !errors.As(err, &ie) || ie.Class != contract.Permanent || !strings.Contains(ie.Msg, "failed with exit 3") || strings.Contains(err.Error()+ie.Hint, "stderr-canary") {
 		t.Errorf("failing command: %v, want exit 1 naming the exit status, without its stderr", err)
 	}
 }

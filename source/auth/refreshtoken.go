@@ -218,7 +218,7 @@ func (k *Keyring) prune(ctx context.Context, o Options) (int, error) {
 }
 
 // Flush stores the refresh tokens received and not stored yet (trying
-// again for a while). It returns an *idsync.Error (exit 1) saying a new
+// again for a while). It returns a *contract.Error (exit 1) saying a new
 // seed is needed when one still cannot be stored.
 func (k *Keyring) Flush(ctx context.Context) error {
 	if k == nil {

@@ -1,5 +1,5 @@
 // Package httpsource is the HTTP implementation of the engine's
-// idsync.PageSource: a Fetcher requests one page of a job's source with
+// contract.PageSource: a Fetcher requests one page of a job's source with
 // its retry policy (classified retries, capped exponential backoff with
 // jitter, Retry-After, a 429 pausing every worker), the shared rate
 // limit, the origin policy (credentials, configured headers and query

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // How a 2xx error payload is classified (docs/job-file.md, "Error payloads
@@ -17,21 +17,21 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 	const gql = "  method: POST\n  body: {query: \"{ x }\"}\n" // error_path: errors by default
 	tests := []struct {
 		name, source, body string
-		code               int // 0: a page
+		code               contract.Class // None: a page
 		says               string
 	}{
-		{"validation, no data", gql, `{"errors":[{"message":"Cannot query field \"x\""}]}`, idsync.ExitPermanent, "GraphQL request error"},
-		{"code with data", gql, `{"errors":[{"message":"bad","extensions":{"code":"BAD_USER_INPUT"}}],"data":null}`, idsync.ExitPermanent, "GraphQL BAD_USER_INPUT"},
-		{"code under a filter", gql + "  error_path: \"errors.#(path.#<3)#\"\n", `{"errors":[{"message":"parse","extensions":{"code":"GRAPHQL_PARSE_FAILED"}}]}`, idsync.ExitPermanent, "GraphQL GRAPHQL_PARSE_FAILED"},
-		{"field error with data null", gql, `{"errors":[{"message":"throttled","path":["x"]}],"data":null}`, idsync.ExitTransient, "error payload at errors"},
-		{"other code", gql, `{"errors":[{"message":"boom","extensions":{"code":"INTERNAL_SERVER_ERROR"}}],"data":{"x":null}}`, idsync.ExitTransient, "INTERNAL_SERVER_ERROR"},
-		{"errors not GraphQL-shaped, no data", gql, `{"errors":["boom"]}`, idsync.ExitTransient, "error payload at errors"},
-		{"records not under data, no data", gql + "  # records: items\n", `{"items":[{"id":1}],"errors":[{"message":"partial"}]}`, idsync.ExitTransient, "error payload at errors"},
+		{"validation, no data", gql, `{"errors":[{"message":"Cannot query field \"x\""}]}`, contract.Permanent, "GraphQL request error"},
+		{"code with data", gql, `{"errors":[{"message":"bad","extensions":{"code":"BAD_USER_INPUT"}}],"data":null}`, contract.Permanent, "GraphQL BAD_USER_INPUT"},
+		{"code under a filter", gql + "  error_path: \"errors.#(path.#<3)#\"\n", `{"errors":[{"message":"parse","extensions":{"code":"GRAPHQL_PARSE_FAILED"}}]}`, contract.Permanent, "GraphQL GRAPHQL_PARSE_FAILED"},
+		{"field error with data null", gql, `{"errors":[{"message":"throttled","path":["x"]}],"data":null}`, contract.Transient, "error payload at errors"},
+		{"other code", gql, `{"errors":[{"message":"boom","extensions":{"code":"INTERNAL_SERVER_ERROR"}}],"data":{"x":null}}`, contract.Transient, "INTERNAL_SERVER_ERROR"},
+		{"errors not GraphQL-shaped, no data", gql, `{"errors":["boom"]}`, contract.Transient, "error payload at errors"},
+		{"records not under data, no data", gql + "  # records: items\n", `{"items":[{"id":1}],"errors":[{"message":"partial"}]}`, contract.Transient, "error payload at errors"},
 		{"filtered out", gql + "  error_path: \"errors.#(path.#<3)#\"\n", `{"errors":[{"message":"n","path":["data",1,"note"]}],"data":[{"id":1}]}`, 0, ""},
 		{"error_path off", gql + "  error_path: \"\"\n", `{"errors":[{"message":"n"}],"data":[{"id":1}]}`, 0, ""},
-		{"null next to error", "", `{"data":null,"error":{"message":"down"}}`, idsync.ExitTransient, "records path data is null next to an error payload at error"},
-		{"null next to fault", "", `{"data":null,"fault":"down"}`, idsync.ExitTransient, "at fault"},
-		{"null next to errors, error_path off", gql + "  error_path: \"\"\n", `{"data":null,"errors":[{"message":"x"}]}`, idsync.ExitTransient, "at errors"},
+		{"null next to error", "", `{"data":null,"error":{"message":"down"}}`, contract.Transient, "records path data is null next to an error payload at error"},
+		{"null next to fault", "", `{"data":null,"fault":"down"}`, contract.Transient, "at fault"},
+		{"null next to errors, error_path off", gql + "  error_path: \"\"\n", `{"data":null,"errors":[{"message":"x"}]}`, contract.Transient, "at errors"},
 		{"null next to an empty error", "", `{"data":null,"error":{},"errors":[],"message":"no more"}`, 0, ""},
 	}
 	for _, tt := range tests {
@@ -43,15 +43,15 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 			}
 			f, _ := newTestFetcher(t, spec, nil)
 			if tt.code == 0 {
-				if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
+				if _, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL}); err != nil {
 					t.Fatalf("%v, want a page", err)
 				}
 				return
 			}
 			e := fetchErr(t, f, srv.URL)
-			want := map[int]int{idsync.ExitPermanent: 1, idsync.ExitTransient: 2}[tt.code]
-			if e.Code != tt.code || !strings.Contains(e.Error(), tt.says) || len(srv.requests()) != want {
-				t.Errorf("%v (exit %d, %d requests), want exit %d after %d naming %q", e, e.Code, len(srv.requests()), tt.code, want, tt.says)
+			want := map[contract.Class]int{contract.Permanent: 1, contract.Transient: 2}[tt.code]
+			if e.Class != tt.code || !strings.Contains(e.Error(), tt.says) || len(srv.requests()) != want {
+				t.Errorf("%v (%v, %d requests), want %v after %d naming %q", e, e.Class, len(srv.requests()), tt.code, want, tt.says)
 			}
 		})
 	}

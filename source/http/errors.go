@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -17,9 +18,9 @@ import (
 // transient (exit 3) once retries are exhausted otherwise.
 func (f *Fetcher) transportError(where, tries string, err error) error {
 	if permanentTransportError(err) {
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(idsync.Hint(err))}
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(contract.Hint(err))}
 	}
-	return &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
+	return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
 		Hint: "network error; the checkpoint is intact, run again later"}
 }
 
@@ -28,9 +29,9 @@ func permanentTransportError(err error) bool {
 	var he x509.HostnameError
 	var ce x509.CertificateInvalidError
 	var ve *tls.CertificateVerificationError
-	var pe *idsync.Error
+	var pe *contract.Error
 	return errors.As(err, &ue) || errors.As(err, &he) || errors.As(err, &ce) || errors.As(err, &ve) ||
-		errors.As(err, &pe) && pe.Code == idsync.ExitPermanent ||
+		errors.As(err, &pe) && pe.Class == contract.Permanent ||
 		strings.Contains(err.Error(), "stopped after 10 redirects") ||
 		strings.Contains(err.Error(), "unsupported protocol scheme")
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
 	idsync "github.com/idemsync/idemsync/sync"
 
@@ -30,7 +31,7 @@ type RetryEvent struct {
 	Reason  string
 }
 
-var _ idsync.PageSource = (*Fetcher)(nil)
+var _ contract.PageSource = (*Fetcher)(nil)
 
 // Fetcher requests pages with the job's source and retry settings: classified
 // retries with capped exponential backoff and jitter, Retry-After honoured,
@@ -153,11 +154,11 @@ type attempt struct {
 	refused     string // why a 2xx error payload is a GraphQL request error (errorPayload)
 }
 
-// Fetch sends r with retries and returns the page. Errors are *idsync.Error
-// with exit code 3 for transient failures that exhausted their retries and 1
-// for permanent ones; both name the status or cause and a body excerpt with
+// Fetch sends r with retries and returns the page. Errors are *contract.Error
+// of class Transient for failures that exhausted their retries and
+// Permanent for the others; both name the status or cause and a body excerpt with
 // secrets redacted. A cancelled ctx returns ctx's error.
-func (f *Fetcher) Fetch(ctx context.Context, r idsync.Request) (*idsync.Response, error) {
+func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Response, error) {
 	src := f.cfg.Source
 	rc := f.cfg.Retry
 	st := &attempt{}
@@ -186,14 +187,14 @@ func (f *Fetcher) Fetch(ctx context.Context, r idsync.Request) (*idsync.Response
 	if err := f.failure(st, where, err); err != nil {
 		return nil, err
 	}
-	out := &idsync.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
+	out := &contract.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
 	if st.status == http.StatusNoContent {
 		out.Body = nil // an empty page
 		return out, nil
 	}
 	recs, err := f.records(st.body)
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "%s: %w", where, err)
+		return nil, contract.Errorf(contract.Permanent, "%s: %w", where, err)
 	}
 	out.Records = recs
 	out.Raw = f.rawCount(st.body, recs)
@@ -205,12 +206,12 @@ func (f *Fetcher) Fetch(ctx context.Context, r idsync.Request) (*idsync.Response
 // headers only for the source's own origin; the position's header always).
 // An invalid URL or a body the position cannot be set in fails with exit
 // code 1.
-func (f *Fetcher) newRequest(ctx context.Context, r idsync.Request) (*retryablehttp.Request, error) {
+func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryablehttp.Request, error) {
 	src := f.cfg.Source
 	rawURL := r.URL
 	body, err := requestBody(src.Body, r.Body)
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "build request body: %v", err)
+		return nil, contract.Errorf(contract.Permanent, "build request body: %v", err)
 	}
 	var rd io.Reader
 	if body != nil {
@@ -218,7 +219,7 @@ func (f *Fetcher) newRequest(ctx context.Context, r idsync.Request) (*retryableh
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, src.Method, rawURL, rd)
 	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "build request for %s: invalid URL", f.redact(rawURL))
+		return nil, contract.Errorf(contract.Permanent, "build request for %s: invalid URL", f.redact(rawURL))
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		req.Header.Set(k, r.Header[k])
@@ -284,24 +285,24 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 	tries := fmt.Sprintf("after %d attempt(s)", st.n)
 	switch {
 	case st.tooLarge:
-		return idsync.Errorf(idsync.ExitPermanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
+		return contract.Errorf(contract.Permanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
 	case st.tooDeep:
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
 	case st.notJSON:
 		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
 		if ex := f.excerpt(st.body); ex != "" {
 			msg += ": " + ex
 		}
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg,
+		return &contract.Error{Class: contract.Permanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
 	case err != nil && st.status == 0:
 		return f.transportError(where, tries, err)
 	case st.refused != "":
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
 			Hint: "the GraphQL server refused the request itself (its query, variables or persisted query): sending it again cannot help; fix source.body (not retried)"}
 	case st.reason != "" && st.status >= 200 && st.status < 300:
-		return &idsync.Error{Code: idsync.ExitTransient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
+		return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
 	case st.status < 200 || st.status >= 300:
 		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
@@ -312,9 +313,9 @@ func (f *Fetcher) failure(st *attempt, where string, err error) error {
 			msg += ": " + ex
 		}
 		if slices.Contains(rc.OnStatus, st.status) {
-			return &idsync.Error{Code: idsync.ExitTransient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
+			return &contract.Error{Class: contract.Transient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
 		}
-		return &idsync.Error{Code: idsync.ExitPermanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
+		return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
 	}
 	return nil
 }

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
-
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // hit is one request as the test server saw it.
@@ -120,15 +119,15 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func fetchErr(t *testing.T, f *Fetcher, url string) *idsync.Error {
+func fetchErr(t *testing.T, f *Fetcher, url string) *contract.Error {
 	t.Helper()
-	resp, err := f.Fetch(context.Background(), idsync.Request{URL: url})
+	resp, err := f.Fetch(context.Background(), contract.Request{URL: url})
 	if err == nil {
 		t.Fatalf("fetch succeeded with %d records, want an error", len(resp.Records))
 	}
-	var e *idsync.Error
+	var e *contract.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %T %v is not an *idsync.Error", err, err)
+		t.Fatalf("error %T %v is not an *contract.Error", err, err)
 	}
 	return e
 }
@@ -174,7 +173,7 @@ func TestFetchHonoursRetryAfter(t *testing.T) {
 				writeJSON(w, http.StatusOK, okPage)
 			})
 			f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", "  attempts: 2\n  min_wait: 50ms\n  max_wait: "+tt.maxWait+"\n"), nil)
-			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
+			resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,8 +210,8 @@ func TestFetchStopsAtAttempts(t *testing.T) {
 			if got := len(srv.requests()); got != attempts {
 				t.Errorf("%d requests, want exactly %d", got, attempts)
 			}
-			if e.Code != idsync.ExitTransient {
-				t.Errorf("exit code %d, want %d", e.Code, idsync.ExitTransient)
+			if e.Class != contract.Transient {
+				t.Errorf("exit code %d, want %d", e.Class, contract.Transient)
 			}
 			for _, want := range []string{"HTTP 503", fmt.Sprintf("after %d attempt(s)", attempts), `{"error":"down"}`} {
 				if !strings.Contains(e.Error(), want) {
@@ -240,16 +239,16 @@ func TestFetchPermanentStatusFailsAtOnce(t *testing.T) {
 			if got := len(srv.requests()); got != 1 {
 				t.Errorf("%d requests, want 1 (no retry)", got)
 			}
-			if e.Code != idsync.ExitPermanent {
-				t.Errorf("exit code %d, want %d", e.Code, idsync.ExitPermanent)
+			if e.Class != contract.Permanent {
+				t.Errorf("exit code %d, want %d", e.Class, contract.Permanent)
 			}
 			for _, want := range []string{fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), "nope"} {
 				if !strings.Contains(e.Error(), want) {
 					t.Errorf("error %q does not say %q", e.Error(), want)
 				}
 			}
-			if !strings.Contains(idsync.Hint(e), "not retried") {
-				t.Errorf("hint %q does not say the status was not retried", idsync.Hint(e))
+			if !strings.Contains(contract.Hint(e), "not retried") {
+				t.Errorf("hint %q does not say the status was not retried", contract.Hint(e))
 			}
 		})
 	}
@@ -328,7 +327,7 @@ func TestFetchRetriesTransientFailures(t *testing.T) {
 				writeJSON(w, 200, okPage)
 			})
 			f, _ := newTestFetcher(t, fetchSpec(once.URL, source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
-			resp, err := f.Fetch(context.Background(), idsync.Request{URL: once.URL})
+			resp, err := f.Fetch(context.Background(), contract.Request{URL: once.URL})
 			if err != nil {
 				t.Fatalf("one fault then a good page: %v", err)
 			}
@@ -339,8 +338,8 @@ func TestFetchRetriesTransientFailures(t *testing.T) {
 			always := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.fault(w, r) })
 			f, _ = newTestFetcher(t, fetchSpec(always.URL, source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
 			e := fetchErr(t, f, always.URL)
-			if e.Code != idsync.ExitTransient {
-				t.Errorf("exit code %d, want %d: %v", e.Code, idsync.ExitTransient, e)
+			if e.Class != contract.Transient {
+				t.Errorf("exit code %d, want %d: %v", e.Class, contract.Transient, e)
 			}
 			if n := len(always.requests()); n != 2 {
 				t.Errorf("%d requests, want 2", n)
@@ -377,12 +376,12 @@ func TestFetchErrorPath(t *testing.T) {
 	for _, tt := range tests {
 		srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.body) })
 		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  error_path: "+tt.path+"\n", "  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\n"), nil)
-		_, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
+		_, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 		switch {
 		case tt.failed && err == nil:
 			t.Errorf("%s in %s: accepted as a page", tt.path, tt.body)
-		case tt.failed && (idsync.ExitCode(err) != idsync.ExitTransient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
-			t.Errorf("%s in %s: %v (exit %d), want exit 3 naming the path", tt.path, tt.body, err, idsync.ExitCode(err))
+		case tt.failed && (contract.ClassOf(err) != contract.Transient || !strings.Contains(err.Error(), "error payload at "+tt.path)):
+			t.Errorf("%s in %s: %v (%v), want exit 3 naming the path", tt.path, tt.body, err, contract.ClassOf(err))
 		case tt.failed && len(srv.requests()) != 2:
 			t.Errorf("%s in %s: %d requests, want 2 (retried)", tt.path, tt.body, len(srv.requests()))
 		case !tt.failed && err != nil:
@@ -395,8 +394,8 @@ func TestFetchErrorPath(t *testing.T) {
 		writeJSON(w, 200, `{"error":{"message":"internal"}}`)
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-	if e := fetchErr(t, f, srv.URL); e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
-		t.Errorf("error payload without error_path: %v (exit %d)", e, e.Code)
+	if e := fetchErr(t, f, srv.URL); e.Class != contract.Permanent || !strings.Contains(e.Error(), "records path data not found") || !strings.Contains(e.Error(), "error") {
+		t.Errorf("error payload without error_path: %v (%v)", e, e.Class)
 	}
 }
 

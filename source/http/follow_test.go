@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // unresolvable is an origin whose host can never resolve (.invalid): a
@@ -19,13 +19,13 @@ const unresolvable = "https://api.github.invalid"
 // the origin and source.follow_origins, and no DNS or connection error.
 func assertRefused(t *testing.T, err error, origin string) {
 	t.Helper()
-	var e *idsync.Error
+	var e *contract.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %T %v, want an *idsync.Error", err, err)
+		t.Fatalf("error %T %v, want an *contract.Error", err, err)
 	}
 	text := e.Error() + " " + e.Hint
-	if e.Code != idsync.ExitPermanent || !strings.Contains(text, origin) || !strings.Contains(text, "source.follow_origins") {
-		t.Errorf("want a permanent refusal naming %s and source.follow_origins, got exit %d: %s", origin, e.Code, text)
+	if e.Class != contract.Permanent || !strings.Contains(text, origin) || !strings.Contains(text, "source.follow_origins") {
+		t.Errorf("want a permanent refusal naming %s and source.follow_origins, got %v: %s", origin, e.Class, text)
 	}
 	for _, dns := range []string{"lookup", "no such host", "dial", "connection refused"} {
 		if strings.Contains(text, dns) {
@@ -43,10 +43,10 @@ func TestNextURLToAnotherOriginRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.Fetch(context.Background(), idsync.Request{URL: next})
+	_, err = f.Fetch(context.Background(), contract.Request{URL: next})
 	assertRefused(t, err, unresolvable)
 	next, _ = f.BuildURL(home.URL+"/page2", url.Values{}, true)
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: next}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: next}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -59,16 +59,16 @@ func TestRedirectToAnotherOriginRefused(t *testing.T) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 	})
 	f, _ := newTestFetcher(t, fetchSpec(home.URL, "", ""), nil)
-	_, err := f.Fetch(context.Background(), idsync.Request{URL: home.URL + "/?to=" + url.QueryEscape(unresolvable+"/x")})
+	_, err := f.Fetch(context.Background(), contract.Request{URL: home.URL + "/?to=" + url.QueryEscape(unresolvable+"/x")})
 	assertRefused(t, err, unresolvable)
 	if n := len(home.requests()); n != 1 {
 		t.Errorf("%d requests, want 1: a refusal is not retried", n)
 	}
-	_, err = f.Fetch(context.Background(), idsync.Request{URL: home.URL + "/?to=" + url.QueryEscape(other.URL+"/x")})
+	_, err = f.Fetch(context.Background(), contract.Request{URL: home.URL + "/?to=" + url.QueryEscape(other.URL+"/x")})
 	assertRefused(t, err, other.URL)
 
 	f, _ = newTestFetcher(t, fetchSpec(home.URL, "  follow_origins: ["+other.URL+"]\n", ""), nil)
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: home.URL + "/?to=" + url.QueryEscape(other.URL+"/x")}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: home.URL + "/?to=" + url.QueryEscape(other.URL+"/x")}); err != nil {
 		t.Fatalf("an allowed origin: %v", err)
 	}
 }

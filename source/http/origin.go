@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -125,9 +126,9 @@ func (f *Fetcher) mayFollow(u *url.URL) bool {
 // refuse is the error of a next page or redirect (what) that leads to u, on
 // an origin the job does not follow: permanent, naming the origin and the
 // key that allows it. Nothing was sent there, not even a DNS lookup.
-func (f *Fetcher) refuse(what string, u *url.URL) *idsync.Error {
+func (f *Fetcher) refuse(what string, u *url.URL) *contract.Error {
 	o := f.redact(origin(u))
-	return &idsync.Error{Code: idsync.ExitPermanent,
+	return &contract.Error{Class: contract.Permanent,
 		Msg:  fmt.Sprintf("%s leads to another origin, %s: refused (not in source.follow_origins)", what, o),
 		Hint: fmt.Sprintf("nothing was requested from %s; to follow it (without the job's credentials), add it to source.follow_origins: [%s]", o, o)}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A next URL on another origin that source.follow_origins allows is
@@ -26,7 +26,7 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Fetch(context.Background(), idsync.Request{URL: next}); err != nil {
+		if _, err := f.Fetch(context.Background(), contract.Request{URL: next}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +48,7 @@ func TestNextURLToAnotherOriginCarriesNoCredentials(t *testing.T) {
 		t.Errorf("%d warnings about the other origin, want 1:\n%s", n, logs.String())
 	}
 	next, _ := f.BuildURL(home.URL+"/page2", url.Values{}, true)
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: next}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: next}); err != nil {
 		t.Fatal(err)
 	}
 	h := home.requests()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 
 	"github.com/idemsync/idemsync/jobfile"
 )
@@ -45,11 +45,11 @@ func TestTooManyRequestsPausesAllWorkers(t *testing.T) {
 	f2 := NewFetcher(ConfigOf(job), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var wg gosync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _, _ = f2.Fetch(context.Background(), idsync.Request{URL: srv.URL}) }()
+	go func() { defer wg.Done(); _, _ = f2.Fetch(context.Background(), contract.Request{URL: srv.URL}) }()
 	time.Sleep(100 * time.Millisecond) // the 429 has arrived by now
 	for range 4 {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, _ = f2.Fetch(context.Background(), idsync.Request{URL: srv.URL}) }()
+		go func() { defer wg.Done(); _, _ = f2.Fetch(context.Background(), contract.Request{URL: srv.URL}) }()
 	}
 	wg.Wait()
 	mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -78,10 +79,10 @@ func TestFetchRedirectStripsHeadersAcrossOrigins(t *testing.T) {
 	})
 	spec := fetchSpec(first.URL, "  headers: {X-Api-Key: \"${KEY}\", Authorization: \"Bearer ${TOKEN}\", Cookie: \"session=${TOKEN}\"}\n  follow_origins: [\""+other.URL+"\"]\n", "")
 	f, logs := newTestFetcher(t, spec, map[string]string{"KEY": "key-123456", "TOKEN": "token-123456"})
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: first.URL + "/away"}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: first.URL + "/away"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: first.URL + "/home"}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: first.URL + "/home"}); err != nil {
 		t.Fatal(err)
 	}
 	got := other.requests()
@@ -111,11 +112,11 @@ func TestFetchVerifiesTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "certificate") {
-		t.Errorf("self-signed certificate: %v (exit %d)", e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "certificate") {
+		t.Errorf("self-signed certificate: %v (%v)", e, e.Class)
 	}
 	f, logs := newTestFetcher(t, fetchSpec(srv.URL, "  insecure_skip_tls_verify: true\n", ""), nil)
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL}); err != nil {
 		t.Errorf("with insecure_skip_tls_verify: %v", err)
 	}
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "TLS certificate verification is OFF") {
@@ -245,8 +246,8 @@ func TestFetchGzipBomb(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1MiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
-		t.Errorf("gzip bomb (%d KiB compressed): %v (exit %d)", zipped.Len()>>10, e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "larger than source.max_body (1048576 bytes)") {
+		t.Errorf("gzip bomb (%d KiB compressed): %v (%v)", zipped.Len()>>10, e, e.Class)
 	}
 }
 
@@ -258,8 +259,8 @@ func TestFetchRedirectLoop(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
-		t.Errorf("redirect loop: %v (exit %d)", e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "stopped after 10 redirects") {
+		t.Errorf("redirect loop: %v (%v)", e, e.Class)
 	}
 	if n := len(srv.requests()); n != 10 {
 		t.Errorf("%d requests, want 10 (one attempt, not retried)", n)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -38,7 +39,7 @@ func TestFetchEndProofBodies(t *testing.T) {
 	tests := []struct {
 		name     string
 		respond  func(w http.ResponseWriter)
-		code     int // 0: success
+		code     contract.Class // None: success
 		records  int
 		requests int
 		says     string
@@ -47,14 +48,14 @@ func TestFetchEndProofBodies(t *testing.T) {
 		{"html login page", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			_, _ = w.Write([]byte("<!DOCTYPE html><html><body>Sign in</body></html>"))
-		}, idsync.ExitPermanent, 0, 1, "HTTP 200 body is not JSON (Content-Type text/html): <!DOCTYPE html>"},
-		{"plain text", func(w http.ResponseWriter) { _, _ = w.Write([]byte("Unauthorized")) }, idsync.ExitPermanent, 0, 1, "not JSON"},
-		{"HTML served as JSON", func(w http.ResponseWriter) { writeJSON(w, 200, "<html>oops</html>") }, idsync.ExitPermanent, 0, 1, "not JSON"},
-		{"truncated JSON", func(w http.ResponseWriter) { writeJSON(w, 200, `{"data":[{"id":1},`) }, idsync.ExitTransient, 0, 3, "invalid JSON body"},
+		}, contract.Permanent, 0, 1, "HTTP 200 body is not JSON (Content-Type text/html): <!DOCTYPE html>"},
+		{"plain text", func(w http.ResponseWriter) { _, _ = w.Write([]byte("Unauthorized")) }, contract.Permanent, 0, 1, "not JSON"},
+		{"HTML served as JSON", func(w http.ResponseWriter) { writeJSON(w, 200, "<html>oops</html>") }, contract.Permanent, 0, 1, "not JSON"},
+		{"truncated JSON", func(w http.ResponseWriter) { writeJSON(w, 200, `{"data":[{"id":1},`) }, contract.Transient, 0, 3, "invalid JSON body"},
 		{"truncated JSON labelled HTML", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = w.Write([]byte(`{"data":[{"id":1},`))
-		}, idsync.ExitPermanent, 0, 1, "not JSON"},
+		}, contract.Permanent, 0, 1, "not JSON"},
 		{"JSON labelled HTML", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = w.Write([]byte(okPage))
@@ -64,7 +65,7 @@ func TestFetchEndProofBodies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { tt.respond(w) })
 			f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
+			resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 			if n := len(srv.requests()); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
@@ -74,8 +75,8 @@ func TestFetchEndProofBodies(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || idsync.ExitCode(err) != tt.code || !strings.Contains(err.Error(), tt.says) {
-				t.Errorf("error %v (exit %d), want exit %d saying %q", err, idsync.ExitCode(err), tt.code, tt.says)
+			if err == nil || contract.ClassOf(err) != tt.code || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %v (%v), want %v saying %q", err, contract.ClassOf(err), tt.code, tt.says)
 			}
 		})
 	}
@@ -129,7 +130,7 @@ func TestFetchRawCountsTheReturnedArray(t *testing.T) {
 			srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, tt.body) })
 			spec := strings.Replace(fetchSpec(srv.URL, "", ""), "records: data", fmt.Sprintf("records: %q", tt.records), 1)
 			f, _ := newTestFetcher(t, spec, nil)
-			resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
+			resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,8 +149,8 @@ func TestFetchBodyLimit(t *testing.T) {
 	srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, body) })
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
-		t.Errorf("over max_body: %v (exit %d)", e, e.Code)
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
+		t.Errorf("over max_body: %v (%v)", e, e.Class)
 	}
 	if n := len(srv.requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
@@ -157,7 +158,7 @@ func TestFetchBodyLimit(t *testing.T) {
 	exact := `{"data":[{"id":1,"pad":"` + strings.Repeat("x", limit-len(`{"data":[{"id":1,"pad":""}]}`)) + `"}]}`
 	srv = newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, exact) })
 	f, _ = newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
-	if _, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil {
+	if _, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL}); err != nil {
 		t.Errorf("a body of exactly max_body (%d bytes): %v", len(exact), err)
 	}
 }
@@ -175,22 +176,22 @@ func TestFetchDeeplyNestedJSON(t *testing.T) {
 		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
 		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
 		e := fetchErr(t, f, srv.URL)
-		if e.Code != idsync.ExitPermanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
-			t.Errorf("%d levels: %v (exit %d)", n, e, e.Code)
+		if e.Class != contract.Permanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
+			t.Errorf("%d levels: %v (%v)", n, e, e.Class)
 		}
 		if got := len(srv.requests()); got != 1 {
 			t.Errorf("%d levels: %d requests, want 1", n, got)
 		}
 		// The same body as an error response is described, not parsed.
 		srv.setHandle(func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 500, body) })
-		if e := fetchErr(t, f, srv.URL); e.Code != idsync.ExitTransient || !strings.Contains(e.Error(), "HTTP 500") {
-			t.Errorf("%d levels in a 500: %v (exit %d)", n, e, e.Code)
+		if e := fetchErr(t, f, srv.URL); e.Class != contract.Transient || !strings.Contains(e.Error(), "HTTP 500") {
+			t.Errorf("%d levels in a 500: %v (%v)", n, e, e.Class)
 		}
 	}
 	body := nested(MaxJSONDepth - 3)
 	srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
-	if resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL}); err != nil || len(resp.Records) != 1 {
+	if resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL}); err != nil || len(resp.Records) != 1 {
 		t.Errorf("%d levels (within the limit): %v", MaxJSONDepth-3, err)
 	}
 }
@@ -245,14 +246,14 @@ func TestFetchRecordsPath(t *testing.T) {
 			spec = strings.Replace(spec, "records: data", "records: "+tt.records, 1)
 		}
 		f, _ := newTestFetcher(t, spec, nil)
-		resp, err := f.Fetch(context.Background(), idsync.Request{URL: srv.URL})
+		resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("records %q in %s: %v", tt.records, tt.body, err)
 		case tt.err == "" && len(resp.Records) != tt.n:
 			t.Errorf("records %q in %s: %d records, want %d", tt.records, tt.body, len(resp.Records), tt.n)
-		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || idsync.ExitCode(err) != idsync.ExitPermanent):
-			t.Errorf("records %q in %s: %v (exit %d), want exit 1 saying %q", tt.records, tt.body, err, idsync.ExitCode(err), tt.err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || contract.ClassOf(err) != contract.Permanent):
+			t.Errorf("records %q in %s: %v (%v), want exit 1 saying %q", tt.records, tt.body, err, contract.ClassOf(err), tt.err)
 		case tt.err != "" && len(srv.requests()) != 1:
 			t.Errorf("records %q in %s: %d requests, want 1", tt.records, tt.body, len(srv.requests()))
 		}

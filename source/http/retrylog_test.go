@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A request whose run ended (its context cancelled) while a retryable
@@ -38,7 +38,7 @@ func TestNoRetryLogAfterContextDone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the client is reading the body
 		cancel()
 	}()
-	_, err := f.Fetch(ctx, idsync.Request{URL: srv.URL})
+	_, err := f.Fetch(ctx, contract.Request{URL: srv.URL})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Fetch: %v, want context.Canceled", err)
 	}

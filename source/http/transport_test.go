@@ -7,7 +7,7 @@ import (
 	gosync "sync"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Waiting for the rate limiter does not consume a request's timeout: with
@@ -22,7 +22,7 @@ func TestRateLimitWaitDoesNotCountAgainstTimeout(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = f.Fetch(context.Background(), idsync.Request{URL: api.URL})
+			_, errs[i] = f.Fetch(context.Background(), contract.Request{URL: api.URL})
 		}()
 	}
 	wg.Wait()
@@ -49,7 +49,7 @@ func TestTimeoutStillBoundsSlowBody(t *testing.T) {
 	})
 	f, _ := newTestFetcher(t, fetchSpec(api.URL, "  timeout: 200ms\n", "  attempts: 1\n"), nil)
 	e := fetchErr(t, f, api.URL)
-	if e.Code != idsync.ExitTransient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
-		t.Errorf("got exit %d %v, want a transient timeout", e.Code, e)
+	if e.Class != contract.Transient || !strings.Contains(e.Error(), "timed out") && !strings.Contains(e.Error(), "deadline") {
+		t.Errorf("got %v %v, want a transient timeout", e.Class, e)
 	}
 }

@@ -1,37 +1,9 @@
-package sync
+package contract
 
 import (
-	"context"
 	"fmt"
 	"strings"
 )
-
-// ColumnType is the type of a target column (docs/job-file.md, "Columns").
-type ColumnType string
-
-// Column types. Each backend maps them to its own SQL types.
-const (
-	TypeText      ColumnType = "text"      // Go string
-	TypeInteger   ColumnType = "integer"   // Go int64
-	TypeReal      ColumnType = "real"      // Go float64
-	TypeNumeric   ColumnType = "numeric"   // Go string holding an exact decimal, e.g. "12.50"
-	TypeBoolean   ColumnType = "boolean"   // Go bool
-	TypeTimestamp ColumnType = "timestamp" // Go time.Time (UTC)
-	TypeJSON      ColumnType = "json"      // Go string holding compact JSON
-)
-
-// ColumnTypes lists every valid ColumnType.
-var ColumnTypes = []ColumnType{TypeText, TypeInteger, TypeReal, TypeNumeric, TypeBoolean, TypeTimestamp, TypeJSON}
-
-// Valid reports whether t is one of ColumnTypes.
-func (t ColumnType) Valid() bool {
-	for _, c := range ColumnTypes {
-		if c == t {
-			return true
-		}
-	}
-	return false
-}
 
 // Bookkeeping column names. Every target table carries them next to the
 // mapped columns.
@@ -45,9 +17,8 @@ type Column struct {
 	Name string     // column name in the table
 	Path string     // GJSON path of the value in each record
 	Type ColumnType // column type
-	// Parent, in a child resource (docs/job-file.md, "Parent → child fan-out"),
-	// is the parent table's column whose value the column takes; Path is then
-	// unused.
+	// Parent, in a child resource (docs/job-file.md, "Parent → child fan-out"), is the parent table's column
+	// whose value the column takes; Path is then unused.
 	Parent string
 	// Was, for an inferred column widened since it was first inferred, is
 	// the type it had first ("" otherwise). A sink whose column still has
@@ -134,30 +105,6 @@ func (c *Counts) Add(o Counts) {
 	c.Deleted += o.Deleted
 }
 
-// Sink writes pages of rows into a target table. Implementations live in the
-// sink package.
-type Sink interface {
-	// Prepare makes sure the table exists (creating it with its unique key when
-	// t.Create is set), that a unique constraint covers t.Key, and that every
-	// column of t exists (adding missing ones). It returns an *Error naming the
-	// table and, when a unique key is missing, the SQL that would add it.
-	Prepare(ctx context.Context, t *Table) error
-	// Upsert writes rows in one transaction and commits it before returning:
-	// new keys are inserted, changed rows updated, identical rows left alone.
-	// Among rows sharing a key the last one wins. With t.Version set, a stored
-	// row is only overwritten by a row whose version is >= the stored one.
-	// With t.Verify set, a stored row whose mapped columns differ from the
-	// row's values counts as changed even when its hash is the same, and a
-	// value the column can no longer hold as written fails the page with an
-	// *Error naming the table, column and key. A column with Column.Was set
-	// whose type in the table is still narrower than Type is widened first,
-	// in the same transaction, every stored value kept.
-	// On error nothing of the page is committed.
-	Upsert(ctx context.Context, t *Table, rows []Row) (Counts, error)
-	// Close releases the connection.
-	Close() error
-}
-
 // KeyString returns a string identifying a row's key, for deduplication.
 func KeyString(t *Table, r Row) string {
 	var b strings.Builder
@@ -188,16 +135,4 @@ func Dedupe(t *Table, rows []Row) ([]Row, int) {
 		}
 	}
 	return out, len(rows) - len(out)
-}
-
-// TableStater is a Sink that can tell whether its target table exists and holds
-// rows. The engine asks before each new or continued run: a table that is
-// missing, or empty while the state file holds progress (a mark, committed
-// pages), makes the run start from the beginning (docs/job-file.md, "What
-// defines a job's walk").
-type TableStater interface {
-	// TableState reports whether t exists and, when it does, whether it
-	// holds no row. It never creates or changes anything. Errors are
-	// *Error naming the table.
-	TableState(ctx context.Context, t *Table) (exists, empty bool, err error)
 }

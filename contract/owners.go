@@ -1,7 +1,6 @@
-package sync
+package contract
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -32,7 +31,7 @@ type Writer struct {
 }
 
 // Sweeps reports whether the writer removes or marks rows it did not see.
-func (w Writer) Sweeps() bool { return sweepingDeletes(w.Deletes) }
+func (w Writer) Sweeps() bool { return SweepingDeletes(w.Deletes) }
 
 // Same reports whether w and o are one writer.
 func (w Writer) Same(o Writer) bool { return w.Job == o.Job && w.State == o.State }
@@ -52,18 +51,6 @@ type TableClaim struct {
 	// registers Writer (idemsync claim): the way out for a job renamed,
 	// moved to another state file, or removed.
 	TakeOver bool
-}
-
-// TableOwners is a Sink that records the writers of its tables in the
-// target database itself. Both sinks implement it. A sink without it
-// cannot write a table with deletes: soft or hard (refused when the target
-// is opened).
-type TableOwners interface {
-	// ClaimTable registers c.Writer for t, in one transaction that reads
-	// the table's other writers and refuses (CheckWriters) before
-	// registering anything. Registering again updates the writer's
-	// deletes. Errors are *Error; a refusal wraps ErrSharedTable.
-	ClaimTable(ctx context.Context, t *Table, c TableClaim) error
 }
 
 // CheckWriters returns the refusal (exit 2) of w writing t while others
@@ -96,7 +83,7 @@ func CheckWriters(t *Table, w Writer, others []Writer) error {
 		msg = fmt.Sprintf("table %s is also written by %s (registered%s); job %s has deletes: %s and would remove that job's rows as unseen",
 			t, blocker, since, w.Job, w.Deletes)
 	}
-	return &sharedTable{&Error{Code: ExitUsage, Msg: msg,
+	return &sharedTable{&Error{Class: Invalid, Msg: msg,
 		Hint: fmt.Sprintf("give each job its own target.table, or deletes: keep to every job writing %s; if job %s no longer writes it (renamed, moved to another state file, removed), hand the table over: %s",
 			t, blocker.Job, ClaimCommand(""))}}
 }

@@ -1,4 +1,4 @@
-package sync
+package contract
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 type PageSource interface {
 	// Fetch sends req (its URL as BuildURL returned it) and returns the
 	// page, its records extracted and counted. Failures are *Error values
-	// carrying the exit code (ExitTransient once retries are exhausted,
-	// ExitPermanent otherwise); a cancelled ctx returns ctx's error.
+	// carrying their class (Transient once retries are exhausted,
+	// Permanent otherwise); a cancelled ctx returns ctx's error.
 	Fetch(ctx context.Context, req Request) (*Response, error)
 	// BuildURL returns the URL of a request: base (source.url, or a next
 	// URL when isNext) with the source's fixed query and params added. It

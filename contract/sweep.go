@@ -1,0 +1,123 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// target.deletes values (docs/deletions.md).
+const (
+	DeletesKeep = "keep" // rows a full pass did not see stay as they are (the default)
+	DeletesSoft = "soft" // they get ColDeletedAt set; a key that reappears clears it
+	DeletesHard = "hard" // they are deleted
+)
+
+// SweepingDeletes reports whether a target.deletes value removes or marks
+// the rows a full pass did not see (soft or hard).
+func SweepingDeletes(d string) bool { return d == DeletesSoft || d == DeletesHard }
+
+// ColDeletedAt is the bookkeeping column of soft deletions: when the row
+// was found deleted (NULL while the row is live). Only tables of jobs with
+// deletes: soft have it.
+const ColDeletedAt = "_idemsync_deleted_at"
+
+// ErrSweepRefused marks a sweep that would have removed more than
+// target.max_delete_ratio of the table's rows: its run fails (exit 1) and
+// is dropped, and the next run starts a fresh full pass.
+var ErrSweepRefused = errors.New("sweep refused")
+
+// SweepRequest is what a Sweeper needs to remove the rows a full pass did
+// not see.
+type SweepRequest struct {
+	// Mode is DeletesHard or DeletesSoft.
+	Mode string
+	// Keys calls fn with every key the pass saw, as KeyForms returned them
+	// (a key may come more than once); it stops at fn's first error.
+	Keys func(fn func(key string) error) error
+	// MaxRatio is target.max_delete_ratio: a sweep that would remove more
+	// than this share of the live rows the table held before the pass is
+	// refused (docs/deletions.md).
+	MaxRatio float64
+	// LiveBefore is the live rows the table held when the pass started
+	// (Sweeper.LiveRows), -1 when unknown (a pass begun by an older
+	// idemsync): then Base estimates it.
+	LiveBefore int64
+	// WrittenBefore, when not zero (a pass after a refused sweep), limits
+	// what counts against MaxRatio to the rows last written before it:
+	// the rows the refused passes wrote are the glitch's own and may go
+	// freely, the rows from before it are measured against LiveBefore.
+	WrittenBefore time.Time
+	// Inserted is how many rows the pass inserted, for Base's estimate.
+	Inserted int64
+	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).
+	Allow bool
+	// AllowCommand is the command that lets this sweep pass, for the
+	// refusal's message ("" names the flag only).
+	AllowCommand string
+	// At is the time soft-deleted rows are marked with.
+	At time.Time
+}
+
+// Base is the share's denominator: the live rows the table held before
+// the pass, or, when that is unknown, live (the live rows counted at the
+// sweep) less the rows the pass inserted.
+func (r SweepRequest) Base(live int64) int64 {
+	if r.LiveBefore >= 0 {
+		return r.LiveBefore
+	}
+	return max(0, live-r.Inserted)
+}
+
+// SweepResult is what a sweep did.
+type SweepResult struct {
+	Deleted int64 // rows deleted (hard) or newly marked (soft)
+	Live    int64 // live rows of the table before the sweep
+	Base    int64 // live rows before the pass (SweepRequest.Base)
+}
+
+// CheckSweepRatio returns the refusal of a sweep that would remove n rows
+// when that exceeds req.MaxRatio of req.Base(live) (live: the live rows
+// counted at the sweep) and req.Allow is false, else nil. A ratio of 1 or
+// more never refuses. Sweepers call it in the sweep's transaction and roll
+// back on a refusal, so a refused sweep removes nothing.
+func CheckSweepRatio(t *Table, n, live int64, req SweepRequest) error {
+	base := req.Base(live)
+	if req.Allow || n == 0 || req.MaxRatio >= 1 || float64(n) <= req.MaxRatio*float64(base) {
+		return nil
+	}
+	allow := req.AllowCommand
+	if allow == "" {
+		allow = "run with --allow-mass-delete"
+	}
+	share := ">100%"
+	if n <= base {
+		share = percent(n, base)
+	}
+	return &refusal{&Error{Class: Permanent,
+		Msg: fmt.Sprintf("table %s: sweep would delete %d of the %d rows the table held before the pass (%s) > max_delete_ratio %s; to allow it once: %s",
+			t, n, base, share, strconv.FormatFloat(req.MaxRatio, 'g', -1, 64), allow),
+		Hint: "if the source really lost those records, allow it once with the command above (or raise target.max_delete_ratio); if it glitched, the next run starts a fresh full pass"}}
+}
+
+// refusal is the *Error of a refused sweep; errors.Is finds
+// ErrSweepRefused in it.
+type refusal struct{ e *Error }
+
+func (r *refusal) Error() string        { return r.e.Error() }
+func (r *refusal) Unwrap() error        { return r.e }
+func (r *refusal) Is(target error) bool { return target == ErrSweepRefused }
+
+// percent renders n/of as a whole percentage, never rounding a partial
+// share to 0% or 100%.
+func percent(n, of int64) string {
+	p := n * 100 / of
+	switch {
+	case p == 0 && n > 0:
+		return "<1%"
+	case p == 100 && n < of:
+		return ">99%"
+	}
+	return strconv.FormatInt(p, 10) + "%"
+}
