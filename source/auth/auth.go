@@ -44,42 +44,18 @@ func Install(ctx context.Context, job *idsync.Job, f *httpsource.Fetcher, o Opti
 	return nil
 }
 
-// New returns the RoundTripper wrapper of one source.auth block. red
-// receives the secrets it learns (fresh tokens).
+// New returns the RoundTripper wrapper of one source.auth block, built by
+// its type's entry in wrappers. red receives the secrets it learns (fresh
+// tokens).
 func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (func(http.RoundTripper) http.RoundTripper, error) {
-	switch a.Type {
-	case idsync.AuthBearer:
-		return headerAuth("Authorization", "Bearer "+a.Token), nil
-	case idsync.AuthBasic:
-		return basicAuth(a.Username, a.Password), nil
-	case idsync.AuthAPIKey:
-		if a.In == "query" {
-			return queryAuth(a.Name, a.Value), nil
-		}
-		return headerAuth(a.Name, a.Value), nil
-	case idsync.AuthClientCredentials:
-		return func(base http.RoundTripper) http.RoundTripper {
-			return &refreshing{base: base, src: newClientCredentials(a, base, red), kind: a.Type}
-		}, nil
-	case idsync.AuthRefreshToken:
-		if o.Store == nil {
-			return nil, &contract.Error{Class: contract.Permanent, Msg: "auth oauth2_refresh_token needs the state file"}
-		}
-		if o.Keyring == nil {
-			o.Keyring = NewKeyring()
-		}
-		if o.Logger == nil {
-			o.Logger = slog.New(slog.DiscardHandler)
-		}
-		return func(base http.RoundTripper) http.RoundTripper {
-			return &refreshing{base: base, src: newRefreshToken(a, base, red, o), kind: a.Type}
-		}, nil
-	case idsync.AuthCommand:
-		return func(base http.RoundTripper) http.RoundTripper {
-			return &refreshing{base: base, src: newCommand(a, red), kind: a.Type}
-		}, nil
+	build, ok := wrappers[a.Type]
+	if !ok {
+		return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
 	}
-	return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return build(ctx, a, red, o)
 }
 
 // credential is a token that can be fetched (cached) and invalidated.
