@@ -174,7 +174,9 @@ func TestFetchDeeplyNestedJSON(t *testing.T) {
 	for _, n := range []int{100_000, 10_000_000} {
 		body := nested(n)
 		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, body) })
-		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "", ""), nil)
+		// A 20 MB body can take longer than the tests' 2 s timeout to
+		// arrive on a loaded machine, and would be retried as cut short.
+		f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  timeout: 60s\n", ""), nil)
 		e := fetchErr(t, f, srv.URL)
 		if e.Class != contract.Permanent || !strings.Contains(e.Error(), "nested deeper than 10000 levels") {
 			t.Errorf("%d levels: %v (%v)", n, e, e.Class)
