@@ -90,6 +90,16 @@ type SweepRequest struct {
 	// the rows the refused passes wrote are the glitch's own and may go
 	// freely, the rows from before it are measured against LiveBefore.
 	WrittenBefore time.Time
+	// Prior calls fn with the keys of the previous full pass that swept
+	// with proof and of every full pass since (sightings); nil when there
+	// is no such pass. Only the rows missed by this pass and by Prior,
+	// and not written since PriorStart, are removed; the other rows this
+	// pass missed stay, pending (docs/deletions.md, "Two passes").
+	Prior      func(fn func(key string) error) error
+	PriorStart time.Time
+	// PriorLiveBefore is the prior pass's LiveBefore (-1 when unknown):
+	// the base is the fewer of the two passes' live rows.
+	PriorLiveBefore int64
 	// Inserted is how many rows the pass inserted, for Base's estimate.
 	Inserted int64
 	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).
@@ -107,17 +117,24 @@ type SweepRequest struct {
 
 // Base is the share's denominator: the live rows the table held before
 // the pass, or, when that is unknown, live (the live rows counted at the
-// sweep) less the rows the pass inserted.
+// sweep) less the rows the pass inserted; the prior pass's live rows when
+// they are fewer (a removal is decided over both passes: a glitch that
+// wrote its own rows between them does not dilute the share).
 func (r SweepRequest) Base(live int64) int64 {
+	base := max(0, live-r.Inserted)
 	if r.LiveBefore >= 0 {
-		return r.LiveBefore
+		base = r.LiveBefore
 	}
-	return max(0, live-r.Inserted)
+	if r.Prior != nil && r.PriorLiveBefore >= 0 && r.PriorLiveBefore < base {
+		base = r.PriorLiveBefore
+	}
+	return base
 }
 
 // SweepResult is what a sweep did.
 type SweepResult struct {
 	Deleted int64 // rows deleted (hard) or newly marked (soft)
+	Pending int64 // live rows the pass missed but kept (SweepRequest.Prior)
 	Live    int64 // live rows of the table before the sweep
 	Base    int64 // live rows before the pass (SweepRequest.Base)
 }
@@ -130,7 +147,10 @@ type Sweeper interface {
 	// (equal for keys the table's unique key holds equal).
 	KeyForms(ctx context.Context, t *Table, rows []Row) ([]string, error)
 	// Sweep removes (hard) or marks (soft, keeping an existing mark) in
-	// one transaction every row of t whose key is not among req.Keys. It
+	// one transaction every live row of t whose key is not among req.Keys
+	// nor req.Prior's and that was not written since req.PriorStart
+	// (nothing when req.Prior is nil), and counts the other live rows not
+	// among req.Keys as pending. It
 	// is idempotent: run again after a crash it does the same to the same
 	// rows. A sweep over req.MaxRatio that req.Allow does not let pass
 	// changes nothing and returns an *Error (ExitPermanent) wrapping

@@ -69,6 +69,11 @@ type RunInfo struct {
 	// before it count against max_delete_ratio, and LiveBefore is that
 	// first pass's (docs/deletions.md). Zero for every other run.
 	RefusedSince time.Time `json:"-"`
+	// Swept: the full pass's sweep ran with proof; PendingDeletes is how
+	// many rows it missed but kept for the next proving pass
+	// (docs/deletions.md, "Two passes").
+	Swept          bool  `json:"-"`
+	PendingDeletes int64 `json:"-"`
 	// Checkpoint is the encoded Position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded Position of the last committed page ("" if none).
@@ -205,6 +210,16 @@ type Store interface {
 	// RefusePass ends the full pass runID for good with status refused and
 	// errMsg, and makes the job's next run a full pass.
 	RefusePass(ctx context.Context, runID int64, errMsg string) error
+	// PriorPass returns the last full pass of runID's job before it whose
+	// sweep ran with proof (RecordSweep), ok false when none has all its
+	// keys (docs/deletions.md, "Two passes").
+	PriorPass(ctx context.Context, runID int64) (p PriorPass, ok bool, err error)
+	// SightedKeys calls fn with every key the pages of the job's runs from
+	// fromID up to, not including, runID recorded.
+	SightedKeys(ctx context.Context, runID, fromID int64, fn func(key string) error) error
+	// RecordSweep records that the full pass runID swept with proof and
+	// kept pending rows it missed for the next proving pass.
+	RecordSweep(ctx context.Context, runID, pending int64) error
 	// Close closes the file.
 	Close() error
 }
