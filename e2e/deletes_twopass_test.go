@@ -147,3 +147,15 @@ func TestSweepKeepsRecordPushedBackByShift(t *testing.T) {
 		})
 	}
 }
+
+// delPending runs args to exit 0 and fails unless that full pass removed
+// nothing and left want rows pending: the first proving pass to miss a
+// row keeps it (docs/deletions.md, "Two passes").
+func delPending(t *testing.T, dir string, want int64, args ...string) result {
+	t.Helper()
+	r := delRun(t, dir, 0, args...)
+	if d, p := deletedOf(t, r), pendingOf(t, r); d != 0 || p != want {
+		t.Fatalf("idemsync %v: deleted %d, pending %d; want 0 and %d (the first pass to miss a row keeps it)\n%s", args, d, p, want, r.stdout)
+	}
+	return r
+}

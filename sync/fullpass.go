@@ -91,26 +91,43 @@ func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink Sink
 // max_delete_ratio. A refused pass leaves the rows it wrote: without this,
 // a glitch that lasts two runs doubles the table with the glitch's rows,
 // and its second pass deletes every row from before it as half the table.
-func afterRefusal(info *RunInfo, js *JobState) {
+// The chain begins when the proving pass before the first refused one
+// began: the refused pass removes only rows that pass missed too
+// (docs/deletions.md, "Two passes"), so the glitch may have begun with it,
+// and the rows it wrote are the glitch's own.
+func (e *Engine) afterRefusal(ctx context.Context, info *RunInfo, js *JobState) error {
 	last := js.LastSync
 	if info.LiveBefore < 0 || last == nil {
-		return
+		return nil
 	}
 	switch {
 	case last.Status == RunRefused && !last.RefusedSince.IsZero():
 		info.RefusedSince = last.RefusedSince // a later refusal of the chain
 	case last.Status == RunRefused:
-		info.RefusedSince = last.StartedAt // the chain's first refusal
-	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != ""):
+		// The chain's first refusal: from its prior pass's start.
+		info.RefusedSince = last.StartedAt
+		p, ok, err := e.Store.PriorPass(ctx, last.ID)
+		if err != nil {
+			return err
+		}
+		if ok && p.StartedAt.Before(info.RefusedSince) {
+			info.RefusedSince = p.StartedAt
+		}
+	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != "" ||
+		last.Swept && last.Deleted == 0 && last.PendingDeletes > 0):
 		// A pass of the chain that did not sweep: cut short and
-		// abandoned (run --restart), or unable to prove absence.
+		// abandoned (run --restart), or unable to prove absence; or one
+		// that only found rows missing, kept pending: the next pass
+		// removes them (docs/deletions.md, "Two passes"), and the
+		// glitch's rows among them go freely under the chain's measure.
 		info.RefusedSince = last.RefusedSince
 	default:
-		return
+		return nil
 	}
 	if last.LiveBefore >= 0 {
 		info.LiveBefore = last.LiveBefore
 	}
+	return nil
 }
 
 // pageKeys returns the keys of a page's rows for the run's set of seen
