@@ -31,9 +31,12 @@ type MetricsTotals struct {
 	Job, Resource                                         string
 	Pages, Inserted, Updated, Unchanged, Skipped, Deleted int64
 	SweepsSkipped                                         int64
-	LastRun, LastSuccess                                  time.Time
-	LastDuration                                          time.Duration
-	LastExitCode                                          int
+	// PendingDeletes is what the last sweep of the job left pending
+	// (docs/deletions.md, "Two passes").
+	PendingDeletes       int64
+	LastRun, LastSuccess time.Time
+	LastDuration         time.Duration
+	LastExitCode         int
 }
 
 // metricsKey is the (job, resource) a state job name's counters are kept
@@ -116,6 +119,15 @@ func (s *Store) Metrics(ctx context.Context, job, resource string) (MetricsTotal
 		return t, s.wrap("job "+job+": read metrics", err)
 	}
 	t.LastDuration = time.Duration(ms) * time.Millisecond
+	state := job // the job's name in runs: NAME, or NAME.RESOURCE (metricsKey)
+	if resource != job {
+		state = job + "." + resource
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT coalesce((SELECT pending_deletes FROM runs WHERE job = ? AND swept = 1 ORDER BY id DESC LIMIT 1), 0)`,
+		state).Scan(&t.PendingDeletes)
+	if err != nil {
+		return t, s.wrap("job "+job+": read metrics", err)
+	}
 	if t.LastRun, err = parseTime(last); err != nil {
 		return t, s.wrap("job "+job+": read metrics", err)
 	}

@@ -3,6 +3,10 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -129,6 +133,19 @@ func TestSweepKeepsRecordPushedBackByShift(t *testing.T) {
 					}
 					if d, p := deletedOf(t, r), pendingOf(t, r); d != 0 || p != 1 {
 						t.Fatalf("shifted pass: deleted %d, pending %d, want 0 and 1 (id 11): %s", d, p, r.stdout)
+					}
+					// status shows the pending row, --json and text; the
+					// metrics file has it as a gauge.
+					if st := idemsync(t, dir, nil, "status", job, "--json").stdout; !strings.Contains(st, `"pending_deletes":1`) {
+						t.Errorf("status --json does not show pending_deletes 1: %s", st)
+					}
+					if st := idemsync(t, dir, nil, "status", job).stdout; !strings.Contains(st, "1 row this pass did not see") {
+						t.Errorf("status does not show the pending row: %s", st)
+					}
+					prom := filepath.Join(dir, tg.name+"-"+name+".prom")
+					delRun(t, dir, 5, "resume", job, "--metrics-file", prom)
+					if m, err := os.ReadFile(prom); err != nil || !regexp.MustCompile(`(?m)^idemsync_pending_deletes\{[^}]*\} 1$`).Match(m) {
+						t.Errorf("the metrics file has no idemsync_pending_deletes 1: %v\n%s", err, m)
 					}
 					r = delRun(t, dir, 0, "run", job)
 					if d, p := deletedOf(t, r), pendingOf(t, r); d != 0 || p != 1 {
