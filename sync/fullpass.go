@@ -194,8 +194,10 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink S
 		}
 		deleted = n
 		e.failpoint("swept")
-		if err := e.Store.RecordSweep(context.WithoutCancel(ctx), rs.info.ID, *rs.pending); err != nil {
-			return RunFailed, err
+		if rs.pending != nil { // nil: the keys proved nothing (noProof), the sweep did not run
+			if err := e.Store.RecordSweep(context.WithoutCancel(ctx), rs.info.ID, *rs.pending); err != nil {
+				return RunFailed, err
+			}
 		}
 	}
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
