@@ -138,6 +138,7 @@ func (h *modelHostileHarness) completions() int {
 // versions (versionback), and may start a swap for the next pass. It
 // returns the ids it restored.
 func (h *modelHostileHarness) afterCompleted(t *testing.T, claimed bool) (restored []int) {
+	ended := h.swapped
 	if h.swapped {
 		h.api.SetSwap(false)
 		h.swapped = false
@@ -153,7 +154,11 @@ func (h *modelHostileHarness) afterCompleted(t *testing.T, claimed bool) (restor
 		restored = h.deletedB
 	}
 	h.deletedB = nil
-	if h.sc.IsHostile("keyswap") && h.swaps < 2 && h.rng.Intn(2) == 0 {
+	// A swap lasts one pass and never follows another at once: a glitch
+	// that spans two consecutive proving passes is what a real deletion
+	// looks like, and only max_delete_ratio guards against it (0.9 in the
+	// model job: docs/deletions.md, Limits).
+	if h.sc.IsHostile("keyswap") && h.swaps < 2 && !ended && h.rng.Intn(2) == 0 {
 		h.api.SetSwap(true)
 		h.swapped = true
 		h.swaps++
