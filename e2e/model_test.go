@@ -93,7 +93,7 @@ func runModel(t *testing.T, n int, hostile map[string]bool, target func(t *testi
 			seeds = append(seeds, *modelSeedStart+int64(i))
 		}
 	}
-	sum := &modelSummary{exits: map[string]int{}}
+	sum := &modelSummary{exits: map[string]int{}, checksSweeps: true}
 	t.Run("seeds", func(t *testing.T) {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
