@@ -374,8 +374,8 @@ type modelSummary struct {
 	// checksSweeps: the model claims deletions (runModel's, not the
 	// fan-out model's, which claims them table by table).
 	checksSweeps bool
-	exits                  map[string]int
-	failedSeeds            []int64
+	exits        map[string]int
+	failedSeeds  []int64
 }
 
 // skippedSweep counts a completed full pass whose sweep was skipped.
