@@ -91,6 +91,15 @@ func (s *Store) Metrics(ctx context.Context, job, resource string) (contract.Met
 		return t, s.wrap("job "+job+": read metrics", err)
 	}
 	t.LastDuration = time.Duration(ms) * time.Millisecond
+	state := job // the job's name in runs: NAME, or NAME.RESOURCE (metricsKey)
+	if resource != job {
+		state = job + "." + resource
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT coalesce((SELECT pending_deletes FROM runs WHERE job = ? AND swept = 1 ORDER BY id DESC LIMIT 1), 0)`,
+		state).Scan(&t.PendingDeletes)
+	if err != nil {
+		return t, s.wrap("job "+job+": read metrics", err)
+	}
 	if t.LastRun, err = parseTime(last); err != nil {
 		return t, s.wrap("job "+job+": read metrics", err)
 	}

@@ -17,13 +17,16 @@ const DefaultRetention = 30 * 24 * time.Hour
 // prunable selects the job's runs Prune may delete: finished for good
 // (completed or abandoned) before the cutoff, and none of the job's latest
 // run, latest completed run, or latest completed run of kind run (what
-// `continue: true` starts from). Unfinished runs (running, interrupted,
+// `continue: true` starts from), nor the last full pass that swept with
+// proof or any full pass after it (the next sweep reads their keys:
+// docs/deletions.md, "Two passes"). Unfinished runs (running, interrupted,
 // failed, partial) and their pages are never touched: resume needs them.
 const prunable = `job = ?1 AND status IN ('completed', 'abandoned')
 	AND coalesce(finished_at, started_at) < ?2
 	AND id <> (SELECT max(id) FROM runs WHERE job = ?1)
 	AND id <> coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed'), 0)
-	AND id <> coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed' AND kind = 'run'), 0)`
+	AND id <> coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed' AND kind = 'run'), 0)
+	AND NOT (full = 1 AND id >= coalesce((SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed' AND swept = 1), id + 1))`
 
 // Prune deletes the page rows and runs of job that finished more than keep
 // ago, in one transaction, except what a later run needs (see prunable).

@@ -18,7 +18,7 @@ type queryer interface {
 const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
 	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full, deleted, sweep_skipped,
-	coalesce(live_before, -1), refused_since`
+	coalesce(live_before, -1), refused_since, swept, pending_deletes`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc interface{ Scan(...any) error }) (*contract.RunInfo, error) {
@@ -27,7 +27,7 @@ func scanRun(sc interface{ Scan(...any) error }) (*contract.RunInfo, error) {
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
 		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
-		&r.LiveBefore, &refusedSince)
+		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,7 @@ func metricFamilies(t contract.MetricsTotals) []family {
 		pages,
 		skipped,
 		gauge("idemsync_last_exit_code", "The last run's exit code.", float64(t.LastExitCode)),
+		gauge("idemsync_pending_deletes", "Rows the last sweep did not see but kept: the next full pass removes those it misses too (docs/deletions.md).", float64(t.PendingDeletes)),
 	}
 }
 

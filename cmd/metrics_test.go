@@ -154,8 +154,8 @@ func TestMetricsTextFormat(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if len(fams) != 7 {
-		t.Errorf("%d families, want 7", len(fams))
+	if len(fams) != 8 {
+		t.Errorf("%d families, want 8", len(fams))
 	}
 	value := func(name, resource, outcome string) float64 {
 		for _, m := range fams[name].GetMetric() {

@@ -42,6 +42,9 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		if r.Sweep == idsync.SweepSkippedOutcome {
 			row("sweep", "skipped ("+oneLine(r.SweepSkipped, 300)+"): this pass deletes nothing")
 		}
+		if p := r.PendingDeletes; p != nil && *p > 0 {
+			row("pending", fmt.Sprintf("%s this pass did not see: the next full pass removes those it misses too (docs/deletions.md, Two passes)", plural(*p, "row")))
+		}
 		changes := strings.Join(j.WalkChanges, "; ")
 		switch st := r.Status; {
 		case r.Refused:

@@ -71,8 +71,10 @@ type Sweeper interface {
 	// returns none and reads nothing: Probe calls it so.
 	KeyForms(ctx context.Context, t *Table, rows []Row) ([]string, error)
 	// Sweep removes (hard) or marks (soft, keeping an existing mark) in
-	// one transaction every row of t whose key is not among req.Keys. It
-	// is idempotent: run again after a crash it does the same to the same
+	// one transaction every live row of t whose key is not among req.Keys
+	// nor req.Prior's and that was not written since req.PriorStart
+	// (nothing when req.Prior is nil), and counts the other live rows not
+	// among req.Keys as pending. It is idempotent: run again after a crash it does the same to the same
 	// rows. A sweep over req.MaxRatio that req.Allow does not let pass
 	// changes nothing and returns an *Error (Permanent) wrapping
 	// ErrSweepRefused that names the numbers; an error of req.Keys changes

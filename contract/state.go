@@ -66,6 +66,11 @@ type RunInfo struct {
 	// before it count against max_delete_ratio, and LiveBefore is that
 	// first pass's (docs/deletions.md). Zero for every other run.
 	RefusedSince time.Time `json:"-"`
+	// Swept: the full pass's sweep ran with proof; PendingDeletes is how
+	// many rows it missed but kept for the next proving pass
+	// (docs/deletions.md, "Two passes").
+	Swept          bool  `json:"-"`
+	PendingDeletes int64 `json:"-"`
 	// Checkpoint is the encoded position of the next page to fetch.
 	Checkpoint string `json:"checkpoint"`
 	// Last is the encoded position of the last committed page ("" if none).
@@ -187,7 +192,24 @@ type MetricsTotals struct {
 	Job, Resource                                         string
 	Pages, Inserted, Updated, Unchanged, Skipped, Deleted int64
 	SweepsSkipped                                         int64
-	LastRun, LastSuccess                                  time.Time
-	LastDuration                                          time.Duration
-	LastExitCode                                          int
+	// PendingDeletes is what the last sweep of the job left pending
+	// (docs/deletions.md, "Two passes").
+	PendingDeletes       int64
+	LastRun, LastSuccess time.Time
+	LastDuration         time.Duration
+	LastExitCode         int
+}
+
+// PriorPass is the previous full pass of a job whose sweep ran with proof:
+// the rows it missed are the pending ones (docs/deletions.md, "Two
+// passes").
+type PriorPass struct {
+	ID int64
+	// StartedAt is when it started: a row written since (by it or a later
+	// run) was seen, and is not pending.
+	StartedAt time.Time
+	// LiveBefore is the live rows the table held when it started (-1 when
+	// unknown): max_delete_ratio is measured over the fewer of its and the
+	// sweeping pass's.
+	LiveBefore int64
 }

@@ -98,6 +98,16 @@ type RunStore interface {
 	// RefusePass ends the full pass runID for good with status refused and
 	// errMsg, and makes the job's next run a full pass.
 	RefusePass(ctx context.Context, runID int64, errMsg string) error
+	// PriorPass returns the last full pass of runID's job before it whose
+	// sweep ran with proof (RecordSweep), ok false when none has all its
+	// keys (docs/deletions.md, "Two passes").
+	PriorPass(ctx context.Context, runID int64) (p PriorPass, ok bool, err error)
+	// SightedKeys calls fn with every key the pages of the job's runs from
+	// fromID up to, not including, runID recorded.
+	SightedKeys(ctx context.Context, runID, fromID int64, fn func(key string) error) error
+	// RecordSweep records that the full pass runID swept with proof and
+	// kept pending rows it missed for the next proving pass.
+	RecordSweep(ctx context.Context, runID, pending int64) error
 	// Close releases the locks still held and closes the store.
 	io.Closer
 }

@@ -49,6 +49,16 @@ type SweepRequest struct {
 	// the rows the refused passes wrote are the glitch's own and may go
 	// freely, the rows from before it are measured against LiveBefore.
 	WrittenBefore time.Time
+	// Prior calls fn with the keys of the previous full pass that swept
+	// with proof and of every full pass since (sightings); nil when there
+	// is no such pass. Only the rows missed by this pass and by Prior,
+	// and not written since PriorStart, are removed; the other rows this
+	// pass missed stay, pending (docs/deletions.md, "Two passes").
+	Prior      func(fn func(key string) error) error
+	PriorStart time.Time
+	// PriorLiveBefore is the prior pass's LiveBefore (-1 when unknown):
+	// the base is the fewer of the two passes' live rows.
+	PriorLiveBefore int64
 	// Inserted is how many rows the pass inserted, for Base's estimate.
 	Inserted int64
 	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).
@@ -62,19 +72,28 @@ type SweepRequest struct {
 
 // Base is the share's denominator: the live rows the table held before
 // the pass, or, when that is unknown, live (the live rows counted at the
-// sweep) less the rows the pass inserted.
+// sweep) less the rows the pass inserted; the prior pass's live rows when
+// they are fewer (a removal is decided over both passes: a glitch that
+// wrote its own rows between them does not dilute the share).
 func (r SweepRequest) Base(live int64) int64 {
+	base := max(0, live-r.Inserted)
 	if r.LiveBefore >= 0 {
-		return r.LiveBefore
+		base = r.LiveBefore
 	}
-	return max(0, live-r.Inserted)
+	if r.Prior != nil && r.PriorLiveBefore >= 0 && r.PriorLiveBefore < base {
+		base = r.PriorLiveBefore
+	}
+	return base
 }
 
 // SweepResult is what a sweep did.
 type SweepResult struct {
 	Deleted int64 // rows deleted (hard) or newly marked (soft)
-	Live    int64 // live rows of the table before the sweep
-	Base    int64 // live rows before the pass (SweepRequest.Base)
+	Pending int64 // live rows the pass missed but kept (SweepRequest.Prior)
+	// Live is the live rows of the table before the sweep; 0 (not
+	// counted) when the pass missed no live row, which also leaves Base 0.
+	Live int64 // live rows of the table before the sweep
+	Base int64 // live rows before the pass (SweepRequest.Base)
 }
 
 // CheckSweepRatio returns the refusal of a sweep that would remove n rows

@@ -8,11 +8,12 @@ import (
 )
 
 // Deletions in a child resource (docs/job-file.md, "Parent → child fan-out",
-// with docs/deletions.md): with parent_rows: all every run is a full pass, and
-// a child gone from the source is deleted; a pass in which one parent's
-// children answered 404 (a dead letter under on_bad_record: skip) deletes
-// nothing, so a parent that fails for a while never loses its children's rows;
-// with parent_rows: changed only run
+// with docs/deletions.md): with parent_rows: all
+// every run is a full pass, and a child gone from the source is deleted
+// by the second pass that misses it (docs/deletions.md, "Two passes");
+// a pass in which one parent's children answered 404 (a dead letter under
+// on_bad_record: skip) deletes nothing, so a parent that fails for a while
+// never loses its children's rows; with parent_rows: changed only run
 // --full sweeps.
 func TestFanoutDeletes(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
@@ -29,6 +30,10 @@ func TestFanoutDeletes(t *testing.T) {
 			t.Fatal("the fake shop did not delete the child")
 		}
 		j := runJob(t, dir, 0, "run", job)
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 0 {
+			t.Errorf("order_items at the first pass to miss a deleted child: %+v", r)
+		}
+		j = runJob(t, dir, 0, "run", job)
 		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 1 {
 			t.Errorf("order_items after a child was deleted: %+v", r)
 		}
@@ -70,6 +75,10 @@ func TestFanoutDeletes(t *testing.T) {
 		j = runJob(t, dir, 0, "run", job)
 		if r := j.resource(t, "order_items"); r.Deleted != 0 {
 			t.Errorf("a changed-parents walk deleted %d rows", r.Deleted)
+		}
+		j = runJob(t, dir, 0, "run", job, "--full")
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 0 {
+			t.Errorf("the first run --full of order_items: %+v", r)
 		}
 		j = runJob(t, dir, 0, "run", job, "--full")
 		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 1 {

@@ -50,7 +50,7 @@ func TestFanoutHolesFindsHoles(t *testing.T) {
 	db := writeShopTables(t, dir, start, func(c fakeapi.ShopChild) bool { return c.ID == victim.ID })
 	tgt := sqliteTarget()
 
-	bad := fanoutHoles(t, tgt, dir, start, start)
+	bad := fanoutHoles(t, tgt, dir, start, start, nil)
 	if len(bad) != 1 || !strings.Contains(bad[0], "items of order 2") || !strings.Contains(bad[0], "1 missing") {
 		t.Errorf("a missing item: %v", bad)
 	}
@@ -60,7 +60,7 @@ func TestFanoutHolesFindsHoles(t *testing.T) {
 
 	// Order 2 changes during the run: no claim about it any more.
 	shop.AddChildren(2, 1)
-	if bad := fanoutHoles(t, tgt, dir, start, shop.Snapshot()); len(bad) != 0 {
+	if bad := fanoutHoles(t, tgt, dir, start, shop.Snapshot(), nil); len(bad) != 0 {
 		t.Errorf("claims about an order that changed during the run: %v", bad)
 	}
 
@@ -71,7 +71,7 @@ func TestFanoutHolesFindsHoles(t *testing.T) {
 	mustExec(t, db, `UPDATE order_items SET qty = qty + 1 WHERE order_id = 3 AND id = (SELECT min(id) FROM order_items WHERE order_id = 3)`)
 	mustExec(t, db, `INSERT INTO order_items VALUES (4, 999, 'X', 1, 'x')`)
 	mustExec(t, db, `INSERT INTO orders VALUES (99, 1, 'open', 'x')`)
-	bad = fanoutHoles(t, tgt, dir, start, shop.Snapshot())
+	bad = fanoutHoles(t, tgt, dir, start, shop.Snapshot(), nil)
 	joined := strings.Join(bad, "\n")
 	for _, want := range []string{"items of order 3: 0 missing [], 0 extra [], 1 stale", "items of order 4: 0 missing [], 1 extra", "order 99 not in the source"} {
 		if !strings.Contains(joined, want) {

@@ -201,6 +201,13 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 	}
 
 	var start *fakeapi.ShopSnapshot // the data when the current chain of invocations began
+	// pending holds the rows a completed invocation may leave although
+	// the source lost their records: those the source held when the
+	// previous completed invocation began (that pass may have seen them;
+	// a row goes at the second proving pass that misses it,
+	// docs/deletions.md "Two passes"), and, after a pass that skipped its
+	// sweep, those the pass before it allowed.
+	pending := map[string]bool{}
 	completed := 0
 	for step := 0; step < 40; step++ {
 		if sc.Mutations && rng.Intn(100) < 30 {
@@ -231,7 +238,7 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			// only the invariant above is claimed.
 			t.Logf("selection %v: exit %d %s", args[1:3], ex.code, modelLastLine(ex.stderr))
 		case ex.code == 0 && status == "completed":
-			if bad := fanoutHoles(t, tgt, dir, *start, shop.Snapshot()); len(bad) > 0 {
+			if bad := fanoutHoles(t, tgt, dir, *start, shop.Snapshot(), pending); len(bad) > 0 {
 				fail("exit 0 over a hole after %v (completed invocation %d): %d problems, e.g. %s\n%s",
 					args, completed+1, len(bad), strings.Join(bad[:min(5, len(bad))], "; "), ex.stderr)
 				return
@@ -239,13 +246,19 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			if completed++; completed == 3 {
 				return
 			}
+			if !strings.Contains(ex.stdout, `"sweep":"skipped"`) {
+				pending = map[string]bool{}
+			}
+			for k := range shopKeys(*start) {
+				pending[k] = true
+			}
 			start = nil
 			guard.from = shop.Presence()
 		case ex.code == 0 && status != "":
 		case ex.code == -1, ex.code == 3:
 			// A kill leaves the tables as they are; a transient failure
 			// (retries exhausted) too. Neither may duplicate a key.
-			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{})
+			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{}, nil)
 		case ex.code == 5 && args[0] == "resume":
 		case hh.refusedMassDelete(ex):
 			// The refusal is the pass's end: every later pass refuses too.
@@ -256,7 +269,7 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			return
 		case hh.goneParent404(ex):
 			t.Logf("a parent deleted at the source failed its child's walk: %s", modelLastLine(ex.stderr))
-			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{})
+			fanoutHoles(t, tgt, dir, fakeapi.ShopSnapshot{}, fakeapi.ShopSnapshot{}, nil)
 		default:
 			fail("unexpected exit %d (status %q) after %v: %s\n%s", ex.code, status, args, modelLastLine(ex.stderr), ex.stderr)
 			return
@@ -342,11 +355,28 @@ func fanoutMutate(rng *rand.Rand, shop *fakeapi.Shop, sc fanoutScenario) string 
 	}
 }
 
+// shopKeys returns the row keys of snap's records: "P" for an order, "P|C"
+// for an item.
+func shopKeys(snap fakeapi.ShopSnapshot) map[string]bool {
+	out := map[string]bool{}
+	for id := range snap.Parents {
+		out[strconv.Itoa(id)] = true
+	}
+	for _, cs := range snap.Children {
+		for _, c := range cs {
+			out[fmt.Sprintf("%d|%d", c.ParentID, c.ID)] = true
+		}
+	}
+	return out
+}
+
 // fanoutHoles reads both tables (failing on a duplicate key) and lists how
 // they differ from end for every parent unchanged between start and end,
 // itself and its children: a missing, stale or extra row. Rows of parents
-// the source held neither at start nor at end are always wrong.
-func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.ShopSnapshot) []string {
+// the source held neither at start nor at end are wrong, unless pending
+// holds them (a pass before may have seen their records: they go at the
+// next proving pass).
+func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.ShopSnapshot, pending map[string]bool) []string {
 	t.Helper()
 	orders := tgt.read(t, dir, "orders", 1, ordersCols...)
 	items := tgt.read(t, dir, "order_items", 2, itemsCols...)
@@ -361,14 +391,14 @@ func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.Sh
 			byParent[pid] = shopTable{}
 		}
 		byParent[pid][k] = v
-		if id, _ := strconv.Atoi(pid); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 {
+		if id, _ := strconv.Atoi(pid); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 && !pending[k] {
 			bad = append(bad, fmt.Sprintf("item %s of an order the source lacks", k))
 		}
 	}
 	for k := range orders {
 		// An order deleted while the run was under way (parentdel) may
 		// have been read before it went: only one gone before is claimed.
-		if id, _ := strconv.Atoi(k); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 {
+		if id, _ := strconv.Atoi(k); end.Parents[id].ID == 0 && start.Parents[id].ID == 0 && !pending[k] {
 			bad = append(bad, fmt.Sprintf("order %s not in the source", k))
 		}
 	}
@@ -381,7 +411,14 @@ func fanoutHoles(t *testing.T, tgt shopTarget, dir string, start, end fakeapi.Sh
 		if d := diffTables(shopTable{key: orders[key]}, wantOrders([]fakeapi.ShopParent{p})); orders[key] == "" || d != "" {
 			bad = append(bad, fmt.Sprintf("order %d: %q, want %q", id, orders[key], wantOrders([]fakeapi.ShopParent{p})[key]))
 		}
-		if d := diffTables(byParent[key], wantOrderItems(end.Children[id])); d != "" {
+		want := wantOrderItems(end.Children[id])
+		got := shopTable{}
+		for k, v := range byParent[key] {
+			if _, wanted := want[k]; wanted || !pending[k] { // a pending row may stay
+				got[k] = v
+			}
+		}
+		if d := diffTables(got, want); d != "" {
 			bad = append(bad, fmt.Sprintf("items of order %d: %s", id, d))
 		}
 	}

@@ -295,6 +295,20 @@ func modelSwept(mode string, known map[int]bool, start, end map[int]fakeapi.Mode
 	return bad
 }
 
+// modelAbsent counts the ids of ids in neither start nor end: the records
+// modelSwept checks.
+func modelAbsent(ids map[int]bool, start, end map[int]fakeapi.ModelRecord) int {
+	n := 0
+	for id := range ids {
+		_, inStart := start[id]
+		_, inEnd := end[id]
+		if !inStart && !inEnd {
+			n++
+		}
+	}
+	return n
+}
+
 // modelMissing lists the records unchanged between start and end that the
 // table lacks, holds with another value, or holds marked deleted.
 func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow) []string {
@@ -357,8 +371,11 @@ type modelSummary struct {
 	seeds, refused, failed int
 	sweeps, sweptRecords   int // full passes checked for deletions, records they had to sweep
 	sweepsSkipped          int // full passes whose sweep was skipped: they could not prove absence
-	exits                  map[string]int
-	failedSeeds            []int64
+	// checksSweeps: the model claims deletions (runModel's, not the
+	// fan-out model's, which claims them table by table).
+	checksSweeps bool
+	exits        map[string]int
+	failedSeeds  []int64
 }
 
 // skippedSweep counts a completed full pass whose sweep was skipped.
@@ -401,6 +418,11 @@ func (sum *modelSummary) report(t *testing.T) {
 		ex = append(ex, fmt.Sprintf("%s:%d", k, sum.exits[k]))
 	}
 	sort.Slice(sum.failedSeeds, func(i, j int) bool { return sum.failedSeeds[i] < sum.failedSeeds[j] })
+	// Deletions must happen, not only never go wrong: over enough seeds,
+	// some second proving pass must have had records to remove.
+	if sum.checksSweeps && sum.seeds >= 20 && sum.sweptRecords == 0 {
+		t.Errorf("model: no full pass over %d seeds was checked against records deleted at the source: the sweep is never tested (or never removes)", sum.seeds)
+	}
 	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source, %d full passes skipped their sweep",
 		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords, sum.sweepsSkipped)
 }

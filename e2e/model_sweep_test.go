@@ -118,20 +118,27 @@ func newModelHostileHarness(t *testing.T, sc fakeapi.Scenario, api *fakeapi.Mode
 	return h
 }
 
-// completions is how many completed runs a seed goes through: two, or
-// five with hostile kinds (a swap, a sweep and a restore each need a pass
-// of their own).
+// completions is how many completed runs a seed goes through: two, three
+// when its full passes sweep (a record deleted at the source goes at the
+// second proving pass that misses it: docs/deletions.md, "Two passes"),
+// or five with hostile kinds (a swap, a sweep and a restore each need a
+// pass of their own).
 func (h *modelHostileHarness) completions() int {
-	if len(h.sc.Hostiles) > 0 {
+	switch {
+	case len(h.sc.Hostiles) > 0:
 		return 5
+	case h.sc.FullPasses() && h.sc.Deletes != "keep":
+		return 3
 	}
 	return 2
 }
 
 // afterCompleted acts between two passes, after a completed run: it ends
 // a key swap, restores the records the run swept with lower or null
-// versions (versionback), and may start a swap for the next pass.
-func (h *modelHostileHarness) afterCompleted(t *testing.T, claimed bool) {
+// versions (versionback), and may start a swap for the next pass. It
+// returns the ids it restored.
+func (h *modelHostileHarness) afterCompleted(t *testing.T, claimed bool) (restored []int) {
+	ended := h.swapped
 	if h.swapped {
 		h.api.SetSwap(false)
 		h.swapped = false
@@ -144,17 +151,23 @@ func (h *modelHostileHarness) afterCompleted(t *testing.T, claimed bool) {
 			h.loose[id] = true
 		}
 		t.Logf("versionback: ids %v back with version %s", h.deletedB, map[bool]string{true: "null", false: "1"}[null])
+		restored = h.deletedB
 	}
 	h.deletedB = nil
-	if h.sc.IsHostile("keyswap") && h.swaps < 2 && h.rng.Intn(2) == 0 {
+	// A swap lasts one pass and never follows another at once: a glitch
+	// that spans two consecutive proving passes is what a real deletion
+	// looks like, and only max_delete_ratio guards against it (0.9 in the
+	// model job: docs/deletions.md, Limits).
+	if h.sc.IsHostile("keyswap") && h.swaps < 2 && !ended && h.rng.Intn(2) == 0 {
 		h.api.SetSwap(true)
 		h.swapped = true
 		h.swaps++
 		t.Logf("keyswap: the next pass is served under ids+%d", fakeapi.SwapOffset)
 	}
+	return restored
 }
 
-// refused ends a key swap after a run that failed for good (the pass is
+// refused ends a key swap after a sweep refused for good (the pass is
 // over) and reports whether a failure with this code is one the hostile
 // kinds may cause: exit 1 for an error the source answered (shift,
 // nullerror, gqlerrors, a refused mass change), exit 2 for a second writer
@@ -170,7 +183,11 @@ func (h *modelHostileHarness) refused(t *testing.T, e modelExit) bool {
 	}
 	if ok {
 		t.Logf("hostile: exit %d: %s", e.code, modelLastLine(e.stderr))
-		if h.swapped {
+		// Only a refused sweep ends its pass for good; any other exit 1
+		// leaves the run unfinished, and the run that continues it must
+		// read the rest of the pass in the swap too (seed 119: a swap
+		// ended there made one pass half swapped, its exit 0 claimed).
+		if h.swapped && strings.Contains(e.stderr, "> max_delete_ratio") {
 			h.api.SetSwap(false)
 			h.swapped = false
 		}

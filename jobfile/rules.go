@@ -179,7 +179,7 @@ var rules = map[string]Rule{
 	"target.timeout.statement": {Doc: "Longest run of one statement, its lock waits included. At least 1ms.",
 		Default: contract.DefaultStatementTimeout.String()},
 	"target.deletes": {Fill: true, Enum: []string{contract.DeletesKeep, contract.DeletesSoft, contract.DeletesHard}, Default: contract.DeletesKeep,
-		Doc: "What happens to rows whose key a completed full pass did not see: keep them; soft: set their _idemsync_deleted_at (cleared when the key comes back); hard: delete them. " +
+		Doc: "What happens to rows whose key two consecutive completed full passes did not see (the first leaves them pending): keep them; soft: set their _idemsync_deleted_at (cleared when the key comes back); hard: delete them. " +
 			"Partial, failed, windowed and replay runs never delete. See docs/deletions.md."},
 	"target.max_delete_ratio": {Fill: true, Default: idsync.DefaultMaxDeleteRatio, Min: num(0), Max: num(1),
 		Doc: "A sweep that would remove more than this share of the live rows the table held before the pass changes nothing and fails its run (exit 1); run --allow-mass-delete lets one run pass."},

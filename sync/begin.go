@@ -186,7 +186,9 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	if info.LiveBefore, err = e.liveBefore(ctx, o, info.Full, sink); err != nil {
 		return err
 	}
-	afterRefusal(info, js)
+	if err := e.afterRefusal(ctx, info, js); err != nil {
+		return err
+	}
 	var fly, first string
 	if job.Parent != nil {
 		if fly, first, err = e.startChild(ctx, o, sink, info, fresh); err != nil {

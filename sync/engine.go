@@ -57,6 +57,10 @@ type Result struct {
 	// (docs/deletions.md, docs/operations.md). Both are omitted otherwise.
 	Sweep        string `json:"sweep,omitempty"`
 	SweepSkipped string `json:"sweep_skipped,omitempty"`
+	// PendingDeletes, on a full pass whose sweep ran, is how many rows it
+	// did not see but kept: the next proving pass removes those it misses
+	// too (docs/deletions.md, "Two passes"). Omitted on other runs.
+	PendingDeletes *int64 `json:"pending_deletes,omitempty"`
 }
 
 // SweepSkippedOutcome is Result.Sweep of a run whose sweep is skipped.
@@ -114,6 +118,7 @@ type runState struct {
 	prev    string // hash of the previous committed page
 	resumed bool   // an unfinished run is being continued
 	refused bool   // the run's sweep was refused: it ended for good
+	pending *int64 // rows the pass's sweep missed but kept (nil: it did not sweep)
 	hwm     string // job's saved mark
 	future  futureMarks
 	total   contract.Counts
@@ -221,6 +226,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
 	}
+	res.PendingDeletes = rs.pending
 	log.Info("run finished", "status", status, "pages", rs.pages, "records", rs.records,
 		"inserted", rs.total.Inserted, "updated", rs.total.Updated, "unchanged", rs.total.Unchanged,
 		"skipped", rs.skipped, "deleted", rs.total.Deleted, "checkpoint", res.Checkpoint, "ms", res.DurationMS)

@@ -93,26 +93,43 @@ func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink cont
 // max_delete_ratio. A refused pass leaves the rows it wrote: without this,
 // a glitch that lasts two runs doubles the table with the glitch's rows,
 // and its second pass deletes every row from before it as half the table.
-func afterRefusal(info *RunInfo, js *JobState) {
+// The chain begins when the proving pass before the first refused one
+// began: the refused pass removes only rows that pass missed too
+// (docs/deletions.md, "Two passes"), so the glitch may have begun with it,
+// and the rows it wrote are the glitch's own.
+func (e *Engine) afterRefusal(ctx context.Context, info *RunInfo, js *JobState) error {
 	last := js.LastSync
 	if info.LiveBefore < 0 || last == nil {
-		return
+		return nil
 	}
 	switch {
 	case last.Status == RunRefused && !last.RefusedSince.IsZero():
 		info.RefusedSince = last.RefusedSince // a later refusal of the chain
 	case last.Status == RunRefused:
-		info.RefusedSince = last.StartedAt // the chain's first refusal
-	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != ""):
+		// The chain's first refusal: from its prior pass's start.
+		info.RefusedSince = last.StartedAt
+		p, ok, err := e.Store.PriorPass(ctx, last.ID)
+		if err != nil {
+			return err
+		}
+		if ok && p.StartedAt.Before(info.RefusedSince) {
+			info.RefusedSince = p.StartedAt
+		}
+	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != "" ||
+		last.Swept && last.Deleted == 0 && last.PendingDeletes > 0):
 		// A pass of the chain that did not sweep: cut short and
-		// abandoned (run --restart), or unable to prove absence.
+		// abandoned (run --restart), or unable to prove absence; or one
+		// that only found rows missing, kept pending: the next pass
+		// removes them (docs/deletions.md, "Two passes"), and the
+		// glitch's rows among them go freely under the chain's measure.
 		info.RefusedSince = last.RefusedSince
 	default:
-		return
+		return nil
 	}
 	if last.LiveBefore >= 0 {
 		info.LiveBefore = last.LiveBefore
 	}
+	return nil
 }
 
 // pageKeys returns the keys of a page's rows for the run's set of seen
@@ -175,6 +192,11 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 		}
 		deleted = n
 		failpoint.Hit("swept")
+		if rs.pending != nil { // nil: the keys proved nothing (noProof), the sweep did not run
+			if err := e.Store.RecordSweep(context.WithoutCancel(ctx), rs.info.ID, *rs.pending); err != nil {
+				return RunFailed, err
+			}
+		}
 	}
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
@@ -211,10 +233,14 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	if r := job.Target.MaxDeleteRatio; r != nil {
 		ratio = *r
 	}
-	t0 := time.Now()
-	res, err := sink.Sweep(ctx, &job.Table, contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
+	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
-		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()})
+		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()}
+	if err := e.priorOf(ctx, rs, &req); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	res, err := sink.Sweep(ctx, &job.Table, req)
 	if reason, ok := noProofOf(err); ok {
 		rs.noProof(reason)
 		return 0, nil
@@ -226,7 +252,11 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 		return 0, fmt.Errorf("sweep %s: %w", job.Table.String(), err)
 	}
 	log.Info("swept rows the full pass did not see", "deletes", job.Target.Deletes, "deleted", res.Deleted,
-		"live_rows_before", res.Live, "live_rows_before_pass", res.Base, "ms", time.Since(t0).Milliseconds())
+		"pending", res.Pending, "live_rows_before", res.Live, "live_rows_before_pass", res.Base, "ms", time.Since(t0).Milliseconds())
+	if req.Prior == nil && res.Pending > 0 {
+		log.Info("no earlier full pass proved absence: the rows this pass did not see are pending; the next full pass that proves removes those it misses too", "pending", res.Pending)
+	}
+	rs.pending = &res.Pending
 	if e.OnSweep != nil {
 		e.OnSweep(res.Deleted)
 	}

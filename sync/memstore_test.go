@@ -337,3 +337,21 @@ func (l *eventLog) all() []string {
 	defer l.mu.Unlock()
 	return slices.Clone(l.events)
 }
+
+// PriorPass: the in-memory store keeps no keys, so no pass before a run
+// can decide a removal (docs/deletions.md, "Two passes").
+func (s *memStore) PriorPass(context.Context, int64) (contract.PriorPass, bool, error) {
+	return contract.PriorPass{}, false, nil
+}
+
+func (s *memStore) SightedKeys(context.Context, int64, int64, func(string) error) error { return nil }
+
+func (s *memStore) RecordSweep(_ context.Context, id, pending int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err == nil {
+		r.Swept, r.PendingDeletes = true, pending
+	}
+	return err
+}

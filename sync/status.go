@@ -48,6 +48,9 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 	if r.SweepSkipped != "" {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, red.Redact(r.SweepSkipped)
 	}
+	if r.Swept {
+		res.PendingDeletes = &r.PendingDeletes
+	}
 	if !r.FinishedAt.IsZero() {
 		res.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 	} else if status == RunRunning {

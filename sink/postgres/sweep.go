@@ -12,11 +12,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ contract.Sweeper = (*Sink)(nil)
+var _ contract.Sink = (*Sink)(nil)
 
-// seenTable is the temporary table a sweep loads the seen keys into,
-// dropped when its transaction ends.
-const seenTable = `"_idemsync_seen"`
+// seenTable is the temporary table a sweep loads the seen keys into, and
+// priorTable the one it loads the prior pass's keys into (when a row is
+// missing from seenTable); both are dropped when the transaction ends.
+const (
+	seenTable  = `"_idemsync_seen"`
+	priorTable = `"_idemsync_prior"`
+)
 
 // seenBatch is how many keys one insert into seenTable sends, at most.
 const seenBatch = 10000
@@ -24,7 +28,7 @@ const seenBatch = 10000
 // KeyForms returns each row's key as PostgreSQL's text input of each key
 // column (pgText), encoded with sqlkit.EncodeKey; Sweep casts them to the
 // key columns' types, so keys the table holds equal match (see
-// contract.Sweeper).
+// contract.Sink).
 func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
 	idx := keyIndexes(t)
 	out := make([]string, len(rows))
@@ -66,12 +70,14 @@ func keyIndexes(t *contract.Table) []int {
 	return idx
 }
 
-// Sweep deletes (hard) or marks (soft) the rows of t whose key is not
-// among req.Keys, in one transaction (see contract.Sweeper): the keys go
-// into a temporary table with the key columns' types (ON COMMIT DROP),
-// the rows with no match are removed, and the transaction rolls back when
-// they exceed req.MaxRatio of the live rows. Errors are *contract.Error as
-// for Upsert, or wrap the error of req.Keys.
+// Sweep deletes (hard) or marks (soft) the rows of t whose key neither
+// req.Keys nor req.Prior holds, in one transaction (see contract.Sink):
+// the keys go into temporary tables with the key columns' types (ON
+// COMMIT DROP), the rows with no match are removed, and the transaction
+// rolls back when they exceed req.MaxRatio of the live rows. When no live
+// row is missing from req.Keys (an unchanged re-sync), it stops after one
+// count: the prior pass's keys are not even read. Errors are *contract.Error
+// as for Upsert, or wrap the error of req.Keys or req.Prior.
 func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
 	op := "sweep " + t.String()
@@ -94,30 +100,62 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	if err != nil {
 		return res, p.dbError(op, err)
 	}
-	if err := p.loadSeen(ctx, tx, t, types, req.Keys); err != nil {
+	if err := p.loadKeys(ctx, tx, seenTable, t, types, req.Keys); err != nil {
 		return res, p.dbError(op, err)
 	}
 	failpoint.Hit("sweep-loaded")
-	gone, live := pgSweepWhere(t)
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&res.Live); err != nil {
+	missed := pgSweepWhere(t, seenTable) + " AND " + pgLiveWhere(t)
+	var gone int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+missed).Scan(&gone); err != nil {
+		return res, p.dbError(op, err)
+	}
+	if gone > 0 && req.Prior != nil {
+		if res, err = p.removeMissed(ctx, tx, t, types, req, missed); err != nil {
+			return contract.SweepResult{}, err
+		}
+	}
+	res.Pending = gone - res.Deleted
+	failpoint.Hit("sweep-applied")
+	if err := tx.Commit(ctx); err != nil {
+		return contract.SweepResult{}, p.dbError(op, err)
+	}
+	return res, nil
+}
+
+// removeMissed removes (or marks) the rows of t that this pass missed
+// (missed) and the prior pass missed too, and that were not written since
+// it started; it checks the share against req.MaxRatio (a refusal is
+// returned, and the caller's transaction rolls back).
+func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest, missed string) (contract.SweepResult, error) {
+	var res contract.SweepResult
+	op := "sweep " + t.String()
+	if err := p.loadKeys(ctx, tx, priorTable, t, types, req.Prior); err != nil {
+		return res, p.dbError(op, err)
+	}
+	tbl := sqlkit.QuoteTable(t)
+	synced := `"_t".` + sqlkit.QuoteIdent(contract.ColSyncedAt)
+	written := func(arg int) string {
+		return fmt.Sprintf("(%s IS NULL OR %s < $%d)", synced, synced, arg)
+	}
+	gone := missed + " AND " + pgSweepWhere(t, priorTable) + " AND " + written(1)
+	args := []any{req.PriorStart.UTC()}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+pgLiveWhere(t)).Scan(&res.Live); err != nil {
 		return res, p.dbError(op, err)
 	}
 	// After a refused sweep only the rows written before the refusals
 	// count against the ratio (contract.SweepRequest.WrittenBefore).
 	counted := int64(-1)
 	if !req.WrittenBefore.IsZero() {
-		synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
-		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s AS "_t" WHERE %s AND %s AND (%s IS NULL OR %s < $1)`,
-			sqlkit.QuoteTable(t), live, gone, synced, synced), req.WrittenBefore.UTC()).Scan(&counted); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone+` AND `+written(2),
+			req.PriorStart.UTC(), req.WrittenBefore.UTC()).Scan(&counted); err != nil {
 			return res, p.dbError(op, err)
 		}
 	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
-	q := `DELETE FROM ` + sqlkit.QuoteTable(t) + ` AS "_t" WHERE ` + gone
-	var args []any
+	q := `DELETE FROM ` + tbl + ` AS "_t" WHERE ` + gone
 	if req.Mode == contract.DeletesSoft {
-		q = fmt.Sprintf(`UPDATE %s AS "_t" SET %s = $1 WHERE %s AND %s`, sqlkit.QuoteTable(t), sqlkit.QuoteIdent(contract.ColDeletedAt), live, gone)
+		q = fmt.Sprintf(`UPDATE %s AS "_t" SET %s = $2 WHERE %s`, tbl, sqlkit.QuoteIdent(contract.ColDeletedAt), gone)
 		args = append(args, req.At.UTC().Truncate(time.Microsecond))
 	}
 	tag, err := tx.Exec(ctx, q, args...)
@@ -132,16 +170,13 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	if err := contract.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return contract.SweepResult{}, err
 	}
-	failpoint.Hit("sweep-applied")
-	if err := tx.Commit(ctx); err != nil {
-		return contract.SweepResult{}, p.dbError(op, err)
-	}
 	return res, nil
 }
 
-// loadSeen creates seenTable with the key columns' types and inserts every
-// key of keys, seenBatch at a time, as text arrays cast by the server.
-func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, keys func(func(string) error) error) error {
+// loadKeys creates the temporary table name with the key columns' types
+// and inserts every key of keys, seenBatch at a time, as text arrays cast
+// by the server.
+func (p *Sink) loadKeys(ctx context.Context, tx pgx.Tx, name string, t *contract.Table, types map[string]string, keys func(func(string) error) error) error {
 	var defs, casts, params []string
 	for k, name := range t.Key {
 		typ := types[name]
@@ -152,14 +187,14 @@ func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *contract.Table, types
 		casts = append(casts, fmt.Sprintf("u.k%d::%s", k, typ))
 		params = append(params, fmt.Sprintf("$%d::text[]", k+1))
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE %s (%s) ON COMMIT DROP`, seenTable, strings.Join(defs, ", "))); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TEMP TABLE %s (%s) ON COMMIT DROP`, name, strings.Join(defs, ", "))); err != nil {
 		return err
 	}
 	names := make([]string, len(t.Key))
 	for k := range names {
 		names[k] = fmt.Sprintf("k%d", k)
 	}
-	insert := fmt.Sprintf(`INSERT INTO %s SELECT %s FROM unnest(%s) AS u(%s)`, seenTable,
+	insert := fmt.Sprintf(`INSERT INTO %s SELECT %s FROM unnest(%s) AS u(%s)`, name,
 		strings.Join(casts, ", "), strings.Join(params, ", "), strings.Join(names, ", "))
 	cols := make([][]*string, len(t.Key))
 	count := 0
@@ -205,28 +240,31 @@ func (p *Sink) loadSeen(ctx context.Context, tx pgx.Tx, t *contract.Table, types
 	if err := flush(); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `ANALYZE `+seenTable)
+	_, err = tx.Exec(ctx, `ANALYZE `+name)
 	return err
 }
 
-// pgSweepWhere returns the conditions of a sweep over t aliased "_t": gone
-// (the row's key is not in seenTable) and live (the row is not marked
-// deleted; always true on a table that does not mark).
-func pgSweepWhere(t *contract.Table) (gone, live string) {
+// pgSweepWhere returns the condition of a row of t aliased "_t" whose key
+// is not in the temporary table keys (seenTable, priorTable).
+func pgSweepWhere(t *contract.Table, keys string) string {
 	var on []string
 	for k, name := range t.Key {
 		on = append(on, fmt.Sprintf(`s.k%d = "_t".%s`, k, sqlkit.QuoteIdent(name)))
 	}
-	gone = fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)", seenTable, strings.Join(on, " AND "))
-	live = "true"
+	return fmt.Sprintf("NOT EXISTS (SELECT 1 FROM %s AS s WHERE %s)", keys, strings.Join(on, " AND "))
+}
+
+// pgLiveWhere is the condition of a live row of t aliased "_t": not marked
+// deleted (always true on a table that does not mark).
+func pgLiveWhere(t *contract.Table) string {
 	if t.Soft() {
-		live = `"_t".` + sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
+		return `"_t".` + sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
 	}
-	return gone, live
+	return "true"
 }
 
 // LiveRows counts t's rows not marked deleted, 0 when t does not exist
-// (see contract.Sweeper).
+// (see contract.Sink).
 func (p *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	op := "count the live rows of " + t.String()
 	p.mu.Lock()
@@ -239,9 +277,8 @@ func (p *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sqlkit.QuoteTable(t)).Scan(&exists); err != nil || !exists {
 		return 0, p.nilOr(op, err)
 	}
-	_, live := pgSweepWhere(t)
 	var n int64
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+live).Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+pgLiveWhere(t)).Scan(&n); err != nil {
 		return 0, p.dbError(op, err)
 	}
 	return n, nil

@@ -27,6 +27,7 @@ func liveRows(t *testing.T, b *DB) {
 	}
 	req := contract.SweepRequest{Mode: contract.DeletesSoft, MaxRatio: 1, At: time.Now(), LiveBefore: 3,
 		Keys: func(fn func(string) error) error { return fn(keys[0]) }}
+	priorSawNone(&req)
 	if res, err := s.Sweep(ctx, tbl, req); err != nil || res.Deleted != 2 || res.Base != 3 {
 		t.Fatalf("sweep: %+v, %v; want 2 marked of a base of 3", res, err)
 	}

@@ -129,15 +129,9 @@ func parentCases() []testCase {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesSoft, MaxRatio: 1, At: at,
-				Keys: func(fn func(string) error) error {
-					for _, k := range keys {
-						if err := fn(k); err != nil {
-							return err
-						}
-					}
-					return nil
-				}})
+			req := contract.SweepRequest{Mode: contract.DeletesSoft, MaxRatio: 1, At: at, Keys: keysOf(keys)}
+			priorSawNone(&req)
+			res, err := s.Sweep(ctx, tbl, req)
 			if err != nil || res.Deleted != 1 {
 				t.Fatalf("sweep: %+v, %v; want 1 row marked", res, err)
 			}

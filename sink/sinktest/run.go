@@ -25,6 +25,7 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, ownerCases()...)
 	cases = append(cases, testCase{"table state", tableState})
 	cases = append(cases, testCase{"live rows", liveRows})
+	cases = append(cases, testCase{"two passes", twoPasses})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newDB(t)

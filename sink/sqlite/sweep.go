@@ -11,18 +11,23 @@ import (
 	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
-var _ contract.Sweeper = (*Sink)(nil)
+var _ contract.Sink = (*Sink)(nil)
 
-// seenTable is the temporary table a sweep loads the seen keys into; it
-// lives in the connection's temp schema and is dropped after the sweep.
-const seenTable = `temp."_idemsync_seen"`
+// seenTable is the temporary table a sweep loads the seen keys into, and
+// priorTable the one it loads the prior pass's keys into (when a row is
+// missing from seenTable); they live in the connection's temp schema and
+// are dropped after the sweep.
+const (
+	seenTable  = `temp."_idemsync_seen"`
+	priorTable = `temp."_idemsync_prior"`
+)
 
 // seenBatch is how many keys one insert into seenTable binds, at most.
 const seenBatch = 500
 
 // KeyForms returns each row's key as bound by Upsert (sqliteKeyValue: the
 // form the column's affinity stores), encoded with sqlkit.EncodeKey (see
-// contract.Sweeper).
+// contract.Sink).
 func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
 	if len(rows) == 0 {
 		return nil, nil // reads nothing: the table may not be prepared yet (the engine's probe)
@@ -57,13 +62,15 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 	return out, nil
 }
 
-// Sweep deletes (hard) or marks (soft) the rows of t whose key is not
-// among req.Keys, in one transaction (see contract.Sweeper): the keys go
-// into a temporary table whose columns have the key columns' declared
-// types (so SQLite compares them as the unique key does), the rows with no
-// match are removed, and the transaction rolls back when they exceed
-// req.MaxRatio of the live rows. Errors are *contract.Error as for Upsert,
-// or wrap the error of req.Keys.
+// Sweep deletes (hard) or marks (soft) the rows of t whose key neither
+// req.Keys nor req.Prior holds, in one transaction (see contract.Sink):
+// the keys go into temporary tables whose columns have the key columns'
+// declared types (so SQLite compares them as the unique key does), the
+// rows with no match are removed, and the transaction rolls back when
+// they exceed req.MaxRatio of the live rows. When no live row is missing
+// from req.Keys (an unchanged re-sync), it stops after one count: the
+// prior pass's keys are not even read. Errors are *contract.Error as for
+// Upsert, or wrap the error of req.Keys or req.Prior.
 func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
 	s.mu.Lock()
@@ -77,32 +84,69 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	if err != nil {
 		return res, s.wrap(op, err)
 	}
-	defer tx.Rollback() // also undoes seenTable's creation
-	if err := loadSeen(ctx, tx, t, st, req.Keys); err != nil {
+	defer tx.Rollback() // also undoes the temporary tables' creation
+	if err := loadKeys(ctx, tx, seenTable, t, st, req.Keys); err != nil {
 		return res, s.wrap(op, err)
 	}
 	failpoint.Hit("sweep-loaded")
-	gone, live := sweepWhere(t)
 	tbl := sqlkit.QuoteIdent(t.Name)
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+live).Scan(&res.Live); err != nil {
+	missed := sweepWhere(t, seenTable) + " AND " + liveWhere(t)
+	var gone int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+missed).Scan(&gone); err != nil {
+		return res, s.wrap(op, err)
+	}
+	if gone > 0 && req.Prior != nil {
+		if res, err = s.removeMissed(ctx, tx, t, st, req, missed); err != nil {
+			return contract.SweepResult{}, err
+		}
+	}
+	res.Pending = gone - res.Deleted
+	failpoint.Hit("sweep-applied")
+	for _, tmp := range []string{seenTable, priorTable} {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+tmp); err != nil {
+			return contract.SweepResult{}, s.wrap(op, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return contract.SweepResult{}, s.wrap(op, err)
+	}
+	return res, nil
+}
+
+// removeMissed removes (or marks) the rows of t that this pass missed
+// (missed) and the prior pass missed too, and that were not written since
+// it started; it checks the share against req.MaxRatio (a refusal is
+// returned, and the caller's transaction rolls back).
+func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, req contract.SweepRequest, missed string) (contract.SweepResult, error) {
+	var res contract.SweepResult
+	op := "sweep " + t.String()
+	if err := loadKeys(ctx, tx, priorTable, t, st, req.Prior); err != nil {
+		return res, s.wrap(op, err)
+	}
+	tbl := sqlkit.QuoteIdent(t.Name)
+	synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
+	written := func(arg int) string {
+		return fmt.Sprintf("(%s IS NULL OR julianday(%s) < julianday(?%d))", synced, synced, arg)
+	}
+	gone := missed + " AND " + sweepWhere(t, priorTable) + " AND " + written(1)
+	args := []any{formatTime(req.PriorStart)}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+liveWhere(t)).Scan(&res.Live); err != nil {
 		return res, s.wrap(op, err)
 	}
 	// After a refused sweep only the rows written before the refusals
 	// count against the ratio (contract.SweepRequest.WrittenBefore).
 	counted := int64(-1)
 	if !req.WrittenBefore.IsZero() {
-		synced := sqlkit.QuoteIdent(contract.ColSyncedAt)
-		if err := tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s AND %s AND (%s IS NULL OR julianday(%s) < julianday(?))`,
-			tbl, live, gone, synced, synced), formatTime(req.WrittenBefore)).Scan(&counted); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone+` AND `+written(2),
+			formatTime(req.PriorStart), formatTime(req.WrittenBefore)).Scan(&counted); err != nil {
 			return res, s.wrap(op, err)
 		}
 	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
-	args := []any{}
 	if req.Mode == contract.DeletesSoft {
-		q = fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s AND %s`, tbl, sqlkit.QuoteIdent(contract.ColDeletedAt), live, gone)
+		q = fmt.Sprintf(`UPDATE %s SET %s = ?2 WHERE %s`, tbl, sqlkit.QuoteIdent(contract.ColDeletedAt), gone)
 		args = append(args, formatTime(req.At))
 	}
 	r, err := tx.ExecContext(ctx, q, args...)
@@ -119,36 +163,30 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	if err := contract.CheckSweepRatio(t, counted, res.Live, req); err != nil {
 		return contract.SweepResult{}, err
 	}
-	failpoint.Hit("sweep-applied")
-	if _, err := tx.ExecContext(ctx, `DROP TABLE `+seenTable); err != nil {
-		return contract.SweepResult{}, s.wrap(op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return contract.SweepResult{}, s.wrap(op, err)
-	}
 	return res, nil
 }
 
-// loadSeen creates seenTable with one column per key column, declared
-// like it, and a primary key over them, and inserts every key of keys.
-func loadSeen(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, keys func(func(string) error) error) error {
+// loadKeys creates the temporary table name with one column per key
+// column, declared like it, and a primary key over them, and inserts every
+// key of keys.
+func loadKeys(ctx context.Context, tx *sql.Tx, name string, t *contract.Table, st *sqliteStmts, keys func(func(string) error) error) error {
 	var defs, names []string
 	for k := range t.Key {
 		defs = append(defs, fmt.Sprintf("k%d %s", k, st.keyDecl[k]))
 		names = append(names, fmt.Sprintf("k%d", k))
 	}
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+seenTable); err != nil {
+	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+name); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE %s (%s, PRIMARY KEY (%s)) WITHOUT ROWID`,
-		seenTable, strings.Join(defs, ", "), strings.Join(names, ", "))); err != nil {
+		name, strings.Join(defs, ", "), strings.Join(names, ", "))); err != nil {
 		return err
 	}
 	perKey := len(t.Key)
 	batch := max(1, min(seenBatch, 32000/perKey))
 	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", perKey), ", ") + ")"
 	insert := func(n int) string {
-		return fmt.Sprintf(`INSERT OR IGNORE INTO %s VALUES %s`, seenTable, strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "))
+		return fmt.Sprintf(`INSERT OR IGNORE INTO %s VALUES %s`, name, strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "))
 	}
 	full, err := tx.PrepareContext(ctx, insert(batch))
 	if err != nil {
@@ -189,29 +227,32 @@ func loadSeen(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmt
 	return flush()
 }
 
-// sweepWhere returns the conditions of a sweep: gone (the row's key is
-// not in seenTable) and live (the row is not marked deleted; always true
-// on a table that does not mark). The table's key columns stand on the
-// left of NOT IN, so their own collation decides as it does for the
-// unique key (a key column declared COLLATE NOCASE matches "BOB" to
-// "Bob", as the upsert did).
-func sweepWhere(t *contract.Table) (gone, live string) {
+// sweepWhere returns the condition of a row whose key is not in the
+// temporary table keys (seenTable, priorTable). The table's key columns
+// stand on the left of NOT IN, so their own collation decides as it does
+// for the unique key (a key column declared COLLATE NOCASE matches "BOB"
+// to "Bob", as the upsert did).
+func sweepWhere(t *contract.Table, keys string) string {
 	cols := make([]string, len(t.Key))
 	seen := make([]string, len(t.Key))
 	for k, name := range t.Key {
 		cols[k] = sqlkit.QuoteIdent(t.Name) + "." + sqlkit.QuoteIdent(name)
 		seen[k] = fmt.Sprintf("k%d", k)
 	}
-	gone = fmt.Sprintf("(%s) NOT IN (SELECT %s FROM %s)", strings.Join(cols, ", "), strings.Join(seen, ", "), seenTable)
-	live = "1"
+	return fmt.Sprintf("(%s) NOT IN (SELECT %s FROM %s)", strings.Join(cols, ", "), strings.Join(seen, ", "), keys)
+}
+
+// liveWhere is the condition of a live row: not marked deleted (always
+// true on a table that does not mark).
+func liveWhere(t *contract.Table) string {
 	if t.Soft() {
-		live = sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
+		return sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL"
 	}
-	return gone, live
+	return "1"
 }
 
 // LiveRows counts t's rows not marked deleted, 0 when t does not exist
-// (see contract.Sweeper).
+// (see contract.Sink).
 func (s *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	exists, _, err := s.TableState(ctx, t)
 	if err != nil || !exists {
@@ -219,9 +260,8 @@ func (s *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, live := sweepWhere(t)
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+live).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+liveWhere(t)).Scan(&n); err != nil {
 		return 0, s.wrap("count the live rows of "+t.String(), err)
 	}
 	return n, nil

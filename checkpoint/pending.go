@@ -1,0 +1,89 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/idemsync/idemsync/contract"
+)
+
+// A row goes only when two consecutive full passes that proved absence
+// both missed its key (docs/deletions.md, "Two passes"). The pending set
+// is not stored: it is the rows the previous proving pass did not see,
+// read back from that pass's page keys (and those of every full pass
+// since, whose sightings clear a key), streamed into the sweep.
+
+// PriorPass returns the last full pass of runID's job before runID whose
+// sweep ran with proof (runs.swept, migration 0015); ok is false when
+// there is none, or when its keys are no longer all there. Errors are
+// *contract.Error (exit 1).
+func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPass, ok bool, err error) {
+	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
+	var started string
+	err = s.db.QueryRowContext(ctx, `
+		SELECT r.id, r.started_at, coalesce(r.live_before, -1) FROM runs r
+		WHERE r.job = (SELECT job FROM runs WHERE id = ?1) AND r.id < ?1
+		AND r.status = 'completed' AND r.swept = 1
+		ORDER BY r.id DESC LIMIT 1`, runID).Scan(&p.ID, &started, &p.LiveBefore)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, s.wrap(op, err)
+	}
+	if p.StartedAt, err = parseTime(sql.NullString{String: started, Valid: true}); err != nil {
+		return p, false, s.wrap(op, err)
+	}
+	// prune keeps a proving pass's pages (prunable); a file pruned by an
+	// older build may have lost them: then there is no pass to compare.
+	var pages, missing int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) - count(keys) FROM pages WHERE run_id = ?`, p.ID).Scan(&pages, &missing); err != nil {
+		return p, false, s.wrap(op, err)
+	}
+	return p, pages > 0 && missing == 0, nil
+}
+
+// SightedKeys calls fn with every key recorded by the pages of runID's
+// job's runs from fromID (the previous proving pass) up to, not
+// including, runID: that pass's keys and the sightings of every pass
+// since. A key may come more than once.
+func (s *Store) SightedKeys(ctx context.Context, runID, fromID int64, fn func(key string) error) error {
+	op := fmt.Sprintf("run %d: read the keys seen since run %d", runID, fromID)
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT p.run_id, p.seq, p.keys FROM pages p JOIN runs r ON r.id = p.run_id
+		WHERE r.job = (SELECT job FROM runs WHERE id = ?1) AND p.run_id >= ?2 AND p.run_id < ?1
+		AND p.keys IS NOT NULL ORDER BY p.run_id, p.seq`, runID, fromID)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run, seq int64
+		var b []byte
+		if err := rows.Scan(&run, &seq, &b); err != nil {
+			return s.wrap(op, err)
+		}
+		if err := decodeKeys(b, fn); err != nil {
+			return s.wrap(op, fmt.Errorf("run %d page %d: %w", run, seq, err))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.wrap(op, err)
+	}
+	return nil
+}
+
+// RecordSweep records that the full pass runID swept with proof and left
+// pending rows its sweep missed but kept (runs.swept, pending_deletes).
+func (s *Store) RecordSweep(ctx context.Context, runID, pending int64) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET swept = 1, pending_deletes = ? WHERE id = ?`, pending, runID)
+		return err
+	})
+	if err != nil {
+		return s.wrap(fmt.Sprintf("run %d: record the sweep", runID), err)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package checkpoint
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// fullPass starts a full pass of orders, commits one page per key list
+// (nil: a page without keys) and completes it; swept records its sweep.
+func fullPass(t *testing.T, s *Store, swept bool, pages ...[]string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	id := startRun(t, s, idsync.RunInfo{Job: "orders", Full: true, LiveBefore: 7})
+	for i, keys := range pages {
+		commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: string(rune('a' + i)), Next: string(rune('b' + i)), Keys: keys})
+	}
+	if swept {
+		if err := s.RecordSweep(ctx, id, 2); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := s.SkipSweep(ctx, id, "no proof"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompletePass(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// The previous proving pass of a run is the last completed full pass whose
+// sweep ran, with all its keys; the sightings are its keys and those of
+// every pass after it; prune keeps their pages (docs/deletions.md, "Two
+// passes").
+func TestPriorPassAndSightings(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return now }
+	older := fullPass(t, s, true, []string{"k0"})
+	prior := fullPass(t, s, true, []string{"k1", "k2"}, []string{"k3"})
+	skipped := fullPass(t, s, false, []string{"k4"}, nil)
+	cur := startRun(t, s, idsync.RunInfo{Job: "orders", Full: true})
+
+	p, ok, err := s.PriorPass(ctx, cur)
+	if err != nil || !ok || p.ID != prior || p.LiveBefore != 7 || p.StartedAt.IsZero() {
+		t.Fatalf("PriorPass(%d) = %+v, %v, %v; want run %d", cur, p, ok, err, prior)
+	}
+	var got []string
+	if err := s.SightedKeys(ctx, cur, p.ID, func(k string) error { got = append(got, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"k1", "k2", "k3", "k4"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sighted keys %q, want %q (the prior pass's and the skipped pass's after it)", got, want)
+	}
+	if r := mustRun(t, s, "orders", prior); !r.Swept || r.PendingDeletes != 2 {
+		t.Errorf("run %d: swept %v pending %d, want true and 2", prior, r.Swept, r.PendingDeletes)
+	}
+
+	// prune keeps the prior pass and the skipped one after it with their
+	// keys; the older proving pass goes.
+	if err := s.FinishRun(ctx, cur, idsync.RunPartial, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(400 * 24 * time.Hour)
+	if _, err := s.Prune(ctx, "orders", DefaultRetention); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int64]int{older: 0, prior: 2, skipped: 2} {
+		if ps, _ := s.Pages(ctx, id); len(ps) != want {
+			t.Errorf("run %d has %d pages after prune, want %d", id, len(ps), want)
+		}
+	}
+	if p, ok, err := s.PriorPass(ctx, cur); err != nil || !ok || p.ID != prior {
+		t.Errorf("PriorPass after prune = %+v, %v, %v", p, ok, err)
+	}
+
+	// A proving pass with a page without keys cannot be compared with.
+	s2 := openTemp(t)
+	fullPass(t, s2, true, []string{"k1"}, nil)
+	cur2 := startRun(t, s2, idsync.RunInfo{Job: "orders", Full: true})
+	if _, ok, err := s2.PriorPass(ctx, cur2); err != nil || ok {
+		t.Errorf("PriorPass over a pass with a page without keys: ok %v, %v; want none", ok, err)
+	}
+}
