@@ -83,8 +83,14 @@ func (s *Store) Vacuum(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
 		return s.wrap("vacuum", err)
 	}
+	return s.Checkpoint(ctx)
+}
+
+// Checkpoint copies the -wal file into the state file and truncates it to
+// nothing, so that Size counts only what the file holds.
+func (s *Store) Checkpoint(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return s.wrap("vacuum", err)
+		return s.wrap("checkpoint the -wal file", err)
 	}
 	return nil
 }

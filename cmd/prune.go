@@ -34,8 +34,10 @@ latest completed run, an unfinished run and its pages, a run with dead
 letters (its page rows go), the saved marks, the dead letters. Without a
 job file, every job of the state file (--state, $IDEMSYNC_STATE, or
 .idemsync/state.db). When at least a quarter of the file is free space
-afterwards, the file is rewritten (VACUUM) to give it back. run and resume
-prune their job at 30d after every run.`,
+afterwards, the file is rewritten (VACUUM) to give the space back to the
+file system, and prune says how much it freed (or that the file had no
+free space to give back). run and resume prune their job at their
+retention after every run, without rewriting the file.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{err: fmt.Errorf("prune takes at most one job file")}
@@ -119,7 +121,7 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 		}
 		out = append(out, st)
 	}
-	if err := vacuumIfWorth(ctx, store, log); err != nil {
+	if err := reclaim(ctx, store, log); err != nil {
 		return err
 	}
 	return printPrune(ios, g, out, before, store.Size(), path)
@@ -156,11 +158,18 @@ func forgetRemoved(ctx context.Context, store *checkpoint.Store, jf *jobfile.Fil
 	return out, nil
 }
 
-// vacuumIfWorth rewrites the file when a quarter or more of it is free.
-func vacuumIfWorth(ctx context.Context, store *checkpoint.Store, log *slog.Logger) error {
+// reclaim gives the space of deleted rows back to the file system: the
+// rows prune deleted are only free pages inside the file, and their
+// deletion passed through the -wal file, which grew (issue 28). An explicit
+// prune rewrites the file (VACUUM) whenever it has a free page, then
+// empties the -wal file; docs/operations.md, Retention and prune.
+func reclaim(ctx context.Context, store *checkpoint.Store, log *slog.Logger) error {
 	free, total, err := store.FreePages(ctx)
-	if err != nil || total == 0 || free*4 < total {
+	if err != nil {
 		return err
+	}
+	if free == 0 {
+		return store.Checkpoint(ctx)
 	}
 	log.Info("giving free space back to the file system (VACUUM)", "free_pages", free, "pages", total)
 	return store.Vacuum(ctx)
@@ -171,7 +180,8 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []checkpoint.PruneStats, bef
 		if jobs == nil {
 			jobs = []checkpoint.PruneStats{}
 		}
-		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after, "exit_code": 0})
+		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after,
+			"bytes_freed": max(before-after, 0), "exit_code": 0})
 		return nil
 	}
 	for _, j := range jobs {
@@ -181,6 +191,10 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []checkpoint.PruneStats, bef
 		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
 		return nil
 	}
-	fmt.Fprintf(ios.Out, "state file %s: %d KiB before, %d KiB after\n", path, before>>10, after>>10)
+	freed := "nothing freed: the file had no free space"
+	if before > after {
+		freed = fmt.Sprintf("freed %d KiB", (before-after)>>10)
+	}
+	fmt.Fprintf(ios.Out, "state file %s: %d KiB before, %d KiB after (%s)\n", path, before>>10, after>>10, freed)
 	return nil
 }
