@@ -77,7 +77,7 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	var job *idsync.Job
 	red := idsync.NewRedactor()
 	if len(args) == 1 {
-		if jf, err = jobfile.LoadResourcesFile(args[0]); err != nil {
+		if jf, _, err = jobfile.LoadForState(args[0]); err != nil { // no credentials needed
 			return err
 		}
 		job, g.jobName = jf.Resources[0].Job, jf.Name
