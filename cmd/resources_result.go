@@ -180,7 +180,9 @@ func (m *multiRun) print(out *jobResult) {
 		r := rr.Result
 		r.Job = m.jf.Name + jobfile.ResourceSep + rr.Resource
 		if r.RunID == 0 || r.Status == statusUpToDate {
-			if !m.g.quiet || r.ExitCode != 0 {
+			if m.g.jsonLogs() && r.ExitCode != 0 {
+				writeErrorLog(m.ios, m.g, r.Job+": "+r.Status+": "+r.Error, "", r.ExitCode)
+			} else if !m.g.jsonLogs() && (!m.g.quiet || r.ExitCode != 0) {
 				fmt.Fprintf(m.ios.Out, "%s: %s: %s\n", r.Job, r.Status, r.Error)
 			}
 			continue
@@ -191,7 +193,7 @@ func (m *multiRun) print(out *jobResult) {
 		}
 		printResult(m.ios, m.g, &r, err)
 	}
-	if !m.g.quiet || out.ExitCode != 0 {
+	if !m.g.jsonLogs() && (!m.g.quiet || out.ExitCode != 0) {
 		why := ""
 		if out.Status == statusUpToDate {
 			why = ": " + out.Error

@@ -112,6 +112,10 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		writeJSON(ios, res)
 		return
 	}
+	if g.jsonLogs() {
+		writeErrorLog(ios, g, err.Error(), idsync.Hint(err), code)
+		return
+	}
 	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)
 	if h := idsync.Hint(err); h != "" {
 		fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
