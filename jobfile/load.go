@@ -111,16 +111,15 @@ func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string
 	lines := map[string]int{"": doc.Line}
 	checkNode(doc, reflect.TypeOf(idsync.Spec{}), "", lines, &problems)
 	expandNode(doc, "", lookup, red, &problems)
-	if len(problems) > 0 {
-		return nil, fail(problems...)
-	}
+	dropReported(doc, problemLines(problems)) // problems.go: report the rest too
 	var spec idsync.Spec
 	if err := doc.Decode(&spec); err != nil {
-		return nil, fail(keyedProblems(err, lines)...)
+		problems = append(problems, keyedProblems(err, lines)...)
 	}
 	job := &idsync.Job{Spec: spec, File: file, Secrets: red}
-	if p := (loading{job}).finish(lines); len(p) > 0 {
-		return nil, fail(p...)
+	problems = append(problems, withoutEchoes((loading{job}).finish(lines), problems)...)
+	if len(problems) > 0 {
+		return nil, fail(problems...)
 	}
 	return job, nil
 }
