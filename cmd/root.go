@@ -180,6 +180,7 @@ failure (retry later), 4 another run holds the lock, 5 nothing to resume,
 		newCompletionCmd(ios),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true // newCompletionCmd instead
+	registerFlagCompletions(root)
 	return root
 }
 
