@@ -52,3 +52,47 @@ func TestCronAlertNamesTheState(t *testing.T) {
 		t.Errorf("the alert's status command reads state %q, the crontab's runs use %q: %q", got, state, alert)
 	}
 }
+
+// The n8n command takes every path from one variable, IDEMSYNC_DIR, that
+// the user sets in n8n's environment (issue 28): run through sh with a
+// stand-in idemsync that prints its job file and state, both are under it.
+func TestN8nCommandPathsFromOneVariable(t *testing.T) {
+	command := readWorkflow(t).param(t, "n8n-nodes-base.executeCommand", "command")
+	if n := strings.Count(command, "/data/idemsync"); n != 1 {
+		t.Errorf("the command names /data/idemsync %d times, want once (the default of IDEMSYNC_DIR): %q", n, command)
+	}
+	bin := t.TempDir()
+	stub := "#!/bin/sh\necho \"state=$IDEMSYNC_STATE job=$2\"\n"
+	if err := os.WriteFile(bin+"/idemsync", []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sh := exec.Command("sh", "-c", command)
+	sh.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "IDEMSYNC_DIR="+dir, "IDEMSYNC_STATE=")
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "state=" + dir + "/state.db job=" + dir + "/jobs/orders.yaml"
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("with IDEMSYNC_DIR=%s the command runs %q, want %q", dir, got, want)
+	}
+	readme, err := os.ReadFile("../examples/n8n/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := string(readme)
+	if i := strings.Index(steps, "## Set it up: three steps"); i >= 0 {
+		steps = steps[i:]
+		if j := strings.Index(steps[3:], "\n## "); j >= 0 {
+			steps = steps[:j+3]
+		}
+	} else {
+		t.Fatal("the n8n README has no three-step setup section")
+	}
+	for _, want := range []string{"Node.js 24", `NODES_EXCLUDE="[]"`, "IDEMSYNC_DIR", "import:workflow"} {
+		if !strings.Contains(steps, want) {
+			t.Errorf("the n8n setup steps do not name %s", want)
+		}
+	}
+}
