@@ -1,7 +1,8 @@
 package jobfile
 
 import (
-	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -14,28 +15,44 @@ import (
 // field unset, and the checks' complaints about that key are dropped as
 // echoes of the problem already reported.
 
-// problemLines returns the lines that problems ("line N: ...") name.
-func problemLines(problems []string) map[int]bool {
-	lines := map[int]bool{}
-	for _, p := range problems {
-		var n int
-		if _, err := fmt.Sscanf(p, "line %d:", &n); err == nil {
-			lines[n] = true
-		}
-	}
-	return lines
+// reportedKey is where a problem of checkNode is: its line and the last
+// segment of its key.
+type reportedKey struct {
+	line int
+	key  string
 }
 
-// dropReported removes from mapping n, at any depth, every key on a line
-// of bad (an unknown or duplicate key) and every key whose single value is
-// (a value of the wrong shape).
-func dropReported(n *yaml.Node, bad map[int]bool) {
+var problemAt = regexp.MustCompile(`^line (\d+): (?:unknown key |duplicate key )?([^\s:]+)`)
+
+// reportedKeys returns the keys that problems ("line N: [unknown key] KEY
+// ...") name.
+func reportedKeys(problems []string) map[reportedKey]bool {
+	out := map[reportedKey]bool{}
+	for _, p := range problems {
+		m := problemAt.FindStringSubmatch(p)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		key := m[2]
+		if i := strings.LastIndexByte(key, '.'); i >= 0 {
+			key = key[i+1:]
+		}
+		out[reportedKey{n, key}] = true
+	}
+	return out
+}
+
+// dropReported removes from mapping n, at any depth, every key that a
+// problem names at its line (an unknown or duplicate key) or at its
+// value's (a value of the wrong shape).
+func dropReported(n *yaml.Node, bad map[reportedKey]bool) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if bad[k.Line] || v.Kind == yaml.ScalarNode && bad[v.Line] {
+			if bad[reportedKey{k.Line, k.Value}] || bad[reportedKey{v.Line, k.Value}] {
 				continue
 			}
 			dropReported(v, bad)
@@ -59,7 +76,7 @@ func problemKey(p string) string {
 }
 
 // withoutEchoes returns the problems of later checks that are not about a
-// key already reported (or one inside it).
+// key already reported.
 func withoutEchoes(later, reported []string) []string {
 	keys := map[string]bool{}
 	for _, p := range reported {
@@ -67,14 +84,7 @@ func withoutEchoes(later, reported []string) []string {
 	}
 	var out []string
 	for _, p := range later {
-		k := problemKey(p)
-		echo := false
-		for r := range keys {
-			if k == r || strings.HasPrefix(k, r+".") || strings.HasPrefix(k, r+"[") {
-				echo = true
-			}
-		}
-		if !echo {
+		if !keys[problemKey(p)] {
 			out = append(out, p)
 		}
 	}
