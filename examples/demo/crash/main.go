@@ -38,6 +38,10 @@ func main() {
 	}
 }
 
+// killAfter is how many page requests the first run makes before the demo
+// kills it: half of the job's 20 pages.
+const killAfter = 10
+
 func demo() error {
 	ctx := context.Background()
 	const records = 1000
@@ -68,12 +72,17 @@ func demo() error {
 	say := func(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
 	say("example API with %d records on %s (40 ms per request); job %s", records, srv.URL, job)
-	say("idemsync run: will be killed with SIGKILL after 500 ms")
+	say("idemsync run: will be killed with SIGKILL once it has fetched %d pages", killAfter)
 	c := idemsync("run", job, "--log-level", "warn")
 	if err := c.Start(); err != nil {
 		return err
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Counted, not timed: on a loaded machine the process may take longer
+	// than any fixed delay to start, and would be killed before its first
+	// page (the demo then showed a job that never ran).
+	for deadline := time.Now().Add(2 * time.Minute); srv.API.TotalRequests() < killAfter && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	_ = c.Process.Kill()
 	_ = c.Wait()
 	fmt.Println("killed.")
