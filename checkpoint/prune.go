@@ -74,13 +74,18 @@ func (s *Store) JobNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// Compact rewrites the file (VACUUM) when a quarter or more of its pages
-// are free, to give the space of deleted rows back to the file system
-// (deleted rows' space is otherwise reused, not returned).
+// Compact gives the space of deleted rows back to the file system: the
+// rows prune deleted are only free pages inside the file, and their
+// deletion passed through the -wal file, which grew. It rewrites the file
+// (VACUUM) whenever it has a free page, and empties the -wal file
+// (docs/operations.md, "Retention and prune").
 func (s *Store) Compact(ctx context.Context) error {
 	free, total, err := s.freePages(ctx)
-	if err != nil || total == 0 || free*4 < total {
+	if err != nil {
 		return err
+	}
+	if free == 0 {
+		return s.Checkpoint(ctx)
 	}
 	s.log.Info("giving free space back to the file system (VACUUM)", "free_pages", free, "pages", total)
 	return s.vacuum(ctx)
@@ -91,8 +96,14 @@ func (s *Store) vacuum(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "VACUUM"); err != nil {
 		return s.wrap("vacuum", err)
 	}
+	return s.Checkpoint(ctx)
+}
+
+// Checkpoint copies the -wal file into the state file and truncates it to
+// nothing, so that Size counts only what the file holds.
+func (s *Store) Checkpoint(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return s.wrap("vacuum", err)
+		return s.wrap("checkpoint the -wal file", err)
 	}
 	return nil
 }

@@ -23,10 +23,15 @@ func newCmdCompletion(f *Factory, runF func(*completionOptions) error) *cobra.Co
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print the shell completion script for bash, zsh, fish or powershell",
 		Long: `Print the completion script of idemsync for a shell on stdout. Commands,
-flags and job files (*.yaml, *.yml) complete.
+flags, job files (*.yaml, *.yml) and flag values complete: --resource with
+the resources of the job file on the line, --log-format, --log-level, and
+files for --state (*.db), --metrics-file (*.prom) and --out.
 
   bash:        idemsync completion bash > /etc/bash_completion.d/idemsync
                (or: source <(idemsync completion bash) in ~/.bashrc)
+               The script needs the bash-completion package, which a
+               minimal Debian or Ubuntu lacks: apt-get install bash-completion
+               (then open a new login shell). macOS: brew install bash-completion@2.
   zsh:         idemsync completion zsh > "${fpath[1]}/_idemsync"
   fish:        idemsync completion fish > ~/.config/fish/completions/idemsync.fish
   powershell:  idemsync completion powershell | Out-String | Invoke-Expression

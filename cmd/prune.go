@@ -34,8 +34,10 @@ latest completed run, an unfinished run and its pages, a run with dead
 letters (its page rows go), the saved marks, the dead letters. Without a
 job file, every job of the state file (--state, $IDEMSYNC_STATE, or
 .idemsync/state.db). When at least a quarter of the file is free space
-afterwards, the file is rewritten (VACUUM) to give it back. run and resume
-prune their job at 30d after every run.`,
+afterwards, the file is rewritten (VACUUM) to give the space back to the
+file system, and prune says how much it freed (or that the file had no
+free space to give back). run and resume prune their job at their
+retention after every run, without rewriting the file.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{err: fmt.Errorf("prune takes at most one job file")}
@@ -79,7 +81,7 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	var job *idsync.Job
 	red := idsync.NewRedactor()
 	if len(args) == 1 {
-		if jf, err = jobfile.LoadResourcesFile(args[0]); err != nil {
+		if jf, _, err = jobfile.LoadForState(args[0]); err != nil { // no credentials needed
 			return err
 		}
 		job, g.jobName = jf.Resources[0].Job, jf.Name
@@ -165,7 +167,8 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, befor
 		if jobs == nil {
 			jobs = []contract.PruneStats{}
 		}
-		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after, "exit_code": 0})
+		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after,
+			"bytes_freed": max(before-after, 0), "exit_code": 0})
 		return nil
 	}
 	for _, j := range jobs {
@@ -175,6 +178,10 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, befor
 		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
 		return nil
 	}
-	fmt.Fprintf(ios.Out, "state file %s: %d KiB before, %d KiB after\n", path, before>>10, after>>10)
+	freed := "nothing freed: the file had no free space"
+	if before > after {
+		freed = fmt.Sprintf("freed %d KiB", (before-after)>>10)
+	}
+	fmt.Fprintf(ios.Out, "state file %s: %d KiB before, %d KiB after (%s)\n", path, before>>10, after>>10, freed)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,54 @@ func TestAutoPruneUsesJobRetention(t *testing.T) {
 		if n := strings.Count(r.stdout, `"kind":"run"`); n != c.want {
 			t.Errorf("retention %q: %d run objects after the automatic prune, want %d: %s", c.retention, n, c.want, r.stdout)
 		}
+	}
+}
+
+// prune --keep 0s gives the space of what it deleted back to the file
+// system: the state file and its -wal file together end smaller than
+// they began, and the output says how much was freed (issue 28: the file
+// grew, its -wal file holding the deleted pages).
+func TestPruneReclaimsSpace(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 400})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "orders.yaml", pageJob("orders", url))
+	for range 6 {
+		if r := execute(t, false, "run", job, "--quiet"); r.code != 0 {
+			t.Fatalf("run: %d %s", r.code, r.stderr)
+		}
+	}
+	r := execute(t, false, "prune", job, "--keep", "0s", "--json")
+	var out struct {
+		Before int64 `json:"bytes_before"`
+		After  int64 `json:"bytes_after"`
+		Freed  int64 `json:"bytes_freed"`
+		Jobs   []struct {
+			Runs int64 `json:"runs_deleted"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+		t.Fatalf("prune --json: %d %v %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	if len(out.Jobs) != 1 || out.Jobs[0].Runs == 0 {
+		t.Fatalf("prune deleted nothing: %s", r.stdout)
+	}
+	if out.After >= out.Before || out.Freed != out.Before-out.After {
+		t.Errorf("prune: %d bytes before, %d after, %d freed: want the file smaller and the difference reported", out.Before, out.After, out.Freed)
+	}
+	var onDisk int64
+	for _, p := range []string{"state.db", "state.db-wal"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			onDisk += st.Size()
+		}
+	}
+	if onDisk != out.After {
+		t.Errorf("state file and -wal hold %d bytes after prune, it reported %d", onDisk, out.After)
+	}
+	// The text form says what it freed.
+	execute(t, false, "run", job, "--quiet")
+	execute(t, false, "run", job, "--quiet")
+	r = execute(t, false, "prune", job, "--keep", "0s")
+	if !strings.Contains(r.stdout, "freed") {
+		t.Errorf("prune does not say what it freed:\n%s", r.stdout)
 	}
 }

@@ -121,7 +121,9 @@ func printJob(ios *IOStreams, g *globalOpts, out *runner.JobResult) {
 		r := rr.Result
 		r.Job = out.Job + jobfile.ResourceSep + rr.Resource
 		if r.RunID == 0 || r.Status == runner.StatusUpToDate {
-			if !g.quiet || r.ExitCode != 0 {
+			if g.jsonLogs() && r.ExitCode != 0 {
+				writeErrorLog(ios, g, r.Job+": "+r.Status+": "+r.Error, "", r.ExitCode)
+			} else if !g.jsonLogs() && (!g.quiet || r.ExitCode != 0) {
 				fmt.Fprintf(ios.Out, "%s: %s: %s\n", r.Job, r.Status, r.Error)
 			}
 			continue
@@ -132,7 +134,7 @@ func printJob(ios *IOStreams, g *globalOpts, out *runner.JobResult) {
 		}
 		printResult(ios, g, &r, err)
 	}
-	if !g.quiet || out.ExitCode != 0 {
+	if !g.jsonLogs() && (!g.quiet || out.ExitCode != 0) {
 		why := ""
 		if out.Status == runner.StatusUpToDate {
 			why = ": " + out.Error

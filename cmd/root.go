@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/idemsync/idemsync/contract"
-	"github.com/idemsync/idemsync/source/auth"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/source/auth"
 
 	"github.com/idemsync/idemsync/jobfile"
 
@@ -99,6 +100,10 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		writeJSON(ios, res)
 		return
 	}
+	if g.jsonLogs() {
+		writeErrorLog(ios, g, err.Error(), contract.Hint(err), code)
+		return
+	}
 	fmt.Fprintf(ios.ErrOut, "error: %v\n", err)
 	if h := contract.Hint(err); h != "" {
 		fmt.Fprintf(ios.ErrOut, "hint: %s\n", h)
@@ -140,6 +145,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newCmdSchema(f, nil),
 		newCmdCompletion(f, nil),
 	)
+	registerFlagCompletions(root)
 	return root
 }
 

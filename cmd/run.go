@@ -272,6 +272,14 @@ func printResult(ios *IOStreams, g *globalOpts, r *idsync.Result, err error) {
 		g.writeResult(ios, r)
 		return
 	}
+	if g.jsonLogs() {
+		// The "run finished" log line is the summary; stdout has it
+		// only with --json.
+		if err != nil {
+			writeErrorLog(ios, g, r.Error, contract.Hint(err), exitCode(err))
+		}
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "error: %s\n", r.Error)
 		if h := contract.Hint(err); h != "" {

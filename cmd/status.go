@@ -37,6 +37,9 @@ type jobStatus struct {
 	// (docs/deletions.md, "Full passes"; incremental.full_every counts from
 	// it).
 	LastFullPass *time.Time `json:"last_full_pass,omitempty"`
+	// lookedIn (text only) says, for a job that never ran, where status
+	// looked for its state (stateNotFound).
+	lookedIn string
 }
 
 // runStatus is a stored run: the fields of run --json, plus when it
@@ -106,9 +109,10 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	var jf *jobfile.File
 	var first *idsync.Job
 	red := idsync.NewRedactor()
+	var unset []string // ${VAR}s not set here: the job file's walk is not known
 	if len(args) == 1 {
 		var err error
-		if jf, err = jobfile.LoadResourcesFile(args[0]); err != nil {
+		if jf, unset, err = jobfile.LoadForState(args[0]); err != nil {
 			return err
 		}
 		first = jf.Resources[0].Job
@@ -129,6 +133,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 			for _, r := range jf.Resources {
 				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: idsync.JobNeverRun}, jf.Multi))
 			}
+			out[len(out)-1].lookedIn = g.stateNotFound(first, path, args[0])
 		}
 		return printStatus(ios, g, out, path, jf != nil && jf.Multi)
 	}
@@ -151,6 +156,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		}
 		return printStatus(ios, g, out, path, false)
 	}
+	ran := false
 	for _, r := range jf.Resources {
 		js, err := store.Job(ctx, r.Job.Name)
 		if err != nil {
@@ -160,8 +166,14 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 		if err != nil {
 			return err
 		}
-		s.WalkChanges = walkChanges(r.Job, js)
+		if unset == nil {
+			s.WalkChanges = walkChanges(r.Job, js)
+		}
 		out = append(out, withResource(s, jf.Multi))
+		ran = ran || s.Status != idsync.JobNeverRun
+	}
+	if !ran {
+		out[len(out)-1].lookedIn = g.stateNotFound(first, path, args[0])
 	}
 	return printStatus(ios, g, out, path, jf.Multi)
 }
@@ -243,6 +255,9 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string, m
 	}
 	if multi {
 		writeResourcesTable(ios.Out, jobs)
+		if w := jobs[len(jobs)-1].lookedIn; w != "" {
+			fmt.Fprintf(ios.Out, "state: %s\n", w)
+		}
 		if jobs[0].Runs == nil && jobs[0].Dead == nil && !anyWalkChanges(jobs) {
 			return nil
 		}

@@ -25,6 +25,7 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	row("status", j.Status)
 	if j.Status == idsync.JobNeverRun {
 		row("last run", "never: this job has not run yet")
+		row("state", j.lookedIn)
 		_ = tw.Flush()
 		return
 	}

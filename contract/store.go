@@ -163,8 +163,9 @@ type Maintenance interface {
 	Forget(ctx context.Context, job string) (int64, error)
 	// JobNames returns the names of the jobs in the store, sorted.
 	JobNames(ctx context.Context) ([]string, error)
-	// Compact gives the space that Prune and Forget freed back when that
-	// is worth it (a quarter of the state file or more, for SQLite).
+	// Compact gives the space that Prune and Forget freed back to the
+	// file system where the store can (SQLite: VACUUM when the file has a
+	// free page, and an emptied -wal file).
 	Compact(ctx context.Context) error
 	// Size is the bytes the state occupies, which prune reports before and
 	// after (informative: a failure to measure is not an error).

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
@@ -51,5 +54,36 @@ func TestMetricsCountRunsWithoutMetricsFile(t *testing.T) {
 	}
 	if first.Inserted != 100 || second.Unchanged != 100 {
 		t.Fatalf("runs: %+v, %+v", first, second)
+	}
+}
+
+// idemsync_last_success_timestamp_seconds counts the successes of runs
+// started without --metrics-file (issue 28): a job whose successes ran
+// without it and whose next run fails with it reports the earlier success,
+// not 0.
+func TestMetricsLastSuccessWithoutMetricsFile(t *testing.T) {
+	t.Parallel()
+	api := fakeapi.New(fakeapi.Options{Records: 50})
+	srv := httptest.NewServer(api)
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", strings.Replace(styleJob("page", srv.URL, "sqlite:out.db"), "  attempts: 6\n", "  attempts: 2\n", 1))
+	before := time.Now()
+	runCode(t, dir, nil, 0, "run", job)
+	after := time.Now()
+	srv.Close() // the API goes away: the next run fails (exit 3)
+	prom := filepath.Join(dir, "job.prom")
+	if r := idemsync(t, dir, nil, "run", job, "--metrics-file", prom); r.code != 3 {
+		t.Fatalf("run against a closed API: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := promSample(t, b, `idemsync_last_success_timestamp_seconds\{[^}]*\}`)
+	if got < float64(before.Unix()) || got > float64(after.Unix()+1) {
+		t.Errorf("last success %v, want the first run's end, between %d and %d", got, before.Unix(), after.Unix())
+	}
+	if code := promSample(t, b, `idemsync_last_exit_code\{[^}]*\}`); code != 3 {
+		t.Errorf("last exit code %v, want 3", code)
 	}
 }

@@ -109,16 +109,15 @@ func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string
 	lines := map[string]int{"": doc.Line}
 	checkNode(doc, reflect.TypeOf(idsync.Spec{}), "", lines, &problems)
 	expandNode(doc, "", lookup, red, &problems)
-	if len(problems) > 0 {
-		return nil, fail(problems...)
-	}
+	dropReported(doc, reportedKeys(problems)) // problems.go: report the rest too
 	var spec idsync.Spec
 	if err := doc.Decode(&spec); err != nil {
-		return nil, fail(keyedProblems(err, lines)...)
+		problems = append(problems, keyedProblems(err, lines)...)
 	}
 	job := &idsync.Job{Spec: spec, File: file, Secrets: red}
-	if p := (loading{job}).finish(lines); len(p) > 0 {
-		return nil, fail(p...)
+	problems = append(problems, withoutEchoes((loading{job}).finish(lines), problems)...)
+	if len(problems) > 0 {
+		return nil, fail(problems...)
 	}
 	return job, nil
 }
@@ -144,6 +143,13 @@ func keyedProblems(err error, lines map[string]int) []string {
 	for k, l := range lines {
 		if cur, ok := byLine[l]; !ok || len(k) > len(cur) {
 			byLine[l] = k
+		}
+	}
+	// Keys side by side on one line ({style: x, size: y}): the error is in
+	// one of them, and only their parent is sure.
+	for k, l := range lines {
+		if cur := byLine[l]; k != cur && strings.Count(k, ".") == strings.Count(cur, ".") {
+			byLine[l] = cur[:max(strings.LastIndexByte(cur, '.'), 0)]
 		}
 	}
 	out := make([]string, 0, len(te.Errors))

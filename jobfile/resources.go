@@ -49,21 +49,32 @@ func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, err
 		return nil, fail(problems...)
 	}
 	var out []Resource
+	failed := map[string]bool{}
 	for _, it := range items {
+		// Every resource's problems are reported together (problems.go).
 		job, err := loadDoc(it.doc, file, lookup, func(p ...string) error {
 			for i := range p {
-				p[i] = "resource " + it.name + ": " + p[i]
+				problems = append(problems, "resource "+it.name+": "+p[i])
 			}
 			return fail(p...)
 		})
 		if err != nil {
-			return nil, err
+			failed[it.name] = true
+			continue
 		}
 		job.Name = job.Name + ResourceSep + it.name
+		if it.fan.parent != nil && failed[it.fan.parent.Value] {
+			continue // its parent's problems are reported; no echo of them
+		}
 		if p := linkParent(it.name, it.fan, job, out); len(p) > 0 {
-			return nil, fail(p...)
+			problems = append(problems, p...)
+			failed[it.name] = true
+			continue
 		}
 		out = append(out, Resource{Name: it.name, Job: job})
+	}
+	if len(problems) > 0 {
+		return nil, fail(problems...)
 	}
 	if p := sharedTables(out); len(p) > 0 {
 		return nil, fail(p...)

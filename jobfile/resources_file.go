@@ -41,7 +41,12 @@ func LoadResourcesFile(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := LoadResources(data, abs, os.LookupEnv)
+	return loadResourcesData(data, abs, os.LookupEnv)
+}
+
+// loadResourcesData is LoadResourcesFile past reading the file.
+func loadResourcesData(data []byte, abs string, lookup LookupFunc) (*File, error) {
+	rs, err := LoadResources(data, abs, lookup)
 	if err != nil {
 		return nil, err
 	}

@@ -127,6 +127,7 @@ func Job() *Schema {
 	}
 	addPaginationRules(root.Properties.Get("pagination"))
 	g.addResources(root)
+	strictSchema(root)
 	return root
 }
 

@@ -64,9 +64,9 @@ func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, 
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
 		end.weak = p.weakEnd(pos, resp, last, where)
-		if size := p.job.Pagination.Size; p.style().traits().trustsEnd && size > 0 && resp.Raw >= size {
-			p.log.Warn("the last page is full: if the API has more records, its end signal is wrong",
-				"page", where, "records", resp.Raw, "size", size, "why", why)
+		if p.unprovenFullEnd(pos, resp, last) {
+			p.log.Warn("the first page is full and ends the walk: if the API has more records, its end signal (or the job's pagination setting that reads it) is wrong",
+				"page", where, "records", resp.Raw, "size", p.job.Pagination.Size, "why", why)
 		}
 		return end, nil
 	case shortEnd:
@@ -138,6 +138,26 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 		res.next.Size, res.capped = n, n
 	}
 	return res, nil
+}
+
+// unprovenFullEnd reports whether a cursor or link walk ends on a full page
+// with nothing to vouch for its end signal: the page is the walk's first
+// (no earlier page showed the signal present, so a wrong pagination.next
+// looks the same) and no count or flag (pagination.total) confirms it. A full last page after
+// pages that carried a next cursor, URL or link is an ordinary end: a
+// total that is a multiple of the page size. docs/pagination.md, End of
+// pagination.
+func (p *pager) unprovenFullEnd(pos Position, resp *contract.Response, last []string) bool {
+	size := p.job.Pagination.Size
+	if !p.style().traits().trustsEnd || size <= 0 || resp.Raw < size || len(last) > 0 {
+		return false
+	}
+	if pos.Cursor != "" || pos.URL != "" {
+		return false
+	}
+	// On the first page, pagination.total counts what the walk holds.
+	t, _, ok := p.total(resp)
+	return !ok || t > int64(resp.Raw)
 }
 
 // weakEnd says why an empty page that ends a page or offset walk after a

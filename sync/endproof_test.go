@@ -243,16 +243,32 @@ func TestDecideEnd(t *testing.T) {
 	}
 }
 
-// A full last page of a cursor or link walk is logged as a warning.
+// A full first page that ends a cursor walk is logged as a warning: its
+// end signal was never seen present. A full last page after earlier
+// pages, or one whose total confirms the end, is not.
 func TestDecideEndWarnsFullLastPage(t *testing.T) {
-	p, logs := epPager(t, "data", "  style: cursor\n  next: next\n  size_param: limit\n  size: 5\n")
-	resp, _ := epResp(t, p, epData(1, 5, `"next":null`))
-	got, err := p.decideEnd(Position{}, resp, "", nil, nil)
-	if err != nil || !got.next.End {
-		t.Fatalf("%+v, %v: want the end", got, err)
-	}
-	if !strings.Contains(logs.String(), "the last page is full") {
-		t.Errorf("no warning: %s", logs.String())
+	for _, tt := range []struct {
+		name  string
+		extra string
+		pos   Position
+		body  string
+		warn  bool
+	}{
+		{"first page", "", Position{}, `"next":null`, true},
+		{"later page", "", Position{Cursor: "c5"}, `"next":null`, false},
+		{"first page, total confirms", "  total: total\n", Position{}, `"next":null,"total":5`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, logs := epPager(t, "data", "  style: cursor\n  next: next\n  size_param: limit\n  size: 5\n"+tt.extra)
+			resp, _ := epResp(t, p, epData(1, 5, tt.body))
+			got, err := p.decideEnd(tt.pos, resp, "", nil, nil)
+			if err != nil || !got.next.End {
+				t.Fatalf("%+v, %v: want the end", got, err)
+			}
+			if warned := strings.Contains(logs.String(), "the first page is full"); warned != tt.warn {
+				t.Errorf("warned %v, want %v: %s", warned, tt.warn, logs.String())
+			}
+		})
 	}
 }
 

@@ -65,7 +65,8 @@ type styleTraits struct {
 	// from the first page, and a replay's --to counts its pages.
 	pageNumbers bool
 	// trustsEnd: the style's end is a missing next cursor, URL or link, not
-	// a short page: a full last page earns a warning.
+	// a short page: a full first page that ends the walk earns a warning
+	// (unprovenFullEnd).
 	trustsEnd bool
 	// ownsLink: a Link rel="next" header is the style's own signal, not
 	// evidence of more pages.
