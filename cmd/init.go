@@ -2,26 +2,17 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/gjson"
 
+	"github.com/idemsync/idemsync/initgen"
+	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
-
-// initTimeout bounds init's one request.
-const initTimeout = 30 * time.Second
 
 type initOpts struct {
 	out   string
@@ -63,9 +54,9 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	}
 	name := o.name
 	if name == "" {
-		name = nameFromURL(u)
+		name = initgen.NameFromURL(u)
 	}
-	if !validJobName(name) {
+	if !initgen.ValidJobName(name) {
 		return &usageError{err: fmt.Errorf("init: --name %q may only contain letters, digits, _ and -", name)}
 	}
 	out := o.out
@@ -77,11 +68,11 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 			return &usageError{err: fmt.Errorf("init: %s exists; choose another --out or add --force", out)}
 		}
 	}
-	page, err := fetchFirstPage(ctx, u)
+	page, err := initgen.Fetch(ctx, u)
 	if err != nil {
 		return err
 	}
-	spec, sum, err := buildJobFile(page, name)
+	spec, sum, err := initgen.Build(page, name)
 	if err != nil {
 		return err
 	}
@@ -112,105 +103,4 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 		fmt.Fprintf(ios.Out, "next: read the lines marked \"check\", then\n  idemsync validate %s\n  idemsync run %s\n  idemsync show %s\n", out, out, out)
 	}
 	return nil
-}
-
-// fetchFirstPage requests u once (no retries: a person is waiting) and
-// parses its JSON body. Errors name the URL and status: exit 3 for the
-// statuses a later try may get past (408, 429, 5xx) and network errors,
-// exit 1 otherwise.
-func fetchFirstPage(ctx context.Context, u *url.URL) (*firstPage, error) {
-	ctx, cancel := context.WithTimeout(ctx, initTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, &usageError{err: fmt.Errorf("init: %w", err)}
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitTransient, "init: GET %s: %w", redactQuery(u), errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, idsync.DefaultMaxBody+1))
-	if err != nil {
-		return nil, idsync.Errorf(idsync.ExitTransient, "init: GET %s: read body: %w", redactQuery(u), err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		code := idsync.ExitPermanent
-		if resp.StatusCode == 408 || resp.StatusCode == 429 || resp.StatusCode >= 500 {
-			code = idsync.ExitTransient
-		}
-		e := &idsync.Error{Code: code, Msg: fmt.Sprintf("init: GET %s: HTTP %d", redactQuery(u), resp.StatusCode)}
-		if resp.StatusCode == 401 || resp.StatusCode == 403 {
-			e.Hint = "the API wants credentials: write the job file from a public endpoint or by hand, with source.headers or source.auth (docs/job-file.md)"
-		}
-		return nil, e
-	}
-	if len(body) > idsync.DefaultMaxBody {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "init: GET %s: body larger than %d bytes", redactQuery(u), idsync.DefaultMaxBody)
-	}
-	if !gjson.ValidBytes(body) {
-		return nil, idsync.Errorf(idsync.ExitPermanent, "init: GET %s: the body is not JSON (Content-Type %q)", redactQuery(u), resp.Header.Get("Content-Type"))
-	}
-	return &firstPage{url: u, header: resp.Header, body: gjson.ParseBytes(body)}, nil
-}
-
-// redactQuery is u without its query's values, which may hold a key.
-func redactQuery(u *url.URL) string {
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			q.Set(k, "…")
-		}
-		c.RawQuery = strings.ReplaceAll(q.Encode(), "%E2%80%A6", "…")
-	}
-	return c.String()
-}
-
-// nameFromURL is the job name init proposes: the URL's last path segment
-// that is not a version (v1) or a number, made of letters, digits, _ and
-// -; else the host's first label; else "job".
-func nameFromURL(u *url.URL) string {
-	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := cleanName(segs[i])
-		if s == "" || strings.Trim(s, "0123456789") == "" || len(s) <= 3 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == "" {
-			continue
-		}
-		return s
-	}
-	if h := cleanName(strings.Split(u.Hostname(), ".")[0]); h != "" && strings.Trim(h, "0123456789") != "" {
-		return h
-	}
-	return "job"
-}
-
-// cleanName keeps letters, digits, _ and - of s (lowercased), other runs
-// of characters becoming one -.
-func cleanName(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
-				b.WriteByte('-')
-			}
-		}
-	}
-	return strings.Trim(b.String(), "-")
-}
-
-// validJobName reports whether s is a valid job name (letters, digits, _, -).
-func validJobName(s string) bool {
-	return s != "" && strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
-			return -1
-		}
-		return r
-	}, s) == ""
 }

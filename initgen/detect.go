@@ -1,4 +1,4 @@
-package cmd
+package initgen
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// firstPage is the one response init reads: the URL asked, its headers
+// Page is the one response init reads: the URL asked, its headers
 // and its JSON body.
-type firstPage struct {
+type Page struct {
 	url    *url.URL
 	header http.Header
 	body   gjson.Result
@@ -155,7 +157,7 @@ func isCursor(v gjson.Result) bool { return isText(v) && !isURL(v) }
 var linkNext = regexp.MustCompile(`<[^>]*>\s*;[^,]*\brel="?[^",]*\bnext\b`)
 
 // queryParam returns the first of names present in the page's URL query.
-func (p *firstPage) queryParam(names ...string) (string, string, bool) {
+func (p *Page) queryParam(names ...string) (string, string, bool) {
 	q := p.url.Query()
 	for _, n := range names {
 		for k := range q {
@@ -169,7 +171,7 @@ func (p *firstPage) queryParam(names ...string) (string, string, bool) {
 
 // sizeParam sets size_param and size from the URL's query when it names a
 // page size, and reports whether it did.
-func (p *firstPage) sizeParam(pg *pagination, names ...string) bool {
+func (p *Page) sizeParam(pg *pagination, names ...string) bool {
 	k, v, ok := p.queryParam(names...)
 	if !ok {
 		return false
@@ -188,18 +190,18 @@ func (p *firstPage) sizeParam(pg *pagination, names ...string) bool {
 // URL or a next cursor in the body, a has_more flag with record ids
 // (Stripe), page numbers, offsets, a since-style query parameter (hwm);
 // none when there is no signal.
-func detectPagination(p *firstPage, records string, recs []gjson.Result) *pagination {
+func detectPagination(p *Page, records string, recs []gjson.Result) *pagination {
 	pg := &pagination{}
 	sizes := []string{"per_page", "limit", "page_size", "pageSize", "size", "count", "maxResults", "max_results", "top"}
 	switch {
 	case linkNext.MatchString(strings.Join(p.header.Values("Link"), ",")):
-		pg.style, pg.why = "link", `the response has a Link header with rel="next"`
+		pg.style, pg.why = idsync.StyleLink, `the response has a Link header with rel="next"`
 		p.sizeParam(pg, sizes...)
 		return pg
 	}
 	for k := range p.header {
 		if n := normKey(k); strings.Contains(n, "nextcursor") || strings.Contains(n, "nextpagetoken") || n == "xnexttoken" {
-			pg.style, pg.why = "cursor", "the response has a "+k+" header"
+			pg.style, pg.why = idsync.StyleCursor, "the response has a "+k+" header"
 			pg.set("param", "cursor", "check: the query parameter the API reads the cursor from")
 			pg.set("next_header", k, "")
 			pg.owned = append(pg.owned, "cursor")
@@ -208,20 +210,20 @@ func detectPagination(p *firstPage, records string, recs []gjson.Result) *pagina
 		}
 	}
 	if f, ok := findField(p.body, []string{"next", "nexturl", "nextlink", "nextpageurl", "odatanextlink", "nextpage", "nexthref"}, isURL); ok {
-		pg.style, pg.why = "cursor", "the body holds the next page's URL at "+f.path
+		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.path
 		pg.set("next_url", f.path, "")
 		p.sizeParam(pg, sizes...)
 		return pg
 	}
 	if f, ok := findField(p.body, []string{"next", "nexthref"}, func(v gjson.Result) bool { return isURL(v.Get("href")) }); ok {
-		pg.style, pg.why = "cursor", "the body holds the next page's URL at "+f.path+".href"
+		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.path+".href"
 		pg.set("next_url", f.path+".href", "")
 		p.sizeParam(pg, sizes...)
 		return pg
 	}
 	if f, ok := findField(p.body, []string{"nextcursor", "nextpagetoken", "nexttoken", "endcursor", "after", "cursor", "next"}, isCursor); ok {
 		param := cursorParam(f.path)
-		pg.style, pg.why = "cursor", "the body holds the next cursor at "+f.path
+		pg.style, pg.why = idsync.StyleCursor, "the body holds the next cursor at "+f.path
 		pg.set("param", param, "check: the query parameter the API reads the cursor from")
 		pg.set("next", f.path, "")
 		pg.owned = append(pg.owned, param)
@@ -234,7 +236,7 @@ func detectPagination(p *firstPage, records string, recs []gjson.Result) *pagina
 		page, hasPage = field{path: qk}, true
 	}
 	if hasMore && !hasPage && records != "" && allHave(recs, "id") {
-		pg.style, pg.why = "cursor", "the body has "+more.path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
+		pg.style, pg.why = idsync.StyleCursor, "the body has "+more.path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
 		pg.set("param", "starting_after", "check: the query parameter taking the last id seen")
 		pg.set("next", records+".@reverse.0.id", "the id of the page's last record")
 		pg.set("has_more", more.path, "")
@@ -252,7 +254,7 @@ func detectPagination(p *firstPage, records string, recs []gjson.Result) *pagina
 	if detectHWM(p, pg, recs, sizes) {
 		return pg
 	}
-	pg.style = "none"
+	pg.style = idsync.StyleNone
 	pg.why = "no pagination signal on the first page (no Link header, next URL or cursor, page number, offset or since parameter): the whole list is one request"
 	return pg
 }
@@ -284,8 +286,8 @@ func allHave(recs []gjson.Result, key string) bool {
 
 // detectPages fills in the page style from a page number in the body or
 // the query, a total page count or has_more flag, and a page size.
-func detectPages(p *firstPage, pg *pagination, page, more field, hasMore bool, sizes []string) {
-	pg.style = "page"
+func detectPages(p *Page, pg *pagination, page, more field, hasMore bool, sizes []string) {
+	pg.style = idsync.StylePage
 	param := page.path[strings.LastIndexByte(page.path, '.')+1:]
 	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber", param); ok {
 		param = qk
@@ -313,7 +315,7 @@ func detectPages(p *firstPage, pg *pagination, page, more field, hasMore bool, s
 
 // detectOffset fills in the offset style from an offset in the body or
 // the query; it reports false when there is none.
-func detectOffset(p *firstPage, pg *pagination, n int, sizes []string) bool {
+func detectOffset(p *Page, pg *pagination, n int, sizes []string) bool {
 	names := []string{"offset", "skip", "startat", "start"}
 	param, _, inQuery := p.queryParam("offset", "skip", "startAt", "start")
 	f, inBody := findField(p.body, names, isNumber)
@@ -323,7 +325,7 @@ func detectOffset(p *firstPage, pg *pagination, n int, sizes []string) bool {
 	if !inQuery {
 		param = f.path[strings.LastIndexByte(f.path, '.')+1:]
 	}
-	pg.style, pg.why = "offset", "the request or the body carries an offset ("+param+")"
+	pg.style, pg.why = idsync.StyleOffset, "the request or the body carries an offset ("+param+")"
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)
 	if !p.sizeParam(pg, sizes...) && !bodySize(p, pg) {
@@ -339,7 +341,7 @@ func detectOffset(p *firstPage, pg *pagination, n int, sizes []string) bool {
 
 // detectHWM fills in the hwm style when the URL's query filters by a
 // change time (since=…) and the records carry one; false otherwise.
-func detectHWM(p *firstPage, pg *pagination, recs []gjson.Result, sizes []string) bool {
+func detectHWM(p *Page, pg *pagination, recs []gjson.Result, sizes []string) bool {
 	param, _, ok := p.queryParam("since", "updated_since", "updated_after", "modified_since", "changed_since", "updatedSince", "updatedAfter")
 	if !ok {
 		return false
@@ -354,7 +356,7 @@ func detectHWM(p *firstPage, pg *pagination, recs []gjson.Result, sizes []string
 	if mark == "" {
 		return false
 	}
-	pg.style, pg.why = "hwm", "the request filters by "+param+" and the records carry "+mark
+	pg.style, pg.why = idsync.StyleHWM, "the request filters by "+param+" and the records carry "+mark
 	pg.set("field", escapePath(mark), "")
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)
@@ -368,7 +370,7 @@ func detectHWM(p *firstPage, pg *pagination, recs []gjson.Result, sizes []string
 
 // bodySize sets size_param and size from a page size the body reports
 // (per_page, page_size, limit, maxResults), and reports whether it did.
-func bodySize(p *firstPage, pg *pagination) bool {
+func bodySize(p *Page, pg *pagination) bool {
 	f, ok := findField(p.body, []string{"perpage", "pagesize", "limit", "size", "maxresults"}, isNumber)
 	if !ok || f.val.Int() <= 0 {
 		return false

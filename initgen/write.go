@@ -1,4 +1,4 @@
-package cmd
+package initgen
 
 import (
 	"fmt"
@@ -10,15 +10,15 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// buildJobFile writes the commented job file for the first page and
+// Build writes the commented job file for the first page and
 // returns it with a summary (style, records, key, columns) for the
 // command's output. It fails when the page holds no records to learn
 // from.
-func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
+func Build(p *Page, name string) (string, map[string]any, error) {
 	records, arr, ok := findRecords(p.body)
 	if !ok {
 		return "", nil, &idsync.Error{Code: idsync.ExitPermanent,
-			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", redactQuery(p.url)),
+			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", RedactQuery(p.url)),
 			Hint: "init learns the columns from the records of the first page: use a URL whose first page lists some"}
 	}
 	recs := arr.Array()
@@ -32,7 +32,7 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# Job file written by `idemsync init` from one page of\n#   %s\n", redactQuery(p.url))
+	w("# Job file written by `idemsync init` from one page of\n#   %s\n", RedactQuery(p.url))
 	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
 	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
 	w("name: %s\n", name)
@@ -78,7 +78,7 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 
 // sourceURL is the page's URL without the query parameters the
 // pagination sets itself.
-func sourceURL(p *firstPage, owned []string) string {
+func sourceURL(p *Page, owned []string) string {
 	u := *p.url
 	q := u.Query()
 	for k := range q {
