@@ -89,6 +89,11 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 		fmt.Fprint(ios.Out, spec)
 		return nil
 	}
+	// A fresh folder is created, as run creates the state file's
+	// (docs/job-file.md, "Starting from idemsync init").
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return idsync.Errorf(idsync.ExitPermanent, "init: create the folder of %s: %w", out, err)
+	}
 	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
 		return idsync.Errorf(idsync.ExitPermanent, "write %s: %w", out, err)
 	}
