@@ -11,9 +11,9 @@ import (
 )
 
 // Build writes the commented job file for the first page and
-// returns it with a summary (style, records, key, columns) for the
-// command's output. It fails when the page holds no records to learn
-// from.
+// returns it with a summary (style, records, key, columns, the decisions
+// left open) for the command's output. It fails when the page holds no
+// records to learn from.
 func Build(p *Page, name string) (string, map[string]any, error) {
 	records, arr, ok := findRecords(p.body)
 	if !ok {
@@ -36,6 +36,14 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
 	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
 	w("name: %s\n", name)
+	if len(pg.decide) > 0 {
+		w("# init could not decide what follows: validate and run refuse this file\n")
+		w("# until each entry is settled in the file below and deleted from this list.\n")
+		w("decide:\n")
+		for _, d := range pg.decide {
+			w("  - %s\n", strconv.Quote(d))
+		}
+	}
 	w("source:\n")
 	w("  url: %s\n", yamlString(sourceURL(p, pg.owned)))
 	w("  # Credentials: add headers (Authorization: \"Bearer ${API_TOKEN}\") or auth:, never the secret itself.\n")
@@ -50,6 +58,9 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("  style: %s\n", pg.style)
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("  %s: %s", s.key, yamlValue(s.value))
+		if s.open {
+			line = fmt.Sprintf("  # %s:", s.key)
+		}
 		if s.note != "" {
 			line += "  # " + s.note
 		}
@@ -72,7 +83,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
-		"key": key.name, "key_guessed": guessed, "columns": len(cols)}
+		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": append([]string{}, pg.decide...)}
 	return b.String(), sum, nil
 }
 

@@ -50,6 +50,9 @@ var rules = map[string]Rule{
 	"retention": {Fill: true, Doc: "How long runs and their page rows are kept in the state file: after every run, older ones are pruned " +
 		"(never the latest run, the latest completed run, an unfinished run or dead letters).", Default: "30d"},
 
+	"decide": {Doc: "Decisions idemsync init left open (what it saw, and the question it could not answer). " +
+		"validate and run refuse the file while the list has an entry: make each decision in the file, then delete its entry."},
+
 	"source":         {Doc: "Required. Where and how pages are requested."},
 	"source.url":     {Pattern: `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`, Say: "must be an http or https URL", Doc: "Required. URL of the first page (http or https).", Examples: []any{"https://api.example.com/v1/orders"}},
 	"source.method":  {Fill: true, Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$", Say: "must be GET or POST", Doc: "GET or POST.", Default: "GET"},

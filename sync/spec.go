@@ -21,6 +21,9 @@ type Spec struct {
 	Incremental *Incremental `yaml:"incremental,omitempty" json:"incremental,omitempty"`
 	Retry       Retry        `yaml:"retry,omitempty" json:"retry,omitempty"`
 	Target      Target       `yaml:"target" json:"target" jsonschema:"required"`
+	// Decide lists the decisions idemsync init left open; a job with any
+	// is refused until they are made and deleted (docs/job-file.md).
+	Decide []string `yaml:"decide,omitempty" json:"decide,omitempty"`
 }
 
 // Source says where and how pages are requested.
