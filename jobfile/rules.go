@@ -122,6 +122,8 @@ var rules = map[string]Rule{
 		Examples: []any{"1m", "10m"}},
 	"pagination.max_future": {Doc: "hwm style: a record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
 		Default: "1h", Examples: []any{"1h", "1d"}},
+	"pagination.one_page": {Doc: "none: the one page is the whole list even though it carries a sign of more (a has-more flag that is true, done: false, a next link or cursor, as many records as a size parameter asked for). " +
+		"Without it such a page fails the run (exit 1). See docs/guarantees.md.", Default: false},
 	"pagination.continue": {Doc: "page, offset, cursor, link: after a completed run, start the next run from the last committed page instead of the first (append-only feeds).", Default: false},
 
 	"incremental": {Doc: "A since-window sent on every request of a run (page, offset, cursor, link and none styles). See docs/pagination.md."},

@@ -105,6 +105,9 @@ type Pagination struct {
 	Initial    string `yaml:"initial,omitempty" json:"initial,omitempty"`
 	Overlap    string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	Continue   bool   `yaml:"continue,omitempty" json:"continue,omitempty"`
+	// OnePage (style none): the one page is the whole list even when it
+	// carries a sign of more (docs/guarantees.md).
+	OnePage bool `yaml:"one_page,omitempty" json:"one_page,omitempty"`
 	// MaxFuture (hwm): a record whose mark lies more than this after the
 	// run's start never moves the saved mark. Defaults to 1h.
 	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`
