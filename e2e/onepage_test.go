@@ -18,11 +18,11 @@ type onePageCase struct {
 }
 
 var onePageCases = []onePageCase{
-	{"has_more true under meta", "", map[string]any{"meta": map[string]any{"has_more": true}}, "meta.has_more"},
-	{"done false", "", map[string]any{"done": false}, "done"},
-	{"next URL", "", map[string]any{"links": map[string]any{"next": "/list?page=2"}}, "links.next"},
-	{"next cursor", "", map[string]any{"next_id": 4}, "next_id"},
-	{"as many records as limit asked for", "?limit=3", nil, "limit"},
+	{"has_more", "", map[string]any{"meta": map[string]any{"has_more": true}}, "meta.has_more"},
+	{"done", "", map[string]any{"done": false}, "done"},
+	{"next_url", "", map[string]any{"links": map[string]any{"next": "/list?page=2"}}, "links.next"},
+	{"next_id", "", map[string]any{"next_id": 4}, "next_id"},
+	{"full", "?limit=3", nil, "limit"},
 }
 
 // onePageAPI serves 3 records of a longer list on every request, with the
@@ -70,11 +70,11 @@ pagination:
 // the field and the style to use, nothing committed; one_page: true is
 // the opt-out for an API that echoes such a field on a true single page
 // (docs/guarantees.md). A page with no sign of more completes as before.
-func TestNoneRefusesAListThatSaysMore(t *testing.T) {
+func TestNoneSaysMore(t *testing.T) {
 	testNoneRefuses(t, func(t *testing.T) modelTarget { return modelSQLite(t) })
 }
 
-func TestNoneRefusesAListThatSaysMorePostgres(t *testing.T) {
+func TestNoneSaysMorePostgres(t *testing.T) {
 	pg := postgresURL(t)
 	testNoneRefuses(t, func(t *testing.T) modelTarget { return modelPostgres(t, pg) })
 }
@@ -105,7 +105,7 @@ func testNoneRefuses(t *testing.T, target func(t *testing.T) modelTarget) {
 			}
 		})
 	}
-	t.Run("whole list", func(t *testing.T) {
+	t.Run("whole", func(t *testing.T) {
 		tgt := target(t)
 		dir := t.TempDir()
 		base := onePageAPI(t, onePageCase{})
