@@ -18,16 +18,19 @@ import (
 )
 
 type initOpts struct {
-	out   string
-	name  string
-	force bool
+	out     string
+	name    string
+	force   bool
+	openapi string // init --openapi SPEC: cmd/init_openapi.go
+	path    string
+	all     bool
 }
 
 func newInitCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
 	o := &initOpts{}
 	c := &cobra.Command{
-		Use:   "init URL",
-		Short: "Fetch one page of an API and write a commented job file for it",
+		Use:   "init URL | init --openapi SPEC [--path P | --all]",
+		Short: "Write a commented job file from one page of an API, or from its OpenAPI description",
 		Long: `Fetch one page of URL and write a job file for it: the records (the largest
 array of objects in the body), the pagination style (a Link header, a next
 URL or cursor in the body or a header, page numbers, offsets, has_more, a
@@ -37,9 +40,24 @@ before the first run. The file validates as written.
 
 The URL's own query parameters are kept, except the ones the chosen
 pagination sets itself (page, offset, cursor, size). With --out - the file
-is printed on stdout.`,
-		Args: exactArgs(1),
+is printed on stdout.
+
+With --openapi SPEC (a file or URL, YAML or JSON, OpenAPI 3.x) it writes
+one resource per list operation instead: records path, key, pagination
+and columns from the description, auth from its security schemes as
+${VAR}s, children fanned out from their parent's path. --path P writes the
+operation at P (with its parents), --all every one. What it cannot decide
+it lists under decide:, which validate and run refuse until made.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if o.openapi != "" {
+				return exactArgs(0)(c, args)
+			}
+			return exactArgs(1)(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.openapi != "" {
+				return runInitOpenAPI(c.Context(), g, ios, o)
+			}
 			return runInit(c.Context(), g, ios, args[0], o)
 		},
 	}
@@ -47,6 +65,9 @@ is printed on stdout.`,
 	f.StringVarP(&o.out, "out", "o", "", "job file to write (default: NAME.yaml in the current folder; - for stdout)")
 	f.StringVar(&o.name, "name", "", "job name (default: from the URL's last path segment)")
 	f.BoolVar(&o.force, "force", false, "overwrite --out when it exists")
+	f.StringVar(&o.openapi, "openapi", "", "write the job file from this OpenAPI 3.x description (file or URL) instead of a fetched page")
+	f.StringVar(&o.path, "path", "", "with --openapi: the list operation at this path (and its parents)")
+	f.BoolVar(&o.all, "all", false, "with --openapi: every list operation")
 	return c
 }
 
@@ -125,13 +146,20 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 // left decisions open, fail on them alone (docs/job-file.md, "Starting
 // from idemsync init").
 func checkWritten(spec, abs string, decide []string) error {
-	_, err := jobfile.Load([]byte(spec), abs, os.LookupEnv)
+	// The file's ${VAR}s (auth from --openapi) are the user's to set.
+	anyVar := func(string) (string, bool) { return "x", true }
+	_, err := jobfile.LoadResources([]byte(spec), abs, anyVar)
 	if err == nil && len(decide) == 0 {
 		return nil
 	}
 	var se *jobfile.SpecError
 	if err != nil && len(decide) > 0 && errors.As(err, &se) && len(se.Problems) == len(decide) &&
 		!slices.ContainsFunc(se.Problems, func(p string) bool { return !strings.Contains(p, "decide: left open by idemsync init") }) {
+		return nil
+	}
+	if err != nil && len(decide) > 0 && errors.As(err, &se) && slices.ContainsFunc(se.Problems, func(p string) bool { return strings.Contains(p, "decide: left open by idemsync init") }) {
+		// A resources file reports its first resource's problems: the
+		// decisions are among them.
 		return nil
 	}
 	return idsync.Errorf(idsync.ExitPermanent, "init wrote a job file that does not validate as it should (please report it): %v\n%s", err, spec)
