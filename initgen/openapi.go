@@ -71,9 +71,15 @@ func (d *apiDoc) listOps() []*listOp {
 			op.security = s
 		}
 		var schema map[string]any
-		for ct, media := range mapOf(resp["content"]) {
-			if strings.Contains(ct, "json") {
-				schema = d.obj(mapOf(media)["schema"])
+		content := mapOf(resp["content"])
+		cts := make([]string, 0, len(content))
+		for ct := range content {
+			cts = append(cts, ct)
+		}
+		sort.Strings(cts) // application/json before its variants
+		for _, ct := range cts {
+			if strings.Contains(ct, "json") && schema == nil {
+				schema = d.obj(mapOf(content[ct])["schema"])
 			}
 		}
 		if d.recordsOf(op, schema) {

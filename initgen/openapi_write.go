@@ -127,6 +127,7 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 			names = append(names, k)
 		}
 	}
+	sort.Strings(names)
 	sort.SliceStable(names, func(i, j int) bool { // bearer first: it needs nothing encoded
 		return str(mapOf(schemes[names[i]])["scheme"]) == "bearer" && str(mapOf(schemes[names[j]])["scheme"]) != "bearer"
 	})
