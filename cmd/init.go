@@ -4,37 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
-
-	"github.com/idemsync/idemsync/contract"
-	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/gjson"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/initgen"
+	"github.com/idemsync/idemsync/jobfile"
 )
 
-// initTimeout bounds init's one request.
-const initTimeout = 30 * time.Second
-
 type initOpts struct {
-	out   string
-	name  string
-	force bool
+	out     string
+	name    string
+	force   bool
+	openapi string // init --openapi SPEC: cmd/init_openapi.go
+	path    string
+	all     bool
 }
 
 func newInitCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
 	o := &initOpts{}
 	c := &cobra.Command{
-		Use:   "init URL",
-		Short: "Fetch one page of an API and write a commented job file for it",
+		Use:   "init URL | init --openapi SPEC [--path P | --all]",
+		Short: "Write a commented job file from one page of an API, or from its OpenAPI description",
 		Long: `Fetch one page of URL and write a job file for it: the records (the largest
 array of objects in the body), the pagination style (a Link header, a next
 URL or cursor in the body or a header, page numbers, offsets, has_more, a
@@ -44,9 +40,24 @@ before the first run. The file validates as written.
 
 The URL's own query parameters are kept, except the ones the chosen
 pagination sets itself (page, offset, cursor, size). With --out - the file
-is printed on stdout.`,
-		Args: exactArgs(1),
+is printed on stdout.
+
+With --openapi SPEC (a file or URL, YAML or JSON, OpenAPI 3.x) it writes
+one resource per list operation instead: records path, key, pagination
+and columns from the description, auth from its security schemes as
+${VAR}s, children fanned out from their parent's path. --path P writes the
+operation at P (with its parents), --all every one. What it cannot decide
+it lists under decide:, which validate and run refuse until made.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if o.openapi != "" {
+				return exactArgs(0)(c, args)
+			}
+			return exactArgs(1)(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.openapi != "" {
+				return runInitOpenAPI(c.Context(), g, ios, o)
+			}
 			return runInit(c.Context(), g, ios, args[0], o)
 		},
 	}
@@ -54,6 +65,9 @@ is printed on stdout.`,
 	f.StringVarP(&o.out, "out", "o", "", "job file to write (default: NAME.yaml in the current folder; - for stdout)")
 	f.StringVar(&o.name, "name", "", "job name (default: from the URL's last path segment)")
 	f.BoolVar(&o.force, "force", false, "overwrite --out when it exists")
+	f.StringVar(&o.openapi, "openapi", "", "write the job file from this OpenAPI 3.x description (file or URL) instead of a fetched page")
+	f.StringVar(&o.path, "path", "", "with --openapi: the list operation at this path (and its parents)")
+	f.BoolVar(&o.all, "all", false, "with --openapi: every list operation")
 	return c
 }
 
@@ -64,9 +78,9 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	}
 	name := o.name
 	if name == "" {
-		name = nameFromURL(u)
+		name = initgen.NameFromURL(u)
 	}
-	if !validJobName(name) {
+	if !initgen.ValidJobName(name) {
 		return &usageError{err: fmt.Errorf("init: --name %q may only contain letters, digits, _ and -", name)}
 	}
 	out := o.out
@@ -78,11 +92,11 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 			return &usageError{err: fmt.Errorf("init: %s exists; choose another --out or add --force", out)}
 		}
 	}
-	page, err := fetchFirstPage(ctx, u)
+	page, err := initgen.Fetch(ctx, u)
 	if err != nil {
 		return err
 	}
-	spec, sum, err := buildJobFile(page, name)
+	spec, sum, err := initgen.Build(page, name)
 	if err != nil {
 		return err
 	}
@@ -92,12 +106,17 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 			return err
 		}
 	}
-	if _, err := jobfile.Load([]byte(spec), abs, os.LookupEnv); err != nil {
-		return contract.Errorf(contract.Permanent, "init wrote a job file that does not validate (please report it): %w\n%s", err, spec)
+	if err := checkWritten(spec, abs, sum["decide"].([]string)); err != nil {
+		return err
 	}
 	if out == "-" {
 		fmt.Fprint(ios.Out, spec)
 		return nil
+	}
+	// A fresh folder is created, as run creates the state file's
+	// (docs/job-file.md, "Starting from idemsync init").
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return contract.Errorf(contract.Permanent, "init: create the folder of %s: %w", out, err)
 	}
 	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
 		return contract.Errorf(contract.Permanent, "write %s: %w", out, err)
@@ -105,6 +124,14 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	sum["file"] = out
 	if g.json {
 		writeJSON(ios, sum)
+		return nil
+	}
+	if decide := sum["decide"].([]string); len(decide) > 0 {
+		fmt.Fprintf(ios.Out, "wrote %s: %d decision(s) left open, which validate and run refuse until made:\n", out, len(decide))
+		for _, d := range decide {
+			fmt.Fprintf(ios.Out, "  %s\n", d)
+		}
+		fmt.Fprintf(ios.Out, "next: make them in the file (lines marked \"decide\"), delete the decide: list, then\n  idemsync validate %s\n", out)
 		return nil
 	}
 	if !g.quiet {
@@ -115,103 +142,25 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	return nil
 }
 
-// fetchFirstPage requests u once (no retries: a person is waiting) and
-// parses its JSON body. Errors name the URL and status: exit 3 for the
-// statuses a later try may get past (408, 429, 5xx) and network errors,
-// exit 1 otherwise.
-func fetchFirstPage(ctx context.Context, u *url.URL) (*firstPage, error) {
-	ctx, cancel := context.WithTimeout(ctx, initTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, &usageError{err: fmt.Errorf("init: %w", err)}
+// checkWritten loads the file init wrote: it must validate, or, when init
+// left decisions open, fail on them alone (docs/job-file.md, "Starting
+// from idemsync init").
+func checkWritten(spec, abs string, decide []string) error {
+	// The file's ${VAR}s (auth from --openapi) are the user's to set.
+	anyVar := func(string) (string, bool) { return "x", true }
+	_, err := jobfile.LoadResources([]byte(spec), abs, anyVar)
+	if err == nil && len(decide) == 0 {
+		return nil
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, contract.Errorf(contract.Transient, "init: GET %s: %w", redactQuery(u), errors.Unwrap(err))
+	var se *jobfile.SpecError
+	if err != nil && len(decide) > 0 && errors.As(err, &se) && len(se.Problems) == len(decide) &&
+		!slices.ContainsFunc(se.Problems, func(p string) bool { return !strings.Contains(p, "decide: left open by idemsync init") }) {
+		return nil
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, idsync.DefaultMaxBody+1))
-	if err != nil {
-		return nil, contract.Errorf(contract.Transient, "init: GET %s: read body: %w", redactQuery(u), err)
+	if err != nil && len(decide) > 0 && errors.As(err, &se) && slices.ContainsFunc(se.Problems, func(p string) bool { return strings.Contains(p, "decide: left open by idemsync init") }) {
+		// A resources file reports its first resource's problems: the
+		// decisions are among them.
+		return nil
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		class := contract.Permanent
-		if resp.StatusCode == 408 || resp.StatusCode == 429 || resp.StatusCode >= 500 {
-			class = contract.Transient
-		}
-		e := &contract.Error{Class: class, Msg: fmt.Sprintf("init: GET %s: HTTP %d", redactQuery(u), resp.StatusCode)}
-		if resp.StatusCode == 401 || resp.StatusCode == 403 {
-			e.Hint = "the API wants credentials: write the job file from a public endpoint or by hand, with source.headers or source.auth (docs/job-file.md)"
-		}
-		return nil, e
-	}
-	if len(body) > idsync.DefaultMaxBody {
-		return nil, contract.Errorf(contract.Permanent, "init: GET %s: body larger than %d bytes", redactQuery(u), idsync.DefaultMaxBody)
-	}
-	if !gjson.ValidBytes(body) {
-		return nil, contract.Errorf(contract.Permanent, "init: GET %s: the body is not JSON (Content-Type %q)", redactQuery(u), resp.Header.Get("Content-Type"))
-	}
-	return &firstPage{url: u, header: resp.Header, body: gjson.ParseBytes(body)}, nil
-}
-
-// redactQuery is u without its query's values, which may hold a key.
-func redactQuery(u *url.URL) string {
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			q.Set(k, "…")
-		}
-		c.RawQuery = strings.ReplaceAll(q.Encode(), "%E2%80%A6", "…")
-	}
-	return c.String()
-}
-
-// nameFromURL is the job name init proposes: the URL's last path segment
-// that is not a version (v1) or a number, made of letters, digits, _ and
-// -; else the host's first label; else "job".
-func nameFromURL(u *url.URL) string {
-	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := cleanName(segs[i])
-		if s == "" || strings.Trim(s, "0123456789") == "" || len(s) <= 3 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == "" {
-			continue
-		}
-		return s
-	}
-	if h := cleanName(strings.Split(u.Hostname(), ".")[0]); h != "" && strings.Trim(h, "0123456789") != "" {
-		return h
-	}
-	return "job"
-}
-
-// cleanName keeps letters, digits, _ and - of s (lowercased), other runs
-// of characters becoming one -.
-func cleanName(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
-				b.WriteByte('-')
-			}
-		}
-	}
-	return strings.Trim(b.String(), "-")
-}
-
-// validJobName reports whether s is a valid job name (letters, digits, _, -).
-func validJobName(s string) bool {
-	return s != "" && strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
-			return -1
-		}
-		return r
-	}, s) == ""
+	return contract.Errorf(contract.Permanent, "init wrote a job file that does not validate as it should (please report it): %v\n%s", err, spec)
 }

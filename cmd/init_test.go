@@ -247,3 +247,16 @@ func TestInitRefuses(t *testing.T) {
 		t.Errorf("init --force: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// init --out jobs/orders.yaml in a fresh folder creates jobs/, as the
+// README's own first line does (issue 28).
+func TestInitCreatesOutFolder(t *testing.T) {
+	_, base := startAPI(t, fakeapi.Options{Records: 10, PageSize: 5})
+	out := filepath.Join(t.TempDir(), "jobs", "nested", "orders.yaml")
+	if r := execute(t, false, "init", base+"/page", "--out", out); r.code != 0 {
+		t.Fatalf("init into a missing folder: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := execute(t, false, "validate", out); r.code != 0 {
+		t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
+	}
+}

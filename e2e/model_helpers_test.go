@@ -46,6 +46,12 @@ func modelJob(sc fakeapi.Scenario, apiURL, target, table, initial string) string
 	case "hwm":
 		pag = "  style: hwm\n  field: updated_at\n  param: since\n  size_param: limit\n"
 	}
+	size := fmt.Sprintf("  size: %d\n", sc.Size)
+	src := ""
+	if sc.Style == "none" {
+		// The page size asked in the query: none has no pagination.size.
+		pag, size, src = "  style: none\n", "", fmt.Sprintf("  query: {limit: %d}\n", sc.Size)
+	}
 	inc := ""
 	if sc.Has("incremental") {
 		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n"
@@ -58,7 +64,7 @@ func modelJob(sc fakeapi.Scenario, apiURL, target, table, initial string) string
 		// Every run a full pass, bounded above by the run's start.
 		inc = "incremental:\n  field: updated_at\n  param: since\n  initial: \"2024-01-01T00:00:00Z\"\n  end_param: until\n  full_every: 1ms\n"
 	}
-	src, ver := "", ""
+	ver := ""
 	if sc.IsHostile("gqlerrors") {
 		src = "  method: POST\n  body:\n    operationName: Items\n    variables: {}\n    extensions:\n      persistedQuery: {version: 1, sha256Hash: \"3f1c0a\"}\n"
 	}
@@ -72,8 +78,7 @@ source:
   timeout: 5s
   concurrency: %d
 %spagination:
-%s  size: %d
-%sretry:
+%s%s%sretry:
   attempts: 6
   min_wait: 2ms
   max_wait: 20ms
@@ -87,7 +92,7 @@ target:
     updated_at: {path: updated_at, type: text}
 %s  deletes: %s
   max_delete_ratio: 0.9
-`, apiURL, sc.Concurrency, src, pag, sc.Size, inc, target, table, ver, sc.Deletes)
+`, apiURL, sc.Concurrency, src, pag, size, inc, target, table, ver, sc.Deletes)
 }
 
 // modelOtherJob is the sharedtable scenario's second job file: another

@@ -55,6 +55,9 @@ func (j loading) jobDefaults(bad func(key, format string, args ...any), dir stri
 	if j.Name == "" {
 		bad("name", "is required")
 	}
+	for _, d := range j.Decide {
+		bad("decide", "left open by idemsync init: %s (make the decision in the file, then delete this entry)", d)
+	}
 	j.StatePath = resolve(j.State)
 }
 

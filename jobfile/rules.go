@@ -51,6 +51,9 @@ var rules = map[string]Rule{
 	"retention": {Fill: true, Doc: "How long runs and their page rows are kept in the state file: after every run, older ones are pruned " +
 		"(never the latest run, the latest completed run, an unfinished run or dead letters).", Default: "30d"},
 
+	"decide": {Doc: "Decisions idemsync init left open (what it saw, and the question it could not answer). " +
+		"validate and run refuse the file while the list has an entry: make each decision in the file, then delete its entry."},
+
 	"source":         {Doc: "Required. Where and how pages are requested."},
 	"source.url":     {Pattern: `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]`, Say: "must be an http or https URL", Doc: "Required. URL of the first page (http or https).", Examples: []any{"https://api.example.com/v1/orders"}},
 	"source.method":  {Fill: true, Pattern: "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt])$", Say: "must be GET or POST", Doc: "GET or POST.", Default: "GET"},
@@ -120,6 +123,8 @@ var rules = map[string]Rule{
 		Examples: []any{"1m", "10m"}},
 	"pagination.max_future": {Doc: "hwm style: a record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
 		Default: "1h", Examples: []any{"1h", "1d"}},
+	"pagination.one_page": {Doc: "none: the one page is the whole list even though it carries a sign of more (a has-more flag that is true, done: false, a next link or cursor, as many records as a size parameter asked for). " +
+		"Without it such a page fails the run (exit 1). See docs/guarantees.md.", Default: false},
 	"pagination.continue": {Doc: "page, offset, cursor, link: after a completed run, start the next run from the last committed page instead of the first (append-only feeds).", Default: false},
 
 	"incremental": {Doc: "A since-window sent on every request of a run (page, offset, cursor, link and none styles). See docs/pagination.md."},

@@ -23,6 +23,9 @@ type Spec struct {
 	Incremental *Incremental `yaml:"incremental,omitempty" json:"incremental,omitempty"`
 	Retry       Retry        `yaml:"retry,omitempty" json:"retry,omitempty"`
 	Target      Target       `yaml:"target" json:"target" jsonschema:"required"`
+	// Decide lists the decisions idemsync init left open; a job with any
+	// is refused until they are made and deleted (docs/job-file.md).
+	Decide []string `yaml:"decide,omitempty" json:"decide,omitempty"`
 }
 
 // Source says where and how pages are requested.
@@ -104,6 +107,9 @@ type Pagination struct {
 	Initial    string `yaml:"initial,omitempty" json:"initial,omitempty"`
 	Overlap    string `yaml:"overlap,omitempty" json:"overlap,omitempty"`
 	Continue   bool   `yaml:"continue,omitempty" json:"continue,omitempty"`
+	// OnePage (style none): the one page is the whole list even when it
+	// carries a sign of more (docs/guarantees.md).
+	OnePage bool `yaml:"one_page,omitempty" json:"one_page,omitempty"`
 	// MaxFuture (hwm): a record whose mark lies more than this after the
 	// run's start never moves the saved mark. Defaults to 1h.
 	MaxFuture Duration `yaml:"max_future,omitempty" json:"max_future,omitempty"`

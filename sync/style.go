@@ -159,7 +159,7 @@ func pagingKeys(pg *Pagination) []pagingKey {
 		{"total", pg.Total != ""}, {"continue", pg.Continue}, {"next", pg.Next != ""},
 		{"next_header", pg.NextHeader != ""}, {"next_url", pg.NextURL != ""}, {"field", pg.Field != ""},
 		{"initial", pg.Initial != ""}, {"overlap", pg.Overlap != ""},
-		{"in", pg.In != "" && pg.In != InQuery}, {"template", pg.Template != ""},
+		{"in", pg.In != "" && pg.In != InQuery}, {"template", pg.Template != ""}, {"one_page", pg.OnePage},
 	}
 }
 

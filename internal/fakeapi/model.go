@@ -10,6 +10,12 @@ import (
 // ModelStyles are the pagination styles a model scenario may serve.
 var ModelStyles = []string{"page", "page-total", "page-has-more", "page-count", "offset", "cursor", "cursor-url", "cursor-header", "link", "hwm"}
 
+// noneOneIn: one scenario in noneOneIn (drawn from a random source of its
+// own, so that every other seed stays as it was) has a job of style none
+// over the paginated list, whose pages carry has_more: a run must never
+// complete it while the list has more (docs/guarantees.md).
+const noneOneIn = 12
+
 // ModelBehaviours are the behaviour kinds a scenario may compose; a test
 // may exclude some by name (see NewScenario).
 var ModelBehaviours = append(append([]string{}, walkBehaviours...), markBehaviours...)
@@ -67,7 +73,7 @@ func (s Scenario) PositionStable() bool {
 // counted reports whether the job configures a signal (total_pages,
 // has_more, total) that can contradict a short or empty page.
 func (s Scenario) counted() bool {
-	return s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "page-count" || strings.HasPrefix(s.Style, "offset")
+	return s.Style == "none" || s.Style == "page-total" || s.Style == "page-has-more" || s.Style == "page-count" || strings.HasPrefix(s.Style, "offset")
 }
 
 // keyed reports whether the style carries its position in the response (a
@@ -149,6 +155,10 @@ func NewScenario(seed int64, skip map[string]bool) Scenario {
 	s.Deletes = []string{"keep", "soft", "hard"}[rand.New(rand.NewSource(seed^0x64656c)).Intn(3)]
 	if skip["sweeps"] {
 		s.Deletes = "keep"
+	}
+	if rand.New(rand.NewSource(seed^0x6e6f6e65)).Intn(noneOneIn) == 0 {
+		s.Style, s.Concurrency, s.Step, s.Windows = "none", 1, 0, 0
+		s.Behaviours = slices.DeleteFunc(s.Behaviours, func(b string) bool { return !s.survivable(b) })
 	}
 	mrng := rand.New(rand.NewSource(seed ^ 0x6d61726b))
 	for _, b := range markBehaviours {

@@ -75,6 +75,9 @@ func (s Scenario) IsHostile(k string) bool { return slices.Contains(s.Hostiles, 
 // the two fit (a kind that needs another style than one already forced is
 // left out).
 func (s *Scenario) applyHostile(k string) bool {
+	if s.Style == "none" {
+		return false // its runs refuse the paginated list: nothing to be hostile to
+	}
 	switch k {
 	case "shift":
 		s.Style = "offset-total"

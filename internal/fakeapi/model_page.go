@@ -47,6 +47,8 @@ func (m *ModelAPI) pageMeta(out map[string]any, r *http.Request, data []ModelRec
 		out["meta"] = map[string]any{"total_pages": (total + limit - 1) / limit, "has_more": more}
 	case "page-count":
 		out["_total"] = total
+	case "none":
+		out["has_more"] = more
 	case "offset", "offset-total":
 		out["total"], out["has_more"] = total, more
 	case "cursor":

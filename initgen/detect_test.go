@@ -1,4 +1,4 @@
-package cmd
+package initgen
 
 import (
 	"net/http"
@@ -41,7 +41,7 @@ func TestDetectPaginationShapes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u, _ := url.Parse(tt.url)
-			p := &firstPage{url: u, header: tt.header, body: gjson.Parse(tt.body)}
+			p := &Page{url: u, header: tt.header, body: gjson.Parse(tt.body)}
 			if p.header == nil {
 				p.header = http.Header{}
 			}

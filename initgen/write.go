@@ -1,4 +1,4 @@
-package cmd
+package initgen
 
 import (
 	"fmt"
@@ -10,15 +10,15 @@ import (
 	"github.com/idemsync/idemsync/contract"
 )
 
-// buildJobFile writes the commented job file for the first page and
-// returns it with a summary (style, records, key, columns) for the
-// command's output. It fails when the page holds no records to learn
-// from.
-func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
+// Build writes the commented job file for the first page and
+// returns it with a summary (style, records, key, columns, the decisions
+// left open) for the command's output. It fails when the page holds no
+// records to learn from.
+func Build(p *Page, name string) (string, map[string]any, error) {
 	records, arr, ok := findRecords(p.body)
 	if !ok {
 		return "", nil, &contract.Error{Class: contract.Permanent,
-			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", redactQuery(p.url)),
+			Msg:  fmt.Sprintf("init: GET %s: no array of objects in the body", RedactQuery(p.url)),
 			Hint: "init learns the columns from the records of the first page: use a URL whose first page lists some"}
 	}
 	recs := arr.Array()
@@ -32,10 +32,18 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# Job file written by `idemsync init` from one page of\n#   %s\n", redactQuery(p.url))
+	w("# Job file written by `idemsync init` from one page of\n#   %s\n", RedactQuery(p.url))
 	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
 	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
 	w("name: %s\n", name)
+	if len(pg.decide) > 0 {
+		w("# init could not decide what follows: validate and run refuse this file\n")
+		w("# until each entry is settled in the file below and deleted from this list.\n")
+		w("decide:\n")
+		for _, d := range pg.decide {
+			w("  - %s\n", strconv.Quote(d))
+		}
+	}
 	w("source:\n")
 	w("  url: %s\n", yamlString(sourceURL(p, pg.owned)))
 	w("  # Credentials: add headers (Authorization: \"Bearer ${API_TOKEN}\") or auth:, never the secret itself.\n")
@@ -50,6 +58,9 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 	w("  style: %s\n", pg.style)
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("  %s: %s", s.key, yamlValue(s.value))
+		if s.open {
+			line = fmt.Sprintf("  # %s:", s.key)
+		}
 		if s.note != "" {
 			line += "  # " + s.note
 		}
@@ -72,13 +83,13 @@ func buildJobFile(p *firstPage, name string) (string, map[string]any, error) {
 		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
-		"key": key.name, "key_guessed": guessed, "columns": len(cols)}
+		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": append([]string{}, pg.decide...)}
 	return b.String(), sum, nil
 }
 
 // sourceURL is the page's URL without the query parameters the
 // pagination sets itself.
-func sourceURL(p *firstPage, owned []string) string {
+func sourceURL(p *Page, owned []string) string {
 	u := *p.url
 	q := u.Query()
 	for k := range q {

@@ -1,0 +1,76 @@
+package initgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/contract"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// fetchTimeout bounds init's one request.
+const fetchTimeout = 30 * time.Second
+
+// Fetch requests u once (no retries: a person is waiting) and parses its
+// JSON body. Errors name the URL and status: exit 3 for the statuses a
+// later try may get past (408, 429, 5xx) and network errors, exit 1
+// otherwise.
+func Fetch(ctx context.Context, u *url.URL) (*Page, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, contract.Errorf(contract.Invalid, "init: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, contract.Errorf(contract.Transient, "init: GET %s: %w", RedactQuery(u), errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, idsync.DefaultMaxBody+1))
+	if err != nil {
+		return nil, contract.Errorf(contract.Transient, "init: GET %s: read body: %w", RedactQuery(u), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		code := contract.Permanent
+		if resp.StatusCode == 408 || resp.StatusCode == 429 || resp.StatusCode >= 500 {
+			code = contract.Transient
+		}
+		e := &contract.Error{Class: code, Msg: fmt.Sprintf("init: GET %s: HTTP %d", RedactQuery(u), resp.StatusCode)}
+		if resp.StatusCode == 401 || resp.StatusCode == 403 {
+			e.Hint = "the API wants credentials: write the job file from a public endpoint or by hand, with source.headers or source.auth (docs/job-file.md)"
+		}
+		return nil, e
+	}
+	if len(body) > idsync.DefaultMaxBody {
+		return nil, contract.Errorf(contract.Permanent, "init: GET %s: body larger than %d bytes", RedactQuery(u), idsync.DefaultMaxBody)
+	}
+	if !gjson.ValidBytes(body) {
+		return nil, contract.Errorf(contract.Permanent, "init: GET %s: the body is not JSON (Content-Type %q)", RedactQuery(u), resp.Header.Get("Content-Type"))
+	}
+	return &Page{url: u, header: resp.Header, body: gjson.ParseBytes(body)}, nil
+}
+
+// RedactQuery is u without its query's values, which may hold a key.
+func RedactQuery(u *url.URL) string {
+	c := *u
+	c.User = nil
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			q.Set(k, "…")
+		}
+		c.RawQuery = strings.ReplaceAll(q.Encode(), "%E2%80%A6", "…")
+	}
+	return c.String()
+}

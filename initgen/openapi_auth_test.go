@@ -1,0 +1,79 @@
+package initgen
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemsync/idemsync/jobfile"
+)
+
+// Each security scheme idemsync sends becomes source.auth with its
+// secrets as ${VAR}s, and the file validates; a scheme it does not send
+// is a decision; a Swagger 2.0 file or a missing one is refused.
+func TestOpenAPIAuth(t *testing.T) {
+	tests := []struct{ scheme, want string }{
+		{`{type: http, scheme: bearer}`, `auth: {type: bearer, token: "${SHOP_TOKEN}"}`},
+		{`{type: http, scheme: basic}`, `auth: {type: basic, username: "${SHOP_USERNAME}", password: "${SHOP_PASSWORD}"}`},
+		{`{type: apiKey, in: header, name: X-Api-Key}`, `auth: {type: api_key, name: X-Api-Key, in: header, value: "${SHOP_API_KEY}"}`},
+		{`{type: apiKey, in: query, name: key}`, `auth: {type: api_key, name: key, in: query, value: "${SHOP_API_KEY}"}`},
+		{`{type: oauth2, flows: {clientCredentials: {tokenUrl: "https://auth.example.com/token", scopes: {}}}}`,
+			`auth: {type: oauth2_client_credentials, token_url: https://auth.example.com/token, client_id: "${SHOP_CLIENT_ID}", client_secret: "${SHOP_CLIENT_SECRET}"}`},
+		{`{type: apiKey, in: cookie, name: session}`, `decide`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scheme, func(t *testing.T) {
+			spec := `openapi: 3.1.0
+info: {title: Shop, version: "1"}
+servers: [{url: "https://shop.example.com/api"}]
+security: [{s: []}]
+components: {securitySchemes: {s: ` + tt.scheme + `}}
+paths:
+  /orders:
+    get:
+      responses:
+        "200":
+          content:
+            application/json:
+              schema: {type: array, items: {type: object, properties: {id: {type: string}, total: {type: [number, "null"]}}}}
+`
+			path := filepath.Join(t.TempDir(), "shop.yaml")
+			if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := ReadOpenAPI(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, sum, err := BuildOpenAPI(d, OpenAPIOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lerr := jobfile.LoadResources([]byte(out), "/jobs/shop.yaml", func(string) (string, bool) { return "x", true })
+			if tt.want == "decide" {
+				if len(sum["decide"].([]string)) != 1 || lerr == nil || !strings.Contains(lerr.Error(), "source.auth") {
+					t.Errorf("a cookie key must be a decision validate refuses: %v\n%s", lerr, out)
+				}
+				return
+			}
+			if !strings.Contains(out, tt.want) || lerr != nil {
+				t.Errorf("want %s, validating; got %v\n%s", tt.want, lerr, out)
+			}
+			if !strings.Contains(out, "total: {path: total, type: numeric}") || !strings.Contains(out, "style: none") {
+				t.Errorf("3.1 nullable number column or style none missing:\n%s", out)
+			}
+		})
+	}
+	dir := t.TempDir()
+	swagger := filepath.Join(dir, "swagger.json")
+	if err := os.WriteFile(swagger, []byte(`{"swagger":"2.0","paths":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{swagger, filepath.Join(dir, "missing.yaml")} {
+		if _, err := ReadOpenAPI(context.Background(), p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("ReadOpenAPI(%s): %v, want an error naming it", p, err)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package initgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/idemsync/idemsync/contract"
+	"gopkg.in/yaml.v3"
+)
+
+// apiDoc is an OpenAPI 3.x description, decoded as plain maps, with the
+// $ref resolution the generator needs.
+type apiDoc struct {
+	root map[string]any
+	from string // the file or URL it was read from
+}
+
+// ReadOpenAPI reads an OpenAPI 3.x description from a file or an http(s)
+// URL, in JSON or YAML.
+func ReadOpenAPI(ctx context.Context, src string) (*apiDoc, error) {
+	var data []byte
+	var err error
+	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		data, err = getDescription(ctx, u)
+	} else {
+		data, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: %w", src, err)
+	}
+	var root map[string]any
+	if strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
+		err = json.Unmarshal(data, &root)
+	} else {
+		err = yaml.Unmarshal(data, &root)
+	}
+	if err != nil {
+		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: neither JSON nor YAML: %w", src, err)
+	}
+	if v, _ := root["openapi"].(string); !strings.HasPrefix(v, "3.") {
+		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: not an OpenAPI 3.x description (openapi: %q; Swagger 2.0 is not read)", src, v)
+	}
+	return &apiDoc{root: root, from: src}, nil
+}
+
+func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", RedactQuery(u), resp.StatusCode)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// obj is a node as a mapping (nil when it is not one), its $ref resolved.
+func (d *apiDoc) obj(node any) map[string]any {
+	for range 32 { // a chain of $refs; a cycle ends here
+		m, ok := node.(map[string]any)
+		if !ok {
+			return nil
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return m
+		}
+		node = d.lookup(ref)
+	}
+	return nil
+}
+
+// lookup resolves a local $ref (#/components/schemas/x).
+func (d *apiDoc) lookup(ref string) any {
+	if !strings.HasPrefix(ref, "#/") {
+		return nil
+	}
+	var node any = d.root
+	for _, part := range strings.Split(ref[2:], "/") {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return nil
+		}
+		node = m[strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")]
+	}
+	return node
+}
+
+// props are a schema's properties, allOf parts merged.
+func (d *apiDoc) props(schema map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	if schema == nil {
+		return out
+	}
+	for _, part := range list(schema["allOf"]) {
+		for k, v := range d.props(d.obj(part)) {
+			out[k] = v
+		}
+	}
+	for k, v := range mapOf(schema["properties"]) {
+		if s := d.obj(v); s != nil {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// typeOf is a schema's type: its type, or the one non-null type of
+// anyOf/oneOf, else "".
+func (d *apiDoc) typeOf(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return t
+	case []any: // 3.1: [string, "null"]
+		for _, x := range t {
+			if x != "null" {
+				return fmt.Sprint(x)
+			}
+		}
+	}
+	if len(list(s["allOf"])) > 0 {
+		return "object"
+	}
+	kinds := map[string]bool{}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		for _, alt := range list(s[k]) {
+			if a := d.obj(alt); a != nil && !(a["type"] == "null") {
+				kinds[d.typeOf(a)] = true
+			}
+		}
+	}
+	if len(kinds) == 1 {
+		for k := range kinds {
+			return k
+		}
+	}
+	if len(kinds) > 1 {
+		return "mixed"
+	}
+	return ""
+}
+
+// itemsOf is an array schema's item schema, or nil.
+func (d *apiDoc) itemsOf(s map[string]any) map[string]any {
+	if d.typeOf(s) != "array" {
+		return nil
+	}
+	return d.obj(s["items"])
+}
+
+func mapOf(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func list(v any) []any           { l, _ := v.([]any); return l }
+func str(v any) string           { s, _ := v.(string); return s }

@@ -1,0 +1,265 @@
+package initgen
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/idemsync/idemsync/contract"
+)
+
+// BuildOpenAPI writes the commented resources file for the list
+// operations of d that o selects (docs/job-file.md, "Starting from
+// idemsync init"), and a summary for the command's output: the
+// resources, their styles and the decisions left open.
+func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
+	ops := d.listOps()
+	if len(ops) == 0 {
+		return "", nil, contract.Errorf(contract.Permanent, "init --openapi %s: no list operation (a GET answering an array of objects, directly or under a property)", d.from)
+	}
+	d.linkParents(ops)
+	chosen := ops
+	switch {
+	case o.Path != "":
+		chosen = nil
+		for _, op := range ops {
+			if op.path == o.Path {
+				for p := op; p != nil; p = p.parent {
+					chosen = append([]*listOp{p}, chosen...)
+				}
+			}
+		}
+		if len(chosen) == 0 {
+			return "", nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("init --openapi: %s is not a list operation of %s", o.Path, d.from), Hint: "the list operations: " + opPaths(ops)}
+		}
+	case !o.All && len(ops) > 1:
+		return "", nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("init --openapi: %s has %d list operations: choose one with --path, or --all", d.from, len(ops)), Hint: "the list operations: " + opPaths(ops)}
+	}
+	name := o.Name
+	if name == "" {
+		name = d.name()
+	}
+	used := map[string]bool{}
+	for _, op := range chosen {
+		op.name = op.nameIn(used)
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	info := mapOf(d.root["info"])
+	w("# Job file written by `idemsync init --openapi` from %s %s\n", str(info["title"]), str(info["version"]))
+	w("# (%s): one resource per list operation.\n", d.from)
+	w("# Read the lines marked \"check\"; validate and run refuse the file while a\n")
+	w("# decide: list has an entry. Reference: docs/job-file.md.\n")
+	w("name: %s\n", name)
+	w("defaults:\n  source:\n")
+	base, baseNote := d.baseURL()
+	w("    base_url: %s%s\n", yamlString(base), baseNote)
+	auth, authDecide := d.auth(chosen[0].security, name)
+	w("%s", auth)
+	w("  target:\n    url: sqlite:%s.db\n", name)
+	if authDecide != "" {
+		w("decide:\n  - %s\n", strconv.Quote(authDecide))
+	}
+	w("resources:\n")
+	sum := map[string]any{"job": name, "resources": len(chosen)}
+	styles := map[string]string{}
+	var decisions []string
+	if authDecide != "" {
+		decisions = append(decisions, authDecide)
+	}
+	for _, op := range chosen {
+		ds := d.writeResource(w, op)
+		decisions = append(decisions, ds...)
+		styles[op.name] = op.style
+	}
+	sum["styles"], sum["decide"] = styles, append([]string{}, decisions...)
+	return b.String(), sum, nil
+}
+
+func opPaths(ops []*listOp) string {
+	var ps []string
+	for _, op := range ops {
+		ps = append(ps, op.path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// nameIn is the operation's resource name, unique among used.
+func (op *listOp) nameIn(used map[string]bool) string {
+	base := opName(op.path)
+	n := base
+	for i := 2; used[n]; i++ {
+		n = base + "_" + strconv.Itoa(i)
+	}
+	used[n] = true
+	return n
+}
+
+// baseURL is the first server's URL, with a comment when it has
+// variables or is relative.
+func (d *apiDoc) baseURL() (string, string) {
+	servers := list(d.root["servers"])
+	if len(servers) == 0 {
+		return "https://api.example.com", "  # check: the description names no server"
+	}
+	s := mapOf(servers[0])
+	u := str(s["url"])
+	for k, v := range mapOf(s["variables"]) {
+		u = strings.ReplaceAll(u, "{"+k+"}", str(mapOf(v)["default"]))
+	}
+	u = strings.TrimSuffix(u, "/")
+	if !strings.HasPrefix(u, "http") {
+		return "https://api.example.com" + u, "  # check: the description's server is relative (" + u + ")"
+	}
+	return u, ""
+}
+
+// auth writes source.auth from the security scheme the operations
+// require, its secrets as ${VAR} placeholders; a scheme idemsync has no
+// auth for is a decision left open.
+func (d *apiDoc) auth(security []any, name string) (string, string) {
+	schemes := mapOf(mapOf(d.root["components"])["securitySchemes"])
+	var names []string
+	for _, req := range security {
+		for k := range mapOf(req) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	sort.SliceStable(names, func(i, j int) bool { // bearer first: it needs nothing encoded
+		return str(mapOf(schemes[names[i]])["scheme"]) == "bearer" && str(mapOf(schemes[names[j]])["scheme"]) != "bearer"
+	})
+	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if len(names) == 0 {
+		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
+	}
+	s := d.obj(schemes[names[0]])
+	head := fmt.Sprintf("    # Security scheme %s of the description; the secrets come from the environment.\n", names[0])
+	switch typ := str(s["type"]); {
+	case typ == "http" && strings.EqualFold(str(s["scheme"]), "bearer"):
+		return head + fmt.Sprintf("    auth: {type: bearer, token: \"${%s_TOKEN}\"}\n", env), ""
+	case typ == "http" && strings.EqualFold(str(s["scheme"]), "basic"):
+		return head + fmt.Sprintf("    auth: {type: basic, username: \"${%s_USERNAME}\", password: \"${%s_PASSWORD}\"}\n", env, env), ""
+	case typ == "apiKey" && (str(s["in"]) == "header" || str(s["in"]) == "query"):
+		return head + fmt.Sprintf("    auth: {type: api_key, name: %s, in: %s, value: \"${%s_API_KEY}\"}\n", yamlString(str(s["name"])), str(s["in"]), env), ""
+	case typ == "oauth2" && mapOf(mapOf(s["flows"])["clientCredentials"]) != nil:
+		cc := mapOf(mapOf(s["flows"])["clientCredentials"])
+		return head + fmt.Sprintf("    auth: {type: oauth2_client_credentials, token_url: %s, client_id: \"${%s_CLIENT_ID}\", client_secret: \"${%s_CLIENT_SECRET}\"}\n",
+			yamlString(str(cc["tokenUrl"])), env, env), ""
+	}
+	return "", fmt.Sprintf("source.auth: the description's security scheme %s (%s) is none idemsync sends by itself: choose source.auth (docs/job-file.md#auth)", names[0], str(s["type"]))
+}
+
+// writeResource writes one resource and returns its decisions.
+func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
+	pg := d.openAPIPagination(op)
+	op.style = pg.style
+	var decide []string
+	path := op.path
+	for _, p := range op.pathParams() {
+		if col, ok := op.parentParam[p]; ok {
+			path = strings.ReplaceAll(path, "{"+p+"}", "{parent."+col+"}")
+		} else {
+			decide = append(decide, fmt.Sprintf("source.path: which parent resource's column fills {%s} (no list operation of the description lists what %s names)?", p, p))
+		}
+	}
+	decide = append(decide, pg.decide...)
+	props := d.props(op.item)
+	const keyQ = "target.key: the records have no id: which columns identify one?"
+	if props["id"] == nil {
+		decide = append(decide, keyQ)
+	}
+	w("  - name: %s\n", op.name)
+	if op.summary != "" {
+		w("    # GET %s: %s\n", op.path, oneLine(op.summary))
+	}
+	if len(decide) > 0 {
+		w("    decide:\n")
+		for _, q := range decide {
+			w("      - %s\n", strconv.Quote(q))
+		}
+	}
+	if op.parent != nil {
+		w("    parent: %s\n", op.parent.name)
+	}
+	w("    source:\n      path: %s\n", yamlString(path))
+	if op.records != "" {
+		w("      records: %s\n", yamlString(op.records))
+	}
+	w("    pagination:\n      # %s.\n      style: %s\n", strings.ToUpper(pg.why[:1])+pg.why[1:], pg.style)
+	for _, s := range pg.settings {
+		line := fmt.Sprintf("      %s: %s", s.key, yamlValue(s.value))
+		if s.open {
+			line = fmt.Sprintf("      # %s:", s.key)
+		}
+		if s.note != "" {
+			line += "  # " + s.note
+		}
+		w("%s\n", line)
+	}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] == "id" || keys[j] != "id" && keys[i] < keys[j] })
+	used := map[string]bool{}
+	type col struct{ name, path, typ string }
+	var cols []col
+	parentCol := ""
+	if op.parent != nil {
+		for p, c := range op.parentParam {
+			parentCol = columnName(strings.TrimSuffix(strings.TrimSuffix(p, "_id"), "Id")+"_id", used)
+			cols = append(cols, col{parentCol, c, ""})
+		}
+	}
+	for _, k := range keys {
+		cols = append(cols, col{columnName(k, used), escapePath(k), d.columnType(props[k])})
+	}
+	w("    target:\n      table: %s\n", op.name)
+	switch {
+	case props["id"] != nil && parentCol != "":
+		w("      key: [%s, id]\n", parentCol)
+	case props["id"] != nil:
+		w("      key: [id]\n")
+	default:
+		w("      # key: []  # decide: %s\n", keyQ)
+	}
+	w("      # One column per property of the response's item schema, typed by it.\n      columns:\n")
+	for _, c := range cols {
+		if c.typ == "" {
+			w("        %s: {parent: %s}\n", c.name, yamlString(c.path))
+			continue
+		}
+		w("        %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
+	}
+	return decide
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+// name is the file's name: the description's title when it is short
+// (Petstore), else its server's host without api., www. and the top-level
+// domain (api.github.com: github), else "api".
+func (d *apiDoc) name() string {
+	if n := cleanName(str(mapOf(d.root["info"])["title"])); n != "" && len(n) <= 20 {
+		return n
+	}
+	base, _ := d.baseURL()
+	if u, err := url.Parse(base); err == nil {
+		labels := strings.Split(u.Hostname(), ".")
+		for _, l := range labels[:max(len(labels)-1, 0)] {
+			if l != "api" && l != "www" && cleanName(l) != "" {
+				return cleanName(l)
+			}
+		}
+	}
+	return "api"
+}

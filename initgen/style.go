@@ -1,0 +1,328 @@
+package initgen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/pagesignal"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// setting is one key of the generated pagination block, with an optional
+// comment ("check: …") printed after it. An open setting is written
+// commented out: its value is a decision left to the user.
+type setting struct {
+	key, value, note string
+	open             bool
+}
+
+// pagination is the detected pagination: its style, its keys in the order
+// they are written, why it was chosen, the query parameters the engine
+// sets itself (removed from source.url), and the decisions left to the
+// user (the file's decide list: validate and run refuse the file until
+// they are made).
+type pagination struct {
+	style    string
+	settings []setting
+	why      string
+	owned    []string
+	decide   []string
+}
+
+func (p *pagination) set(key, value, note string) {
+	p.settings = append(p.settings, setting{key: key, value: value, note: note})
+}
+
+// leave writes key commented out, with the question it leaves, and adds
+// the decision to the file's decide list.
+func (p *pagination) leave(key, question string) {
+	p.settings = append(p.settings, setting{key: key, note: "decide: " + question, open: true})
+	p.decide = append(p.decide, "pagination."+key+": "+question)
+}
+
+// pageNames are the names of a page number in a body.
+var pageNames = pagesignal.In("page", "currentpage", "pagenumber", "pagenum", "pageindex")
+
+// detectPagination picks the pagination style from the first page's
+// signals, strongest first: a Link header, a next-cursor header, a next
+// URL, a next token, cursor or id in the body, a has_more flag with record
+// ids (Stripe), page numbers, offsets, a since-style query parameter
+// (hwm). When none of these fits but the page shows the list goes on
+// (pagesignal.More), the style is left to decide; none only when the page
+// shows no sign of more (docs/job-file.md, "Starting from idemsync init").
+func detectPagination(p *Page, records string, recs []gjson.Result) *pagination {
+	pg := &pagination{}
+	if linkNext.MatchString(strings.Join(p.header.Values("Link"), ",")) {
+		pg.style, pg.why = idsync.StyleLink, `the response has a Link header with rel="next"`
+		p.sizeParam(pg)
+		return pg
+	}
+	for k := range p.header {
+		if n := normKey(k); strings.Contains(n, "nextcursor") || strings.Contains(n, "nextpagetoken") || n == "xnexttoken" {
+			pg.style, pg.why = idsync.StyleCursor, "the response has a "+k+" header"
+			pg.set("param", "cursor", "check: the query parameter the API reads the cursor from")
+			pg.set("next_header", k, "")
+			pg.owned = append(pg.owned, "cursor")
+			p.sizeParam(pg)
+			return pg
+		}
+	}
+	if f, ok := pagesignal.Find(p.body, pagesignal.IsNext, pagesignal.IsURL); ok {
+		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.Path
+		pg.set("next_url", f.Path, "")
+		p.sizeParam(pg)
+		return pg
+	}
+	if f, ok := pagesignal.Find(p.body, pagesignal.IsNext, func(v gjson.Result) bool { return pagesignal.IsURL(v.Get("href")) }); ok {
+		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.Path+".href"
+		pg.set("next_url", f.Path+".href", "")
+		p.sizeParam(pg)
+		return pg
+	}
+	isToken := func(n string) bool { return pagesignal.IsNext(n) || pagesignal.IsToken(n) }
+	if f, ok := pagesignal.Find(p.body, isToken, tokenValue); ok {
+		nextCursor(p, pg, f, "the body holds the next cursor at "+f.Path)
+		return pg
+	}
+	if f, ok := pagesignal.Find(p.body, pagesignal.IsNext, pagesignal.IsNumber); ok {
+		nextNumber(p, pg, f)
+		return pg
+	}
+	more, hasMore := pagesignal.Find(p.body, pagesignal.HasMore, pagesignal.IsBool)
+	page, hasPage := pagesignal.Find(p.body, pageNames, pagesignal.IsNumber)
+	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber"); ok && !hasPage {
+		page, hasPage = pagesignal.Field{Path: qk}, true
+	}
+	if hasMore && !hasPage && records != "" && allHave(recs, "id") {
+		pg.style, pg.why = idsync.StyleCursor, "the body has "+more.Path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
+		pg.set("param", "starting_after", "check: the query parameter taking the last id seen")
+		pg.set("next", records+".@reverse.0.id", "the id of the page's last record")
+		pg.set("has_more", more.Path, "")
+		pg.owned = append(pg.owned, "starting_after")
+		p.sizeParam(pg)
+		return pg
+	}
+	if hasPage {
+		detectPages(p, pg, page, more, hasMore)
+		return pg
+	}
+	if detectOffset(p, pg, len(recs)) || detectHWM(p, pg, recs) {
+		return pg
+	}
+	pg.style = idsync.StyleNone
+	if signs := pagesignal.More(p.body, p.url.Query(), len(recs)); len(signs) > 0 {
+		says := make([]string, len(signs))
+		for i, s := range signs {
+			says[i] = s.String()
+		}
+		pg.why = "the first page shows the list goes on (" + strings.Join(says, "; ") + ") but not how the next page is asked for"
+		pg.decide = append(pg.decide, "pagination.style: "+pg.why+": choose the style and its keys (docs/pagination.md); style none would copy the first page only")
+		return pg
+	}
+	pg.why = "no sign of more on the first page (no Link header, next URL, cursor or id, has-more or done flag, total above the page, page number, offset, since parameter, or page as full as its size parameter): the whole list is one request"
+	return pg
+}
+
+// tokenValue accepts a next token: text that is not a URL nor a number
+// written as text (an offset or start given as "40").
+func tokenValue(v gjson.Result) bool {
+	if !pagesignal.IsTokenValue(v) {
+		return false
+	}
+	_, err := strconv.ParseInt(strings.TrimSpace(v.Str), 10, 64)
+	return err != nil
+}
+
+// nextCursor fills in the cursor style for a next position at f: the
+// query parameter that takes it is the API's convention for the field's
+// name when there is one, else a decision left to the user.
+func nextCursor(p *Page, pg *pagination, f pagesignal.Field, why string) {
+	pg.style, pg.why = idsync.StyleCursor, why
+	if param, ok := cursorParam(f.Key()); ok {
+		pg.set("param", param, "check: the query parameter the API reads the cursor from")
+		pg.owned = append(pg.owned, param)
+	} else {
+		pg.leave("param", fmt.Sprintf("which query parameter takes %s (%s on the first page)?", f.Path, excerpt(f.Val)))
+	}
+	pg.set("next", f.Path, "")
+	p.sizeParam(pg)
+}
+
+// nextNumber fills in the style a number at a next field f says: the next
+// page's number (page), the next offset (offset), else a cursor (next_id:
+// the next page starts at that id).
+func nextNumber(p *Page, pg *pagination, f pagesignal.Field) {
+	switch n := normKey(f.Key()); {
+	case strings.Contains(n, "page"):
+		pg.style, pg.why = idsync.StylePage, "the body gives the next page's number at "+f.Path
+		if qk, _, ok := p.queryParam("page", "page_number", "pageNumber"); ok {
+			pg.set("param", qk, "")
+			pg.owned = append(pg.owned, qk)
+		} else {
+			pg.leave("param", fmt.Sprintf("which query parameter takes the page number (%s is %s on the first page)?", f.Path, f.Val.Raw))
+		}
+		if !p.sizeParam(pg) {
+			bodySize(p, pg)
+		}
+	case strings.Contains(n, "offset") || strings.Contains(n, "start") || strings.Contains(n, "skip"):
+		pg.style, pg.why = idsync.StyleOffset, "the body gives the next offset at "+f.Path
+		if qk, _, ok := p.queryParam("offset", "skip", "start", "startAt"); ok {
+			pg.set("param", qk, "")
+			pg.owned = append(pg.owned, qk)
+		} else {
+			pg.leave("param", fmt.Sprintf("which query parameter takes the offset (%s is %s on the first page)?", f.Path, f.Val.Raw))
+		}
+		if !p.sizeParam(pg) && !bodySize(p, pg) {
+			pg.leave("size_param", "which query parameter takes the page size, and pagination.size: how many records a page holds?")
+		}
+	default:
+		nextCursor(p, pg, f, "the body holds the next page's position at "+f.Path)
+	}
+}
+
+// cursorParam is the query parameter an API reads a cursor found under
+// key from, by the conventions of the well-known APIs: next_cursor →
+// cursor (Slack), nextPageToken → pageToken (Google), endCursor → after
+// (GraphQL), NextMarker → marker (S3), and a token under its own name
+// (after, starting_after, cursor, offset as Airtable's, continue as
+// Kubernetes', bookmark as CouchDB's). A name without one convention has
+// none: next_id, next, next_token (AWS sends NextToken back as it is,
+// Twitter as pagination_token), scroll_id (Elasticsearch: in a body).
+func cursorParam(key string) (string, bool) {
+	switch n := normKey(key); {
+	case n == "nextcursor":
+		return "cursor", true
+	case n == "nextpagetoken":
+		if strings.ContainsAny(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+			return "pageToken", true
+		}
+		return "page_token", true
+	case n == "endcursor":
+		return "after", true
+	case n == "nextmarker":
+		return "marker", true
+	case pagesignal.In("after", "startingafter", "cursor", "offset", "start", "continue", "marker", "pagetoken", "bookmark")(n):
+		return key, true
+	}
+	return "", false
+}
+
+// excerpt is a value as the file's comments quote it, cut at 40
+// characters.
+func excerpt(v gjson.Result) string {
+	s := v.Raw
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+// allHave reports whether every record has a scalar at key.
+func allHave(recs []gjson.Result, key string) bool {
+	for _, r := range recs {
+		if v := r.Get(escapePath(key)); !v.Exists() || v.IsObject() || v.IsArray() || v.Type == gjson.Null {
+			return false
+		}
+	}
+	return len(recs) > 0
+}
+
+// detectPages fills in the page style from a page number in the body or
+// the query, a total page count or has_more flag, and a page size.
+func detectPages(p *Page, pg *pagination, page, more pagesignal.Field, hasMore bool) {
+	pg.style = idsync.StylePage
+	param := page.Key()
+	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber", param); ok {
+		param = qk
+	}
+	pg.why = "the page is numbered (" + page.Path + ")"
+	note := ""
+	if _, _, ok := p.queryParam(param); !ok && param != "page" {
+		note = "check: the query parameter taking the page number"
+	}
+	pg.set("param", param, note)
+	pg.owned = append(pg.owned, param)
+	if page.Val.Exists() && page.Val.Int() == 0 {
+		pg.set("start", "0", "the first page is number 0")
+	}
+	if !p.sizeParam(pg) {
+		bodySize(p, pg)
+	}
+	if f, ok := pagesignal.Find(p.body, pagesignal.PageCount, pagesignal.IsNumber); ok {
+		pg.set("total_pages", f.Path, "")
+		pg.why += "; the body tells the number of pages"
+	} else if hasMore {
+		pg.set("has_more", more.Path, "")
+	}
+}
+
+// detectOffset fills in the offset style from an offset in the body or
+// the query; it reports false when there is none.
+func detectOffset(p *Page, pg *pagination, n int) bool {
+	param, _, inQuery := p.queryParam("offset", "skip", "startAt", "start")
+	f, inBody := pagesignal.Find(p.body, pagesignal.In("offset", "skip", "startat", "start"), pagesignal.IsNumber)
+	if !inQuery && !inBody {
+		return false
+	}
+	if !inQuery {
+		param = f.Key()
+	}
+	pg.style, pg.why = idsync.StyleOffset, "the request or the body carries an offset ("+param+")"
+	pg.set("param", param, "")
+	pg.owned = append(pg.owned, param)
+	if !p.sizeParam(pg) && !bodySize(p, pg) {
+		pg.set("size_param", "limit", "check: the query parameter taking the page size")
+		pg.set("size", strconv.Itoa(max(n, 1)), "the records on the first page")
+		pg.owned = append(pg.owned, "limit")
+	}
+	if t, ok := pagesignal.Find(p.body, pagesignal.Total, pagesignal.IsNumber); ok {
+		pg.set("total", t.Path, "")
+	}
+	return true
+}
+
+// detectHWM fills in the hwm style when the URL's query filters by a
+// change time (since=…) and the records carry one; false otherwise.
+func detectHWM(p *Page, pg *pagination, recs []gjson.Result) bool {
+	param, _, ok := p.queryParam("since", "updated_since", "updated_after", "modified_since", "changed_since", "updatedSince", "updatedAfter")
+	if !ok {
+		return false
+	}
+	mark := ""
+	for _, k := range []string{"updated_at", "updatedAt", "modified_at", "modifiedAt", "last_modified", "lastModified", "updated", "modified"} {
+		if allHave(recs, k) {
+			mark = k
+			break
+		}
+	}
+	if mark == "" {
+		return false
+	}
+	pg.style, pg.why = idsync.StyleHWM, "the request filters by "+param+" and the records carry "+mark
+	pg.set("field", escapePath(mark), "")
+	pg.set("param", param, "")
+	pg.owned = append(pg.owned, param)
+	if !p.sizeParam(pg) {
+		pg.set("size_param", "limit", "check: the query parameter taking the page size")
+		pg.set("size", strconv.Itoa(max(len(recs), 1)), "the records on the first page")
+		pg.owned = append(pg.owned, "limit")
+	}
+	return true
+}
+
+// bodySize sets size_param and size from a page size the body reports
+// (per_page, page_size, limit, maxResults), and reports whether it did.
+func bodySize(p *Page, pg *pagination) bool {
+	f, ok := pagesignal.Find(p.body, pagesignal.In("perpage", "pagesize", "limit", "size", "maxresults"), pagesignal.IsNumber)
+	if !ok || f.Val.Int() <= 0 {
+		return false
+	}
+	k := f.Key()
+	pg.set("size_param", k, "check: the query parameter taking the page size")
+	pg.set("size", fmt.Sprint(f.Val.Int()), "")
+	pg.owned = append(pg.owned, k)
+	return true
+}
