@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/checkpoint/storetest"
 	"github.com/idemsync/idemsync/contract"
@@ -81,6 +82,8 @@ func TestConformance(t *testing.T) {
 			state := newSchema(t, url.Values{"lease": {"1s"}})
 			return func(t *testing.T) contract.Store { return openTest(t, state) }
 		},
+		Lease: time.Second,
+		Pause: func(s contract.Store) { s.(*Store).paused.Store(true) },
 		BeforeCommit: func(s contract.Store, fn func()) {
 			ps := s.(*Store)
 			var once sync.Once

@@ -107,6 +107,9 @@ func (s *Store) heartbeat(l *lease) {
 			return
 		case <-tick.C:
 		}
+		if s.paused.Load() {
+			continue
+		}
 		ctx, cancel := context.WithDeadline(context.Background(), l.trustedUntil())
 		err := s.renew(ctx, s.pool, l)
 		cancel()

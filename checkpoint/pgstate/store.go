@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -51,6 +52,9 @@ type Store struct {
 	// beforeCommit, when set (tests only), runs just before a transaction
 	// commits.
 	beforeCommit func()
+	// paused, when set (tests only), stops the heartbeats' renewals, as
+	// SIGSTOP or a partition would.
+	paused atomic.Bool
 
 	// token identifies this Store as the owner of the runs it starts or
 	// reopens (runs.owner), as in the SQLite store.
