@@ -13,6 +13,7 @@ import (
 	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/checkpoint/pgstate"
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -47,7 +48,7 @@ func stateMissing(path string) bool {
 // stateName is path as it may be printed: a URL without its password.
 func stateName(path string) string {
 	if strings.Contains(path, "://") {
-		return pgstate.Redact(path)
+		return sqlkit.RedactURL(path)
 	}
 	return path
 }
@@ -59,7 +60,7 @@ func stateName(path string) string {
 // URL, the URL without its password.
 func realPath(path string) string {
 	if strings.Contains(path, "://") {
-		return pgstate.Redact(path)
+		return sqlkit.RedactURL(path)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,18 +70,6 @@ func IsURL(state string) bool {
 	return strings.HasPrefix(state, "postgres://") || strings.HasPrefix(state, "postgresql://")
 }
 
-// Redact returns the state URL with its password replaced, for printing.
-func Redact(state string) string {
-	u, err := url.Parse(state)
-	if err != nil {
-		return "postgres://(unparsable URL)"
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
-
 // schemaName is the set of schema names ?schema= accepts.
 var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
@@ -123,7 +112,7 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	display := Redact(state)
+	display := sqlkit.RedactURL(state)
 	connURL, schema, leaseFor, err := config(state)
 	if err != nil {
 		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("state %s: %v", display, err)}
@@ -161,10 +150,10 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 
 // redactErr keeps the password out of a parse error that quotes the URL.
 func redactErr(err error, state string) string {
-	msg := err.Error()
+	msg := sqlkit.RedactURL(err.Error())
 	if u, perr := url.Parse(state); perr == nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		if p, ok := u.User.Password(); ok {
+			msg = sqlkit.Scrub(msg, p)
 		}
 	}
 	return msg
