@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -197,4 +198,36 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// SIGTERM releases the lease: a run stopped by it exits 130, and the next
+// run, started at once with a lease far longer than the test, takes the
+// job without waiting and completes it. The state is named by the job
+// file's state: key here, with its password from the environment.
+func TestPostgresStateSIGTERMReleases(t *testing.T) {
+	pg := postgresURL(t)
+	state := pgStateURL(t, pg, freshSchema(t, pg), "10m")
+	u := mustURL(t, state)
+	pw, _ := u.User.Password()
+	u.User = url.UserPassword(u.User.Username(), "PLACEHOLDER")
+	stateKey := strings.Replace(u.String(), "PLACEHOLDER", "${STATE_PW}", 1)
+	env := []string{"STATE_PW=" + pw}
+	api, apiURL := startAPI(t, fakeapi.Options{Records: 2000, Latency: 10 * time.Millisecond})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", "state: "+stateKey+"\n"+styleJob("cursor", apiURL, "sqlite:out.db"))
+	c, errOut, done := startIdemsync(t, dir, env, "run", job, "--quiet")
+	time.Sleep(time.Second)
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(<-done); code != 130 {
+		t.Fatalf("run stopped by SIGTERM: exit %d, want 130: %s", code, errOut)
+	}
+	if r := idemsync(t, dir, env, "run", job, "--quiet"); r.code != 0 {
+		t.Fatalf("run right after the SIGTERM: exit %d, want 0 (lease released): %s", r.code, r.stderr)
+	}
+	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
+	if _, err := os.Stat(filepath.Join(dir, ".idemsync")); err == nil {
+		t.Error("a state file was created beside the job file although state: names PostgreSQL")
+	}
 }
