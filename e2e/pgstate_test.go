@@ -231,3 +231,28 @@ func TestPostgresStateSIGTERMReleases(t *testing.T) {
 		t.Error("a state file was created beside the job file although state: names PostgreSQL")
 	}
 }
+
+// A job file of several resources on a postgres state: the invocation
+// holds the job file's lease and each resource run its own, and every
+// write is fenced by both; the run completes every resource, a second run
+// finds nothing new, and status lists every resource from the database.
+func TestPostgresStateResources(t *testing.T) {
+	pg := postgresURL(t)
+	state := pgStateURL(t, pg, freshSchema(t, pg), "5s")
+	s, apiURL := startShop(t, fakeapi.ShopOptions{Parents: 15, Seed: 6})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: apiURL, target: "sqlite:out.db", customers: true}.yaml())
+	j := runJob(t, dir, 0, "run", job, "--state", state)
+	if r := j.resource(t, "order_items"); r.Status != "completed" || r.Records != int64(len(s.AllChildren())) {
+		t.Errorf("order_items: %+v, want %d records", r.runJSON, len(s.AllChildren()))
+	}
+	j = runJob(t, dir, 0, "run", job, "--state", state)
+	for _, r := range j.Resources {
+		if r.Status != "completed" || r.Inserted != 0 {
+			t.Errorf("second run, resource %s: %+v", r.Resource, r.runJSON)
+		}
+	}
+	if st := statusEntries(t, dir, job, "--state", state); len(st) != 3 || st["orders"].LastRun == nil {
+		t.Errorf("status of the resources: %+v", st)
+	}
+}
