@@ -17,12 +17,16 @@ import (
 )
 
 // testURL returns the database the tests use, from
-// IDEMSYNC_TEST_POSTGRES_URL; without it the test is skipped (CI sets it,
-// as for the PostgreSQL target's tests).
+// IDEMSYNC_TEST_POSTGRES_URL; without it the test is skipped, and fails
+// where IDEMSYNC_TEST_REQUIRE_POSTGRES=1 says it must run (CI, .ci/run),
+// as the PostgreSQL target's tests do.
 func testURL(t *testing.T) string {
 	t.Helper()
 	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
 	if u == "" {
+		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is unset but IDEMSYNC_TEST_REQUIRE_POSTGRES=1")
+		}
 		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
 	}
 	return u
