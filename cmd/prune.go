@@ -163,6 +163,7 @@ func forgetRemoved(ctx context.Context, store contract.Store, jf *jobfile.File, 
 }
 
 func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, before, after int64, path string) error {
+	path = stateName(path)
 	if g.json {
 		if jobs == nil {
 			jobs = []contract.PruneStats{}

@@ -250,7 +250,7 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string, m
 		return nil
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
+		fmt.Fprintf(ios.Out, "no jobs in %s\n", stateName(path))
 		return nil
 	}
 	if multi {

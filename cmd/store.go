@@ -3,34 +3,65 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/idemsync/idemsync/checkpoint"
+	"github.com/idemsync/idemsync/checkpoint/pgstate"
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // openStore opens the state store at path: the one place that knows the
 // concrete store (docs/architecture.md, "The state store"); everything
-// else takes a contract.Store.
+// else takes a contract.Store. A postgres:// URL is a state in PostgreSQL
+// (docs/operations.md, "State in PostgreSQL"); another URL is refused;
+// anything else is a SQLite state file.
 func openStore(ctx context.Context, path string, log *slog.Logger) (contract.Store, error) {
+	switch {
+	case pgstate.IsURL(path):
+		return pgstate.Open(ctx, path, log)
+	case strings.Contains(path, "://"):
+		return nil, &idsync.Error{Code: idsync.ExitUsage,
+			Msg:  fmt.Sprintf("state %s: not a state this idemsync keeps", stateName(path)),
+			Hint: "use a file path or a postgres:// URL"}
+	}
 	return checkpoint.Open(ctx, path, log)
 }
 
 // stateMissing reports whether no state exists at path yet: the commands
-// that only read it (status, prune) never create it.
+// that only read it (status, prune) never create a state file. A state in
+// PostgreSQL is opened (its schema created when missing) to know.
 func stateMissing(path string) bool {
+	if strings.Contains(path, "://") {
+		return false
+	}
 	_, err := os.Stat(path)
 	return errors.Is(err, fs.ErrNotExist)
+}
+
+// stateName is path as it may be printed: a URL without its password.
+func stateName(path string) string {
+	if strings.Contains(path, "://") {
+		return sqlkit.RedactURL(path)
+	}
+	return path
 }
 
 // realPath is the state at path as one identity, whatever path reaches it
 // (a job's identity as a writer of its table is its name and this,
 // cmd/owners.go): for the state file, path made absolute with its symlinks
-// resolved (those of its folder when the file does not exist yet).
+// resolved (those of its folder when the file does not exist yet); for a
+// URL, the URL without its password.
 func realPath(path string) string {
+	if strings.Contains(path, "://") {
+		return sqlkit.RedactURL(path)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return path

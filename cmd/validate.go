@@ -61,7 +61,7 @@ to the target database.`,
 			}
 			first := jf.Resources[0].Job
 			if g.json {
-				out := map[string]any{"job": jf.Name, "valid": true, "connected": connect, "state": g.statePath(first)}
+				out := map[string]any{"job": jf.Name, "valid": true, "connected": connect, "state": stateName(g.statePath(first))}
 				if jf.Multi {
 					out["resources"] = jf.Names()
 				}

@@ -4,6 +4,7 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -45,7 +46,9 @@ func (j loading) finish(lines map[string]int) []string {
 // against dir) and retention.
 func (j loading) jobDefaults(bad func(key, format string, args ...any), dir string) {
 	resolve := func(path string) string {
-		if path == "" || filepath.IsAbs(path) {
+		// A URL (state: postgres://…) names a state in a database, not a
+		// file (docs/job-file.md).
+		if path == "" || filepath.IsAbs(path) || strings.Contains(path, "://") {
 			return path
 		}
 		abs, _ := filepath.Abs(filepath.Join(dir, path))
@@ -59,6 +62,11 @@ func (j loading) jobDefaults(bad func(key, format string, args ...any), dir stri
 		bad("decide", "left open by idemsync init: %s (make the decision in the file, then delete this entry)", d)
 	}
 	j.StatePath = resolve(j.State)
+	if pu, err := url.Parse(j.State); err == nil && pu.User != nil && strings.Contains(j.State, "://") {
+		if pw, ok := pu.User.Password(); ok {
+			j.Secrets.Add(pw) // a state in PostgreSQL: its password is a secret
+		}
+	}
 }
 
 // splitTable splits "schema.table" into its parts.

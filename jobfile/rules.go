@@ -46,7 +46,8 @@ var rules = map[string]Rule{
 		"Strings may use ${VAR} and ${VAR:-default}; unknown keys are errors. Reference: docs/job-file.md."},
 	"name": {Pattern: `^[A-Za-z0-9_-]+$`, Say: "may only contain letters, digits, _ and -", Doc: "Required. The job's name ([A-Za-z0-9_-]+); it keys all of the job's state in the state file.",
 		Examples: []any{"orders"}},
-	"state": {Fill: true, Doc: "State file (SQLite) holding checkpoints, runs and dead letters; relative to the job file's folder. " +
+	"state": {Fill: true, Doc: "State file (SQLite) holding checkpoints, runs and dead letters, relative to the job file's folder; " +
+		"or a postgres:// URL (?schema=, ?lease=) to keep the state in PostgreSQL, shared by several hosts under a lease. " +
 		"--state and $IDEMSYNC_STATE take precedence.", Default: idsync.DefaultStateFile},
 	"retention": {Fill: true, Doc: "How long runs and their page rows are kept in the state file: after every run, older ones are pruned " +
 		"(never the latest run, the latest completed run, an unfinished run or dead letters).", Default: "30d"},

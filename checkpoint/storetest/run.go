@@ -13,6 +13,7 @@ package storetest
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -29,6 +30,15 @@ type Harness struct {
 	// between the writes and their commit). Nil skips the cases that
 	// need it.
 	BeforeCommit func(s contract.Store, fn func())
+	// Lease is the length of the store's run lock lease as the harness
+	// opens it (keep it short: the lease cases wait for it to expire);
+	// zero for a lock that does not expire (the SQLite file's OS lock
+	// dies with its process), which skips the lease cases.
+	Lease time.Duration
+	// Pause stops s renewing the leases it holds, as a process stopped
+	// by SIGSTOP or cut off from the database would; nil skips the lease
+	// cases.
+	Pause func(s contract.Store)
 	// Skip names cases the store cannot run yet, with the reason.
 	Skip map[string]string
 }
@@ -46,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, runCases()...)
 	cases = append(cases, pageCases()...)
 	cases = append(cases, lockCases()...)
+	cases = append(cases, leaseCases()...)
 	cases = append(cases, passCases()...)
 	cases = append(cases, sideCases()...)
 	cases = append(cases, maintenanceCases()...)

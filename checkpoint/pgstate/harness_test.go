@@ -1,0 +1,97 @@
+package pgstate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/checkpoint/storetest"
+	"github.com/idemsync/idemsync/contract"
+	"github.com/jackc/pgx/v5"
+)
+
+// testURL returns the database the tests use, from
+// IDEMSYNC_TEST_POSTGRES_URL; without it the test is skipped, and fails
+// where IDEMSYNC_TEST_REQUIRE_POSTGRES=1 says it must run (CI, .ci/run),
+// as the PostgreSQL target's tests do.
+func testURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
+	if u == "" {
+		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is unset but IDEMSYNC_TEST_REQUIRE_POSTGRES=1")
+		}
+		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
+	}
+	return u
+}
+
+// newSchema returns the state URL of a new schema of its own, dropped
+// when the test ends, with query parameters extra added.
+func newSchema(t *testing.T, extra url.Values) string {
+	t.Helper()
+	base := testURL(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "st_" + hex.EncodeToString(b)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	for k, v := range extra {
+		q[k] = v
+	}
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	return u.String()
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func openTest(t *testing.T, state string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), state, testLogger(t))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// TestConformance runs the suite every state store passes on a schema of
+// its own per case.
+func TestConformance(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) func(t *testing.T) contract.Store {
+			state := newSchema(t, url.Values{"lease": {"1s"}})
+			return func(t *testing.T) contract.Store { return openTest(t, state) }
+		},
+		Lease: time.Second,
+		Pause: func(s contract.Store) { s.(*Store).paused.Store(true) },
+		BeforeCommit: func(s contract.Store, fn func()) {
+			ps := s.(*Store)
+			var once sync.Once
+			ps.beforeCommit = func() { once.Do(fn) }
+		},
+	})
+}

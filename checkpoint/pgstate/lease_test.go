@@ -1,0 +1,137 @@
+package pgstate
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
+)
+
+// The database decides, not the holder's clock: a holder that still
+// trusts its lease (it was stopped right after checking it, or its clock
+// is wrong) and whose token another Store superseded commits nothing, and
+// learns that its lease is lost.
+func TestFenceByToken(t *testing.T) {
+	state := newSchema(t, url.Values{"lease": {"1s"}})
+	ctx := context.Background()
+	a, b := openTest(t, state), openTest(t, state)
+	defer a.Close()
+	defer b.Close()
+	unlockA, err := a.Lock(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockA()
+	id, err := a.StartRun(ctx, &contract.RunInfo{Job: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.paused.Store(true)
+	// The lease expires in the database; a's own view says it runs on.
+	if _, err := a.pool.Exec(ctx, a.q(`UPDATE {S}.leases SET expires_at = clock_timestamp() - interval '1 second' WHERE job = 'orders'`)); err != nil {
+		t.Fatal(err)
+	}
+	l := a.leases["orders"]
+	l.mu.Lock()
+	l.trusted = time.Now().Add(time.Hour)
+	l.mu.Unlock()
+	unlockB, err := b.Lock(ctx, "orders")
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	defer unlockB()
+	err = a.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1})
+	if code := idsync.ExitCode(err); code != idsync.ExitLocked {
+		t.Fatalf("commit with a superseded token: exit %d (%v), want 4", code, err)
+	}
+	if r, _ := b.Unfinished(ctx, "orders"); r == nil || r.Pages != 0 {
+		t.Errorf("run after the refused commit: %+v", r)
+	}
+	l.mu.Lock()
+	lost := l.lost
+	l.mu.Unlock()
+	if !lost {
+		t.Error("the refused commit did not mark the lease lost")
+	}
+	// Once lost, nothing is written for the job, even an identity.
+	if err := a.AdoptIdentity(ctx, "orders", id, "x"); idsync.ExitCode(err) != idsync.ExitLocked {
+		t.Errorf("write after the lease was lost: %v, want exit 4", err)
+	}
+}
+
+// A resource's writes ("shop.orders") are fenced by the lease of its job
+// file ("shop") too: the runner locks the file, the engine the resource.
+func TestFenceByFileLease(t *testing.T) {
+	state := newSchema(t, url.Values{"lease": {"1s"}})
+	ctx := context.Background()
+	a := openTest(t, state)
+	defer a.Close()
+	unlock, err := a.Lock(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := a.StartRun(ctx, &contract.RunInfo{Job: "shop.orders"}); err != nil {
+		t.Fatal(err)
+	}
+	a.paused.Store(true)
+	time.Sleep(1500 * time.Millisecond)
+	_, err = a.StartRun(ctx, &contract.RunInfo{Job: "shop.orders"})
+	if idsync.ExitCode(err) != idsync.ExitLocked {
+		t.Errorf("write under the expired lease of the job file: %v, want exit 4", err)
+	}
+}
+
+// A schema written by a newer idemsync is refused, naming the versions;
+// a schema holding another application's tables is refused and left as
+// it was.
+func TestOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	state := newSchema(t, nil)
+	s := openTest(t, state)
+	if _, err := s.pool.Exec(ctx, s.q(`INSERT INTO {S}.idemsync_schema (version, name) VALUES (9999, '9999_future.sql')`)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := Open(ctx, state, testLogger(t))
+	if idsync.ExitCode(err) != idsync.ExitPermanent || err == nil || !strings.Contains(err.Error(), "newer idemsync") {
+		t.Errorf("Open of a newer schema: %v", err)
+	}
+
+	other := newSchema(t, nil)
+	u, _ := url.Parse(other)
+	schema := u.Query().Get("schema")
+	s2 := openTest(t, newSchema(t, nil)) // a connection to create the foreign table with
+	defer s2.Close()
+	if _, err := s2.pool.Exec(ctx, "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".customers (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, other, testLogger(t))
+	if idsync.ExitCode(err) != idsync.ExitPermanent || err == nil || !strings.Contains(err.Error(), "not an idemsync state") {
+		t.Errorf("Open of another application's schema: %v", err)
+	}
+	var n int
+	if err := s2.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil || n != 1 {
+		t.Errorf("foreign schema has %d tables after the refused Open (%v), want 1", n, err)
+	}
+}
+
+// A bad schema or lease in the URL is invalid usage (exit 2), and no
+// message shows the password.
+func TestOpenBadURL(t *testing.T) {
+	for _, state := range []string{
+		"postgres://u:s3cret@127.0.0.1:1/db?schema=a-b",
+		"postgres://u:s3cret@127.0.0.1:1/db?lease=soon",
+		"postgres://u:s3cret@127.0.0.1:1/db?lease=1ms",
+	} {
+		_, err := Open(context.Background(), state, nil)
+		if idsync.ExitCode(err) != idsync.ExitUsage || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%s) = %v, want exit 2 without the password", sqlkit.RedactURL(state), err)
+		}
+	}
+}

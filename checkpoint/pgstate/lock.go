@@ -1,0 +1,253 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// lease is a run lock this Store holds (docs/operations.md, "Leases"): the
+// row {S}.leases of job, acquired with token. trusted is the local time
+// until which the lease cannot have expired in the database: the moment a
+// renewal was sent plus the lease, less a margin. Past it, without a
+// renewal, the Store stops writing for the job (lost).
+type lease struct {
+	job   string
+	token int64
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu      sync.Mutex
+	trusted time.Time
+	lost    bool
+}
+
+// margin is the part of the lease a holder does not trust: the clocks of
+// host and database may run at slightly different rates, and a page's
+// transaction takes time.
+func margin(d time.Duration) time.Duration { return d / 5 }
+
+// Lock acquires the job's lease without waiting: it succeeds when no row
+// exists, or the row's lease has expired by the database's clock (a
+// released lease has), and increments the token. While another holder's
+// lease runs, it fails with exit 4 naming the holder and when the lease
+// expires. A heartbeat renews the lease every third of its length until
+// unlock or Close, which release it.
+func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error) {
+	op := "job " + job + ": lock"
+	if err := checkJob(job); err != nil {
+		return nil, s.wrap(op, err)
+	}
+	holder := fmt.Sprintf("pid %d on %s since %s", os.Getpid(), hostname(), s.now().UTC().Format(time.RFC3339))
+	sent := time.Now()
+	var token int64
+	err = s.pool.QueryRow(ctx, s.q(`
+		INSERT INTO {S}.leases AS l (job, token, holder, acquired_at, expires_at)
+		VALUES ($1, 1, $2, clock_timestamp(), clock_timestamp() + $3 * interval '1 millisecond')
+		ON CONFLICT (job) DO UPDATE SET token = l.token + 1, holder = excluded.holder,
+			acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+		WHERE l.expires_at <= clock_timestamp()
+		RETURNING token`), job, holder, s.lease.Milliseconds()).Scan(&token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		who, until, _ := s.holder(ctx, job)
+		if who == "" {
+			who = "another process"
+		}
+		return nil, &idsync.Error{
+			Code: idsync.ExitLocked,
+			Msg:  fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339)),
+			Hint: "wait for that run to finish; a holder that died loses the lease when it expires",
+			Err:  idsync.ErrLocked,
+		}
+	}
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	l := &lease{job: job, token: token, stop: make(chan struct{}), done: make(chan struct{}),
+		trusted: sent.Add(s.lease - margin(s.lease))}
+	s.mu.Lock()
+	s.leases[job] = l
+	s.mu.Unlock()
+	go s.heartbeat(l)
+	s.log.Debug("job lease taken", "job", job, "token", token, "lease", s.lease)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			mine := s.leases[job] == l
+			if mine {
+				delete(s.leases, job)
+			}
+			s.mu.Unlock()
+			if mine {
+				s.release(l)
+			}
+		})
+	}, nil
+}
+
+// heartbeat renews l every third of the lease until it is released. A
+// renewal that finds the token changed, or no renewal before the trusted
+// time ends, loses the lease: the Store writes nothing more for the job.
+func (s *Store) heartbeat(l *lease) {
+	defer close(l.done)
+	tick := time.NewTicker(s.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		if s.paused.Load() {
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), l.trustedUntil())
+		err := s.renew(ctx, s.pool, l)
+		cancel()
+		switch {
+		case errors.Is(err, errLeaseLost):
+			s.log.Warn("job lease lost: another host took the job over; this run stops writing", "job", l.job)
+			return
+		case err != nil && time.Now().After(l.trustedUntil()):
+			l.markLost()
+			s.log.Warn("job lease could not be renewed before it could expire; this run stops writing", "job", l.job, "err", err)
+			return
+		case err != nil:
+			s.log.Debug("job lease renewal failed; retrying", "job", l.job, "err", err)
+		}
+	}
+}
+
+func (l *lease) trustedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.trusted
+}
+
+func (l *lease) markLost() {
+	l.mu.Lock()
+	l.lost = true
+	l.mu.Unlock()
+}
+
+// errLeaseLost is the renewal's finding that the token changed.
+var errLeaseLost = errors.New("lease lost")
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// renew extends l by a lease from the database's now, on condition that
+// its token is unchanged; a changed token marks it lost. Outside a
+// transaction (q the pool), a renewal moves the trusted time on.
+func (s *Store) renew(ctx context.Context, q execer, l *lease) error {
+	sent := time.Now()
+	tag, err := q.Exec(ctx, s.q(`UPDATE {S}.leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+		WHERE job = $1 AND token = $2`), l.job, l.token, s.lease.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		l.markLost()
+		return errLeaseLost
+	}
+	if _, inTx := q.(pgx.Tx); !inTx {
+		l.mu.Lock()
+		if t := sent.Add(s.lease - margin(s.lease)); t.After(l.trusted) {
+			l.trusted = t
+		}
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// fence renews, in the transaction tx, the leases this Store holds on job
+// and on the job file it belongs to ("shop" for "shop.orders"), so that
+// the transaction commits only while they are still this Store's: the
+// renewal locks the lease's row until the commit, and a token another
+// holder incremented matches no row. A lease lost (by the heartbeat's
+// finding or its trusted time running out) refuses at once, exit 4.
+func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
+	file, _, _ := strings.Cut(job, ".")
+	s.mu.Lock()
+	var ls []*lease
+	for _, name := range []string{job, file} {
+		if l := s.leases[name]; l != nil && (len(ls) == 0 || ls[0] != l) {
+			ls = append(ls, l)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		lost := l.lost || time.Now().After(l.trusted)
+		l.mu.Unlock()
+		if !lost {
+			err := s.renew(ctx, tx, l)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, errLeaseLost) {
+				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
+			}
+		}
+		return &idsync.Error{
+			Code: idsync.ExitLocked,
+			Msg:  fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
+			Hint: "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
+			Err:  idsync.ErrLocked,
+		}
+	}
+	return nil
+}
+
+// release ends l's heartbeat and expires its lease now, if its token is
+// still the job's. The row stays, so that the token only grows.
+func (s *Store) release(l *lease) {
+	close(l.stop)
+	<-l.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, s.q(`UPDATE {S}.leases SET expires_at = clock_timestamp(), holder = ''
+		WHERE job = $1 AND token = $2 AND expires_at > clock_timestamp()`), l.job, l.token)
+	if err != nil {
+		s.log.Warn("release job lease (it expires by itself)", "job", l.job, "err", err)
+		return
+	}
+	s.log.Debug("job lease released", "job", l.job, "token", l.token)
+}
+
+// holder returns who holds the job's lease and until when, or "" when its
+// lease has expired or nobody ever took it.
+func (s *Store) holder(ctx context.Context, job string) (string, time.Time, error) {
+	var who string
+	var until time.Time
+	err := s.pool.QueryRow(ctx, s.q(`SELECT holder, expires_at FROM {S}.leases WHERE job = $1 AND expires_at > clock_timestamp()`), job).Scan(&who, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if who == "" {
+		who = "another process"
+	}
+	return who, until, nil
+}
+
+// hostname names this host in the holder text.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown host"
+	}
+	return strings.TrimSpace(h)
+}

@@ -1,0 +1,231 @@
+package pgstate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/jackc/pgx/v5"
+)
+
+// CommitPage records a page whose rows the target has committed, all in
+// one transaction, as the SQLite store does; the transaction first renews
+// the job's lease on condition of its token (fence), so a holder that lost
+// it commits nothing (exit 4).
+func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageCommit) error {
+	op := "job " + job + ": commit page"
+	if p == nil {
+		return s.wrap(op, errors.New("no page given"))
+	}
+	now := s.now().UTC()
+	var seq int64
+	err := s.inJobTx(ctx, job, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, s.q(`
+			UPDATE {S}.runs SET
+				pages = pages + 1, records = records + $1,
+				inserted = inserted + $2, updated = updated + $3,
+				unchanged = unchanged + $4, skipped = skipped + $5, deleted = deleted + $6,
+				checkpoint = $7, last_pos = $8,
+				max_mark = CASE WHEN $9 <> '' THEN $9 ELSE max_mark END
+			WHERE id = $10 AND job = $11 AND status = 'running' AND owner = $12`),
+			p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
+			p.Next, p.Position, p.MaxMark, p.RunID, job, s.token)
+		if err != nil {
+			return fmt.Errorf("update run: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return s.notRunning(ctx, tx, p.RunID, job)
+		}
+		err = tx.QueryRow(ctx, s.q(`
+			INSERT INTO {S}.pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
+			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM {S}.pages WHERE run_id = $1
+			RETURNING seq`),
+			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys)).Scan(&seq)
+		if err != nil {
+			return fmt.Errorf("insert page: %w", err)
+		}
+		if err := s.touchJob(ctx, tx, job, now); err != nil {
+			return err
+		}
+		if err := s.addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
+			return err
+		}
+		if p.HWM != "" {
+			if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job); err != nil {
+				return fmt.Errorf("save high-water mark: %w", err)
+			}
+		}
+		if p.Columns != "" {
+			if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job); err != nil {
+				return fmt.Errorf("save columns: %w", err)
+			}
+		}
+		for i, d := range p.Dead {
+			pos := d.Position
+			if pos == "" {
+				pos = p.Position
+			}
+			if _, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.dead_letters (job, run_id, position, idx, reason, raw, at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`), job, p.RunID, pos, d.Index, clean(d.Reason), []byte(d.Raw), now); err != nil {
+				return fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
+			}
+		}
+		if !p.FinishedAt.IsZero() {
+			var full bool
+			var started time.Time
+			err := tx.QueryRow(ctx, s.q(`UPDATE {S}.runs SET status = 'completed', finished_at = $1 WHERE id = $2
+				RETURNING full_pass, started_at`), p.FinishedAt.UTC(), p.RunID).Scan(&full, &started)
+			if err != nil {
+				return fmt.Errorf("complete run: %w", err)
+			}
+			if full {
+				return s.recordFullPass(ctx, tx, job, started, now)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	s.log.Debug("page checkpointed", "job", job, "run_id", p.RunID, "seq", seq,
+		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
+	return nil
+}
+
+// notRunning explains why a page cannot be committed to runID.
+func (s *Store) notRunning(ctx context.Context, tx pgx.Tx, runID int64, job string) error {
+	runJob, status, owner, err := s.runStatus(ctx, tx, runID)
+	switch {
+	case err != nil:
+		return err
+	case runJob != job:
+		return fmt.Errorf("run %d belongs to job %s", runID, runJob)
+	case status == contract.RunRunning && owner != s.token:
+		return takenOver(runID)
+	}
+	return fmt.Errorf("run %d is %s, not running", runID, status)
+}
+
+// recordFullPass records a completed full pass begun at started as the
+// job's last one, and that none is due.
+func (s *Store) recordFullPass(ctx context.Context, tx pgx.Tx, job string, started, now time.Time) error {
+	if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET full_pass_at = $1, full_due = false, updated_at = $2 WHERE name = $3`),
+		started, now, job); err != nil {
+		return fmt.Errorf("save last full pass: %w", err)
+	}
+	return nil
+}
+
+// Pages returns the committed pages of a run in commit order.
+func (s *Store) Pages(ctx context.Context, runID int64) ([]contract.PageInfo, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT run_id, seq, position, next, records, hash, committed_at
+		FROM {S}.pages WHERE run_id = $1 ORDER BY seq`), runID)
+	if err == nil {
+		var out []contract.PageInfo
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.PageInfo, error) {
+			var pi contract.PageInfo
+			err := r.Scan(&pi.RunID, &pi.Seq, &pi.Position, &pi.Next, &pi.Records, &pi.Hash, &pi.CommittedAt)
+			pi.CommittedAt = pi.CommittedAt.UTC()
+			return pi, err
+		})
+		if err == nil {
+			return nilIfEmpty(out), nil
+		}
+	}
+	return nil, s.wrap(fmt.Sprintf("run %d: list pages", runID), err)
+}
+
+// DeadLetters returns the job's dead letters, newest first (n <= 0: all).
+func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]contract.DeadLetter, error) {
+	var limit any
+	if n > 0 {
+		limit = n
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT id, job, run_id, position, idx, reason, raw, at
+		FROM {S}.dead_letters WHERE job = $1 ORDER BY id DESC LIMIT $2`), job, limit)
+	if err == nil {
+		var out []contract.DeadLetter
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (contract.DeadLetter, error) {
+			var d contract.DeadLetter
+			var raw []byte
+			err := r.Scan(&d.ID, &d.Job, &d.RunID, &d.Position, &d.Index, &d.Reason, &raw, &d.At)
+			d.Raw, d.At = string(raw), d.At.UTC()
+			return d, err
+		})
+		if err == nil {
+			return nilIfEmpty(out), nil
+		}
+	}
+	return nil, s.wrap("job "+job+": list dead letters", err)
+}
+
+// keysFormat is the first byte of an encoded key list (as in the SQLite
+// store, so a state moves between stores byte for byte).
+const keysFormat = 1
+
+// encodeKeys packs a page's keys into one bytea: a format byte, then each
+// key as its length (uvarint) and its bytes, so any byte (NUL too) may
+// occur in a key. nil gives NULL (not recorded).
+func encodeKeys(keys []string) []byte {
+	if keys == nil {
+		return nil
+	}
+	b := make([]byte, 1, 1+8*len(keys))
+	b[0] = keysFormat
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+	}
+	return b
+}
+
+func decodeKeys(b []byte, fn func(string) error) error {
+	if len(b) == 0 || b[0] != keysFormat {
+		return errors.New("unknown key list format")
+	}
+	for b = b[1:]; len(b) > 0; {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return errors.New("corrupt key list")
+		}
+		if err := fn(string(b[w : w+int(n)])); err != nil {
+			return err
+		}
+		b = b[w+int(n):]
+	}
+	return nil
+}
+
+// SeenKeys calls fn with the key of every row of every page committed to
+// runID, in page order; complete is false when a page was committed
+// without its keys.
+func (s *Store) SeenKeys(ctx context.Context, runID int64, fn func(key string) error) (complete bool, err error) {
+	op := fmt.Sprintf("run %d: read seen keys", runID)
+	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, keys FROM {S}.pages WHERE run_id = $1 ORDER BY seq`), runID)
+	if err != nil {
+		return false, s.wrap(op, err)
+	}
+	defer rows.Close()
+	complete = true
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			return false, s.wrap(op, err)
+		}
+		if b == nil {
+			complete = false
+			continue
+		}
+		if err := decodeKeys(b, fn); err != nil {
+			return false, s.wrap(op, fmt.Errorf("page %d: %w", seq, err))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, s.wrap(op, err)
+	}
+	return complete, nil
+}
