@@ -14,7 +14,6 @@ import (
 	"github.com/idemsync/idemsync/checkpoint/pgstate"
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // openStore opens the state store at path: the one place that knows the
@@ -27,7 +26,7 @@ func openStore(ctx context.Context, path string, log *slog.Logger) (contract.Sto
 	case pgstate.IsURL(path):
 		return pgstate.Open(ctx, path, log)
 	case strings.Contains(path, "://"):
-		return nil, &idsync.Error{Code: idsync.ExitUsage,
+		return nil, &contract.Error{Class: contract.Invalid,
 			Msg:  fmt.Sprintf("state %s: not a state this idemsync keeps", stateName(path)),
 			Hint: "use a file path or a postgres:// URL"}
 	}

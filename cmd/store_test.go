@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A state URL of a database idemsync keeps no state in is invalid usage
@@ -13,7 +13,7 @@ import (
 // for a missing file, and is printed without its password.
 func TestStateURLs(t *testing.T) {
 	_, err := openStore(context.Background(), "mysql://u:s3cret@db/x", nil)
-	if idsync.ExitCode(err) != idsync.ExitUsage || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "mysql://u:xxxxx@db/x") {
+	if contract.ClassOf(err) != contract.Invalid || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "mysql://u:xxxxx@db/x") {
 		t.Errorf("openStore(mysql://…) = %v, want exit 2 naming the redacted URL", err)
 	}
 	pg := "postgres://u:s3cret@db/x?schema=s"

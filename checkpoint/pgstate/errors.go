@@ -8,7 +8,7 @@ import (
 	"net"
 	"strings"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -44,7 +44,7 @@ func transient(err error) bool {
 }
 
 // wrap is the error callers see for a failed operation op: an
-// *idsync.Error naming the state, exit 3 when the database was unreachable
+// *contract.Error naming the state, exit 3 when the database was unreachable
 // or busy, exit 1 otherwise; an error that already carries an exit code
 // (a lost lease, a run taken over) keeps it. A cancelled or expired
 // context stays visible as such.
@@ -56,18 +56,18 @@ func (s *Store) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
-	var ie *idsync.Error
-	if errors.As(err, &ie) && ie.Code != idsync.ExitPermanent {
+	var ie *contract.Error
+	if errors.As(err, &ie) && ie.Class != contract.Permanent {
 		return err
 	}
-	code, hint := idsync.ExitPermanent, ""
+	code, hint := contract.Permanent, ""
 	switch {
 	case errors.Is(err, errNewer):
 		hint = hintNewer
 	case errors.Is(err, errNotOurs):
 		hint = hintNotOurs
 	case transient(err):
-		code, hint = idsync.ExitTransient, hintDown
+		code, hint = contract.Transient, hintDown
 	}
-	return &idsync.Error{Code: code, Msg: msg, Hint: hint, Err: err}
+	return &contract.Error{Class: code, Msg: msg, Hint: hint, Err: err}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // The database decides, not the holder's clock: a holder that still
@@ -46,7 +45,7 @@ func TestFenceByToken(t *testing.T) {
 	}
 	defer unlockB()
 	err = a.CommitPage(ctx, "orders", &contract.PageCommit{RunID: id, Position: "p1", Next: "p2", Records: 1})
-	if code := idsync.ExitCode(err); code != idsync.ExitLocked {
+	if code := contract.ClassOf(err); code != contract.Locked {
 		t.Fatalf("commit with a superseded token: exit %d (%v), want 4", code, err)
 	}
 	if r, _ := b.Unfinished(ctx, "orders"); r == nil || r.Pages != 0 {
@@ -59,7 +58,7 @@ func TestFenceByToken(t *testing.T) {
 		t.Error("the refused commit did not mark the lease lost")
 	}
 	// Once lost, nothing is written for the job, even an identity.
-	if err := a.AdoptIdentity(ctx, "orders", id, "x"); idsync.ExitCode(err) != idsync.ExitLocked {
+	if err := a.AdoptIdentity(ctx, "orders", id, "x"); contract.ClassOf(err) != contract.Locked {
 		t.Errorf("write after the lease was lost: %v, want exit 4", err)
 	}
 }
@@ -82,7 +81,7 @@ func TestFenceByFileLease(t *testing.T) {
 	a.paused.Store(true)
 	time.Sleep(1500 * time.Millisecond)
 	_, err = a.StartRun(ctx, &contract.RunInfo{Job: "shop.orders"})
-	if idsync.ExitCode(err) != idsync.ExitLocked {
+	if contract.ClassOf(err) != contract.Locked {
 		t.Errorf("write under the expired lease of the job file: %v, want exit 4", err)
 	}
 }
@@ -99,7 +98,7 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	s.Close()
 	_, err := Open(ctx, state, testLogger(t))
-	if idsync.ExitCode(err) != idsync.ExitPermanent || err == nil || !strings.Contains(err.Error(), "newer idemsync") {
+	if contract.ClassOf(err) != contract.Permanent || err == nil || !strings.Contains(err.Error(), "newer idemsync") {
 		t.Errorf("Open of a newer schema: %v", err)
 	}
 
@@ -112,7 +111,7 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(ctx, other, testLogger(t))
-	if idsync.ExitCode(err) != idsync.ExitPermanent || err == nil || !strings.Contains(err.Error(), "not an idemsync state") {
+	if contract.ClassOf(err) != contract.Permanent || err == nil || !strings.Contains(err.Error(), "not an idemsync state") {
 		t.Errorf("Open of another application's schema: %v", err)
 	}
 	var n int
@@ -130,7 +129,7 @@ func TestOpenBadURL(t *testing.T) {
 		"postgres://u:s3cret@127.0.0.1:1/db?lease=1ms",
 	} {
 		_, err := Open(context.Background(), state, nil)
-		if idsync.ExitCode(err) != idsync.ExitUsage || strings.Contains(err.Error(), "s3cret") {
+		if contract.ClassOf(err) != contract.Invalid || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Open(%s) = %v, want exit 2 without the password", sqlkit.RedactURL(state), err)
 		}
 	}

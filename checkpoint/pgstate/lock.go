@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -61,11 +61,11 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 		if who == "" {
 			who = "another process"
 		}
-		return nil, &idsync.Error{
-			Code: idsync.ExitLocked,
-			Msg:  fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339)),
-			Hint: "wait for that run to finish; a holder that died loses the lease when it expires",
-			Err:  idsync.ErrLocked,
+		return nil, &contract.Error{
+			Class: contract.Locked,
+			Msg:   fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339)),
+			Hint:  "wait for that run to finish; a holder that died loses the lease when it expires",
+			Err:   contract.ErrLocked,
 		}
 	}
 	if err != nil {
@@ -199,11 +199,11 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
 				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
 			}
 		}
-		return &idsync.Error{
-			Code: idsync.ExitLocked,
-			Msg:  fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
-			Hint: "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
-			Err:  idsync.ErrLocked,
+		return &contract.Error{
+			Class: contract.Locked,
+			Msg:   fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
+			Hint:  "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
+			Err:   contract.ErrLocked,
 		}
 	}
 	return nil

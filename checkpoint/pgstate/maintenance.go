@@ -12,12 +12,15 @@ import (
 
 // prunable selects the job's runs Prune may delete, as in the SQLite
 // store: finished for good before the cutoff, and none of the job's
-// latest run, latest completed run, or latest completed run of kind run.
+// latest run, latest completed run, or latest completed run of kind run,
+// nor the last full pass that swept with proof or any full pass after it
+// (the next sweep reads their keys: docs/deletions.md, "Two passes").
 const prunable = `job = $1 AND status IN ('completed', 'abandoned')
 	AND coalesce(finished_at, started_at) < $2
 	AND id <> (SELECT max(id) FROM {S}.runs WHERE job = $1)
 	AND id <> coalesce((SELECT max(id) FROM {S}.runs WHERE job = $1 AND status = 'completed'), 0)
-	AND id <> coalesce((SELECT max(id) FROM {S}.runs WHERE job = $1 AND status = 'completed' AND kind = 'run'), 0)`
+	AND id <> coalesce((SELECT max(id) FROM {S}.runs WHERE job = $1 AND status = 'completed' AND kind = 'run'), 0)
+	AND NOT (full_pass AND id >= coalesce((SELECT max(id) FROM {S}.runs WHERE job = $1 AND status = 'completed' AND swept), id + 1))`
 
 // Prune deletes the runs of job (and their pages) that finished more than
 // keep ago, in one transaction; a run with dead letters keeps its row.

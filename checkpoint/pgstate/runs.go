@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 )
 
 const runColumns = `id, job, kind, status, started_at, finished_at, pages, records,
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
 	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full_pass, deleted, sweep_skipped,
-	coalesce(live_before, -1), refused_since`
+	coalesce(live_before, -1), refused_since, swept, pending_deletes`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc pgx.Row) (*contract.RunInfo, error) {
@@ -24,7 +23,7 @@ func scanRun(sc pgx.Row) (*contract.RunInfo, error) {
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &r.StartedAt, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
 		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
-		&r.LiveBefore, &refusedSince)
+		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes)
 	if err != nil {
 		return nil, err
 	}
@@ -271,11 +270,11 @@ func (s *Store) notFinishable(ctx context.Context, tx pgx.Tx, runID int64) error
 // takenOver is the error of a Store that tries to change a run another
 // Store has reopened since: exit 4.
 func takenOver(runID int64) error {
-	return &idsync.Error{
-		Code: idsync.ExitLocked,
-		Msg:  fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
-		Hint: "two processes ran the same job; the other one continues the run",
-		Err:  idsync.ErrLocked,
+	return &contract.Error{
+		Class: contract.Locked,
+		Msg:   fmt.Sprintf("run %d was taken over by another process; this one stops without changing it", runID),
+		Hint:  "two processes ran the same job; the other one continues the run",
+		Err:   contract.ErrLocked,
 	}
 }
 

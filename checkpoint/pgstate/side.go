@@ -106,6 +106,15 @@ func (s *Store) Metrics(ctx context.Context, job, resource string) (contract.Met
 	}
 	t.LastDuration = time.Duration(ms) * time.Millisecond
 	t.LastRun, t.LastSuccess = utc(last), utc(success)
+	state := job // the job's name in runs: NAME, or NAME.RESOURCE
+	if resource != job {
+		state = job + "." + resource
+	}
+	err = s.pool.QueryRow(ctx, s.q(`SELECT coalesce((SELECT pending_deletes FROM {S}.runs WHERE job = $1 AND swept ORDER BY id DESC LIMIT 1), 0)`),
+		state).Scan(&t.PendingDeletes)
+	if err != nil {
+		return t, s.wrap("job "+job+": read metrics", err)
+	}
 	return t, nil
 }
 

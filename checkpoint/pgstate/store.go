@@ -26,7 +26,6 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
-	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -105,7 +104,7 @@ func config(state string) (connURL, schema string, leaseFor time.Duration, err e
 // the schema, idemsync by default; ?lease= the run lock's lease, 30s by
 // default), creates or migrates its schema, and refuses one written by a
 // newer idemsync or a schema of another application's. A nil logger
-// discards logs. Errors are *idsync.Error naming the URL without its
+// discards logs. Errors are *contract.Error naming the URL without its
 // password: exit 2 for a bad URL, 3 when the database cannot be reached,
 // 1 otherwise.
 func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error) {
@@ -115,11 +114,11 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 	display := sqlkit.RedactURL(state)
 	connURL, schema, leaseFor, err := config(state)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("state %s: %v", display, err)}
+		return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("state %s: %v", display, err)}
 	}
 	cfg, err := pgxpool.ParseConfig(connURL)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("state %s: %v", display, redactErr(err, state))}
+		return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("state %s: %v", display, redactErr(err, state))}
 	}
 	// No statement prepared by name: a transaction-mode pooler may give
 	// the next statement another server connection.
@@ -127,7 +126,7 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, &idsync.Error{Code: idsync.ExitUsage, Msg: fmt.Sprintf("state %s: %v", display, redactErr(err, state))}
+		return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("state %s: %v", display, redactErr(err, state))}
 	}
 	s := &Store{
 		display: display,
@@ -172,7 +171,7 @@ func (s *Store) Check(ctx context.Context) error {
 		return s.wrap("integrity check", err)
 	}
 	if want := latestVersion(); v != want {
-		return &idsync.Error{Code: idsync.ExitPermanent,
+		return &contract.Error{Class: contract.Permanent,
 			Msg: fmt.Sprintf("state %s: schema %s is at version %d, this idemsync needs %d", s.display, s.name, v, want)}
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // leaseCases are the cases of a store whose run lock is a lease that
@@ -46,7 +45,7 @@ func leaseRenewed(t *testing.T, e *env) {
 	id := startRun(t, a, contract.RunInfo{Job: "orders"})
 	time.Sleep(2 * e.h.Lease)
 	_, err = b.Lock(ctx, "orders")
-	wantCode(t, "lock while the holder renews", err, idsync.ExitLocked)
+	wantCode(t, "lock while the holder renews", err, contract.Locked)
 	commit(t, a, "orders", fullPage(id, "p1", "p2"))
 	if js := jobState(t, b, "orders"); js.Holder == "" {
 		t.Error("JobState.Holder is empty while a renewed lease runs")
@@ -67,7 +66,7 @@ func leaseTakeover(t *testing.T, e *env) {
 	}
 	e.h.Pause(a)
 	_, err = b.Lock(ctx, "orders")
-	wantCode(t, "lock before the paused holder's lease expired", err, idsync.ExitLocked)
+	wantCode(t, "lock before the paused holder's lease expired", err, contract.Locked)
 	expire(e)
 	unlockB, err := b.Lock(ctx, "orders")
 	if err != nil {
@@ -76,7 +75,7 @@ func leaseTakeover(t *testing.T, e *env) {
 	defer unlockB()
 	unlockA()
 	_, err = c.Lock(ctx, "orders")
-	wantCode(t, "lock after the old holder's late unlock", err, idsync.ExitLocked)
+	wantCode(t, "lock after the old holder's late unlock", err, contract.Locked)
 }
 
 // The fencing: after another Store took the job over and reopened the run,
@@ -101,11 +100,11 @@ func leaseFenced(t *testing.T, e *env) {
 	defer unlockB()
 	before := takeSnapshot(t, b, "orders")
 	p := fullPage(id, "p2", "p3")
-	wantCode(t, "commit by the paused holder", a.CommitPage(ctx, "orders", &p), idsync.ExitLocked)
-	wantCode(t, "finish by the paused holder", a.FinishRun(ctx, id, contract.RunFailed, "x", ""), idsync.ExitLocked)
-	wantCode(t, "complete pass by the paused holder", a.CompletePass(ctx, id, 1), idsync.ExitLocked)
+	wantCode(t, "commit by the paused holder", a.CommitPage(ctx, "orders", &p), contract.Locked)
+	wantCode(t, "finish by the paused holder", a.FinishRun(ctx, id, contract.RunFailed, "x", ""), contract.Locked)
+	wantCode(t, "complete pass by the paused holder", a.CompletePass(ctx, id, 1), contract.Locked)
 	_, err = a.StartRun(ctx, &contract.RunInfo{Job: "orders"})
-	wantCode(t, "start run by the paused holder", err, idsync.ExitLocked)
+	wantCode(t, "start run by the paused holder", err, contract.Locked)
 	sameSnapshot(t, "the paused holder's writes", before, takeSnapshot(t, b, "orders"))
 	if err := b.Reopen(ctx, id); err != nil {
 		t.Fatalf("Reopen by the new holder: %v", err)
