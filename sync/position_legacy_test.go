@@ -41,7 +41,7 @@ func TestLegacyPositionsDecode(t *testing.T) {
 	red := NewRedactor()
 	red.Add("s3cret")
 	for _, c := range legacyPositions {
-		p, err := DecodePosition(c.stored)
+		p, err := DecodePosition(c.style, c.stored)
 		if err != nil {
 			t.Errorf("%s %s: %v", c.style, c.stored, err)
 			continue

@@ -49,7 +49,7 @@ func (p *pager) request(pos Position, win Window) (Request, error) {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
 	pp := url.Values{}
-	next := p.style().request(pg, pos, pp)
+	next := p.style().request(pg, pos.At, pp)
 	req := Request{}
 	for k, vs := range pp {
 		if k == pg.Param && len(vs) == 1 {
@@ -83,7 +83,7 @@ func (p *pager) place(req *Request, params url.Values, v string, pos Position, s
 	if pg.Template != "" {
 		end := ""
 		if size > 0 {
-			end = strconv.FormatInt(pos.Offset+int64(size)-1, 10)
+			end = strconv.FormatInt(offsetOf(pos.At).Offset+int64(size)-1, 10)
 		}
 		written = strings.NewReplacer("{value}", v, "{offset}", v, "{limit}", strconv.Itoa(size), "{end}", end).Replace(pg.Template)
 	}
