@@ -1,6 +1,11 @@
 package sync
 
-import "testing"
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+)
 
 // legacyPositions are positions exactly as builds before the versioned
 // format wrote them to state files (collected from that code: a style's
@@ -52,5 +57,48 @@ func TestLegacyPositionsDecode(t *testing.T) {
 		if got := RunResult(&RunInfo{Checkpoint: c.stored}, "", "", red).Checkpoint; got != c.guessed {
 			t.Errorf("%s %s without the job file: %q, want %q", c.style, c.stored, got, c.guessed)
 		}
+	}
+}
+
+// An unfinished run an older build left with a format 1 checkpoint is
+// continued at that page, and the pages it commits are stored in the
+// current format.
+func TestContinueFromLegacyCheckpoint(t *testing.T) {
+	for _, c := range []struct {
+		name, pagination, stored, first string
+		serve                            func(context.Context, *url.URL) (string, error)
+		rows                             int
+	}{
+		{"page", pageStyle, `{"page":3}`, "http://api.test/items?page=3&per_page=2", pagesAPI(7), 3},
+		{"cursor", cursorStyle, `{"cursor":"4"}`, "http://api.test/items?after=4", cursorAPI(7, 3), 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rig := newEngineRig()
+			job := engineJob(t, "", c.pagination)
+			if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
+				Checkpoint: c.stored, Identity: job.Identity().Encode()}); err != nil {
+				t.Fatal(err)
+			}
+			src := &fakeSource{records: "data", serve: c.serve}
+			res, err := rig.engine(job, src).Run(context.Background(), Options{})
+			if err != nil || res.Status != RunCompleted || !res.Resumed {
+				t.Fatalf("run: %+v, %v; want the old run continued and completed", res, err)
+			}
+			if len(src.urls) == 0 || src.urls[0] != c.first {
+				t.Errorf("requests %q, want the checkpoint's page %s first", src.urls, c.first)
+			}
+			if n := rig.sink.count(); n != c.rows {
+				t.Errorf("%d rows, want %d (the pages from the checkpoint on)", n, c.rows)
+			}
+			pages, err := rig.store.Pages(context.Background(), res.RunID)
+			if err != nil || len(pages) == 0 {
+				t.Fatalf("pages %v, %v", pages, err)
+			}
+			for _, p := range pages {
+				if !strings.HasPrefix(p.Position, `{"v":2,`) {
+					t.Errorf("page stored at %s, want format 2", p.Position)
+				}
+			}
+		})
 	}
 }
