@@ -66,8 +66,8 @@ func TestLegacyPositionsDecode(t *testing.T) {
 func TestContinueFromLegacyCheckpoint(t *testing.T) {
 	for _, c := range []struct {
 		name, pagination, stored, first string
-		serve                            func(context.Context, *url.URL) (string, error)
-		rows                             int
+		serve                           func(context.Context, *url.URL) (string, error)
+		rows                            int
 	}{
 		{"page", pageStyle, `{"page":3}`, "http://api.test/items?page=3&per_page=2", pagesAPI(7), 3},
 		{"cursor", cursorStyle, `{"cursor":"4"}`, "http://api.test/items?after=4", cursorAPI(7, 3), 4},

@@ -1,6 +1,10 @@
 package sync
 
-import "testing"
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
 
 func TestLastBefore(t *testing.T) {
 	tests := []struct {
@@ -27,5 +31,52 @@ func TestLastBefore(t *testing.T) {
 		if got := lastBefore(tt.style, tt.pos, tt.next, tt.to); got != tt.want {
 			t.Errorf("lastBefore(%s, %+v, %+v, %+v) = %v, want %v", tt.style, tt.pos, tt.next, tt.to, got, tt.want)
 		}
+	}
+}
+
+// Every style's position, in its window or parent, reads back as written;
+// the stored form says its style, so it reads back without the job's; a
+// newer format is refused.
+func TestPositionRoundTrip(t *testing.T) {
+	fly := &windowState{Pos: map[int]At{3: pageAt{Page: 2}, 5: pageAt{Page: 1, Size: 10}}, Done: []int{4}, Started: 6}
+	child := &windowState{Pos: map[int]At{2: cursorAt{Cursor: "c2"}}, Started: 3,
+		Rows: map[string]string{"1": `{"id":"42"}`, "2": `{"id":"43"}`}, Last: `{"id":"43"}`, Since: "2024-05-01T00:00:00Z"}
+	for _, p := range []Position{
+		{},
+		{At: pageAt{Page: 3, Size: 7}},
+		{At: offsetAt{Offset: 40}, End: true},
+		{At: cursorAt{Cursor: "abc"}},
+		{At: cursorAt{URL: "https://api.example.com/v1/orders?after=9"}},
+		{At: linkAt{URL: "https://api.example.com/v1/orders?page=2"}},
+		{At: hwmAt{Mark: "2024-05-01T10:00:00Z", Size: 50}},
+		{At: noneAt{}},
+		{At: pageAt{Page: 5}, Win: 2, Fly: fly},
+		{At: cursorAt{Cursor: "c9"}, Win: 1, Parent: "id=42", Fly: child},
+		{Win: 4, End: true, Parent: "id=50"},
+		{End: true, Parent: noParents},
+	} {
+		s := p.Encode()
+		got, err := DecodePosition("", s)
+		if err != nil || !reflect.DeepEqual(got, p) {
+			t.Errorf("%s decodes to %+v, %v; want %+v", s, got, err, p)
+		}
+	}
+	_, err := DecodePosition(StylePage, `{"v":3,"style":"page","at":{"page":2}}`)
+	if ExitCode(err) != ExitPermanent || !strings.Contains(err.Error(), "newer idemsync") {
+		t.Errorf("format 3: %v; want refused as written by a newer idemsync", err)
+	}
+}
+
+// A format 1 position keeps what describing it does not show: the served
+// size, and a child run's parent rows in flight.
+func TestLegacyPositionFields(t *testing.T) {
+	p, err := DecodePosition(StylePage, `{"page":3,"size":7}`)
+	if err != nil || p.At != (pageAt{Page: 3, Size: 7}) {
+		t.Errorf("page with size: %+v, %v", p, err)
+	}
+	p, err = DecodePosition(StyleCursor, legacyPositions[21].stored)
+	if err != nil || p.At != (cursorAt{Cursor: "c9"}) || p.Fly == nil || p.Fly.Pos[2] != (cursorAt{Cursor: "c2"}) ||
+		p.Fly.Rows["2"] != `{"id":"43"}` || p.Fly.Last != `{"id":"43"}` || p.Fly.Since != "2024-05-01T00:00:00Z" || p.Fly.Started != 3 {
+		t.Errorf("parent in flight: %+v %+v, %v", p, p.Fly, err)
 	}
 }
