@@ -215,7 +215,11 @@ func TestStatusRunningAndKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.StartRun(ctx, &idsync.RunInfo{Job: "orders", Kind: idsync.KindRun, Checkpoint: idsync.Position{Page: 4}.Encode()}); err != nil {
+	page4, err := idsync.ParsePosition(idsync.StylePage, "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.StartRun(ctx, &idsync.RunInfo{Job: "orders", Kind: idsync.KindRun, Checkpoint: page4.Encode()}); err != nil {
 		t.Fatal(err)
 	}
 	r := execute(t, false, "status", job)

@@ -438,13 +438,17 @@ func modelPassed(t *testing.T, api *fakeapi.ModelAPI, dir string, table map[int]
 	return bad
 }
 
-// modelPosition turns a state-file position ({"page":2}, {"offset":40},
-// {"cursor":"7"}, {"mark":"..."}, {"url":"...?cursor=7"}, {}) into the value
-// of the request parameter the fake API keyed its responses by.
+// modelPosition turns a state-file position (the style's own position
+// under "at": {"page":2}, {"offset":40}, {"cursor":"7"}, {"mark":"..."},
+// {"url":"...?cursor=7"}, {}; docs/architecture.md, "Positions") into the
+// value of the request parameter the fake API keyed its responses by.
 func modelPosition(raw string) string {
 	var m map[string]any
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return raw
+	}
+	if at, ok := m["at"].(map[string]any); ok {
+		m = at
 	}
 	str := func(v any) string {
 		if f, ok := v.(float64); ok {

@@ -189,7 +189,8 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	if err := e.afterRefusal(ctx, info, js); err != nil {
 		return err
 	}
-	var fly, first string
+	var fly *windowState
+	var first string
 	if job.Parent != nil {
 		if fly, first, err = e.startChild(ctx, o, sink, info, fresh); err != nil {
 			return err
@@ -211,7 +212,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	}
 	rs.pos = pos
 	switch {
-	case job.Parent != nil && fly == "":
+	case job.Parent != nil && fly == nil:
 		rs.pos = Position{End: true, Parent: noParents}
 		e.Logger.Info("no parent rows to walk", "job", job.Name, "parent", job.Parent.Resource, "parent_rows", job.Parent.Rows)
 	case job.Parent != nil:
@@ -249,7 +250,7 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 	case from != nil:
 		return *from, nil
 	case feed != "":
-		p, err := DecodePosition(feed)
+		p, err := DecodePosition(job.Pagination.Style, feed)
 		if err != nil {
 			return Position{}, err
 		}
@@ -283,7 +284,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 	}
 	rs.info, rs.resumed = run, true
 	rs.proof.reason, rs.proof.saved = run.SweepSkipped, true
-	if rs.pos, err = DecodePosition(run.Checkpoint); err != nil {
+	if rs.pos, err = DecodePosition(job.Pagination.Style, run.Checkpoint); err != nil {
 		return err
 	}
 	if run.Kind == KindReplay && run.To != "" && !job.windowed() {
@@ -296,7 +297,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 		return err
 	}
 	for _, p := range pages {
-		if pos, err := DecodePosition(p.Position); err == nil {
+		if pos, err := DecodePosition(job.Pagination.Style, p.Position); err == nil {
 			rs.seen[loopKey(pos)] = true
 		}
 		rs.prev = p.Hash

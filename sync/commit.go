@@ -184,17 +184,6 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 	}
 }
 
-// loopKey identifies a position for loop detection.
-func loopKey(p Position) string {
-	switch {
-	case p.URL != "":
-		return "u:" + p.URL
-	case p.Cursor != "":
-		return "c:" + p.Cursor
-	}
-	return ""
-}
-
 // mapRecords validates and converts every record of a fetched page to a row
 // of t (first adding and widening inferred columns of t from the whole page
 // when the job infers them; changed says whether it did). Bad records

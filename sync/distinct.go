@@ -60,8 +60,7 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 	}
 	pg := &pager{job: e.Job}
 	w := &rs.walk
-	if st := pg.style().start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent ||
-		fp.pos.Page == st.Page && fp.pos.Offset == st.Offset {
+	if st := pg.style().start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent || sameSpot(fp.pos.At, st) {
 		*w = walkKeys{seed: maphash.MakeSeed(), prev: map[uint64]bool{}, parent: fp.parent}
 	}
 	cur := make(map[uint64]bool, len(rows))

@@ -47,10 +47,11 @@ type prober func(pos Position) (*contract.Response, string, error)
 // to be the end (at most once per page).
 func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, to *Position, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
-	next, own, why, err := p.step(pos, resp, hwmMax)
+	out, err := p.step(pos, resp, hwmMax)
 	if err != nil {
 		return endResult{}, err
 	}
+	next, own, why := Position{At: out.next}, out.own, out.why
 	if own == cappedTie {
 		return p.uncap(pos, resp, probe)
 	}
@@ -100,7 +101,7 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 	if p.firstPage(pos) {
 		// Asked at the size the first page served, the next page holds the
 		// records that follow it however the API numbers its pages.
-		next.Size = resp.Raw
+		next = next.serving(resp.Raw)
 	}
 	pr, prMax, err := probe(next)
 	if err != nil {
@@ -135,7 +136,7 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 		// above): an API may number its pages by the size it serves or by
 		// the size asked, and only with every later page asked at the size
 		// served are the records the same under both.
-		res.next.Size, res.capped = n, n
+		res.next, res.capped = res.next.serving(n), n
 	}
 	return res, nil
 }
@@ -152,8 +153,15 @@ func (p *pager) unprovenFullEnd(pos Position, resp *contract.Response, last []st
 	if !p.style().traits().trustsEnd || size <= 0 || resp.Raw < size || len(last) > 0 {
 		return false
 	}
-	if pos.Cursor != "" || pos.URL != "" {
-		return false
+	switch a := pos.At.(type) {
+	case cursorAt:
+		if a.Cursor != "" || a.URL != "" {
+			return false
+		}
+	case linkAt:
+		if a.URL != "" {
+			return false
+		}
 	}
 	// On the first page, pagination.total counts what the walk holds.
 	t, _, ok := p.total(resp)
@@ -175,7 +183,7 @@ func (p *pager) weakEnd(pos Position, resp *contract.Response, last []string, wh
 		return ""
 	}
 	pg := p.job.Pagination
-	if st := p.style().start(pg, ""); pos.Page == st.Page && pos.Offset == st.Offset {
+	if sameSpot(pos.At, p.style().start(pg, "")) {
 		return ""
 	}
 	return fmt.Sprintf("the walk ended on an empty page (%s) after a full one, and nothing confirms the end (set pagination.total, has_more or total_pages)", where)
@@ -185,7 +193,7 @@ func (p *pager) weakEnd(pos Position, resp *contract.Response, last []string, wh
 // still asked at pagination.size.
 func (p *pager) firstPage(pos Position) bool {
 	pg := p.job.Pagination
-	return p.style().traits().pageNumbers && pos.Page == *pg.Start && pos.Size == 0
+	return p.style().traits().pageNumbers && pageOf(pos.At) == pageAt{Page: *pg.Start}
 }
 
 // signals reads the signals of a response other than the style's own:
@@ -205,10 +213,10 @@ func (p *pager) signals(pos Position, resp *contract.Response) (more, last []str
 	if p.style().traits().pageNumbers && pg.TotalPages != "" {
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
-			switch lastPage := v.Int() + *pg.Start - 1; {
-			case pos.Page < lastPage:
+			switch page, lastPage := pageOf(pos.At).Page, v.Int()+*pg.Start-1; {
+			case page < lastPage:
 				more = append(more, s)
-			case pos.Page == lastPage && resp.Raw == 0:
+			case page == lastPage && resp.Raw == 0:
 				// The last page of total_pages holds at least one record.
 				more = append(more, s)
 			default:
@@ -261,7 +269,7 @@ func (p *pager) total(resp *contract.Response) (int64, string, bool) {
 // known size, offset style).
 func (p *pager) seenThrough(pos Position, resp *contract.Response) (int64, bool) {
 	if s, ok := p.style().(numberedStyle); ok {
-		return s.seenThrough(p.job.Pagination, pos, p.size(pos), resp.Raw)
+		return s.seenThrough(p.job.Pagination, pos.At, p.size(pos), resp.Raw)
 	}
 	return 0, false
 }
@@ -287,16 +295,16 @@ func totalPagesFromTotal(job *Job, resp *contract.Response) int64 {
 // mean there was none, and the walk goes on at full size from that
 // response; no more mean the ties outnumber a real cap (an error).
 func (p *pager) uncap(pos Position, resp *contract.Response, probe prober) (endResult, error) {
-	full := Position{Mark: pos.Mark}
+	full := Position{At: pos.serving(0).At}
 	pr, _, err := probe(full)
 	if err != nil {
 		return endResult{}, err
 	}
-	if pr.Raw > pos.Size {
+	if pr.Raw > pos.size() {
 		return endResult{next: full, ahead: pr}, nil
 	}
 	return endResult{}, &contract.Error{Class: contract.Permanent,
-		Msg: fmt.Sprintf("a full page of %d records made no progress past mark %s, and the API serves at most %d per page",
-			resp.Raw, pos.Mark, pos.Size),
+		Msg: fmt.Sprintf("a full page of %d records made no progress past %s, and the API serves at most %d per page",
+			resp.Raw, full.Describe(p.job.Pagination.Style, p.job.Secrets), pos.size()),
 		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}
 }

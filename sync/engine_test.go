@@ -106,7 +106,8 @@ func TestEngineCommitsPagesInOrder(t *testing.T) {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	events := rig.trace.all()
-	want := []string{"upsert [1 2 3]", "checkpoint {}", "upsert [4 5 6]", `checkpoint {"cursor":"4"}`, "upsert [7]", `checkpoint {"cursor":"7"}`}
+	ck := func(c string) string { return "checkpoint " + Position{At: cursorAt{Cursor: c}}.Encode() }
+	want := []string{"upsert [1 2 3]", ck(""), "upsert [4 5 6]", ck("4"), "upsert [7]", ck("7")}
 	if !slices.Equal(events, want) {
 		t.Errorf("events\n%q\nwant\n%q", events, want)
 	}
@@ -209,7 +210,7 @@ func TestEngineConcurrentPagesCommitInOrder(t *testing.T) {
 	}
 	pages, _ := rig.store.Pages(context.Background(), res.RunID)
 	for i, p := range pages {
-		if want := fmt.Sprintf(`{"page":%d}`, i+1); p.Position != want {
+		if want := (Position{At: pageAt{Page: int64(i + 1)}}).Encode(); p.Position != want {
 			t.Errorf("committed page %d is %s, want %s", i+1, p.Position, want)
 		}
 	}
@@ -231,10 +232,10 @@ func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
 		t.Fatalf("run: %+v, %v; want failed naming the write error", res, err)
 	}
 	run := rig.store.lastRun()
-	if run.Pages != 1 || run.Checkpoint != `{"cursor":"4"}` {
+	if run.Pages != 1 || run.Checkpoint != (Position{At: cursorAt{Cursor: "4"}}).Encode() {
 		t.Errorf("run %+v: want 1 page committed, checkpoint at cursor 4", run)
 	}
-	if events := rig.trace.all(); !slices.Equal(events, []string{"upsert [1 2 3]", "checkpoint {}"}) {
+	if events := rig.trace.all(); !slices.Equal(events, []string{"upsert [1 2 3]", "checkpoint " + Position{At: cursorAt{}}.Encode()}) {
 		t.Errorf("events %q: the failed page was checkpointed", events)
 	}
 

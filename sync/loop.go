@@ -96,7 +96,7 @@ func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
 	if to != nil {
 		n := int64(-1)
 		if styleOf(job.Pagination.Style).traits().pageNumbers {
-			n = to.Page - pos.Page + 1
+			n = pageOf(to.At).Page - pageOf(pos.At).Page + 1
 		}
 		if n >= 0 && (limit == 0 || n < limit) {
 			limit = max(n, 1)

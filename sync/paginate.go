@@ -26,7 +26,7 @@ func (p *pager) style() pagingStyle { return styleOf(p.job.Pagination.Style) }
 // start returns the position of a new run's first page. mark is the hwm
 // style's starting mark (saved mark minus overlap, or initial).
 func (p *pager) start(mark string) Position {
-	return p.style().start(p.job.Pagination, mark)
+	return Position{At: p.style().start(p.job.Pagination, mark)}
 }
 
 // ownEnd is what a page's own pagination style says about the end.
@@ -49,32 +49,54 @@ const (
 // size is the page size the API serves at pos: the size it was found to
 // cap pages at, else pagination.size (0 when unknown).
 func (p *pager) size(pos Position) int {
-	if pos.Size > 0 {
-		return pos.Size
+	if n := pos.size(); n > 0 {
+		return n
 	}
 	return p.job.Pagination.Size
 }
 
-// step returns the position after the page fetched at pos as the style
-// alone sees it, whether the style would end there and, when it would, why
-// ("is empty", "has no next cursor (at meta.next)"). hwmMax is the highest
-// mark among the page's records (hwm style). It returns an error for a page
-// that can neither end nor progress. The end decision (decideEnd) weighs
-// this against every other signal.
-func (p *pager) step(pos Position, resp *contract.Response, hwmMax string) (Position, ownEnd, string, error) {
+// stepIn is what a style's step sees of the page it fetched.
+type stepIn struct {
+	p    *pager
+	pos  At                 // the page's position
+	resp *contract.Response // the page
+	// size is the page size the API serves at pos (pager.size).
+	size int
+	// hwmMax is the highest mark among the page's records (hwm style).
+	hwmMax string
+	// own and why are the verdict of the page's record count: goesOn,
+	// or the end of an empty or a short page and why.
+	own ownEnd
+	why string
+}
+
+// stepOut is what a style decided about the page: the position after it
+// (pos itself when the style ends there), whether the style would end
+// there and, when it would, why ("has no next cursor (at meta.next)").
+type stepOut struct {
+	next At
+	own  ownEnd
+	why  string
+}
+
+// step returns what the style alone says of the page fetched at pos: the
+// position after it and whether it would end there (stepOut). hwmMax is
+// the highest mark among the page's records (hwm style). It returns an
+// error for a page that can neither end nor progress. The end decision
+// (decideEnd) weighs this against every other signal.
+func (p *pager) step(pos Position, resp *contract.Response, hwmMax string) (stepOut, error) {
 	pg := p.job.Pagination
-	n, size := resp.Raw, p.size(pos)
-	own, why := goesOn, ""
-	switch {
+	in := stepIn{p: p, pos: pos.At, resp: resp, size: p.size(pos), hwmMax: hwmMax}
+	switch n := resp.Raw; {
 	case n == 0:
-		own, why = styleEnd, "is empty"
-	case size > 0 && n < size:
-		own, why = shortEnd, fmt.Sprintf("is short (%d of %d records)", n, size)
+		in.own, in.why = styleEnd, "is empty"
+	case in.size > 0 && n < in.size:
+		in.own, in.why = shortEnd, fmt.Sprintf("is short (%d of %d records)", n, in.size)
 	}
 	if !knownStyle(pg.Style) {
-		return Position{}, 0, "", fmt.Errorf("unknown pagination style %q", pg.Style)
+		return stepOut{}, fmt.Errorf("unknown pagination style %q", pg.Style)
 	}
-	return p.style().step(p, pos, resp, hwmMax, own, why)
+	return p.style().step(in)
 }
 
 // scalar returns a JSON value as a cursor string: "" for missing, null,

@@ -195,10 +195,7 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 // (parent_stream.go). A run without parents never gets here: it starts
 // at its end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time) (string, error) {
-	ws, err := decodeWindows(rs.pos)
-	if err != nil {
-		return RunFailed, wrapPermanent("restore the parents in flight", err)
-	}
+	ws := rs.pos.windows()
 	for _, r := range ws.Rows {
 		if err := e.holdsCols(r); err != nil {
 			return RunFailed, err
@@ -287,35 +284,33 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 
 // startChild starts a new child run's walk of its parents: it reads the
 // first parent and returns the run's first checkpoint state (Fly) and
-// that parent's row, both "" when there is no parent row to walk. A
+// that parent's row, nil and "" when there is no parent row to walk. A
 // replay keeps its key range in info.
-func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *RunInfo, fresh bool) (string, string, error) {
+func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *RunInfo, fresh bool) (*windowState, string, error) {
 	if o.Kind == KindReplay {
 		info.From, info.To = o.From, o.To
 	}
 	f, since, err := e.parentFilter(ctx, o, fresh)
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
 	pw := e.newParentWalk(sink, f, since)
 	if ok, err := pw.has(ctx, 0); err != nil || !ok {
-		return "", "", err
+		return nil, "", err
 	}
 	first := pw.start(0).Parent
 	ws := windowState{Started: 1}
 	pw.save(&ws, map[int]Position{0: {}}, 0)
-	b, _ := json.Marshal(ws)
-	return string(b), first, nil
+	return &ws, first, nil
 }
 
 // streamed reports whether an unfinished child run walks its parents
 // from the parent table (parent_stream.go). A run begun by an earlier
 // version walked a copy of them kept in the state file, and starts over.
 func streamed(run *RunInfo) bool {
-	p, err := DecodePosition(run.Checkpoint)
+	p, err := DecodePosition("", run.Checkpoint)
 	if err != nil || p.End || p.Parent == noParents {
 		return err == nil
 	}
-	ws, err := decodeWindows(p)
-	return err == nil && ws.Last != ""
+	return p.windows().Last != ""
 }

@@ -22,12 +22,12 @@ func TestFanOutResumesWithNoParentLeft(t *testing.T) {
 	if err != nil || res.Status != RunPartial {
 		t.Fatalf("fanout %d: first run %+v, %v; want partial", conc, res, err)
 	}
-	p, err := DecodePosition(rig.store.lastRun().Checkpoint)
+	p, err := DecodePosition(StylePage, rig.store.lastRun().Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := decodeWindows(p)
-	if err != nil || p.Win != 1 || ws.Started != 1 || len(ws.Rows) != 0 {
+	ws := p.windows()
+	if p.Win != 1 || ws.Started != 1 || len(ws.Rows) != 0 {
 		t.Fatalf("fanout %d: checkpoint %+v %+v (%v); want parent 1 done and none in flight", conc, p, ws, err)
 	}
 	fs.pmu.Lock()

@@ -38,7 +38,7 @@ func TestFanOutNamesParentsAlike(t *testing.T) {
 
 func describeLast(rig *engineRig) string {
 	run := rig.store.lastRun()
-	p, err := DecodePosition(run.Checkpoint)
+	p, err := DecodePosition("", run.Checkpoint)
 	if err != nil {
 		return ""
 	}

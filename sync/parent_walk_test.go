@@ -62,14 +62,11 @@ func TestFanOutResumesAtTheChildPage(t *testing.T) {
 // a parent's checkpoint, and none of a completed parent, is requested.
 func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
 	t.Helper()
-	p, err := DecodePosition(run.Checkpoint)
+	p, err := DecodePosition(StylePage, run.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := decodeWindows(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := p.windows()
 	// Window k is the k-th parent started: parents 1..n in key order, none
 	// removed, so parent k+1; a window in flight carries its row, which
 	// must say the same.
@@ -85,10 +82,9 @@ func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
 		}
 		return id
 	}
-	at := map[string]int64{oid(p.Win): p.Page} // order id → checkpoint page; -1: completed
-	for k, q := range ws.Pos {
-		i, _ := strconv.Atoi(k)
-		at[oid(i)] = q.Page
+	at := map[string]int64{oid(p.Win): pageOf(p.At).Page} // order id → checkpoint page; -1: completed
+	for i, q := range ws.Pos {
+		at[oid(i)] = pageOf(q).Page
 	}
 	for _, k := range ws.Done {
 		at[oid(k)] = -1
@@ -99,8 +95,8 @@ func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
 	pageURL := func(o string, page int64) string {
 		return fmt.Sprintf("http://api.test/orders/%s/items?page=%d&per_page=2", o, page)
 	}
-	if conc == 1 && (len(reqs) == 0 || reqs[0] != pageURL(oid(p.Win), p.Page)) {
-		t.Fatalf("run %d requested %q first, want the checkpoint's page %s", n, reqs, pageURL(oid(p.Win), p.Page))
+	if conc == 1 && (len(reqs) == 0 || reqs[0] != pageURL(oid(p.Win), pageOf(p.At).Page)) {
+		t.Fatalf("run %d requested %q first, want the checkpoint's page %s", n, reqs, pageURL(oid(p.Win), pageOf(p.At).Page))
 	}
 	for _, r := range reqs {
 		u, _ := url.Parse(r)
@@ -283,7 +279,7 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 func TestFanOutRunWithParentCopyStartsOver(t *testing.T) {
 	rig, fs := newFanRig(1, 2, 3)
 	job := childJob(t, "", "", 1)
-	old := Position{Page: 2, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
+	old := Position{At: pageAt{Page: 2}, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
 	if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
 		Checkpoint: old.Encode(), Identity: job.Identity().Encode()}); err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 	where := pos.Describe(job.Pagination.Style, job.Secrets)
 	if win.Parent != "" {
 		p := pos
-		p.Win, p.Fly, p.Parent = 0, "", ""
+		p.Win, p.Fly, p.Parent = 0, nil, ""
 		where = "parent " + job.Parent.Resource + " " + e.parentDesc(win.Parent) + ", " + p.Describe(job.Pagination.Style, job.Secrets)
 	}
 	u, err := pg.request(pos, win)
@@ -311,11 +311,11 @@ func (e *Engine) concurrent(ctx context.Context, start Position, win Window, to 
 // stepPos is the position k pages after pos (page and offset styles), in
 // pages of the size the API serves at pos.
 func (e *Engine) stepPos(pos Position, k int64) Position {
-	size := pos.Size
+	size := pos.size()
 	if size == 0 {
 		size = e.Job.Pagination.Size
 	}
-	return styleOf(e.Job.Pagination.Style).(numberedStyle).ahead(pos, k, size)
+	return Position{At: styleOf(e.Job.Pagination.Style).(numberedStyle).ahead(pos.At, k, size)}
 }
 
 // batch fetches pages start, start+1, … with up to workers requests in

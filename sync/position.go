@@ -7,54 +7,96 @@ import (
 	"strings"
 )
 
-// Position is where a page is in its pagination: which fields are used
-// depends on the style. It is stored encoded (Encode) as the checkpoint.
+// At is one style's position of a page: what the style needs to ask for
+// that page, nothing else. Each style owns its type, in its own file
+// (pageAt in style_page.go, ...), and reads it back from its encoded form
+// (pagingStyle.decode); Position is the envelope the engine adds around it.
+type At interface {
+	// Style is the name of the style the position belongs to: the
+	// encoded form says it, so no one guesses it from the fields set.
+	Style() string
+}
+
+// sized is a style's position that carries the page size the API really
+// serves when it caps pages below pagination.size (page, offset, hwm).
+type sized interface {
+	At
+	// served is that size; 0 = pagination.size.
+	served() int
+	// serving is the same position asked at n records per page.
+	serving(n int) At
+}
+
+// Position is where a page is in a run: the style's position (At) in the
+// envelope of the run's windows. It is stored encoded (Encode) as the
+// checkpoint; docs/architecture.md, "Positions", gives the format.
 type Position struct {
-	Page   int64  `json:"page,omitempty"`   // page style: page number
-	Offset int64  `json:"offset,omitempty"` // offset style: offset of the first record
-	Cursor string `json:"cursor,omitempty"` // cursor style (next, next_header); "" = first page
-	URL    string `json:"url,omitempty"`    // cursor next_url and link styles; "" = source.url
-	Mark   string `json:"mark,omitempty"`   // hwm style: the mark sent; "" = no mark yet
-	End    bool   `json:"end,omitempty"`    // pagination reached its end after this position
-	// Size is the page size the API really serves when it caps pages
-	// below pagination.size (page, offset, hwm); 0 = pagination.size.
-	Size int `json:"size,omitempty"`
-	// Win is the window of the run the position is in (incremental.step;
-	// 0 = the first, or the only one).
-	Win int `json:"win,omitempty"`
-	// Fly holds, encoded, the other windows of the run in flight or done
-	// beyond Win when several are walked at once (incremental.concurrency):
-	// see windowState. "" for a run walked one window at a time.
-	Fly string `json:"fly,omitempty"`
+	// At is the style's position; nil where no page is addressed (the end
+	// of a child run without parent rows, a parent's walk cut short).
+	At At
+	// Win is the window of the run the position is in (incremental.step,
+	// or a child's parent; 0 = the first, or the only one).
+	Win int
+	// Fly is the other windows of the run in flight or done beyond Win
+	// when several are walked at once (incremental.concurrency, a child's
+	// parents): see windowState. nil for a run walked one window at a time.
+	Fly *windowState
 	// Parent, in a child run (docs/job-file.md, "Parent → child fan-out"),
-	// names the parent row of window Win by its key ("id=42") for people; ""
-	// otherwise.
-	Parent string `json:"parent,omitempty"`
+	// names the parent row of window Win by its key ("id=42") for people;
+	// "" otherwise.
+	Parent string
+	// End: pagination reached its end after this position.
+	End bool
 }
 
-// Encode returns the stored form of p.
-func (p Position) Encode() string {
-	b, _ := json.Marshal(p)
-	return string(b)
-}
-
-// DecodePosition parses a stored Position. "" decodes to the zero Position.
-func DecodePosition(s string) (Position, error) {
-	var p Position
-	if s == "" {
-		return p, nil
+// size is the page size the API serves at p as p records it (0 =
+// pagination.size, or a style that records none).
+func (p Position) size() int {
+	if s, ok := p.At.(sized); ok {
+		return s.served()
 	}
-	if err := json.Unmarshal([]byte(s), &p); err != nil {
-		return p, fmt.Errorf("decode checkpoint: %w", err)
-	}
-	return p, nil
+	return 0
 }
 
-// Describe returns the position as a person reads it for the given style:
-// "page 3", "offset 200", "cursor abc", a URL, or a mark ("start" for none
-// or an unknown style). r redacts secrets that a next URL may carry.
+// serving is p asked at n records per page (p itself for a style that
+// records no size).
+func (p Position) serving(n int) Position {
+	if s, ok := p.At.(sized); ok {
+		p.At = s.serving(n)
+	}
+	return p
+}
+
+// sameSpot reports whether a and b address the same page whatever page
+// size each records.
+func sameSpot(a, b At) bool {
+	if s, ok := a.(sized); ok {
+		a = s.serving(0)
+	}
+	if s, ok := b.(sized); ok {
+		b = s.serving(0)
+	}
+	return a == b
+}
+
+// windows is the run's windows in flight beyond Win as p records them:
+// none, and Win+1 started, for a run walked one window at a time.
+func (p Position) windows() windowState {
+	if p.Fly == nil {
+		return windowState{Started: p.Win + 1}
+	}
+	return *p.Fly
+}
+
+// Describe returns the position as a person reads it: "page 3", "offset
+// 200", "cursor abc", a URL, or a mark, in its window or parent. style
+// describes a position without At ("start" for none or an unknown style).
+// r redacts secrets that a next URL may carry.
 func (p Position) Describe(style string, r *Redactor) string {
-	s := styleOf(style).describe(p, r)
+	if p.At != nil {
+		style = p.At.Style()
+	}
+	s := styleOf(style).describe(p.At, r)
 	switch {
 	case p.Parent == noParents:
 		return "no parent rows (end)"
@@ -62,15 +104,15 @@ func (p Position) Describe(style string, r *Redactor) string {
 		return fmt.Sprintf("parent %d (%s) (end)", p.Win+1, p.Parent)
 	case p.Parent != "":
 		s = fmt.Sprintf("parent %d (%s), %s", p.Win+1, p.Parent, s)
-	case p.Win > 0 || p.Fly != "":
+	case p.Win > 0 || p.Fly != nil:
 		s = fmt.Sprintf("window %d, %s", p.Win+1, s)
 	}
-	if ws, err := decodeWindows(p); err == nil && len(ws.Pos) > 0 {
+	if p.Fly != nil && len(p.Fly.Pos) > 0 {
 		what := "windows"
 		if p.Parent != "" {
 			what = "parents"
 		}
-		s += fmt.Sprintf(" (+%d %s in flight)", len(ws.Pos), what)
+		s += fmt.Sprintf(" (+%d %s in flight)", len(p.Fly.Pos), what)
 	}
 	if p.End {
 		s += " (end)"
@@ -86,7 +128,8 @@ func ParsePosition(style, v string) (Position, error) {
 	if !knownStyle(style) {
 		return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
 	}
-	return styleOf(style).parse(strings.TrimSpace(v))
+	at, err := styleOf(style).parse(strings.TrimSpace(v))
+	return Position{At: at}, err
 }
 
 // lastBefore reports whether the page at pos is the last one a replay
@@ -95,7 +138,28 @@ func ParsePosition(style, v string) (Position, error) {
 // still have records to come); for cursor and link styles when pos is to
 // itself (URLs compared whatever the order of their query parameters).
 func lastBefore(style string, pos, next, to Position) bool {
-	return styleOf(style).lastBefore(pos, next, to)
+	return styleOf(style).lastBefore(pos.At, next.At, to.At)
+}
+
+// loopKey identifies a position for loop detection: a style whose next
+// page is named by the API (cursor, link) says how; "" for the others,
+// whose positions always advance.
+func loopKey(p Position) string {
+	if k, ok := p.At.(interface{ loopKey() string }); ok {
+		return k.loopKey()
+	}
+	return ""
+}
+
+// decodeAt reads a style's encoded position into its type T; nothing
+// encoded is T's zero value.
+func decodeAt[T At](b json.RawMessage) (At, error) {
+	var a T
+	if len(b) == 0 {
+		return a, nil
+	}
+	err := json.Unmarshal(b, &a)
+	return a, err
 }
 
 // sameURL reports whether two URLs are equal but for the order of their

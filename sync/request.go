@@ -51,7 +51,7 @@ func (p *pager) request(pos Position, win Window) (contract.Request, error) {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
 	pp := url.Values{}
-	next := p.style().request(pg, pos, pp)
+	next := p.style().request(pg, pos.At, pp)
 	req := contract.Request{}
 	for k, vs := range pp {
 		if k == pg.Param && len(vs) == 1 {
@@ -85,7 +85,7 @@ func (p *pager) place(req *contract.Request, params url.Values, v string, pos Po
 	if pg.Template != "" {
 		end := ""
 		if size > 0 {
-			end = strconv.FormatInt(pos.Offset+int64(size)-1, 10)
+			end = strconv.FormatInt(offsetOf(pos.At).Offset+int64(size)-1, 10)
 		}
 		written = strings.NewReplacer("{value}", v, "{offset}", v, "{limit}", strconv.Itoa(size), "{end}", end).Replace(pg.Template)
 	}

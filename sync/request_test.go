@@ -22,16 +22,16 @@ func TestRequestPlacement(t *testing.T) {
 		body             []contract.BodyValue
 	}{
 		{"offset header template", "  style: offset\n  size: 25\n  in: header\n  param: Range\n  template: \"items={offset}-{end}\"\n",
-			Position{Offset: 50}, "http://api.test/items?limit=25", map[string]string{"Range": "items=50-74"}, nil},
+			Position{At: offsetAt{Offset: 50}}, "http://api.test/items?limit=25", map[string]string{"Range": "items=50-74"}, nil},
 		{"offset in body", "  style: offset\n  size: 10\n  in: body\n  param: paging.from\n",
-			Position{Offset: 30}, "http://api.test/items?limit=10", nil, []contract.BodyValue{{Path: "paging.from", Value: int64(30)}}},
-		{"page in body", "  style: page\n  in: body\n  param: page\n", Position{Page: 3}, "http://api.test/items", nil, []contract.BodyValue{{Path: "page", Value: int64(3)}}},
+			Position{At: offsetAt{Offset: 30}}, "http://api.test/items?limit=10", nil, []contract.BodyValue{{Path: "paging.from", Value: int64(30)}}},
+		{"page in body", "  style: page\n  in: body\n  param: page\n", Position{At: pageAt{Page: 3}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "page", Value: int64(3)}}},
 		{"cursor in body", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
-			Position{Cursor: "abc"}, "http://api.test/items", nil, []contract.BodyValue{{Path: "variables.after", Value: "abc"}}},
+			Position{At: cursorAt{Cursor: "abc"}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "variables.after", Value: "abc"}}},
 		{"cursor first page", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
 			Position{}, "http://api.test/items", nil, nil},
 		{"cursor query template", "  style: cursor\n  next: next\n  param: id\n  template: \"gt.{value}\"\n",
-			Position{Cursor: "42"}, "http://api.test/items?id=gt.42", nil, nil},
+			Position{At: cursorAt{Cursor: "42"}}, "http://api.test/items?id=gt.42", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := "name: r\nsource:\n  url: http://api.test/items\n  method: POST\npagination:\n" + tc.pagination +

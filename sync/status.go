@@ -30,12 +30,11 @@ func JobStatus(js *JobState) string {
 }
 
 // RunResult presents a stored run with the fields of a run's --json result.
-// style may be "" when the job file is not at hand.
+// style may be "" when the job file is not at hand: a position says its
+// style, but one an older build wrote is then read by guess (see
+// DecodePosition).
 func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
-	pos, _ := DecodePosition(r.Checkpoint)
-	if style == "" {
-		style = guessStyle(pos)
-	}
+	pos, _ := DecodePosition(style, r.Checkpoint)
 	status := r.Status
 	if status == RunRefused { // a run's status is one of docs/operations.md's ("status")
 		status = RunFailed
@@ -57,15 +56,4 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 		res.DurationMS = time.Since(r.StartedAt).Milliseconds()
 	}
 	return res
-}
-
-// guessStyle picks the style that explains a stored position best: none
-// when no style holds it.
-func guessStyle(p Position) string {
-	for _, s := range styleTable {
-		if s.holds(p) {
-			return s.traits().name
-		}
-	}
-	return StyleNone
 }

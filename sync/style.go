@@ -1,11 +1,10 @@
 package sync
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/idemsync/idemsync/contract"
 )
 
 // pagingStyle is one pagination style: everything idemsync does
@@ -17,27 +16,32 @@ type pagingStyle interface {
 	// fill fills the pagination block's defaults for the style and reports
 	// through bad the keys it lacks or does not use.
 	fill(pg *Pagination, bad badFunc)
-	// start is the position of a new run's first page; mark is the hwm
-	// style's starting mark.
-	start(pg Pagination, mark string) Position
+	// start is the style's position of a new run's first page; mark is
+	// the hwm style's starting mark.
+	start(pg Pagination, mark string) At
 	// request sets the style's query parameters for the page at pos on q.
 	// It returns the URL the position holds (a next URL), "" to request
 	// source.url.
-	request(pg Pagination, pos Position, q url.Values) string
-	// step returns the position after the page fetched at pos and what the
-	// style alone says about the end (see pager.step); own and why are the
-	// verdict of the page's record count (empty, short).
-	step(p *pager, pos Position, resp *contract.Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error)
-	// describe returns pos as a person reads it, without " (end)".
-	describe(pos Position, r *Redactor) string
+	request(pg Pagination, pos At, q url.Values) string
+	// step is the position after a fetched page and what the style alone
+	// says about the end (see pager.step).
+	step(in stepIn) (stepOut, error)
+	// describe returns pos as a person reads it, without " (end)". Like
+	// every method here it reads a position of another style, or nil, as
+	// its own zero position.
+	describe(pos At, r *Redactor) string
 	// parse reads a user-given position (replay --from/--to).
-	parse(v string) (Position, error)
+	parse(v string) (At, error)
 	// lastBefore reports whether the page at pos, followed by next, is the
 	// last one a replay bounded by to re-reads.
-	lastBefore(pos, next, to Position) bool
-	// holds reports whether a stored position is one of the style's (status
-	// without the job file guesses the style by it).
-	holds(pos Position) bool
+	lastBefore(pos, next, to At) bool
+	// decode reads the style's position from its stored form (the JSON of
+	// its type; empty for the zero position).
+	decode(b json.RawMessage) (At, error)
+	// legacy reads the style's position from a format 1 position's fields
+	// (position_legacy.go), and whether it sets any of the style's own
+	// (status without the job file takes the first style that holds one).
+	legacy(l legacyAt) (At, bool)
 }
 
 // numberedStyle is a style whose pages are addressed by number (page,
@@ -46,10 +50,10 @@ type pagingStyle interface {
 type numberedStyle interface {
 	pagingStyle
 	// ahead is the position k pages of size records after pos.
-	ahead(pos Position, k int64, size int) Position
+	ahead(pos At, k int64, size int) At
 	// seenThrough is how many records the walk holds up to and including
 	// a page of n records at pos (false when the style cannot tell).
-	seenThrough(pg Pagination, pos Position, size, n int) (int64, bool)
+	seenThrough(pg Pagination, pos At, size, n int) (int64, bool)
 }
 
 // styleTraits are the fixed properties of a pagination style.
@@ -186,17 +190,4 @@ func setParam(pg *Pagination, def string) {
 	if pg.Param == "" {
 		pg.Param = def
 	}
-}
-
-// sameAt is lastBefore for styles whose positions do not compare (cursor,
-// link): the page at pos is the last when it is to itself (URLs compared
-// whatever the order of their query parameters).
-func sameAt(pos, to Position) bool {
-	switch {
-	case to.URL != "":
-		return sameURL(pos.URL, to.URL)
-	case to.Cursor != "":
-		return pos.Cursor == to.Cursor
-	}
-	return false
 }

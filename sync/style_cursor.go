@@ -1,13 +1,12 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleCursor follows a token or URL each page gives for the next one:
@@ -18,6 +17,30 @@ const StyleCursor = "cursor"
 
 // cursorPaging is the cursor style.
 type cursorPaging struct{}
+
+// cursorAt is a cursor style position: the token the page before gave
+// (next, next_header), or the next URL it gave (next_url); neither = the
+// first page.
+type cursorAt struct {
+	Cursor string `json:"cursor,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
+
+func (cursorAt) Style() string { return StyleCursor }
+
+func (a cursorAt) loopKey() string {
+	switch {
+	case a.URL != "":
+		return "u:" + a.URL
+	case a.Cursor != "":
+		return "c:" + a.Cursor
+	}
+	return ""
+}
+
+// cursorOf is pos as a cursor style position (the zero one for another
+// style).
+func cursorOf(pos At) cursorAt { a, _ := pos.(cursorAt); return a }
 
 func (cursorPaging) traits() styleTraits {
 	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
@@ -37,17 +60,18 @@ func (cursorPaging) fill(pg *Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (cursorPaging) start(Pagination, string) Position { return Position{} }
+func (cursorPaging) start(Pagination, string) At { return cursorAt{} }
 
-func (cursorPaging) request(pg Pagination, pos Position, q url.Values) string {
+func (cursorPaging) request(pg Pagination, at At, q url.Values) string {
+	pos := cursorOf(at)
 	if pos.URL == "" && pos.Cursor != "" {
 		q.Set(pg.Param, pos.Cursor)
 	}
 	return pos.URL
 }
 
-func (cursorPaging) step(p *pager, pos Position, resp *contract.Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
-	pg := p.job.Pagination
+func (cursorPaging) step(in stepIn) (stepOut, error) {
+	pg, pos, resp := in.p.job.Pagination, cursorOf(in.pos), in.resp
 	var v, where string
 	switch {
 	case pg.Next != "":
@@ -59,28 +83,28 @@ func (cursorPaging) step(p *pager, pos Position, resp *contract.Response, _ stri
 		if v != "" {
 			abs, err := resolveURL(resp.URL, v)
 			if err != nil {
-				return Position{}, 0, "", fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
+				return stepOut{}, fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
 			}
-			v = p.src.CheckpointURL(abs)
+			v = in.p.src.CheckpointURL(abs)
 		}
 	}
 	if v == "" {
-		return pos, styleEnd, where, nil
+		return stepOut{next: pos, own: styleEnd, why: where}, nil
 	}
 	if pg.NextURL == "" && v == pos.Cursor && resp.Raw <= 1 {
 		// A keyset API whose filter is inclusive (id >= N) answers the
 		// last cursor with the one record it names: nothing after it.
 		// More records under the same cursor are a loop (commit refuses it).
-		return pos, styleEnd, "gives its own cursor again with no record after it (an inclusive filter at the last record)", nil
+		return stepOut{next: pos, own: styleEnd, why: "gives its own cursor again with no record after it (an inclusive filter at the last record)"}, nil
 	}
 	if pg.NextURL != "" {
-		return Position{URL: v}, goesOn, "", nil
+		return stepOut{next: cursorAt{URL: v}, own: goesOn}, nil
 	}
-	return Position{Cursor: v}, goesOn, "", nil
+	return stepOut{next: cursorAt{Cursor: v}, own: goesOn}, nil
 }
 
-func (cursorPaging) describe(pos Position, r *Redactor) string {
-	switch {
+func (cursorPaging) describe(at At, r *Redactor) string {
+	switch pos := cursorOf(at); {
 	case pos.URL != "":
 		return r.Redact(pos.URL)
 	case pos.Cursor != "":
@@ -89,13 +113,30 @@ func (cursorPaging) describe(pos Position, r *Redactor) string {
 	return "first page"
 }
 
-func (cursorPaging) parse(v string) (Position, error) {
+func (cursorPaging) parse(v string) (At, error) {
 	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-		return Position{URL: v}, nil
+		return cursorAt{URL: v}, nil
 	}
-	return Position{Cursor: v}, nil
+	return cursorAt{Cursor: v}, nil
 }
 
-func (cursorPaging) lastBefore(pos, _, to Position) bool { return sameAt(pos, to) }
+// lastBefore: cursors do not compare, so the page at pos is the last when
+// it is to itself (URLs compared whatever the order of their query
+// parameters).
+func (cursorPaging) lastBefore(at, _, to At) bool {
+	pos, t := cursorOf(at), cursorOf(to)
+	switch {
+	case t.URL != "":
+		return sameURL(pos.URL, t.URL)
+	case t.Cursor != "":
+		return pos.Cursor == t.Cursor
+	}
+	return false
+}
 
-func (cursorPaging) holds(pos Position) bool { return pos.Cursor != "" }
+func (cursorPaging) decode(b json.RawMessage) (At, error) { return decodeAt[cursorAt](b) }
+
+// legacy: format 1 guessed a position with only a URL as link's.
+func (cursorPaging) legacy(l legacyAt) (At, bool) {
+	return cursorAt{Cursor: l.Cursor, URL: l.URL}, l.Cursor != ""
+}

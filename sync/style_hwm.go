@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 
@@ -14,6 +15,21 @@ const StyleHWM = "hwm"
 
 // hwmPaging is the hwm style.
 type hwmPaging struct{}
+
+// hwmAt is an hwm style position: the mark sent ("" = no mark yet), and
+// the page size the API serves when it caps pages below pagination.size
+// (0 = that size).
+type hwmAt struct {
+	Mark string `json:"mark,omitempty"`
+	Size int    `json:"size,omitempty"`
+}
+
+func (hwmAt) Style() string      { return StyleHWM }
+func (a hwmAt) served() int      { return a.Size }
+func (a hwmAt) serving(n int) At { a.Size = n; return a }
+
+// hwmOf is pos as an hwm style position (the zero one for another style).
+func hwmOf(pos At) hwmAt { a, _ := pos.(hwmAt); return a }
 
 func (hwmPaging) traits() styleTraits {
 	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
@@ -43,46 +59,52 @@ func (hwmPaging) fill(pg *Pagination, bad badFunc) {
 	}
 }
 
-func (hwmPaging) start(_ Pagination, mark string) Position { return Position{Mark: mark} }
+func (hwmPaging) start(_ Pagination, mark string) At { return hwmAt{Mark: mark} }
 
-func (hwmPaging) request(pg Pagination, pos Position, q url.Values) string {
-	if pos.Mark != "" {
-		q.Set(pg.Param, pos.Mark)
+func (hwmPaging) request(pg Pagination, pos At, q url.Values) string {
+	if m := hwmOf(pos).Mark; m != "" {
+		q.Set(pg.Param, m)
 	}
 	return ""
 }
 
-func (hwmPaging) step(p *pager, pos Position, resp *contract.Response, hwmMax string, own ownEnd, why string) (Position, ownEnd, string, error) {
-	n, size := resp.Raw, p.size(pos)
-	if n > 0 && CompareMarks(hwmMax, pos.Mark) <= 0 {
-		if pos.Size > 0 && pos.Size < p.job.Pagination.Size && n >= size {
-			return pos, cappedTie, "", nil // decideEnd asks again at pagination.size
+func (hwmPaging) step(in stepIn) (stepOut, error) {
+	pos, n, size := hwmOf(in.pos), in.resp.Raw, in.size
+	if n > 0 && CompareMarks(in.hwmMax, pos.Mark) <= 0 {
+		if pos.Size > 0 && pos.Size < in.p.job.Pagination.Size && n >= size {
+			return stepOut{next: pos, own: cappedTie}, nil // decideEnd asks again at pagination.size
 		}
 		if size > 0 && n >= size {
-			return Position{}, 0, "", &contract.Error{Class: contract.Permanent,
+			return stepOut{}, &contract.Error{Class: contract.Permanent,
 				Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
 				Hint: "more than pagination.size records share one mark: raise pagination.size"}
 		}
-		return pos, styleEnd, fmt.Sprintf("makes no progress (%d of %d records)", n, size), nil
+		return stepOut{next: pos, own: styleEnd, why: fmt.Sprintf("makes no progress (%d of %d records)", n, size)}, nil
 	}
-	return Position{Mark: hwmMax, Size: pos.Size}, own, why, nil
+	return stepOut{next: hwmAt{Mark: in.hwmMax, Size: pos.Size}, own: in.own, why: in.why}, nil
 }
 
-func (hwmPaging) describe(pos Position, _ *Redactor) string {
-	if pos.Mark == "" {
-		return "no mark"
+func (hwmPaging) describe(pos At, _ *Redactor) string {
+	if m := hwmOf(pos).Mark; m != "" {
+		return "mark " + m
 	}
-	return "mark " + pos.Mark
+	return "no mark"
 }
 
-func (hwmPaging) parse(v string) (Position, error) {
+func (hwmPaging) parse(v string) (At, error) {
 	m, err := CheckMark(v)
 	if err != nil {
-		return Position{}, err
+		return hwmAt{}, err
 	}
-	return Position{Mark: m}, nil
+	return hwmAt{Mark: m}, nil
 }
 
-func (hwmPaging) lastBefore(_, next, to Position) bool { return CompareMarks(next.Mark, to.Mark) > 0 }
+func (hwmPaging) lastBefore(_, next, to At) bool {
+	return CompareMarks(hwmOf(next).Mark, hwmOf(to).Mark) > 0
+}
 
-func (hwmPaging) holds(pos Position) bool { return pos.Mark != "" }
+func (hwmPaging) decode(b json.RawMessage) (At, error) { return decodeAt[hwmAt](b) }
+
+func (hwmPaging) legacy(l legacyAt) (At, bool) {
+	return hwmAt{Mark: l.Mark, Size: l.Size}, l.Mark != ""
+}

@@ -1,16 +1,14 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
-
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
-
-	"github.com/tidwall/gjson"
-
 	"github.com/idemsync/idemsync/pagesignal"
+	"github.com/tidwall/gjson"
 )
 
 // StyleNone fetches source.url once: the one page is the whole source.
@@ -19,23 +17,30 @@ const StyleNone = "none"
 // nonePaging is the none style, and the style of an unknown name.
 type nonePaging struct{}
 
+// noneAt is the none style's one position: source.url.
+type noneAt struct{}
+
+func (noneAt) Style() string { return StyleNone }
+
 func (nonePaging) traits() styleTraits {
 	return styleTraits{name: StyleNone, uses: []string{"one_page"}}
 }
 
-// fill has nothing to fill: none uses no key of pagingKeys but one_page.
+// fill has nothing to fill: none uses no key of pagingKeys.
 func (nonePaging) fill(*Pagination, badFunc) {}
 
-func (nonePaging) start(Pagination, string) Position { return Position{} }
+func (nonePaging) start(Pagination, string) At { return noneAt{} }
 
-func (nonePaging) request(Pagination, Position, url.Values) string { return "" }
+func (nonePaging) request(Pagination, At, url.Values) string { return "" }
 
 // step ends the walk at the one page, unless the page says the list goes
 // on (pagesignal.More) and the job did not say one_page: a run never
 // completes a list that says it has more (docs/guarantees.md).
-func (nonePaging) step(p *pager, pos Position, resp *contract.Response, _ string, _ ownEnd, _ string) (Position, ownEnd, string, error) {
+func (nonePaging) step(in stepIn) (stepOut, error) {
+	only := stepOut{next: in.pos, own: styleEnd, why: "is the only page"}
+	p, resp := in.p, in.resp
 	if p.job.Pagination.OnePage {
-		return pos, styleEnd, "is the only page", nil
+		return only, nil
 	}
 	var query url.Values
 	if u, err := url.Parse(resp.URL); err == nil {
@@ -43,16 +48,29 @@ func (nonePaging) step(p *pager, pos Position, resp *contract.Response, _ string
 	}
 	signs := pagesignal.More(gjson.ParseBytes(resp.Body), query, resp.Raw)
 	if len(signs) == 0 {
-		return pos, styleEnd, "is the only page", nil
+		return only, nil
 	}
 	says := make([]string, len(signs))
 	for i, s := range signs {
 		says[i] = p.job.Secrets.Redact(s.String())
 	}
-	return pos, 0, "", &contract.Error{Class: contract.Permanent,
+	return stepOut{}, &contract.Error{Class: contract.Permanent,
 		Msg:  fmt.Sprintf("style none: the one page says the list goes on (%s); nothing was committed", strings.Join(says, "; ")),
 		Hint: moreHint(signs[0]) + "; or, when this API echoes it on a page that is the whole list, set pagination.one_page: true (docs/guarantees.md)"}
 }
+
+func (nonePaging) describe(At, *Redactor) string { return "start" }
+
+func (nonePaging) parse(string) (At, error) {
+	return noneAt{}, fmt.Errorf("style %s has no positions to replay from", StyleNone)
+}
+
+// lastBefore: none has one page, the last of any walk.
+func (nonePaging) lastBefore(_, _, _ At) bool { return false }
+
+func (nonePaging) decode(json.RawMessage) (At, error) { return noneAt{}, nil }
+
+func (nonePaging) legacy(legacyAt) (At, bool) { return noneAt{}, false }
 
 // moreHint names the style that follows the first sign of more.
 func moreHint(s pagesignal.Sign) string {
@@ -70,13 +88,3 @@ func moreHint(s pagesignal.Sign) string {
 	}
 	return "walk the pages: style page or offset with size_param: " + s.Where + " (docs/pagination.md)"
 }
-
-func (nonePaging) describe(Position, *Redactor) string { return "start" }
-
-func (nonePaging) parse(string) (Position, error) {
-	return Position{}, fmt.Errorf("style %s has no positions to replay from", StyleNone)
-}
-
-func (nonePaging) lastBefore(pos, _, to Position) bool { return sameAt(pos, to) }
-
-func (nonePaging) holds(Position) bool { return false }

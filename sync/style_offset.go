@@ -1,10 +1,9 @@
 package sync
 
 import (
+	"encoding/json"
 	"net/url"
 	"strconv"
-
-	"github.com/idemsync/idemsync/contract"
 )
 
 // StyleOffset counts records: pagination.param (default offset) carries the
@@ -14,6 +13,22 @@ const StyleOffset = "offset"
 
 // offsetPaging is the offset style.
 type offsetPaging struct{}
+
+// offsetAt is an offset style position: the offset of the page's first
+// record, and the page size the API serves when it caps pages below
+// pagination.size (0 = that size).
+type offsetAt struct {
+	Offset int64 `json:"offset"`
+	Size   int   `json:"size,omitempty"`
+}
+
+func (offsetAt) Style() string      { return StyleOffset }
+func (a offsetAt) served() int      { return a.Size }
+func (a offsetAt) serving(n int) At { a.Size = n; return a }
+
+// offsetOf is pos as an offset style position (the zero one for another
+// style).
+func offsetOf(pos At) offsetAt { a, _ := pos.(offsetAt); return a }
 
 func (offsetPaging) traits() styleTraits {
 	return styleTraits{name: StyleOffset, uses: []string{"param", "total", "continue", "in", "template"}, ordered: true, required: []string{"size"}}
@@ -29,40 +44,47 @@ func (offsetPaging) fill(pg *Pagination, bad badFunc) {
 	}
 }
 
-func (offsetPaging) start(Pagination, string) Position { return Position{} }
+func (offsetPaging) start(Pagination, string) At { return offsetAt{} }
 
-func (offsetPaging) request(pg Pagination, pos Position, q url.Values) string {
-	q.Set(pg.Param, strconv.FormatInt(pos.Offset, 10))
+func (offsetPaging) request(pg Pagination, pos At, q url.Values) string {
+	q.Set(pg.Param, strconv.FormatInt(offsetOf(pos).Offset, 10))
 	return ""
 }
 
-func (offsetPaging) step(_ *pager, pos Position, resp *contract.Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
-	return offsetAfter(pos, int64(resp.Raw)), own, why, nil
+func (offsetPaging) step(in stepIn) (stepOut, error) {
+	return stepOut{next: offsetAfter(in.pos, int64(in.resp.Raw)), own: in.own, why: in.why}, nil
 }
 
-func (offsetPaging) describe(pos Position, _ *Redactor) string {
-	return "offset " + strconv.FormatInt(pos.Offset, 10)
+func (offsetPaging) describe(pos At, _ *Redactor) string {
+	return "offset " + strconv.FormatInt(offsetOf(pos).Offset, 10)
 }
 
-func (offsetPaging) parse(v string) (Position, error) {
+func (offsetPaging) parse(v string) (At, error) {
 	n, err := parseCount(v, StyleOffset)
-	return Position{Offset: n}, err
+	return offsetAt{Offset: n}, err
 }
 
-func (offsetPaging) lastBefore(_, next, to Position) bool { return next.Offset > to.Offset }
+func (offsetPaging) lastBefore(_, next, to At) bool {
+	return offsetOf(next).Offset > offsetOf(to).Offset
+}
 
-func (offsetPaging) ahead(pos Position, k int64, size int) Position {
+func (offsetPaging) ahead(pos At, k int64, size int) At {
 	return offsetAfter(pos, k*int64(size))
 }
 
-func (offsetPaging) seenThrough(_ Pagination, pos Position, _, n int) (int64, bool) {
+func (offsetPaging) seenThrough(_ Pagination, pos At, _, n int) (int64, bool) {
 	return offsetAfter(pos, int64(n)).Offset, true
+}
+
+func (offsetPaging) decode(b json.RawMessage) (At, error) { return decodeAt[offsetAt](b) }
+
+func (offsetPaging) legacy(l legacyAt) (At, bool) {
+	return offsetAt{Offset: l.Offset, Size: l.Size}, l.Offset != 0
 }
 
 // offsetAfter is the position records past pos, in pages of the size the
 // API serves at pos: the one place offsets are added.
-func offsetAfter(pos Position, records int64) Position {
-	return Position{Offset: pos.Offset + records, Size: pos.Size}
+func offsetAfter(pos At, records int64) offsetAt {
+	a := offsetOf(pos)
+	return offsetAt{Offset: a.Offset + records, Size: a.Size}
 }
-
-func (offsetPaging) holds(pos Position) bool { return pos.Offset != 0 }

@@ -1,12 +1,11 @@
 package sync
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/idemsync/idemsync/contract"
 )
 
 // StylePage numbers pages: pagination.param (default page) carries the page
@@ -15,6 +14,20 @@ const StylePage = "page"
 
 // pagePaging is the page style.
 type pagePaging struct{}
+
+// pageAt is a page style position: the page number, and the page size the
+// API serves when it caps pages below pagination.size (0 = that size).
+type pageAt struct {
+	Page int64 `json:"page"`
+	Size int   `json:"size,omitempty"`
+}
+
+func (pageAt) Style() string      { return StylePage }
+func (a pageAt) served() int      { return a.Size }
+func (a pageAt) serving(n int) At { a.Size = n; return a }
+
+// pageOf is pos as a page style position (the zero one for another style).
+func pageOf(pos At) pageAt { a, _ := pos.(pageAt); return a }
 
 func (pagePaging) traits() styleTraits {
 	return styleTraits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue", "in", "template"}, ordered: true, pageNumbers: true, sizeNeedsParam: true}
@@ -32,37 +45,44 @@ func (pagePaging) fill(pg *Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (pagePaging) start(pg Pagination, _ string) Position { return Position{Page: *pg.Start} }
+func (pagePaging) start(pg Pagination, _ string) At { return pageAt{Page: *pg.Start} }
 
-func (pagePaging) request(pg Pagination, pos Position, q url.Values) string {
-	q.Set(pg.Param, strconv.FormatInt(pos.Page, 10))
+func (pagePaging) request(pg Pagination, pos At, q url.Values) string {
+	q.Set(pg.Param, strconv.FormatInt(pageOf(pos).Page, 10))
 	return ""
 }
 
-func (s pagePaging) step(_ *pager, pos Position, _ *contract.Response, _ string, own ownEnd, why string) (Position, ownEnd, string, error) {
-	return s.ahead(pos, 1, 0), own, why, nil
+func (s pagePaging) step(in stepIn) (stepOut, error) {
+	return stepOut{next: s.ahead(in.pos, 1, 0), own: in.own, why: in.why}, nil
 }
 
-func (pagePaging) describe(pos Position, _ *Redactor) string {
-	return "page " + strconv.FormatInt(pos.Page, 10)
+func (pagePaging) describe(pos At, _ *Redactor) string {
+	return "page " + strconv.FormatInt(pageOf(pos).Page, 10)
 }
 
-func (pagePaging) parse(v string) (Position, error) {
+func (pagePaging) parse(v string) (At, error) {
 	n, err := parseCount(v, StylePage)
-	return Position{Page: n}, err
+	return pageAt{Page: n}, err
 }
 
-func (pagePaging) lastBefore(_, next, to Position) bool { return next.Page > to.Page }
+func (pagePaging) lastBefore(_, next, to At) bool { return pageOf(next).Page > pageOf(to).Page }
 
-func (pagePaging) ahead(pos Position, k int64, _ int) Position {
-	return Position{Page: pos.Page + k, Size: pos.Size}
+func (pagePaging) ahead(pos At, k int64, _ int) At {
+	a := pageOf(pos)
+	return pageAt{Page: a.Page + k, Size: a.Size}
 }
 
-func (pagePaging) seenThrough(pg Pagination, pos Position, size, n int) (int64, bool) {
+func (pagePaging) seenThrough(pg Pagination, pos At, size, n int) (int64, bool) {
 	if size <= 0 {
 		return 0, false
 	}
-	return (pos.Page-*pg.Start)*int64(size) + int64(n), true
+	return (pageOf(pos).Page-*pg.Start)*int64(size) + int64(n), true
+}
+
+func (pagePaging) decode(b json.RawMessage) (At, error) { return decodeAt[pageAt](b) }
+
+func (pagePaging) legacy(l legacyAt) (At, bool) {
+	return pageAt{Page: l.Page, Size: l.Size}, l.Page != 0
 }
 
 // parseCount reads a page number or offset given to replay.
@@ -73,5 +93,3 @@ func parseCount(v, style string) (int64, error) {
 	}
 	return n, nil
 }
-
-func (pagePaging) holds(pos Position) bool { return pos.Page != 0 }

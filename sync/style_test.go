@@ -42,14 +42,14 @@ func TestGuessStyleDescribes(t *testing.T) {
 // fetched concurrently), from one function.
 func TestOffsetArithmetic(t *testing.T) {
 	o := offsetPaging{}
-	if got := o.ahead(Position{Offset: 40, Size: 7}, 3, 7); got != (Position{Offset: 61, Size: 7}) {
+	if got := o.ahead(offsetAt{Offset: 40, Size: 7}, 3, 7); got != (offsetAt{Offset: 61, Size: 7}) {
 		t.Errorf("ahead = %+v, want offset 61 size 7", got)
 	}
-	if got, ok := o.seenThrough(Pagination{}, Position{Offset: 40}, 10, 4); !ok || got != 44 {
+	if got, ok := o.seenThrough(Pagination{}, offsetAt{Offset: 40}, 10, 4); !ok || got != 44 {
 		t.Errorf("seenThrough = %d, %v; want 44, true", got, ok)
 	}
-	next, own, _, err := o.step(nil, Position{Offset: 40, Size: 7}, &contract.Response{Raw: 5}, "", shortEnd, "is short")
-	if err != nil || next != (Position{Offset: 45, Size: 7}) || own != shortEnd {
-		t.Errorf("step = %+v, %v, %v; want offset 45 size 7, shortEnd", next, own, err)
+	out, err := o.step(stepIn{pos: offsetAt{Offset: 40, Size: 7}, resp: &contract.Response{Raw: 5}, own: shortEnd, why: "is short"})
+	if err != nil || out != (stepOut{next: offsetAt{Offset: 45, Size: 7}, own: shortEnd, why: "is short"}) {
+		t.Errorf("step = %+v, %v; want offset 45 size 7, shortEnd", out, err)
 	}
 }

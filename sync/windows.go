@@ -2,13 +2,11 @@ package sync
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"time"
@@ -22,17 +20,19 @@ import (
 // A run split into windows (incremental.step) keeps one checkpoint: the
 // lowest window not yet completed (Position.Win) at its next page, and in
 // Position.Fly the windows after it that are in flight (each at its next
-// page), those already completed, and how many were started. Every page
+// page, the style's position), those already completed, and how many were
+// started. Every page
 // commit stores that whole state in one state transaction, so a SIGKILL
 // anywhere resumes every window in flight at its own page. The saved mark
 // moves only over the contiguous prefix of completed windows, to the upper
 // bound of the last of them; the run completes when every window has.
 
-// windowState is the decoded Position.Fly.
+// windowState is Position.Fly: the windows of a run beyond Win. Its
+// positions are stored in their style's form (position_codec.go).
 type windowState struct {
-	Pos     map[string]Position `json:"pos,omitempty"`  // windows after Win in flight: their next page
-	Done    []int               `json:"done,omitempty"` // windows after Win completed
-	Started int                 `json:"started"`        // windows started (the next to start)
+	Pos     map[int]At `json:"-"`              // windows after Win in flight: their next page
+	Done    []int      `json:"done,omitempty"` // windows after Win completed
+	Started int        `json:"started"`        // windows started (the next to start)
 	// A child run's walk of its parents (parent_stream.go): the parent row
 	// of each window in flight (Win's included), the row of the last
 	// window started, and the parent_rows: changed start ("" for none).
@@ -64,18 +64,6 @@ func (l windowList) start(k int) Window                         { return l[k] }
 func (l windowList) window(k int) Window                        { return l[k] }
 func (l windowList) done(int)                                   {}
 
-// decodeWindows reads p.Fly; "" is no window in flight but p's own.
-func decodeWindows(p Position) (windowState, error) {
-	ws := windowState{Started: p.Win + 1}
-	if p.Fly == "" {
-		return ws, nil
-	}
-	if err := json.Unmarshal([]byte(p.Fly), &ws); err != nil {
-		return ws, fmt.Errorf("decode windows in flight: %w", err)
-	}
-	return ws, nil
-}
-
 // windowRun is the state of a windowed run between page commits.
 type windowRun struct {
 	src       windowSource
@@ -102,10 +90,7 @@ type walkState struct {
 
 // newWindowRun restores a run's windows from its checkpoint pos.
 func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position) (*windowRun, error) {
-	ws, err := decodeWindows(pos)
-	if err != nil {
-		return nil, err
-	}
+	ws := pos.windows()
 	w := &windowRun{src: src, low: pos.Win, pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
 		first: e.windowStart(0)}
 	if l, ok := src.(windowList); ok {
@@ -135,7 +120,7 @@ func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position
 		if ok {
 			src.start(w.low)
 			p := pos
-			p.Fly = ""
+			p.Fly = nil
 			w.pos[w.low] = p
 		} else if w.parents != nil && w.low >= w.next {
 			// The parent read after the last one started left the parent
@@ -147,13 +132,11 @@ func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position
 	if _, ok := w.pos[w.low]; !ok && w.low < w.next && w.parents != nil {
 		return nil, fmt.Errorf("the checkpoint holds no parent row of parent %d in flight: run with --restart", w.low+1)
 	}
-	for k, p := range ws.Pos {
-		i, err := strconv.Atoi(k)
-		if err != nil || i <= w.low || !known(i) {
-			return nil, fmt.Errorf("decode windows in flight: bad window %q", k)
+	for i, at := range ws.Pos {
+		if i <= w.low || !known(i) {
+			return nil, fmt.Errorf("decode windows in flight: bad window %d", i)
 		}
-		p.Win = i
-		w.pos[i] = p
+		w.pos[i] = Position{At: at, Win: i}
 	}
 	for _, i := range ws.Done {
 		w.done[i] = true
@@ -200,15 +183,14 @@ func (w *windowRun) checkpoint() Position {
 	if !ok { // the lowest window is not started yet: its first page
 		p = w.first
 	}
-	p.Win, p.Fly = w.low, ""
+	p.Win, p.Fly = w.low, nil
 	if w.label != nil {
 		p.Parent = w.label(w.low)
 	}
-	ws := windowState{Started: w.next, Pos: map[string]Position{}}
+	ws := windowState{Started: w.next, Pos: map[int]At{}}
 	for k, q := range w.pos {
 		if k != w.low {
-			q.Win, q.Parent = 0, "" // the key says which window
-			ws.Pos[strconv.Itoa(k)] = q
+			ws.Pos[k] = q.At // the key says which window
 		}
 	}
 	for k := range w.done {
@@ -219,8 +201,7 @@ func (w *windowRun) checkpoint() Position {
 		w.parents.save(&ws, w.pos, w.low)
 	}
 	if len(ws.Pos) > 0 || len(ws.Done) > 0 || w.next > w.low+1 || w.parents != nil {
-		b, _ := json.Marshal(ws)
-		p.Fly = string(b)
+		p.Fly = &ws
 	}
 	return p
 }

@@ -26,24 +26,24 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	w.final = "start"
 	w.pos[1], w.pos[2], w.next = e.windowStart(1), e.windowStart(2), 3
 	page := func(k int, next Position) string { return w.page(k, &fetched{next: next}) }
-	if m := page(1, Position{Cursor: "b1"}); m != "" {
+	if m := page(1, Position{At: cursorAt{Cursor: "b1"}}); m != "" {
 		t.Errorf("a page inside window 2 moved the mark to %q", m)
 	}
 	if m := page(2, Position{End: true}); m != "" {
 		t.Errorf("window 3 completing before windows 1 and 2 moved the mark to %q", m)
 	}
-	if m := page(0, Position{Cursor: "a1"}); m != "" {
+	if m := page(0, Position{At: cursorAt{Cursor: "a1"}}); m != "" {
 		t.Errorf("mark %q", m)
 	}
 	ck := w.checkpoint()
-	if ck.Win != 0 || ck.Cursor != "a1" || ck.End || ck.Fly == "" {
+	if ck.Win != 0 || ck.At != (cursorAt{Cursor: "a1"}) || ck.End || ck.Fly == nil {
 		t.Fatalf("checkpoint %+v, want window 1 at a1 with the others in flight", ck)
 	}
 	back, err := newWindowRun(context.Background(), e, windowList(wins), mustDecode(t, ck.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.low != 0 || back.pos[0].Cursor != "a1" || back.pos[1].Cursor != "b1" || !back.done[2] || back.next != 3 {
+	if back.low != 0 || back.pos[0].At != (cursorAt{Cursor: "a1"}) || back.pos[1].At != (cursorAt{Cursor: "b1"}) || !back.done[2] || back.next != 3 {
 		t.Fatalf("restored %+v, want window 1 at a1, 2 at b1, 3 done, 3 started", back)
 	}
 	if m := page(0, Position{End: true}); m != "d1" {
@@ -75,7 +75,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 
 func mustDecode(t *testing.T, s string) Position {
 	t.Helper()
-	p, err := DecodePosition(s)
+	p, err := DecodePosition("", s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func TestWindowRunCheckpointOfUnstartedWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.page(0, &fetched{next: Position{Page: 2, End: true}})
-	if got := w.checkpoint(); got.Win != 1 || got.Page != 1 || got.End {
+	w.page(0, &fetched{next: Position{At: pageAt{Page: 2}, End: true}})
+	if got := w.checkpoint(); got.Win != 1 || got.At != (pageAt{Page: 1}) || got.End {
 		t.Errorf("checkpoint %+v, want window 2 at page 1", got)
 	}
 }
