@@ -102,3 +102,36 @@ func TestCheckRetryIsPure(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that gets no answer (the connection dropped) reaches the
+// client's Backoff hook all the same (attemptTransport answers it with
+// status 0): each retry is announced before its wait, naming the request
+// and the network error, and the page then arrives with its attempt count.
+func TestNetworkErrorRetryAnnounced(t *testing.T) {
+	srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n < 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // no answer at all
+			}
+			return
+		}
+		writeJSON(w, 200, okPage)
+	})
+	f, logs := newTestFetcher(t, fetchSpec(srv.URL, "", "  attempts: 3\n  min_wait: 1ms\n  max_wait: 5ms\n"), nil)
+	var events []RetryEvent
+	f.OnRetry = func(ev RetryEvent) { events = append(events, ev) }
+	resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL + "/dropped"})
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if resp.Attempts != 3 || resp.Status != 200 || len(resp.Records) != 2 {
+		t.Errorf("attempts %d, status %d, %d records; want 3, 200, 2", resp.Attempts, resp.Status, len(resp.Records))
+	}
+	if len(events) != 2 || events[0].Attempt != 1 || events[1].Attempt != 2 || events[0].Reason == "" || strings.Contains(events[0].Reason, "HTTP") {
+		t.Errorf("retry events %+v, want attempts 1 and 2 with the network error as reason", events)
+	}
+	if n := strings.Count(logs.String(), `msg="retrying request" url=`+srv.URL+"/dropped"); n != 2 {
+		t.Errorf("%d retry warnings naming the request, want 2:\n%s", n, logs.String())
+	}
+}
