@@ -65,9 +65,10 @@ type markOf struct {
 // --to position (to, nil when none) ends pagination, so that nothing past
 // it is requested. pre, when set, is the page's response, already fetched
 // while proving the previous page's end. A page that contradicts itself
-// (empty or short while another signal says more) is fetched again with
-// the retry policy's backoff, then fails as transient (exit 3). It never
-// writes.
+// (empty or short while another signal says more) is fetched again, up to
+// retry.attempts times, after the waits of Backoff (the schedule the
+// fetcher's client waits with too), then fails as transient (exit 3). It
+// never writes.
 func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *contract.Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}

@@ -26,34 +26,33 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // a GraphQL request error in the body's top-level errors fails at once
 // (st.refused), whatever the path selects (a filter such as
 // errors.#(path.#<3)# drops errors without a path, the request's); any
-// other payload at the path is retried (st.reason). Without one, and
-// with one, a null records value next to an error is retried too.
-func (f *Fetcher) errorPayload(st *attempt, data []byte) (retry bool) {
+// other payload at the path is retried (st.reason alone). Without one,
+// and with one, a null records value next to an error is retried too.
+func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
 		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
 			st.reason = "error payload at errors: " + f.excerpt([]byte(errs.Raw))
 			st.refused = why
-			return false
+			return
 		}
 		if v := gjson.GetBytes(data, p); errorValue(v) {
 			st.reason = fmt.Sprintf("error payload at %s: %s", p, f.excerpt([]byte(v.Raw)))
-			return true
+			return
 		}
 	}
 	// A missing records value is a permanent error already (records), one
 	// that names the body's top-level keys.
 	if r := f.cfg.Source.Records; r != "" {
 		if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
-			return false
+			return
 		}
 		for _, k := range nullPageErrorKeys {
 			if v := gjson.GetBytes(data, gjson.Escape(k)); errorValue(v) {
 				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.excerpt([]byte(v.Raw)))
-				return true
+				return
 			}
 		}
 	}
-	return false
 }
 
 // errorValue reports whether v is an error payload: present and not null,

@@ -15,12 +15,13 @@ import (
 
 // transportError is the error of a request that got no HTTP response:
 // permanent (exit 1) for TLS verification, redirect loops and bad schemes,
-// transient (exit 3) once retries are exhausted otherwise.
-func (f *Fetcher) transportError(where, tries string, err error) error {
+// transient (exit 3) once retries are exhausted otherwise (tries says
+// after how many attempts).
+func (f *Fetcher) transportError(tries string, err error) *contract.Error {
 	if permanentTransportError(err) {
-		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s", where, f.redact(shortErr(err))), Hint: f.redact(contract.Hint(err))}
+		return &contract.Error{Class: contract.Permanent, Msg: f.redact(shortErr(err)), Hint: f.redact(contract.Hint(err))}
 	}
-	return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, f.redact(shortErr(err)), tries),
+	return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s %s", f.redact(shortErr(err)), tries),
 		Hint: "network error; the checkpoint is intact, run again later"}
 }
 

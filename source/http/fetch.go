@@ -39,8 +39,8 @@ var _ contract.PageSource = (*Fetcher)(nil)
 type Fetcher struct {
 	cfg     Config
 	http    *http.Client
+	retry   *retryablehttp.Client // over http; built once (newRetryClient)
 	logger  *slog.Logger
-	rlog    retryablehttp.LeveledLogger
 	limiter *rate.Limiter
 	// pausedUntil (UnixNano) holds all requests after a 429.
 	pausedUntil atomic.Int64
@@ -77,16 +77,17 @@ func NewFetcher(cfg Config, logger *slog.Logger) *Fetcher {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{cfg: cfg, logger: logger, rlog: retryLogger{log: logger, red: cfg.Secrets}, plain: tr}
+	f := &Fetcher{cfg: cfg, logger: logger, plain: tr}
 	if cfg.Source.RateLimit > 0 {
 		f.limiter = newLimiter(cfg.Source.RateLimit)
 	}
 	f.http = &http.Client{
-		Transport:     &limitedTransport{base: &originTransport{f: f}, f: f},
+		Transport:     &attemptTransport{next: &limitedTransport{base: &originTransport{f: f}, f: f}, f: f},
 		CheckRedirect: f.checkRedirect,
 		// No Client.Timeout: it would count the rate limit's waits;
 		// limitedTransport bounds each attempt after them.
 	}
+	f.retry = f.newRetryClient()
 	return f
 }
 
@@ -139,21 +140,6 @@ func (f *Fetcher) pauseAll(d time.Duration) {
 	}
 }
 
-// attempt carries what CheckRetry learned about the latest attempt.
-type attempt struct {
-	n           int
-	status      int
-	body        []byte
-	reason      string
-	contentType string
-	retryAfter  time.Duration
-	hasAfter    bool
-	tooLarge    bool
-	tooDeep     bool
-	notJSON     bool   // a 2xx body that is no JSON at all (an HTML page)
-	refused     string // why a 2xx error payload is a GraphQL request error (errorPayload)
-}
-
 // Fetch sends r with retries and returns the page. Errors are *contract.Error
 // of class Transient for failures that exhausted their retries and
 // Permanent for the others; both name the status or cause and a body excerpt with
@@ -161,7 +147,6 @@ type attempt struct {
 func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Response, error) {
 	src := f.cfg.Source
 	rc := f.cfg.Retry
-	st := &attempt{}
 	rawURL := r.URL
 	if u, err := url.Parse(rawURL); err == nil && u.Host != "" && !f.mayFollow(u) {
 		e := f.refuse("the next page", u)
@@ -172,32 +157,35 @@ func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Resp
 	if err != nil {
 		return nil, err
 	}
-	c := f.client(ctx, st, rawURL)
-	ctx2, cancel := context.WithTimeout(ctx, time.Duration(rc.Attempts)*(src.Timeout.Duration+rc.MaxWait.Duration)+time.Minute)
+	c := &call{url: rawURL}
+	ctx2, cancel := context.WithTimeout(withCall(ctx, c), time.Duration(rc.Attempts)*(src.Timeout.Duration+rc.MaxWait.Duration)+time.Minute)
 	defer cancel()
-	req = req.WithContext(ctx2)
-	resp, err := c.Do(req)
-	if resp != nil {
-		resp.Body.Close()
-	}
+	resp, err := f.retry.Do(req.WithContext(ctx2))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	where := fmt.Sprintf("%s %s", src.Method, f.redact(rawURL))
-	if err := f.failure(st, where, err); err != nil {
-		return nil, err
+	if err != nil {
+		// giveUp's error, or the fetch's own time ran out during a wait.
+		e, ok := err.(*contract.Error)
+		if !ok {
+			e = f.transportError(fmt.Sprintf("after %d attempt(s)", c.attempts.Load()), err)
+		}
+		e.Msg = where + ": " + e.Msg
+		return nil, e
 	}
-	out := &contract.Response{URL: rawURL, Status: st.status, Header: resp.Header, Body: st.body, Attempts: st.n}
-	if st.status == http.StatusNoContent {
+	at := attemptOf(resp)
+	out := &contract.Response{URL: rawURL, Status: at.status, Header: at.header, Body: at.body, Attempts: int(c.attempts.Load())}
+	if at.status == http.StatusNoContent {
 		out.Body = nil // an empty page
 		return out, nil
 	}
-	recs, err := f.records(st.body)
+	recs, err := f.records(at.body)
 	if err != nil {
 		return nil, contract.Errorf(contract.Permanent, "%s: %w", where, err)
 	}
 	out.Records = recs
-	out.Raw = f.rawCount(st.body, recs)
+	out.Raw = f.rawCount(at.body, recs)
 	return out, nil
 }
 
@@ -245,150 +233,48 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	return req, nil
 }
 
-// client is the retrying client for one Fetch: st records each attempt,
-// and each retry is logged, reported to OnRetry and, after a 429, pauses
-// every request of the fetcher.
-func (f *Fetcher) client(ctx context.Context, st *attempt, rawURL string) *retryablehttp.Client {
-	rc := f.cfg.Retry
-	return &retryablehttp.Client{
-		HTTPClient:   f.http,
-		Logger:       f.rlog,
-		RetryWaitMin: rc.MinWait.Duration,
-		RetryWaitMax: rc.MaxWait.Duration,
-		RetryMax:     rc.Attempts - 1,
-		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-			return f.checkRetry(ctx, st, resp, err)
-		},
-		Backoff: func(min, max time.Duration, n int, resp *http.Response) time.Duration {
-			wait := idsync.Backoff(min, max, n, st.retryAfter, st.hasAfter)
-			if ctx.Err() != nil {
-				return wait // the run is over: the wait ends at once, unannounced
-			}
-			if st.status == http.StatusTooManyRequests {
-				f.pauseAll(wait)
-			}
-			f.logger.Warn("retrying request", "url", f.redact(rawURL), "attempt", n+1, "of", rc.Attempts, "wait", wait.Round(time.Millisecond).String(), "reason", st.reason)
-			if f.OnRetry != nil {
-				f.OnRetry(RetryEvent{Attempt: n + 1, Wait: wait, Reason: st.reason})
-			}
-			return wait
-		},
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-}
-
-// failure turns the last attempt of a Fetch into its error (nil when it
-// succeeded); err is what the client returned.
-func (f *Fetcher) failure(st *attempt, where string, err error) error {
+// failure is the error of a request that failed for good after tries
+// attempts: at is its last answer (nil when it got none) and err what
+// stopped it (nil when its retries ran out). The message leaves the
+// request to the caller, who names it.
+func (f *Fetcher) failure(at *attempt, err error, n int) *contract.Error {
 	src := f.cfg.Source
-	rc := f.cfg.Retry
-	tries := fmt.Sprintf("after %d attempt(s)", st.n)
+	tries := fmt.Sprintf("after %d attempt(s)", n)
 	switch {
-	case st.tooLarge:
-		return contract.Errorf(contract.Permanent, "%s: response body larger than source.max_body (%d bytes)", where, src.MaxBody)
-	case st.tooDeep:
-		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: response JSON is nested deeper than %d levels", where, MaxJSONDepth),
+	case at == nil || err != nil && !errors.Is(err, errUnusable):
+		return f.transportError(tries, err)
+	case at.err != nil:
+		return f.transportError(tries, at.err)
+	case at.tooLarge:
+		return contract.Errorf(contract.Permanent, "response body larger than source.max_body (%d bytes)", src.MaxBody)
+	case at.tooDeep:
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("response JSON is nested deeper than %d levels", MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}
-	case st.notJSON:
-		msg := fmt.Sprintf("%s: HTTP %d body is not JSON%s", where, st.status, describeContentType(st.contentType, st.body))
-		if ex := f.excerpt(st.body); ex != "" {
+	case at.notJSON:
+		msg := fmt.Sprintf("HTTP %d body is not JSON%s", at.status, describeContentType(at.contentType, at.body))
+		if ex := f.excerpt(at.body); ex != "" {
 			msg += ": " + ex
 		}
 		return &contract.Error{Class: contract.Permanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
-	case err != nil && st.status == 0:
-		return f.transportError(where, tries, err)
-	case st.refused != "":
-		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s: %s", where, st.refused, st.reason),
+	case at.refused != "":
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s", at.refused, at.reason),
 			Hint: "the GraphQL server refused the request itself (its query, variables or persisted query): sending it again cannot help; fix source.body (not retried)"}
-	case st.reason != "" && st.status >= 200 && st.status < 300:
-		return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s: %s %s", where, st.reason, tries),
+	case at.status >= 200 && at.status < 300:
+		return &contract.Error{Class: contract.Transient, Msg: fmt.Sprintf("%s %s", at.reason, tries),
 			Hint: "the API answered 2xx with a body idemsync could not use; the checkpoint is intact, run again later"}
-	case st.status < 200 || st.status >= 300:
-		msg := fmt.Sprintf("%s: HTTP %d %s", where, st.status, http.StatusText(st.status))
-		if len(st.body) > 0 && (jsonDepthExceeds(st.body, MaxJSONDepth) || !gjson.ValidBytes(st.body)) {
-			msg += describeContentType(st.contentType, st.body)
-		}
-		if ex := f.excerpt(st.body); ex != "" {
-			msg += ": " + ex
-		}
-		if slices.Contains(rc.OnStatus, st.status) {
-			return &contract.Error{Class: contract.Transient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: st.status}
-		}
-		return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: f.statusHint(st.status), Status: st.status}
 	}
-	return nil
-}
-
-// checkRetry classifies one attempt and reads a successful body, so that
-// truncated or invalid JSON is retried like any transient failure.
-func (f *Fetcher) checkRetry(ctx context.Context, st *attempt, resp *http.Response, err error) (bool, error) {
-	st.n++
-	st.status, st.body, st.reason, st.hasAfter, st.retryAfter, st.contentType, st.refused = 0, nil, "", false, 0, "", ""
-	if ctx.Err() != nil {
-		return false, ctx.Err()
+	msg := fmt.Sprintf("HTTP %d %s", at.status, http.StatusText(at.status))
+	if len(at.body) > 0 && (jsonDepthExceeds(at.body, MaxJSONDepth) || !gjson.ValidBytes(at.body)) {
+		msg += describeContentType(at.contentType, at.body)
 	}
-	if err != nil {
-		if permanentTransportError(err) {
-			return false, err
-		}
-		st.reason = f.redact(shortErr(err))
-		return true, nil
+	if ex := f.excerpt(at.body); ex != "" {
+		msg += ": " + ex
 	}
-	st.status = resp.StatusCode
-	st.contentType = resp.Header.Get("Content-Type")
-	if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-		st.retryAfter, st.hasAfter = d, true
+	if slices.Contains(f.cfg.Retry.OnStatus, at.status) {
+		return &contract.Error{Class: contract.Transient, Msg: msg + " " + tries, Hint: "the API kept failing; the checkpoint is intact, run again later", Status: at.status}
 	}
-	limit := int64(f.cfg.Source.MaxBody)
-	data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(nil))
-	if ctx.Err() != nil { // the run ended while the body arrived: no retry, nothing to announce
-		return false, ctx.Err()
-	}
-	if int64(len(data)) > limit {
-		st.tooLarge = true
-		return false, fmt.Errorf("body too large")
-	}
-	st.body = data
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		if slices.Contains(f.cfg.Retry.OnStatus, resp.StatusCode) {
-			st.reason = fmt.Sprintf("HTTP %d", resp.StatusCode)
-			return true, nil
-		}
-		return false, nil
-	}
-	return f.checkBody(st, resp.StatusCode, data, rerr)
-}
-
-// checkBody classifies the body of a 2xx answer (data, read with error
-// rerr): cut short, invalid JSON and an error payload are retried; a body
-// nested too deep or no JSON at all fail at once.
-func (f *Fetcher) checkBody(st *attempt, status int, data []byte, rerr error) (bool, error) {
-	if rerr != nil {
-		st.reason = "body cut short: " + f.redact(shortErr(rerr))
-		return true, nil
-	}
-	if status == http.StatusNoContent {
-		return false, nil // no body: an empty page
-	}
-	// gjson validates and queries recursively: a body nested millions of
-	// levels deep would overflow the stack and kill the process, so such a
-	// body is refused before gjson sees it.
-	if jsonDepthExceeds(data, MaxJSONDepth) {
-		st.tooDeep = true
-		return false, errors.New("JSON nested too deep")
-	}
-	if !gjson.ValidBytes(data) {
-		if notJSON(data, st.contentType) {
-			st.notJSON = true
-			return false, errors.New("body is not JSON")
-		}
-		st.reason = "invalid JSON body" + describeContentType(st.contentType, data)
-		return true, nil
-	}
-	return f.errorPayload(st, data), nil
+	return &contract.Error{Class: contract.Permanent, Msg: msg, Hint: f.statusHint(at.status), Status: at.status}
 }
 
 func (f *Fetcher) redact(s string) string { return f.cfg.Secrets.Redact(s) }

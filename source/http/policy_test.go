@@ -54,7 +54,7 @@ func TestFetchRetryablehttpLogsThroughSlog(t *testing.T) {
 	// warning still does.
 	var quiet bytes.Buffer
 	f.logger = slog.New(slog.NewTextHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f.rlog = retryLogger{log: f.logger, red: f.cfg.Secrets}
+	f.retry.Logger = retryLogger{log: f.logger, red: f.cfg.Secrets}
 	fetchErr(t, f, u)
 	if strings.Contains(quiet.String(), "http client:") || !strings.Contains(quiet.String(), "retrying request") {
 		t.Errorf("info-level logs:\n%s", quiet.String())

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -76,4 +78,116 @@ func (l retryLogger) debug(msg string, kv []any) {
 		attrs = append(attrs, slog.String(fmt.Sprint(kv[i]), l.red.Redact(fmt.Sprint(kv[i+1]))))
 	}
 	l.log.Debug("http client: "+l.red.Redact(msg), attrs...)
+}
+
+// newRetryClient is the fetcher's one retrying client, shared by every
+// Fetch and worker: the job's retry block as go-retryablehttp's settings,
+// and hooks that read what they need from the response (attemptOf) and
+// the request's context (callOf), never from state of their own.
+func (f *Fetcher) newRetryClient() *retryablehttp.Client {
+	rc := f.cfg.Retry
+	return &retryablehttp.Client{
+		HTTPClient:     f.http,
+		Logger:         retryLogger{log: f.logger, red: f.cfg.Secrets},
+		RetryWaitMin:   rc.MinWait.Duration,
+		RetryWaitMax:   rc.MaxWait.Duration,
+		RetryMax:       rc.Attempts - 1,
+		CheckRetry:     f.checkRetry,
+		Backoff:        f.backoff,
+		RequestLogHook: countAttempt,
+		ErrorHandler:   f.giveUp,
+	}
+}
+
+// call is one Fetch, carried to the client's hooks by its request's
+// context: the URL it names and how many attempts it has sent.
+type call struct {
+	url      string
+	attempts atomic.Int32
+}
+
+type callKey struct{}
+
+func withCall(ctx context.Context, c *call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// countAttempt is the client's RequestLogHook: it runs before attempt i
+// (from 0) of a request is sent.
+func countAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
+	if c := callOf(req.Context()); c != nil {
+		c.attempts.Store(int32(i + 1))
+	}
+}
+
+// checkRetry is the client's CheckRetry: whether an attempt is retried,
+// from its answer alone (docs/job-file.md, "Transient failures"). A
+// network error or timeout (answered with status 0 by attemptTransport),
+// a status of retry.on_status, and a 2xx body cut short, not valid JSON or
+// holding an error payload are retried; other failures stop at once with
+// errUnusable, or with the error of a request no retry can cure.
+func (f *Fetcher) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		return false, err // attemptTransport answers every failure a retry may cure
+	}
+	at := attemptOf(resp)
+	switch {
+	case at.err != nil:
+		return true, nil
+	case at.tooLarge, at.tooDeep, at.notJSON, at.refused != "":
+		return false, errUnusable
+	case at.status < 200 || at.status >= 300:
+		if slices.Contains(f.cfg.Retry.OnStatus, at.status) {
+			return true, nil
+		}
+		return false, errUnusable
+	}
+	return at.reason != "", nil
+}
+
+// backoff is the client's Backoff: the wait before retry n of resp's
+// request (idsync.Backoff, the one schedule, which the engine's refetch of
+// a contradicted page uses too), announced before it starts: the
+// "retrying request" warning and OnRetry, and after a 429 the pause of
+// every request of the fetcher. A request whose run is over waits no
+// longer (the client sees its context done) and is not announced.
+func (f *Fetcher) backoff(min, max time.Duration, n int, resp *http.Response) time.Duration {
+	at := attemptOf(resp)
+	if at == nil {
+		return idsync.Backoff(min, max, n, 0, false)
+	}
+	wait := idsync.Backoff(min, max, n, at.retryAfter, at.hasAfter)
+	ctx := resp.Request.Context()
+	if ctx.Err() != nil {
+		return wait
+	}
+	if at.status == http.StatusTooManyRequests {
+		f.pauseAll(wait)
+	}
+	url := resp.Request.URL.String()
+	if c := callOf(ctx); c != nil {
+		url = c.url
+	}
+	f.logger.Warn("retrying request", "url", f.redact(url), "attempt", n+1, "of", f.cfg.Retry.Attempts, "wait", wait.Round(time.Millisecond).String(), "reason", at.reason)
+	if f.OnRetry != nil {
+		f.OnRetry(RetryEvent{Attempt: n + 1, Wait: wait, Reason: at.reason})
+	}
+	return wait
+}
+
+// giveUp is the client's ErrorHandler: the error of a request that failed
+// for good (tries attempts), from its last answer or error.
+func (f *Fetcher) giveUp(resp *http.Response, err error, tries int) (*http.Response, error) {
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return nil, f.failure(attemptOf(resp), err, tries)
 }
