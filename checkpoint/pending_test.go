@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/contract"
 )
 
 // fullPass starts a full pass of orders, commits one page per key list
@@ -14,9 +14,9 @@ import (
 func fullPass(t *testing.T, s *Store, swept bool, pages ...[]string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	id := startRun(t, s, idsync.RunInfo{Job: "orders", Full: true, LiveBefore: 7})
+	id := startRun(t, s, contract.RunInfo{Job: "orders", Full: true, LiveBefore: 7})
 	for i, keys := range pages {
-		commit(t, s, "orders", idsync.PageCommit{RunID: id, Position: string(rune('a' + i)), Next: string(rune('b' + i)), Keys: keys})
+		commit(t, s, "orders", contract.PageCommit{RunID: id, Position: string(rune('a' + i)), Next: string(rune('b' + i)), Keys: keys})
 	}
 	if swept {
 		if err := s.RecordSweep(ctx, id, 2); err != nil {
@@ -43,7 +43,7 @@ func TestPriorPassAndSightings(t *testing.T) {
 	older := fullPass(t, s, true, []string{"k0"})
 	prior := fullPass(t, s, true, []string{"k1", "k2"}, []string{"k3"})
 	skipped := fullPass(t, s, false, []string{"k4"}, nil)
-	cur := startRun(t, s, idsync.RunInfo{Job: "orders", Full: true})
+	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
 
 	p, ok, err := s.PriorPass(ctx, cur)
 	if err != nil || !ok || p.ID != prior || p.LiveBefore != 7 || p.StartedAt.IsZero() {
@@ -62,7 +62,7 @@ func TestPriorPassAndSightings(t *testing.T) {
 
 	// prune keeps the prior pass and the skipped one after it with their
 	// keys; the older proving pass goes.
-	if err := s.FinishRun(ctx, cur, idsync.RunPartial, "", ""); err != nil {
+	if err := s.FinishRun(ctx, cur, contract.RunPartial, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(400 * 24 * time.Hour)
@@ -81,7 +81,7 @@ func TestPriorPassAndSightings(t *testing.T) {
 	// A proving pass with a page without keys cannot be compared with.
 	s2 := openTemp(t)
 	fullPass(t, s2, true, []string{"k1"}, nil)
-	cur2 := startRun(t, s2, idsync.RunInfo{Job: "orders", Full: true})
+	cur2 := startRun(t, s2, contract.RunInfo{Job: "orders", Full: true})
 	if _, ok, err := s2.PriorPass(ctx, cur2); err != nil || ok {
 		t.Errorf("PriorPass over a pass with a page without keys: ok %v, %v; want none", ok, err)
 	}

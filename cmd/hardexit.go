@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/runner"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -47,7 +48,7 @@ func (g *jsonGate) write(ios *IOStreams, v any) {
 func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, started time.Time) (onPage func(idsync.PageEvent), disarm func()) {
 	var last atomic.Pointer[idsync.PageEvent]
 	f := func() {
-		res := &idsync.Result{Job: job.Name, Kind: kind, Status: idsync.RunInterrupted, ExitCode: exitInterrupted,
+		res := &idsync.Result{Job: job.Name, Kind: kind, Status: contract.RunInterrupted, ExitCode: exitInterrupted,
 			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
 		if ev := last.Load(); ev != nil {
 			res.RunID, res.Pages = ev.RunID, ev.Pages

@@ -111,7 +111,7 @@ func runClaim(ctx context.Context, o *claimOptions) error {
 		return err
 	}
 	g.jobName = jf.Name
-	if err := checkOnly(jf, only, idsync.KindRun); err != nil {
+	if err := checkOnly(jf, only, contract.KindRun); err != nil {
 		return err
 	}
 	for _, r := range jf.Resources {

@@ -24,7 +24,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	for _, r := range jf.Resources { // every output of the job redacts every resource's secrets
 		r.Job.Secrets.Merge(red)
 	}
-	skeleton := &runner.JobResult{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed, Resources: []runner.ResourceResult{}}
+	skeleton := &runner.JobResult{Job: jf.Name, Kind: opts.Kind, Status: contract.RunFailed, Resources: []runner.ResourceResult{}}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, red, jf.Name)
 	if err != nil {
 		return failedJob(ios, g, skeleton, contract.Errorf(contract.Invalid, "%w", err), red, started)
@@ -77,7 +77,7 @@ func checkOnly(jf *jobfile.File, only []string, kind string) error {
 			return &usageError{err: fmt.Errorf("--resource %q: job %s has no such resource (it has: %s)", n, jf.Name, strings.Join(jf.Names(), ", "))}
 		}
 	}
-	if kind == idsync.KindReplay && jf.Multi && len(only) != 1 {
+	if kind == contract.KindReplay && jf.Multi && len(only) != 1 {
 		return &usageError{err: fmt.Errorf("replay of job %s needs exactly one --resource (one of: %s)", jf.Name, strings.Join(jf.Names(), ", "))}
 	}
 	return nil

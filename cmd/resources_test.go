@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 	"github.com/idemsync/idemsync/jobfile"
-	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // shopFile is a job file with resources on the fake API: a (page style)
@@ -51,12 +51,12 @@ func TestCheckOnly(t *testing.T) {
 		kind string
 		want string // "" when accepted
 	}{
-		{nil, idsync.KindRun, ""},
-		{[]string{"b"}, idsync.KindRun, ""},
-		{[]string{"b"}, idsync.KindReplay, ""},
-		{[]string{"nope"}, idsync.KindRun, `--resource "nope": job shop has no such resource (it has: a, b)`},
-		{nil, idsync.KindReplay, "replay of job shop needs exactly one --resource (one of: a, b)"},
-		{[]string{"a", "b"}, idsync.KindReplay, "exactly one --resource"},
+		{nil, contract.KindRun, ""},
+		{[]string{"b"}, contract.KindRun, ""},
+		{[]string{"b"}, contract.KindReplay, ""},
+		{[]string{"nope"}, contract.KindRun, `--resource "nope": job shop has no such resource (it has: a, b)`},
+		{nil, contract.KindReplay, "replay of job shop needs exactly one --resource (one of: a, b)"},
+		{[]string{"a", "b"}, contract.KindReplay, "exactly one --resource"},
 	} {
 		err := checkOnly(jf, tc.only, tc.kind)
 		switch {

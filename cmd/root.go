@@ -90,7 +90,7 @@ func printError(ios *IOStreams, g *globalOpts, err error, code int) {
 		if g.jobName == "" {
 			g.jobName = jobfile.SpecName(err)
 		}
-		res := &idsync.Result{Job: g.jobName, Status: idsync.RunFailed, Error: err.Error(), ExitCode: code}
+		res := &idsync.Result{Job: g.jobName, Status: contract.RunFailed, Error: err.Error(), ExitCode: code}
 		switch code {
 		case exitLocked:
 			res.Status = "locked"

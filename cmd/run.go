@@ -35,7 +35,7 @@ type runOptions struct {
 
 // newCmdRun is run: continue the job's unfinished run or start one.
 func newCmdRun(f *Factory, runF func(*runOptions) error) *cobra.Command {
-	return newRunCmd(f, idsync.KindRun, runF)
+	return newRunCmd(f, contract.KindRun, runF)
 }
 
 // newCmdResume is resume: continue the unfinished run, or exit 5.
@@ -45,7 +45,7 @@ func newCmdResume(f *Factory, runF func(*runOptions) error) *cobra.Command {
 
 // newCmdReplay is replay: re-sync a range of pages.
 func newCmdReplay(f *Factory, runF func(*runOptions) error) *cobra.Command {
-	return newRunCmd(f, idsync.KindReplay, runF)
+	return newRunCmd(f, contract.KindReplay, runF)
 }
 
 // newRunCmd builds run, resume and replay: they share everything but how
@@ -54,7 +54,7 @@ func newRunCmd(f *Factory, name string, runF func(*runOptions) error) *cobra.Com
 	o := &runOptions{io: f.IOStreams, g: f.globals, name: name}
 	c := &cobra.Command{Args: exactArgs(1), ValidArgsFunction: jobFileArgs}
 	switch name {
-	case idsync.KindRun:
+	case contract.KindRun:
 		c.Use = "run JOB.yaml"
 		c.Short = "Sync: continue the job's unfinished run, or start a new one"
 		c.Long = `Sync the job. If it has an unfinished run (crashed, interrupted, failed or
@@ -73,7 +73,7 @@ fails the run (exit 1) naming the table, column and key.`
 	case "resume":
 		c.Use = "resume JOB.yaml"
 		c.Short = "Continue the job's unfinished run; exit 5 when there is none"
-	case idsync.KindReplay:
+	case contract.KindReplay:
 		c.Use = "replay JOB.yaml --from V [--to V]"
 		c.Short = "Re-sync a range of pages (backfill); never moves the saved mark back"
 		c.Long = `Re-sync a range: --from and --to are page numbers (page), offsets (offset),
@@ -82,7 +82,7 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	}
 	c.RunE = func(c *cobra.Command, args []string) error {
 		o.file = args[0]
-		if name == idsync.KindReplay && o.from == "" {
+		if name == contract.KindReplay && o.from == "" {
 			return &usageError{err: fmt.Errorf("replay needs --from")}
 		}
 		if o.maxPages < 0 || o.timeLimit < 0 {
@@ -99,14 +99,14 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	fl.StringArrayVar(&o.resources, "resource", nil, "run only this resource of the job file (repeatable; replay takes exactly one)")
 	fl.StringVar(&o.metrics, "metrics-file", "", "after the run, write Prometheus metrics to this file (for node_exporter's textfile collector)")
 	fl.BoolVar(&o.verify, "verify", false, "compare every stored column of the rows this invocation reads, not only their content hash, and rewrite rows changed outside idemsync (counted as updated)")
-	if name == idsync.KindRun {
+	if name == contract.KindRun {
 		fl.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 		fl.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
 	}
-	if name != idsync.KindReplay {
+	if name != contract.KindReplay {
 		fl.BoolVar(&o.allowMass, "allow-mass-delete", false, "let this run's sweep remove more than target.max_delete_ratio of the table's rows")
 	}
-	if name == idsync.KindReplay {
+	if name == contract.KindReplay {
 		fl.StringVar(&o.from, "from", "", "first position to re-sync (page, offset, cursor, URL or mark)")
 		fl.StringVar(&o.to, "to", "", "last position to re-sync (default: to the end)")
 	}
@@ -115,13 +115,13 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 
 // engineOptions are the engine's options for the command line o.
 func (o *runOptions) engineOptions() idsync.Options {
-	opts := idsync.Options{Kind: idsync.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart,
+	opts := idsync.Options{Kind: contract.KindRun, MaxPages: o.maxPages, TimeLimit: o.timeLimit, Restart: o.restart,
 		Verify: o.verify, Full: o.full, AllowMassDelete: o.allowMass}
 	switch o.name {
 	case "resume":
 		opts.Resume = true
-	case idsync.KindReplay:
-		opts.Kind, opts.From, opts.To = idsync.KindReplay, o.from, o.to
+	case contract.KindReplay:
+		opts.Kind, opts.From, opts.To = contract.KindReplay, o.from, o.to
 	}
 	return opts
 }
@@ -131,21 +131,21 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	jf, err := jobfile.LoadResourcesFile(file)
 	if err != nil {
 		g.jobName = jobfile.SpecName(err)
-		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
 	g.jobName, g.keyring = jf.Name, newKeyring(jf)
 	if err := checkOnly(jf, only, opts.Kind); err != nil {
-		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
 	if err := checkAllowScope(jf, opts, only); err != nil {
-		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: idsync.RunFailed}, err, nil)
+		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
 	if jf.Multi {
 		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started)
 	}
 	job := jf.Resources[0].Job
 	skeleton := func() *idsync.Result {
-		return &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed,
+		return &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: contract.RunFailed,
 			DurationMS: time.Since(started).Milliseconds()}
 	}
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
@@ -185,7 +185,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 // retention. It returns the run's result (RunID 0 when nothing ran) and
 // the error that ended it.
 func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.Store, job *idsync.Job, opts idsync.Options, metrics *runMetrics, hooks runner.Hooks) (*idsync.Result, error) {
-	res := &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: idsync.RunFailed}
+	res := &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: contract.RunFailed}
 	// Logs scroll above the bar when there is one.
 	bar := newProgress(ios, g, job)
 	logOut := ios.ErrOut
@@ -232,7 +232,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 			log.Error("run failed", "err", err)
 		}
 		err = ferr
-		res.Status, res.Error = idsync.RunFailed, job.Secrets.Redact(ferr.Error())
+		res.Status, res.Error = contract.RunFailed, job.Secrets.Redact(ferr.Error())
 	}
 	metrics.finish(ctx, err)
 	if bar != nil {

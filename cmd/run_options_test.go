@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -21,7 +22,7 @@ func TestRunOptions(t *testing.T) {
 		t.Fatal(p.err)
 	}
 	o := p.opts
-	want := idsync.Options{Kind: idsync.KindRun, MaxPages: 3, TimeLimit: 14 * time.Minute, Restart: true, Full: true, AllowMassDelete: true, Verify: true}
+	want := idsync.Options{Kind: contract.KindRun, MaxPages: 3, TimeLimit: 14 * time.Minute, Restart: true, Full: true, AllowMassDelete: true, Verify: true}
 	if got := o.engineOptions(); got != want {
 		t.Errorf("run options %+v, want %+v", got, want)
 	}
@@ -33,7 +34,7 @@ func TestRunOptions(t *testing.T) {
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
-	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: idsync.KindRun, Resume: true}) {
+	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: contract.KindRun, Resume: true}) {
 		t.Errorf("resume options %+v", got)
 	}
 	if g := p.opts.g; g.state != "s.db" || g.logFormat != "json" || g.logLevel != "debug" {
@@ -44,7 +45,7 @@ func TestRunOptions(t *testing.T) {
 	if p.err != nil {
 		t.Fatal(p.err)
 	}
-	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: idsync.KindReplay, From: "3", To: "9"}) {
+	if got := p.opts.engineOptions(); got != (idsync.Options{Kind: contract.KindReplay, From: "3", To: "9"}) {
 		t.Errorf("replay options %+v", got)
 	}
 }

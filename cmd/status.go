@@ -18,17 +18,17 @@ import (
 // first six fields are the stable contract; the others appear only when set or
 // asked for.
 type jobStatus struct {
-	Name        string              `json:"name"`
-	Resource    string              `json:"resource,omitempty"` // the resource's name in a job file with several
-	Status      string              `json:"status"`             // never_run, running, interrupted, partial, failed, completed
-	Checkpoint  string              `json:"checkpoint"`
-	HWM         string              `json:"hwm"`
-	LastRun     *runStatus          `json:"last_run"`
-	LastSync    *runStatus          `json:"last_sync"` // newest run of kind run; differs from last_run after a replay
-	DeadLetters int64               `json:"dead_letters"`
-	Holder      string              `json:"lock_holder,omitempty"`
-	Runs        []runStatus         `json:"runs,omitempty"`
-	Dead        []idsync.DeadLetter `json:"dead_letter_records,omitempty"`
+	Name        string                `json:"name"`
+	Resource    string                `json:"resource,omitempty"` // the resource's name in a job file with several
+	Status      string                `json:"status"`             // never_run, running, interrupted, partial, failed, completed
+	Checkpoint  string                `json:"checkpoint"`
+	HWM         string                `json:"hwm"`
+	LastRun     *runStatus            `json:"last_run"`
+	LastSync    *runStatus            `json:"last_sync"` // newest run of kind run; differs from last_run after a replay
+	DeadLetters int64                 `json:"dead_letters"`
+	Holder      string                `json:"lock_holder,omitempty"`
+	Runs        []runStatus           `json:"runs,omitempty"`
+	Dead        []contract.DeadLetter `json:"dead_letter_records,omitempty"`
 	// WalkChanges (status JOB.yaml only) lists what the job file changed
 	// in the walk of the unfinished run (the next run exits 2) or of the
 	// last completed run (the next run starts from the beginning).
@@ -131,7 +131,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 	if stateMissing(path) {
 		if jf != nil {
 			for _, r := range jf.Resources {
-				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: idsync.JobNeverRun}, jf.Multi))
+				out = append(out, withResource(jobStatus{Name: r.Job.Name, Status: contract.JobNeverRun}, jf.Multi))
 			}
 			out[len(out)-1].lookedIn = g.stateNotFound(first, path, args[0])
 		}
@@ -170,7 +170,7 @@ func status(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o
 			s.WalkChanges = walkChanges(r.Job, js)
 		}
 		out = append(out, withResource(s, jf.Multi))
-		ran = ran || s.Status != idsync.JobNeverRun
+		ran = ran || s.Status != contract.JobNeverRun
 	}
 	if !ran {
 		out[len(out)-1].lookedIn = g.stateNotFound(first, path, args[0])
@@ -189,7 +189,7 @@ func withResource(s jobStatus, multi bool) jobStatus {
 }
 
 // jobState gathers one job's status from the store.
-func jobState(ctx context.Context, store contract.Store, js *idsync.JobState, style string, red *idsync.Redactor, o *statusOptions) (jobStatus, error) {
+func jobState(ctx context.Context, store contract.Store, js *contract.JobState, style string, red *idsync.Redactor, o *statusOptions) (jobStatus, error) {
 	s := jobStatus{Name: js.Name, Status: idsync.JobStatus(js), HWM: js.HWM, DeadLetters: js.DeadLetters, Holder: js.Holder}
 	if !js.FullPassAt.IsZero() {
 		at := js.FullPassAt.UTC()
@@ -220,7 +220,7 @@ func jobState(ctx context.Context, store contract.Store, js *idsync.JobState, st
 			return s, err
 		}
 		if s.Dead == nil {
-			s.Dead = []idsync.DeadLetter{}
+			s.Dead = []contract.DeadLetter{}
 		}
 	}
 	return s, nil
@@ -228,12 +228,12 @@ func jobState(ctx context.Context, store contract.Store, js *idsync.JobState, st
 
 // storedRun presents a stored run. A run recorded as running whose lock
 // nobody holds was killed: it is reported interrupted.
-func storedRun(r *idsync.RunInfo, style, hwm string, red *idsync.Redactor, locked bool) runStatus {
+func storedRun(r *contract.RunInfo, style, hwm string, red *idsync.Redactor, locked bool) runStatus {
 	res := idsync.RunResult(r, style, hwm, red)
-	if res.Status == idsync.RunRunning && !locked {
-		res.Status = idsync.RunInterrupted
+	if res.Status == contract.RunRunning && !locked {
+		res.Status = contract.RunInterrupted
 	}
-	out := runStatus{Result: res, RunNumber: r.Number, StartedAt: r.StartedAt.UTC(), Refused: r.Status == idsync.RunRefused}
+	out := runStatus{Result: res, RunNumber: r.Number, StartedAt: r.StartedAt.UTC(), Refused: r.Status == contract.RunRefused}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
@@ -275,7 +275,7 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string, m
 // walkChanges compares the job file's walk with the one the job's
 // unfinished run started with or, when none, with its last run's; nil
 // when nothing changed or nothing is stored.
-func walkChanges(job *idsync.Job, js *idsync.JobState) []string {
+func walkChanges(job *idsync.Job, js *contract.JobState) []string {
 	stored := js.Identity
 	if r := js.LastRun; r != nil && r.Unfinished() {
 		stored = r.Identity

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -23,7 +24,7 @@ func writeJobTable(w io.Writer, j jobStatus) {
 	row("job", j.Name)
 	row("resource", j.Resource)
 	row("status", j.Status)
-	if j.Status == idsync.JobNeverRun {
+	if j.Status == contract.JobNeverRun {
 		row("last run", "never: this job has not run yet")
 		row("state", j.lookedIn)
 		_ = tw.Flush()
@@ -50,13 +51,13 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		switch st := r.Status; {
 		case r.Refused:
 			row("next run", "starts a fresh full pass (the sweep of this one was refused)")
-		case st == idsync.RunPartial || st == idsync.RunInterrupted || st == idsync.RunFailed:
+		case st == contract.RunPartial || st == contract.RunInterrupted || st == contract.RunFailed:
 			if changes != "" {
 				row("next run", fmt.Sprintf("refused (exit 2): the job file changed the walk of run #%d: %s (--restart starts over)", r.RunNumber, changes))
 			} else {
 				row("next run", fmt.Sprintf("continues run #%d from %s (--restart starts over)", r.RunNumber, r.Checkpoint))
 			}
-		case st == idsync.RunCompleted || st == idsync.RunAbandoned:
+		case st == contract.RunCompleted || st == contract.RunAbandoned:
 			if changes != "" {
 				row("next run", "starts from the beginning: the job file changed the walk: "+changes)
 			}
@@ -110,7 +111,7 @@ func anyWalkChanges(jobs []jobStatus) bool {
 // 2024-05-01T02:00:00Z, took 1.25s", numbered among the job's runs.
 func runLine(r *runStatus) string {
 	s := fmt.Sprintf("#%d (id %d) %s %s, started %s", r.RunNumber, r.RunID, r.Kind, r.Status, stamp(r.StartedAt))
-	if r.Status == idsync.RunRunning {
+	if r.Status == contract.RunRunning {
 		return s + ", running for " + durationText(r.DurationMS)
 	}
 	if r.FinishedAt != nil {
@@ -130,7 +131,7 @@ func writeRuns(w io.Writer, runs []runStatus) {
 	fmt.Fprintln(tw, "  RUN\tID\tKIND\tSTATUS\tSTARTED\tTOOK\tPAGES\tRECORDS\tINSERTED\tUPDATED\tUNCHANGED\tSKIPPED\tDELETED\tCHECKPOINT\tERROR")
 	for _, r := range runs {
 		took := "-"
-		if r.FinishedAt != nil || r.Status == idsync.RunRunning {
+		if r.FinishedAt != nil || r.Status == contract.RunRunning {
 			took = durationText(r.DurationMS)
 		}
 		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.RunNumber, r.RunID, r.Kind, r.Status,

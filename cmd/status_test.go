@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/fakeapi"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -219,7 +220,7 @@ func TestStatusRunningAndKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.StartRun(ctx, &idsync.RunInfo{Job: "orders", Kind: idsync.KindRun, Checkpoint: page4.Encode()}); err != nil {
+	if _, err := store.StartRun(ctx, &contract.RunInfo{Job: "orders", Kind: contract.KindRun, Checkpoint: page4.Encode()}); err != nil {
 		t.Fatal(err)
 	}
 	r := execute(t, false, "status", job)

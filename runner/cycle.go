@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -52,7 +53,7 @@ func (m *Runner) openCycle(ctx context.Context, selected []jobfile.Resource) err
 // interrupted. A failure to write it is a warning: the next invocation
 // then syncs only what this cycle has not.
 func (m *Runner) closeCycle(ctx context.Context, status string) {
-	if m.cycle == "" || status == idsync.RunPartial || status == idsync.RunInterrupted {
+	if m.cycle == "" || status == contract.RunPartial || status == contract.RunInterrupted {
 		return
 	}
 	if err := m.Store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
@@ -68,7 +69,7 @@ func (m *Runner) doneInCycle(ctx context.Context, r jobfile.Resource) (bool, err
 		return false, err
 	}
 	for _, run := range runs {
-		if run.Kind == idsync.KindRun && run.Status == idsync.RunCompleted {
+		if run.Kind == contract.KindRun && run.Status == contract.RunCompleted {
 			return !run.StartedAt.Before(m.cycleAt), nil
 		}
 	}
@@ -91,7 +92,7 @@ func (m *Runner) notResumed(selected []jobfile.Resource) {
 // checkDirty notes whether the child r must run (again) because its
 // parent wrote rows after its run began: its unfinished run (run), else
 // its last completed one. A child that never completed a run runs anyway.
-func (m *Runner) checkDirty(ctx context.Context, r jobfile.Resource, run *idsync.RunInfo) error {
+func (m *Runner) checkDirty(ctx context.Context, r jobfile.Resource, run *contract.RunInfo) error {
 	if r.Job.Parent == nil {
 		return nil
 	}
@@ -103,7 +104,7 @@ func (m *Runner) checkDirty(ctx context.Context, r jobfile.Resource, run *idsync
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(runs, func(x idsync.RunInfo) bool { return x.Kind == idsync.KindRun && x.Status == idsync.RunCompleted })
+		i := slices.IndexFunc(runs, func(x contract.RunInfo) bool { return x.Kind == contract.KindRun && x.Status == contract.RunCompleted })
 		if i < 0 {
 			return nil
 		}
@@ -137,7 +138,7 @@ func (m *Runner) parentWroteSince(ctx context.Context, parent string, since time
 // did not run, with its last run (it completed one since the cycle
 // opened): the job's result holds every selected resource.
 func (m *Runner) notRunNow(ctx context.Context, selected []jobfile.Resource) error {
-	if m.Options.Resume || m.Options.Kind == idsync.KindReplay {
+	if m.Options.Resume || m.Options.Kind == contract.KindReplay {
 		return nil
 	}
 	for _, r := range selected {

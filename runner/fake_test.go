@@ -49,7 +49,7 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 	if s := f.script[r.Name]; len(s) > 0 {
 		out, f.script[r.Name] = s[0], s[1:]
 	}
-	res := &idsync.Result{Job: r.Job.Name, Kind: o.Kind, Status: idsync.RunFailed}
+	res := &idsync.Result{Job: r.Job.Name, Kind: o.Kind, Status: contract.RunFailed}
 	var id int64
 	if o.Resume {
 		run, err := f.store.Unfinished(ctx, r.Job.Name)
@@ -65,7 +65,7 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 		id, res.Resumed = run.ID, true
 	} else {
 		var err error
-		if id, err = f.store.StartRun(ctx, &idsync.RunInfo{Job: r.Job.Name, Kind: o.Kind}); err != nil {
+		if id, err = f.store.StartRun(ctx, &contract.RunInfo{Job: r.Job.Name, Kind: o.Kind}); err != nil {
 			return res, err
 		}
 	}
@@ -73,11 +73,11 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 	h.Start(idsync.PageEvent{RunID: id})
 	for p := 1; p <= out.pages; p++ {
 		if o.MaxPages > 0 && int(res.Pages) == o.MaxPages {
-			res.Status = idsync.RunPartial
-			return res, f.store.FinishRun(ctx, id, idsync.RunPartial, "", "")
+			res.Status = contract.RunPartial
+			return res, f.store.FinishRun(ctx, id, contract.RunPartial, "", "")
 		}
 		c := contract.Counts{Inserted: out.inserted}
-		if err := f.store.CommitPage(ctx, r.Job.Name, &idsync.PageCommit{RunID: id, Position: fmt.Sprint(p), Next: fmt.Sprint(p + 1), Inserted: c.Inserted}); err != nil {
+		if err := f.store.CommitPage(ctx, r.Job.Name, &contract.PageCommit{RunID: id, Position: fmt.Sprint(p), Next: fmt.Sprint(p + 1), Inserted: c.Inserted}); err != nil {
 			return res, err
 		}
 		res.Pages++
@@ -90,13 +90,13 @@ func (f *fakeRuns) run(ctx context.Context, r jobfile.Resource, o idsync.Options
 	if out.fail != 0 {
 		err := contract.Errorf(out.fail, "%s: the API said no", r.Job.Name)
 		res.Error = err.Error()
-		if ferr := f.store.FinishRun(ctx, id, idsync.RunFailed, res.Error, ""); ferr != nil {
+		if ferr := f.store.FinishRun(ctx, id, contract.RunFailed, res.Error, ""); ferr != nil {
 			return res, ferr
 		}
 		return res, err
 	}
-	res.Status = idsync.RunCompleted
-	return res, f.store.FinishRun(ctx, id, idsync.RunCompleted, "", "")
+	res.Status = contract.RunCompleted
+	return res, f.store.FinishRun(ctx, id, contract.RunCompleted, "", "")
 }
 
 // names lists the resources of the calls in order, with "+" for a
@@ -149,7 +149,7 @@ func openStore(t *testing.T) contract.Store {
 // newRunner is a runner of jf over store with the fake's runs.
 func newRunner(jf *jobfile.File, f *fakeRuns, o idsync.Options, only ...string) *Runner {
 	if o.Kind == "" {
-		o.Kind = idsync.KindRun
+		o.Kind = contract.KindRun
 	}
 	return &Runner{File: jf, Store: f.store, Options: o, Only: only, Started: time.Now(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), RunResource: f.run,

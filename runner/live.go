@@ -56,7 +56,7 @@ func (m *Runner) snapshot() []ResourceResult {
 func (m *Runner) Interrupted(msg string) *JobResult {
 	h := &m.live
 	h.mu.Lock()
-	out := &JobResult{Job: m.File.Name, Kind: m.Options.Kind, Status: idsync.RunInterrupted, ExitCode: m.Code(contract.Interrupted), Class: contract.Interrupted,
+	out := &JobResult{Job: m.File.Name, Kind: m.Options.Kind, Status: contract.RunInterrupted, ExitCode: m.Code(contract.Interrupted), Class: contract.Interrupted,
 		Error: msg, Resources: append([]ResourceResult{}, h.done...)}
 	if h.cur != "" {
 		for i, d := range out.Resources {
@@ -66,7 +66,7 @@ func (m *Runner) Interrupted(msg string) *JobResult {
 			}
 		}
 		rr := ResourceResult{Resource: h.cur, Result: idsync.Result{Job: m.File.Name, Kind: m.Options.Kind,
-			Status: idsync.RunInterrupted, ExitCode: m.Code(contract.Interrupted)}, Class: contract.Interrupted}
+			Status: contract.RunInterrupted, ExitCode: m.Code(contract.Interrupted)}, Class: contract.Interrupted}
 		if ev := h.ev; ev != nil {
 			rr.RunID, rr.Pages = ev.RunID, ev.Pages
 			rr.Inserted, rr.Updated, rr.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged

@@ -64,7 +64,7 @@ func nothingRanStatus(c contract.Class) string {
 	case contract.Locked:
 		return "locked"
 	}
-	return idsync.RunFailed
+	return contract.RunFailed
 }
 
 // record keeps rr as its resource's result. A resource run twice in one
@@ -104,7 +104,7 @@ func (m *Runner) result() *JobResult {
 			all = false
 		}
 		out.Resources = append(out.Resources, *rr)
-		if rr.Status != idsync.RunCompleted {
+		if rr.Status != contract.RunCompleted {
 			all = false
 		}
 		if severity(rr.Class) > severity(out.Class) {
@@ -121,9 +121,9 @@ func (m *Runner) result() *JobResult {
 	case all && len(m.ran) == 0 && m.cycle != "":
 		m.upToDate(out)
 	case all:
-		out.Status = idsync.RunCompleted
+		out.Status = contract.RunCompleted
 	case out.Class == contract.None:
-		out.Status = idsync.RunPartial
+		out.Status = contract.RunPartial
 	default:
 		out.Status = JobStatus(out.Class)
 	}
@@ -152,11 +152,11 @@ func (m *Runner) upToDate(out *JobResult) {
 func JobStatus(c contract.Class) string {
 	switch c {
 	case contract.Interrupted:
-		return idsync.RunInterrupted
+		return contract.RunInterrupted
 	case contract.Locked:
 		return "locked"
 	case contract.NothingToResume:
 		return "nothing_to_resume"
 	}
-	return idsync.RunFailed
+	return contract.RunFailed
 }

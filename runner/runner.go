@@ -109,7 +109,7 @@ func (m *Runner) Run(ctx context.Context) (*JobResult, error) {
 // runAll runs the selected resources in their rounds. It returns an error
 // only when the state file cannot say which runs are unfinished.
 func (m *Runner) runAll(ctx context.Context, selected []jobfile.Resource) error {
-	if m.Options.Kind == idsync.KindReplay {
+	if m.Options.Kind == contract.KindReplay {
 		m.runResource(ctx, selected[0], m.Options)
 		return nil
 	}
@@ -183,7 +183,7 @@ func (m *Runner) runResource(ctx context.Context, r jobfile.Resource, o idsync.O
 	rr := &ResourceResult{Resource: r.Name, Result: idsync.Result{Job: m.File.Name, Kind: o.Kind, Status: StatusNotRun}}
 	if status, why := m.blocked(ctx, r, &o); why != "" {
 		rr.Status, rr.Error = status, why
-		if status == idsync.RunInterrupted {
+		if status == contract.RunInterrupted {
 			rr.Class, rr.ExitCode = contract.Interrupted, m.Code(contract.Interrupted)
 		}
 		m.record(rr, false)
@@ -213,7 +213,7 @@ func (m *Runner) runResource(ctx context.Context, r jobfile.Resource, o idsync.O
 	switch {
 	case class == contract.Interrupted || ctx.Err() != nil:
 		m.stopped = "interrupted before this resource; the next run continues"
-	case res.Status == idsync.RunPartial:
+	case res.Status == contract.RunPartial:
 		m.stopped = "the invocation's --max-pages or --time-limit was reached before this resource; the next run continues"
 	}
 }
@@ -227,7 +227,7 @@ func (m *Runner) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Opti
 	}
 	if ctx.Err() != nil {
 		m.stopped = "interrupted before this resource; the next run continues"
-		return idsync.RunInterrupted, m.stopped
+		return contract.RunInterrupted, m.stopped
 	}
 	if p := parentOf(r.Job); p != "" {
 		status := ""
@@ -245,7 +245,7 @@ func (m *Runner) blocked(ctx context.Context, r jobfile.Resource, o *idsync.Opti
 				status = run.Status
 			}
 		}
-		if status != "" && status != idsync.RunCompleted {
+		if status != "" && status != contract.RunCompleted {
 			return StatusSkipped, fmt.Sprintf("its parent %s did not complete (%s); its children run after the parent completes", p, status)
 		}
 	}

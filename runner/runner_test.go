@@ -16,11 +16,11 @@ import (
 func partialRun(t *testing.T, f *fakeRuns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	id, err := f.store.StartRun(ctx, &idsync.RunInfo{Job: "shop." + name, Kind: idsync.KindRun})
+	id, err := f.store.StartRun(ctx, &contract.RunInfo{Job: "shop." + name, Kind: contract.KindRun})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.FinishRun(ctx, id, idsync.RunPartial, "", ""); err != nil {
+	if err := f.store.FinishRun(ctx, id, contract.RunPartial, "", ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -35,7 +35,7 @@ func TestRounds(t *testing.T) {
 	if got, want := f.names(), []string{"c+", "p", "c", "x"}; !slices.Equal(got, want) {
 		t.Errorf("runs %v, want %v", got, want)
 	}
-	if out.Status != idsync.RunCompleted || out.ExitCode != 0 {
+	if out.Status != contract.RunCompleted || out.ExitCode != 0 {
 		t.Errorf("job %s exit %d: %+v", out.Status, out.ExitCode, out)
 	}
 	if got := statuses(out); !slices.Equal(got, []string{"p=completed", "c=completed", "x=completed"}) {
@@ -60,7 +60,7 @@ func TestMaxPagesSplit(t *testing.T) {
 	if got := statuses(out); !slices.Equal(got, []string{"a=completed", "b=partial", "c=not_run"}) {
 		t.Errorf("results %v", got)
 	}
-	if out.Status != idsync.RunPartial || out.ExitCode != 0 || !strings.Contains(out.Resources[2].Error, "--max-pages") {
+	if out.Status != contract.RunPartial || out.ExitCode != 0 || !strings.Contains(out.Resources[2].Error, "--max-pages") {
 		t.Errorf("job %s exit %d, c: %q", out.Status, out.ExitCode, out.Resources[2].Error)
 	}
 	if _, open, err := f.store.Cycle(context.Background(), "shop"); err != nil || !open {
@@ -74,7 +74,7 @@ func TestMaxPagesSplit(t *testing.T) {
 	if got, want := f.names(), []string{"b+", "c"}; !slices.Equal(got, want) {
 		t.Errorf("second invocation runs %v, want %v", got, want)
 	}
-	if out.Status != idsync.RunCompleted || len(out.Resources) != 3 || out.Resources[0].RunID != aRun {
+	if out.Status != contract.RunCompleted || len(out.Resources) != 3 || out.Resources[0].RunID != aRun {
 		t.Errorf("second invocation: %s %v (a's run %d, want %d)", out.Status, statuses(out), out.Resources[0].RunID, aRun)
 	}
 	if _, open, _ := f.store.Cycle(context.Background(), "shop"); open {
@@ -93,7 +93,7 @@ func TestRestart(t *testing.T) {
 	if got, want := f.names(), []string{"b", "a", "c"}; !slices.Equal(got, want) {
 		t.Errorf("--restart runs %v, want %v (b's unfinished run first, started over)", got, want)
 	}
-	if out.Status != idsync.RunCompleted || out.Resources[1].Resumed {
+	if out.Status != contract.RunCompleted || out.Resources[1].Resumed {
 		t.Errorf("--restart: %s %+v", out.Status, out.Resources)
 	}
 }
@@ -101,7 +101,7 @@ func TestRestart(t *testing.T) {
 // --time-limit counts from the invocation's start.
 func TestTimeLimitSplit(t *testing.T) {
 	f := &fakeRuns{t: t, store: openStore(t)}
-	m := newRunner(shopFile("a"), f, idsync.Options{Kind: idsync.KindRun, TimeLimit: time.Hour})
+	m := newRunner(shopFile("a"), f, idsync.Options{Kind: contract.KindRun, TimeLimit: time.Hour})
 	m.Started = time.Now().Add(-10 * time.Minute)
 	if _, err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestTimeLimitSplit(t *testing.T) {
 		t.Errorf("a got --time-limit %s, want what is left of 1h after 10m", got)
 	}
 	f = &fakeRuns{t: t, store: openStore(t)}
-	m = newRunner(shopFile("a"), f, idsync.Options{Kind: idsync.KindRun, TimeLimit: time.Minute})
+	m = newRunner(shopFile("a"), f, idsync.Options{Kind: contract.KindRun, TimeLimit: time.Minute})
 	m.Started = time.Now().Add(-2 * time.Minute)
 	out, err := m.Run(context.Background())
 	if err != nil {
@@ -130,7 +130,7 @@ func TestParentFailedSkipsChild(t *testing.T) {
 	if got := statuses(out); !slices.Equal(got, []string{"p=failed", "c=skipped", "x=failed"}) {
 		t.Errorf("results %v", got)
 	}
-	if out.Class != contract.Permanent || out.ExitCode != int(contract.Permanent) || out.Status != idsync.RunFailed {
+	if out.Class != contract.Permanent || out.ExitCode != int(contract.Permanent) || out.Status != contract.RunFailed {
 		t.Errorf("job exit %d %s, want 1 failed (1 is more severe than 3)", out.ExitCode, out.Status)
 	}
 	if c := out.Resources[1]; !strings.Contains(c.Error, "parent p did not complete (failed)") {
@@ -161,7 +161,7 @@ func TestResume(t *testing.T) {
 	if got := f.names(); !slices.Equal(got, []string{"b+"}) {
 		t.Errorf("resume runs %v", got)
 	}
-	if got := statuses(out); !slices.Equal(got, []string{"a=not_run", "b=completed"}) || out.Status != idsync.RunPartial {
+	if got := statuses(out); !slices.Equal(got, []string{"a=not_run", "b=completed"}) || out.Status != contract.RunPartial {
 		t.Errorf("resume: %s %v", out.Status, got)
 	}
 }
@@ -226,7 +226,7 @@ func TestCancelled(t *testing.T) {
 	f := &fakeRuns{t: t, store: openStore(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.during = func(string, int) { cancel() }
-	out, err := newRunner(shopFile("a", "b"), f, idsync.Options{Kind: idsync.KindRun}).Run(ctx)
+	out, err := newRunner(shopFile("a", "b"), f, idsync.Options{Kind: contract.KindRun}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestDirtyFromState(t *testing.T) {
 	if got, want := f.names(), []string{"x+", "c"}; !slices.Equal(got, want) {
 		t.Errorf("runs %v, want %v (x continued, c again for p's new rows, p done in the cycle)", got, want)
 	}
-	if out.Status != idsync.RunCompleted {
+	if out.Status != contract.RunCompleted {
 		t.Errorf("job %s %v", out.Status, statuses(out))
 	}
 	// A parent run that wrote nothing leaves the child alone.

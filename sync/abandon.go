@@ -1,6 +1,10 @@
 package sync
 
-import "context"
+import (
+	"context"
+
+	"github.com/idemsync/idemsync/contract"
+)
 
 // abandonUnfinished marks the job's unfinished run, if any, abandoned. begin
 // calls it only once the new run can start (the target opened and
@@ -11,5 +15,5 @@ func (e *Engine) abandonUnfinished(ctx context.Context) error {
 	if err != nil || prev == nil {
 		return err
 	}
-	return e.Store.FinishRun(ctx, prev.ID, RunAbandoned, "", "")
+	return e.Store.FinishRun(ctx, prev.ID, contract.RunAbandoned, "", "")
 }

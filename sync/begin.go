@@ -57,7 +57,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink
 // before --from.
 func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	job := e.Job
-	if o.Kind != KindReplay {
+	if o.Kind != contract.KindReplay {
 		return nil, nil, nil
 	}
 	if job.Parent != nil { // parent keys, bounding the parents the walk reads
@@ -95,7 +95,7 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 // pickRun decides whether the unfinished run (nil when none) is continued:
 // it returns it, or nil when o starts over (a different replay, --restart).
 // --resume without an unfinished run fails with ErrNothingToResume.
-func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
+func (e *Engine) pickRun(o Options, run *contract.RunInfo) (*contract.RunInfo, error) {
 	job := e.Job
 	switch {
 	case o.Resume && run == nil:
@@ -105,13 +105,13 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 			"job", job.Name, "run_id", run.ID)
 		run = nil
 	case o.Resume:
-	case o.Kind == KindReplay && run != nil && (run.Kind != KindReplay || run.From != o.From || run.To != o.To):
+	case o.Kind == contract.KindReplay && run != nil && (run.Kind != contract.KindReplay || run.From != o.From || run.To != o.To):
 		e.Logger.Warn("abandoning the unfinished run to start the replay", "job", job.Name, "run_id", run.ID)
 		run = nil
 	case o.Restart && run != nil:
 		e.Logger.Info("abandoning the unfinished run (--restart)", "job", job.Name, "run_id", run.ID)
 		run = nil
-	case o.Full && o.Kind == KindRun && run != nil && !run.Full:
+	case o.Full && o.Kind == contract.KindRun && run != nil && !run.Full:
 		e.Logger.Info("abandoning the unfinished run to start a full pass (--full)", "job", job.Name, "run_id", run.ID)
 		run = nil
 	}
@@ -121,10 +121,10 @@ func (e *Engine) pickRun(o Options, run *RunInfo) (*RunInfo, error) {
 // startOrContinue prepares the opened target and then continues run, or,
 // when run is nil, abandons any unfinished run and records a new one. The
 // caller closes sink when it fails.
-func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *JobState, run *RunInfo, cur Identity, from, to *Position) (*runState, error) {
+func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity, from, to *Position) (*runState, error) {
 	job := e.Job
 	fresh := false
-	if o.Kind == KindRun {
+	if o.Kind == contract.KindRun {
 		var err error
 		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
 			return nil, err
@@ -167,9 +167,9 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 // startRun records a new run starting where startPosition says and sets
 // rs's run and position. The incremental window or start mark that cannot
 // be read fails with Invalid.
-func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
+func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
 	job := e.Job
-	info := &RunInfo{Job: job.Name, Kind: o.Kind, Status: RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
+	info := &contract.RunInfo{Job: job.Name, Kind: o.Kind, Status: contract.RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
 	full, why := e.fullPass(o, js)
 	if full {
 		// A full pass has no lower bound: it starts where the very first
@@ -196,14 +196,14 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 			return err
 		}
 	}
-	if inc := job.Incremental; inc != nil && o.Kind == KindRun {
+	if inc := job.Incremental; inc != nil && o.Kind == contract.KindRun {
 		w, err := e.startMark(js.HWM, inc.Initial, inc.Overlap)
 		if err != nil {
 			return contract.Errorf(contract.Invalid, "incremental: %v", err)
 		}
 		info.Window = w
 	}
-	if job.windowed() && o.Kind == KindReplay {
+	if job.windowed() && o.Kind == contract.KindReplay {
 		info.Window, info.From, info.To = o.From, o.From, o.To // the marks the replayed windows span
 	}
 	pos, err := e.startPosition(ctx, js, from, fresh)
@@ -236,7 +236,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 // startPosition is where a new run starts: a replay's --from, the feed's
 // last position for a continue: true job (unless the target starts fresh),
 // or the style's first position (from the saved mark for hwm style).
-func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position, fresh bool) (Position, error) {
+func (e *Engine) startPosition(ctx context.Context, js *contract.JobState, from *Position, fresh bool) (Position, error) {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	feed := ""
@@ -271,7 +271,7 @@ func (e *Engine) startPosition(ctx context.Context, js *JobState, from *Position
 // continueRun takes up the unfinished run: reopens it (adopting the
 // current walk when the state file predates identities) and restores its
 // position, replay bound, loop guard and counts into rs.
-func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cur Identity) error {
+func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *runState, cur Identity) error {
 	job := e.Job
 	var err error
 	if err := e.Store.Reopen(ctx, run.ID); err != nil {
@@ -287,7 +287,7 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 	if rs.pos, err = DecodePosition(job.Pagination.Style, run.Checkpoint); err != nil {
 		return err
 	}
-	if run.Kind == KindReplay && run.To != "" && !job.windowed() {
+	if run.Kind == contract.KindReplay && run.To != "" && !job.windowed() {
 		if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
 			rs.to = &p
 		}
@@ -313,22 +313,22 @@ func (e *Engine) continueRun(ctx context.Context, run *RunInfo, rs *runState, cu
 // committed position of its latest run of kind run when that run completed,
 // else "" (from the beginning). Replays are passed over: where one stopped
 // says nothing about how far the feed itself was read.
-func (e *Engine) feedPosition(ctx context.Context, js *JobState) (string, error) {
+func (e *Engine) feedPosition(ctx context.Context, js *contract.JobState) (string, error) {
 	last := js.LastRun
-	if last != nil && last.Kind != KindRun {
+	if last != nil && last.Kind != contract.KindRun {
 		runs, err := e.Store.Runs(ctx, js.Name, 0)
 		if err != nil {
 			return "", err
 		}
 		last = nil
 		for i := range runs {
-			if runs[i].Kind == KindRun {
+			if runs[i].Kind == contract.KindRun {
 				last = &runs[i]
 				break
 			}
 		}
 	}
-	if last == nil || last.Status != RunCompleted {
+	if last == nil || last.Status != contract.RunCompleted {
 		return "", nil
 	}
 	return last.Last, nil

@@ -73,7 +73,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		return false, fmt.Errorf("before the checkpoint of %s: %w", where, err)
 	}
 	ckpt := fp.checkpoint()
-	pc := &PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
+	pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 		Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
 		Skipped: skipped, Columns: EncodeColumns(cols), Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
 	e.saveMarks(rs, &fp, pc)
@@ -136,15 +136,15 @@ func (e *Engine) writeTarget(wctx context.Context, sink contract.Sink, rows []co
 // saveMarks sets the marks pc saves for a run of kind run: the job's mark
 // for hwm style, and for an incremental job the run's furthest mark and,
 // on its last page, the job's mark.
-func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
+func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *contract.PageCommit) {
 	job := e.Job
 	style := job.Pagination.Style
 	kind := rs.info.Kind
 	saveMax := e.savableMax(fp, rs.info.StartedAt, &rs.future)
 	switch {
-	case styleOf(style).traits().keepsMark && kind == KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+	case styleOf(style).traits().keepsMark && kind == contract.KindRun && CompareMarks(saveMax, rs.hwm) > 0:
 		pc.HWM = saveMax
-	case job.Incremental != nil && kind == KindRun:
+	case job.Incremental != nil && kind == contract.KindRun:
 		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {
 			pc.MaxMark = saveMax
 			rs.info.MaxMark = saveMax
@@ -162,7 +162,7 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *PageCommit) {
 
 // advance moves rs past the committed page pc (counts: what the target
 // did with its rows), logs it and calls OnPage.
-func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *PageCommit, counts contract.Counts, where string) {
+func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp *fetched, pc *contract.PageCommit, counts contract.Counts, where string) {
 	job := e.Job
 	resp, skipped := fp.resp, pc.Skipped
 	if pc.HWM != "" {
@@ -189,7 +189,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 // when the job infers them; changed says whether it did). Bad records
 // become dead letters under on_bad_record: skip, and fail the page
 // otherwise, naming the page, the record, the column and the reason.
-func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows []contract.Row, dead []DeadLetter, changed bool, err error) {
+func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows []contract.Row, dead []contract.DeadLetter, changed bool, err error) {
 	job := e.Job
 	rows = make([]contract.Row, 0, len(fp.resp.Records))
 	mapper := Mapper{Table: t, Infer: job.Infer}
@@ -219,7 +219,7 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 			}
 			// Redacted like every output: the state file keeps it and
 			// status prints it (docs/job-file.md, "What is and is not a secret").
-			dead = append(dead, DeadLetter{Job: job.Name, Position: where, Index: i,
+			dead = append(dead, contract.DeadLetter{Job: job.Name, Position: where, Index: i,
 				Reason: job.Secrets.Redact(bad.Error()), Raw: job.Secrets.Redact(rec.Raw)})
 			continue
 		}

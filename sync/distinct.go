@@ -44,7 +44,7 @@ type walkKeys struct {
 // countsDistinct reports whether the job's walk ends on a count that
 // distinct keys must reach: a page or offset walk with pagination.total.
 func (e *Engine) countsDistinct(rs *runState) bool {
-	return rs.info.Kind == KindRun && e.shiftable() && e.Job.Pagination.Total != ""
+	return rs.info.Kind == contract.KindRun && e.shiftable() && e.Job.Pagination.Total != ""
 }
 
 // checkDistinct counts the keys of a page's rows that the page before it

@@ -111,7 +111,7 @@ type Engine struct {
 
 // runState is the state of the run in progress.
 type runState struct {
-	info    *RunInfo
+	info    *contract.RunInfo
 	pos     Position
 	to      *Position
 	seen    map[string]bool
@@ -135,10 +135,10 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	started := time.Now()
 	job := e.Job
 	if o.Kind == "" {
-		o.Kind = KindRun
+		o.Kind = contract.KindRun
 	}
 	job.Table.Verify = o.Verify
-	res := &Result{Job: job.Name, Kind: o.Kind, Status: RunFailed}
+	res := &Result{Job: job.Name, Kind: o.Kind, Status: contract.RunFailed}
 	unlock, err := e.Store.Lock(ctx, job.Name)
 	if err != nil {
 		return res, err
@@ -176,7 +176,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	// A run that sweeps and read its last page is completed by finishPass
 	// (after its sweep); so is a run continued at its end (its sweep or
 	// its completion did not commit before the process died).
-	if rs.pos.End && (status == "" || status == RunCompleted && e.sweeps(rs)) {
+	if rs.pos.End && (status == "" || status == contract.RunCompleted && e.sweeps(rs)) {
 		status, runErr = e.finishPass(ctx, o, rs, sink, log)
 	}
 	return e.end(ctx, res, rs, status, runErr, log, started)
@@ -190,20 +190,20 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	bg := context.WithoutCancel(ctx)
 	// A reason found after the last committed page is stored now: the run
 	// that continues this pass must not sweep either.
-	if err := e.saveNoProof(bg, rs); err != nil && runErr == nil && status != RunCompleted {
-		runErr, status = err, RunFailed
+	if err := e.saveNoProof(bg, rs); err != nil && runErr == nil && status != contract.RunCompleted {
+		runErr, status = err, contract.RunFailed
 	}
 	msg := ""
-	if runErr != nil && status == RunFailed {
+	if runErr != nil && status == contract.RunFailed {
 		msg = job.Secrets.Redact(runErr.Error())
 	}
-	if status != RunCompleted && !rs.refused { // a completing page or finishPass already marked the run
+	if status != contract.RunCompleted && !rs.refused { // a completing page or finishPass already marked the run
 		stored := status
 		if rs.walk.rewalk { // the next run walks the list again (distinct.go)
-			stored = RunAbandoned
+			stored = contract.RunAbandoned
 		}
 		if err := e.Store.FinishRun(bg, rs.info.ID, stored, msg, ""); err != nil && runErr == nil {
-			runErr, status = err, RunFailed
+			runErr, status = err, contract.RunFailed
 		}
 	}
 	if rs.future.n > 0 {
@@ -217,7 +217,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.Checkpoint = rs.pos.Describe(job.Pagination.Style, job.Secrets)
 	res.HWM = rs.hwm
 	res.DurationMS = time.Since(started).Milliseconds()
-	if status == RunInterrupted {
+	if status == contract.RunInterrupted {
 		runErr = contract.ErrInterrupted
 	}
 	if runErr != nil {

@@ -102,7 +102,7 @@ func TestEngineCommitsPagesInOrder(t *testing.T) {
 	rig := newEngineRig()
 	src := &fakeSource{records: "data", serve: cursorAPI(7, 3)}
 	res, err := rig.engine(engineJob(t, "", cursorStyle), src).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted {
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	events := rig.trace.all()
@@ -117,7 +117,7 @@ func TestEngineCommitsPagesInOrder(t *testing.T) {
 			t.Errorf("page %d's checkpoint %s is not page %d's position %s", i, pages[i-1].Next, i+1, pages[i].Position)
 		}
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted || run.Pages != 3 || run.Records != 7 || res.Inserted != 7 {
+	if run := rig.store.lastRun(); run.Status != contract.RunCompleted || run.Pages != 3 || run.Records != 7 || res.Inserted != 7 {
 		t.Errorf("run %+v, result %+v: want completed, 3 pages, 7 records inserted", run, res)
 	}
 }
@@ -131,7 +131,7 @@ func TestEngineVerifyReachesSink(t *testing.T) {
 		rig.sink.verify = nil
 		src := &fakeSource{records: "data", serve: cursorAPI(7, 3)}
 		res, err := rig.engine(job, src).Run(context.Background(), Options{Verify: verify})
-		if err != nil || res.Status != RunCompleted {
+		if err != nil || res.Status != contract.RunCompleted {
 			t.Fatalf("run verify=%v: %+v, %v", verify, res, err)
 		}
 		if want := []bool{verify, verify, verify}; !slices.Equal(rig.sink.verify, want) {
@@ -189,7 +189,7 @@ func TestEngineConcurrentPagesCommitInOrder(t *testing.T) {
 		return serve(ctx, u)
 	}}
 	res, err := rig.engine(engineJob(t, "  concurrency: 4\n", pageStyle), src).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted {
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	mu.Lock() // requests past the end may still be in flight, cancelled
@@ -228,7 +228,7 @@ func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
 		return nil
 	}
 	res, err := rig.engine(job, &fakeSource{records: "data", serve: cursorAPI(7, 3)}).Run(context.Background(), Options{})
-	if err == nil || res.Status != RunFailed || !strings.Contains(err.Error(), "disk full") {
+	if err == nil || res.Status != contract.RunFailed || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("run: %+v, %v; want failed naming the write error", res, err)
 	}
 	run := rig.store.lastRun()
@@ -241,7 +241,7 @@ func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
 
 	rig.sink.upsert = nil
 	res, err = rig.engine(job, &fakeSource{records: "data", serve: cursorAPI(7, 3)}).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted || !res.Resumed || rig.sink.count() != 7 {
+	if err != nil || res.Status != contract.RunCompleted || !res.Resumed || rig.sink.count() != 7 {
 		t.Fatalf("next run: %+v, %v with %d rows; want the failed run continued to 7 rows", res, err, rig.sink.count())
 	}
 }

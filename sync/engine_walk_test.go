@@ -30,11 +30,11 @@ func TestEngineCancelledMidWalk(t *testing.T) {
 		return serve(ctx, u)
 	}}
 	res, err := rig.engine(job, src).Run(ctx, Options{})
-	if !errors.Is(err, contract.ErrInterrupted) || res.Status != RunInterrupted {
+	if !errors.Is(err, contract.ErrInterrupted) || res.Status != contract.RunInterrupted {
 		t.Fatalf("run: %+v, %v; want interrupted", res, err)
 	}
 	run := rig.store.lastRun()
-	if run.Status != RunInterrupted || run.Pages != 2 || run.Checkpoint != (Position{At: cursorAt{Cursor: "7"}}).Encode() {
+	if run.Status != contract.RunInterrupted || run.Pages != 2 || run.Checkpoint != (Position{At: cursorAt{Cursor: "7"}}).Encode() {
 		t.Errorf("run %+v: want interrupted after 2 pages with the checkpoint at cursor 7", run)
 	}
 	if n := rig.sink.count(); n != 6 {
@@ -43,7 +43,7 @@ func TestEngineCancelledMidWalk(t *testing.T) {
 
 	src2 := &fakeSource{records: "data", serve: cursorAPI(10, 3)}
 	res, err = rig.engine(job, src2).Run(context.Background(), Options{Resume: true})
-	if err != nil || res.Status != RunCompleted || !res.Resumed || res.RunID != run.ID {
+	if err != nil || res.Status != contract.RunCompleted || !res.Resumed || res.RunID != run.ID {
 		t.Fatalf("resume: %+v, %v; want run %d completed", res, err, run.ID)
 	}
 	if got := src2.requests(); len(got) != 2 || !strings.Contains(got[0], "after=7") {
@@ -84,7 +84,7 @@ func TestEngineContradictedShortPageIsFetchedAgain(t *testing.T) {
 		rig := newEngineRig()
 		src := &fakeSource{records: "data", serve: contradictingAPI(1)}
 		res, err := rig.engine(engineJob(t, "", pag), src).Run(context.Background(), Options{})
-		if err != nil || res.Status != RunCompleted {
+		if err != nil || res.Status != contract.RunCompleted {
 			t.Fatalf("run: %+v, %v", res, err)
 		}
 		var page2 int
@@ -107,7 +107,7 @@ func TestEngineContradictedShortPageIsFetchedAgain(t *testing.T) {
 		rig := newEngineRig()
 		src := &fakeSource{records: "data", serve: contradictingAPI(1000)}
 		res, err := rig.engine(engineJob(t, "", pag), src).Run(context.Background(), Options{})
-		if contract.ClassOf(err) != contract.Transient || res.Status != RunFailed || !strings.Contains(err.Error(), "page 2 is short (1 of 2 records)") {
+		if contract.ClassOf(err) != contract.Transient || res.Status != contract.RunFailed || !strings.Contains(err.Error(), "page 2 is short (1 of 2 records)") {
 			t.Fatalf("run: %+v, %v (%v); want %v naming the short page", res, err, contract.ClassOf(err), contract.Transient)
 		}
 		if run := rig.store.lastRun(); run.Pages != 1 || run.Checkpoint != (Position{At: pageAt{Page: 2}}).Encode() || rig.sink.count() != 2 {
@@ -141,11 +141,11 @@ func TestEngineRefusesLoops(t *testing.T) {
 			rig := newEngineRig()
 			src := &fakeSource{records: "data", serve: tt.serve}
 			res, err := rig.engine(engineJob(t, "", tt.pag), src).Run(context.Background(), Options{})
-			if contract.ClassOf(err) != contract.Permanent || res.Status != RunFailed || !strings.Contains(err.Error(), tt.says) {
+			if contract.ClassOf(err) != contract.Permanent || res.Status != contract.RunFailed || !strings.Contains(err.Error(), tt.says) {
 				t.Fatalf("run: %+v, %v; want exit %d saying %q", res, err, contract.Permanent, tt.says)
 			}
 			run := rig.store.lastRun()
-			if run.Status != RunFailed || run.Pages != tt.pages || run.Checkpoint != tt.next {
+			if run.Status != contract.RunFailed || run.Pages != tt.pages || run.Checkpoint != tt.next {
 				t.Errorf("run %+v: want failed after %d page(s) with the checkpoint at %s", run, tt.pages, tt.next)
 			}
 			if ups := slices.DeleteFunc(rig.trace.all(), func(e string) bool { return !strings.HasPrefix(e, "upsert") }); int64(len(ups)) != tt.pages {

@@ -167,7 +167,7 @@ func TestFanOutRealParts(t *testing.T) {
 	run := func(o idsync.Options) {
 		t.Helper()
 		for _, r := range rs {
-			if res, err := runResource(t, r, store, o); err != nil || res.Status != idsync.RunCompleted {
+			if res, err := runResource(t, r, store, o); err != nil || res.Status != contract.RunCompleted {
 				t.Fatalf("resource %s: %+v, %v", r.Name, res, err)
 			}
 		}
@@ -193,7 +193,7 @@ func TestFanOutRealParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status == idsync.RunCompleted {
+		if res.Status == contract.RunCompleted {
 			break
 		}
 		if n > 20 {

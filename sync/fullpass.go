@@ -25,9 +25,9 @@ const incompleteKeys = "some of the pass's pages were committed without their ke
 
 // fullPass reports whether a new run started with o is a full pass, and
 // why (for the log).
-func (e *Engine) fullPass(o Options, js *JobState) (bool, string) {
+func (e *Engine) fullPass(o Options, js *contract.JobState) (bool, string) {
 	job := e.Job
-	if o.Kind != KindRun {
+	if o.Kind != contract.KindRun {
 		return false, ""
 	}
 	// A child walking only the parents changed since its last run
@@ -67,7 +67,7 @@ func (e *Engine) fullEvery() time.Duration {
 // sweeps reports whether the run ends with a sweep: a full pass of a job
 // with deletes: soft or hard.
 func (e *Engine) sweeps(rs *runState) bool {
-	return rs.info.Full && rs.info.Kind == KindRun && e.Job.sweepsDeletes()
+	return rs.info.Full && rs.info.Kind == contract.KindRun && e.Job.sweepsDeletes()
 }
 
 // sweepsDeletes reports whether the job's full passes sweep: deletes is
@@ -80,7 +80,7 @@ func (j *Job) sweepsDeletes() bool {
 // sweeps starts: max_delete_ratio's base (docs/deletions.md); -1 for
 // any other run.
 func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink contract.Sink) (int64, error) {
-	if !full || o.Kind != KindRun || !e.Job.sweepsDeletes() {
+	if !full || o.Kind != contract.KindRun || !e.Job.sweepsDeletes() {
 		return -1, nil
 	}
 	return sink.LiveRows(ctx, &e.Job.Table)
@@ -97,15 +97,15 @@ func (e *Engine) liveBefore(ctx context.Context, o Options, full bool, sink cont
 // began: the refused pass removes only rows that pass missed too
 // (docs/deletions.md, "Two passes"), so the glitch may have begun with it,
 // and the rows it wrote are the glitch's own.
-func (e *Engine) afterRefusal(ctx context.Context, info *RunInfo, js *JobState) error {
+func (e *Engine) afterRefusal(ctx context.Context, info *contract.RunInfo, js *contract.JobState) error {
 	last := js.LastSync
 	if info.LiveBefore < 0 || last == nil {
 		return nil
 	}
 	switch {
-	case last.Status == RunRefused && !last.RefusedSince.IsZero():
+	case last.Status == contract.RunRefused && !last.RefusedSince.IsZero():
 		info.RefusedSince = last.RefusedSince // a later refusal of the chain
-	case last.Status == RunRefused:
+	case last.Status == contract.RunRefused:
 		// The chain's first refusal: from its prior pass's start.
 		info.RefusedSince = last.StartedAt
 		p, ok, err := e.Store.PriorPass(ctx, last.ID)
@@ -115,7 +115,7 @@ func (e *Engine) afterRefusal(ctx context.Context, info *RunInfo, js *JobState) 
 		if ok && p.StartedAt.Before(info.RefusedSince) {
 			info.RefusedSince = p.StartedAt
 		}
-	case !last.RefusedSince.IsZero() && (last.Status != RunCompleted || last.SweepSkipped != "" ||
+	case !last.RefusedSince.IsZero() && (last.Status != contract.RunCompleted || last.SweepSkipped != "" ||
 		last.Swept && last.Deleted == 0 && last.PendingDeletes > 0):
 		// A pass of the chain that did not sweep: cut short and
 		// abandoned (run --restart), or unable to prove absence; or one
@@ -136,7 +136,7 @@ func (e *Engine) afterRefusal(ctx context.Context, info *RunInfo, js *JobState) 
 // keys (nil when the run does not sweep). A page with dead letters gets
 // none: the keys of its bad records are unknown, so the pass cannot prove
 // anything absent (noProof) and deletes nothing.
-func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink, rows []contract.Row, dead []DeadLetter, where string) ([]string, error) {
+func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink, rows []contract.Row, dead []contract.DeadLetter, where string) ([]string, error) {
 	if !e.sweeps(rs) {
 		return nil, nil
 	}
@@ -171,9 +171,9 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 	var deleted int64
 	if err := e.checkPassDistinct(ctx, rs); err != nil {
 		if ctx.Err() != nil {
-			return RunInterrupted, nil
+			return contract.RunInterrupted, nil
 		}
-		return RunFailed, err
+		return contract.RunFailed, err
 	}
 	if e.sweeps(rs) && rs.proof.reason == "" {
 		n, err := e.sweep(ctx, o, rs, sink, log)
@@ -181,26 +181,26 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 		case errors.Is(err, contract.ErrSweepRefused):
 			msg := e.Job.Secrets.Redact(err.Error())
 			if ferr := e.Store.RefusePass(context.WithoutCancel(ctx), rs.info.ID, msg); ferr != nil {
-				return RunFailed, ferr
+				return contract.RunFailed, ferr
 			}
 			rs.refused = true
-			return RunFailed, err
+			return contract.RunFailed, err
 		case err != nil && ctx.Err() != nil:
-			return RunInterrupted, nil
+			return contract.RunInterrupted, nil
 		case err != nil:
-			return RunFailed, err
+			return contract.RunFailed, err
 		}
 		deleted = n
 		failpoint.Hit("swept")
 		if rs.pending != nil { // nil: the keys proved nothing (noProof), the sweep did not run
 			if err := e.Store.RecordSweep(context.WithoutCancel(ctx), rs.info.ID, *rs.pending); err != nil {
-				return RunFailed, err
+				return contract.RunFailed, err
 			}
 		}
 	}
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
 		if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
-			return RunFailed, err
+			return contract.RunFailed, err
 		}
 		log.Warn("this full pass deletes nothing: it cannot prove that the records of the rows it did not see are gone; the next full pass that can will sweep",
 			"deletes", e.Job.Target.Deletes, "why", r)
@@ -209,10 +209,10 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 		}
 	}
 	if err := e.Store.CompletePass(context.WithoutCancel(ctx), rs.info.ID, deleted); err != nil {
-		return RunFailed, err
+		return contract.RunFailed, err
 	}
 	rs.total.Deleted += deleted
-	return RunCompleted, nil
+	return contract.RunCompleted, nil
 }
 
 // sweep reads the run's seen keys and has the sink remove the rows it did

@@ -22,22 +22,22 @@ func TestFullPassDecision(t *testing.T) {
 	for _, tc := range []struct {
 		name, pag, extra string
 		o                Options
-		js               JobState
+		js               contract.JobState
 		want             bool
 	}{
-		{"page", page, "", Options{Kind: KindRun}, JobState{}, true},
-		{"page replay", page, "", Options{Kind: KindReplay}, JobState{}, false},
-		{"continue", page + "  continue: true\n", "", Options{Kind: KindRun}, JobState{}, false},
-		{"continue --full", page + "  continue: true\n", "", Options{Kind: KindRun, Full: true}, JobState{}, true},
-		{"incremental", page, inc, Options{Kind: KindRun}, JobState{}, false},
-		{"incremental --full", page, inc, Options{Kind: KindRun, Full: true}, JobState{}, true},
-		{"incremental refused sweep", page, inc, Options{Kind: KindRun}, JobState{FullDue: true}, true},
-		{"full_every, never a pass", page, every, Options{Kind: KindRun}, JobState{}, true},
-		{"full_every, recent pass", page, every, Options{Kind: KindRun}, JobState{FullPassAt: recent}, false},
-		{"full_every, old pass", page, every, Options{Kind: KindRun}, JobState{FullPassAt: old}, true},
-		{"full_every replay", page, every, Options{Kind: KindReplay}, JobState{FullPassAt: old}, false},
-		{"hwm", hwm, "", Options{Kind: KindRun}, JobState{}, false},
-		{"hwm --full", hwm, "", Options{Kind: KindRun, Full: true}, JobState{}, true},
+		{"page", page, "", Options{Kind: contract.KindRun}, contract.JobState{}, true},
+		{"page replay", page, "", Options{Kind: contract.KindReplay}, contract.JobState{}, false},
+		{"continue", page + "  continue: true\n", "", Options{Kind: contract.KindRun}, contract.JobState{}, false},
+		{"continue --full", page + "  continue: true\n", "", Options{Kind: contract.KindRun, Full: true}, contract.JobState{}, true},
+		{"incremental", page, inc, Options{Kind: contract.KindRun}, contract.JobState{}, false},
+		{"incremental --full", page, inc, Options{Kind: contract.KindRun, Full: true}, contract.JobState{}, true},
+		{"incremental refused sweep", page, inc, Options{Kind: contract.KindRun}, contract.JobState{FullDue: true}, true},
+		{"full_every, never a pass", page, every, Options{Kind: contract.KindRun}, contract.JobState{}, true},
+		{"full_every, recent pass", page, every, Options{Kind: contract.KindRun}, contract.JobState{FullPassAt: recent}, false},
+		{"full_every, old pass", page, every, Options{Kind: contract.KindRun}, contract.JobState{FullPassAt: old}, true},
+		{"full_every replay", page, every, Options{Kind: contract.KindReplay}, contract.JobState{FullPassAt: old}, false},
+		{"hwm", hwm, "", Options{Kind: contract.KindRun}, contract.JobState{}, false},
+		{"hwm --full", hwm, "", Options{Kind: contract.KindRun, Full: true}, contract.JobState{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := engineJob(t, "", tc.pag+tc.extra)

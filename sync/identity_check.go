@@ -14,7 +14,7 @@ import (
 // cursor of another query), so continuing it would skip or repeat records and
 // still end with exit 0. A run started before identities were kept is
 // continued. The error is exit 2; nothing was fetched or changed.
-func (e *Engine) checkUnfinished(run *RunInfo, cur Identity) error {
+func (e *Engine) checkUnfinished(run *contract.RunInfo, cur Identity) error {
 	old, err := DecodeIdentity(run.Identity)
 	if err != nil {
 		return contract.Errorf(contract.Permanent, "run %d: %w", run.ID, err)
@@ -32,7 +32,7 @@ func (e *Engine) checkUnfinished(run *RunInfo, cur Identity) error {
 // walkChanged returns what changed in the job's walk since its latest run
 // of kind run, nil when nothing did, no run is known, or the state file
 // predates identities.
-func (e *Engine) walkChanged(js *JobState, cur Identity) ([]string, error) {
+func (e *Engine) walkChanged(js *contract.JobState, cur Identity) ([]string, error) {
 	if js.LastSync == nil || js.Identity == "" {
 		return nil, nil
 	}
@@ -47,7 +47,7 @@ func (e *Engine) walkChanged(js *JobState, cur Identity) ([]string, error) {
 // state file records ("" when it can, or when the sink cannot tell): the
 // table is missing, or empty while the job has a saved mark, a
 // continue: true position, or an unfinished run that wrote rows.
-func (e *Engine) targetLost(ctx context.Context, sink contract.Sink, js *JobState, run *RunInfo) (string, error) {
+func (e *Engine) targetLost(ctx context.Context, sink contract.Sink, js *contract.JobState, run *contract.RunInfo) (string, error) {
 	progress := js.HWM != "" || run != nil && run.Inserted+run.Updated+run.Unchanged > 0
 	if !progress && e.Job.Pagination.Continue && run == nil {
 		feed, err := e.feedPosition(ctx, js)
@@ -77,7 +77,7 @@ func (e *Engine) targetLost(ctx context.Context, sink contract.Sink, js *JobStat
 // unfinished run is then abandoned), or when the walk changed since the
 // job's last run. It clears the saved mark when so, logs why, and
 // returns the run to continue (nil: start a new one).
-func (e *Engine) startOver(ctx context.Context, o Options, sink contract.Sink, js *JobState, run *RunInfo, cur Identity) (*RunInfo, bool, error) {
+func (e *Engine) startOver(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity) (*contract.RunInfo, bool, error) {
 	job := e.Job
 	fresh := o.Restart
 	why, err := e.targetLost(ctx, sink, js, run)

@@ -27,29 +27,29 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink contrac
 	committed := 0
 	for {
 		if ctx.Err() != nil {
-			return RunInterrupted, nil
+			return contract.RunInterrupted, nil
 		}
 		// A time limit stops after at least one page, so every run progresses.
 		if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
 			log.Info("stopping: limit reached; the next run continues", "pages", committed)
-			return RunPartial, nil
+			return contract.RunPartial, nil
 		}
 		var fp fetched
 		select {
 		case f, ok := <-pages:
 			if !ok { // the pipeline stopped at its fetch limit
 				log.Info("stopping: limit reached; the next run continues", "pages", committed)
-				return RunPartial, nil
+				return contract.RunPartial, nil
 			}
 			fp = f
 		case <-ctx.Done():
-			return RunInterrupted, nil
+			return contract.RunInterrupted, nil
 		}
 		if fp.err != nil {
 			if ctx.Err() != nil {
-				return RunInterrupted, nil
+				return contract.RunInterrupted, nil
 			}
-			return RunFailed, fp.err
+			return contract.RunFailed, fp.err
 		}
 		status, done, err := e.commitBounded(ctx, o, rs, sink, log, started, fp)
 		if status != "" {
@@ -57,7 +57,7 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink contrac
 		}
 		committed++
 		if done {
-			return RunCompleted, nil
+			return contract.RunCompleted, nil
 		}
 	}
 }
@@ -82,7 +82,7 @@ func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sin
 				"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
 			return stopped, false, nil
 		}
-		return RunFailed, false, err
+		return contract.RunFailed, false, err
 	}
 	return "", done, nil
 }

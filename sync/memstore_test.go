@@ -15,16 +15,16 @@ import (
 // Every committed page is kept, in order, and appended to trace.
 type memStore struct {
 	mu    gosync.Mutex
-	runs  []*RunInfo
-	pages map[int64][]PageInfo
+	runs  []*contract.RunInfo
+	pages map[int64][]contract.PageInfo
 	hwm   string
 	cols  string // encoded columns
-	dead  []DeadLetter
+	dead  []contract.DeadLetter
 	trace *eventLog
 }
 
 func newMemStore(trace *eventLog) *memStore {
-	return &memStore{pages: map[int64][]PageInfo{}, trace: trace}
+	return &memStore{pages: map[int64][]contract.PageInfo{}, trace: trace}
 }
 
 // memStore is the engine's part of a store only (contract.RunStore): it
@@ -36,25 +36,25 @@ func (s *memStore) Lock(context.Context, string) (func(), error) { return func()
 
 func (s *memStore) Check(context.Context) error { return nil }
 
-func (s *memStore) Job(_ context.Context, job string) (*JobState, error) {
+func (s *memStore) Job(_ context.Context, job string) (*contract.JobState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	js := &JobState{Name: job, HWM: s.hwm, Columns: s.cols}
+	js := &contract.JobState{Name: job, HWM: s.hwm, Columns: s.cols}
 	for _, r := range slices.Backward(s.runs) {
 		c := *r
 		if js.LastRun == nil {
 			js.LastRun, js.Identity = &c, r.Identity
 		}
-		if js.LastSync == nil && r.Kind == KindRun {
+		if js.LastSync == nil && r.Kind == contract.KindRun {
 			js.LastSync = &c
 		}
 	}
 	return js, nil
 }
 
-func (s *memStore) Jobs(ctx context.Context) ([]JobState, error) { return nil, nil }
+func (s *memStore) Jobs(ctx context.Context) ([]contract.JobState, error) { return nil, nil }
 
-func (s *memStore) Unfinished(context.Context, string) (*RunInfo, error) {
+func (s *memStore) Unfinished(context.Context, string) (*contract.RunInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := len(s.runs); n > 0 && s.runs[n-1].Unfinished() {
@@ -64,7 +64,7 @@ func (s *memStore) Unfinished(context.Context, string) (*RunInfo, error) {
 	return nil, nil
 }
 
-func (s *memStore) StartRun(_ context.Context, r *RunInfo) (int64, error) {
+func (s *memStore) StartRun(_ context.Context, r *contract.RunInfo) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := *r
@@ -73,7 +73,7 @@ func (s *memStore) StartRun(_ context.Context, r *RunInfo) (int64, error) {
 	return c.ID, nil
 }
 
-func (s *memStore) run(id int64) (*RunInfo, error) {
+func (s *memStore) run(id int64) (*contract.RunInfo, error) {
 	if id < 1 || int(id) > len(s.runs) {
 		return nil, fmt.Errorf("no run %d", id)
 	}
@@ -85,12 +85,12 @@ func (s *memStore) Reopen(_ context.Context, id int64) error {
 	defer s.mu.Unlock()
 	r, err := s.run(id)
 	if err == nil {
-		r.Status = RunRunning
+		r.Status = contract.RunRunning
 	}
 	return err
 }
 
-func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) error {
+func (s *memStore) CommitPage(ctx context.Context, _ string, p *contract.PageCommit) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) erro
 	if err != nil {
 		return err
 	}
-	if r.Status != RunRunning {
+	if r.Status != contract.RunRunning {
 		return fmt.Errorf("run %d is %s, not running", r.ID, r.Status)
 	}
 	r.Checkpoint, r.Last = p.Next, p.Position
@@ -120,10 +120,10 @@ func (s *memStore) CommitPage(ctx context.Context, _ string, p *PageCommit) erro
 		s.cols = p.Columns
 	}
 	if !p.FinishedAt.IsZero() {
-		r.Status, r.FinishedAt = RunCompleted, p.FinishedAt
+		r.Status, r.FinishedAt = contract.RunCompleted, p.FinishedAt
 	}
 	s.dead = append(s.dead, p.Dead...)
-	s.pages[r.ID] = append(s.pages[r.ID], PageInfo{RunID: r.ID, Seq: int64(len(s.pages[r.ID]) + 1),
+	s.pages[r.ID] = append(s.pages[r.ID], contract.PageInfo{RunID: r.ID, Seq: int64(len(s.pages[r.ID]) + 1),
 		Position: p.Position, Next: p.Next, Records: p.Records, Hash: p.Hash, CommittedAt: time.Now()})
 	s.trace.add("checkpoint " + p.Position)
 	return nil
@@ -137,7 +137,7 @@ func (s *memStore) FinishRun(_ context.Context, id int64, status, errMsg, hwm st
 		return err
 	}
 	r.Status, r.Error, r.FinishedAt = status, errMsg, time.Now()
-	if status == RunCompleted && hwm != "" {
+	if status == contract.RunCompleted && hwm != "" {
 		s.hwm = hwm
 	}
 	return nil
@@ -160,16 +160,16 @@ func (s *memStore) AdoptIdentity(_ context.Context, _ string, id int64, identity
 	return err
 }
 
-func (s *memStore) Pages(_ context.Context, id int64) ([]PageInfo, error) {
+func (s *memStore) Pages(_ context.Context, id int64) ([]contract.PageInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.pages[id]), nil
 }
 
-func (s *memStore) Runs(_ context.Context, _ string, n int) ([]RunInfo, error) {
+func (s *memStore) Runs(_ context.Context, _ string, n int) ([]contract.RunInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []RunInfo
+	var out []contract.RunInfo
 	for _, r := range slices.Backward(s.runs) {
 		if n > 0 && len(out) == n {
 			break
@@ -179,7 +179,7 @@ func (s *memStore) Runs(_ context.Context, _ string, n int) ([]RunInfo, error) {
 	return out, nil
 }
 
-func (s *memStore) DeadLetters(context.Context, string, int) ([]DeadLetter, error) {
+func (s *memStore) DeadLetters(context.Context, string, int) ([]contract.DeadLetter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.dead), nil
@@ -198,10 +198,10 @@ func (s *memStore) CompletePass(_ context.Context, id int64, deleted int64) erro
 	if err != nil {
 		return err
 	}
-	if r.Status != RunRunning {
+	if r.Status != contract.RunRunning {
 		return fmt.Errorf("run %d is %s, not running", r.ID, r.Status)
 	}
-	r.Status, r.FinishedAt, r.Deleted = RunCompleted, time.Now(), r.Deleted+deleted
+	r.Status, r.FinishedAt, r.Deleted = contract.RunCompleted, time.Now(), r.Deleted+deleted
 	return nil
 }
 
@@ -220,7 +220,7 @@ func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error 
 	defer s.mu.Unlock()
 	r, err := s.run(id)
 	if err == nil {
-		r.Status, r.Error = RunRefused, errMsg
+		r.Status, r.Error = contract.RunRefused, errMsg
 	}
 	return err
 }
@@ -228,7 +228,7 @@ func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error 
 func (s *memStore) Close() error { return nil }
 
 // lastRun returns a copy of the latest run.
-func (s *memStore) lastRun() RunInfo {
+func (s *memStore) lastRun() contract.RunInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return *s.runs[len(s.runs)-1]

@@ -113,7 +113,7 @@ func (e *Engine) lastCompletedStart(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	for _, r := range runs {
-		if r.Kind == KindRun && r.Status == RunCompleted {
+		if r.Kind == contract.KindRun && r.Status == contract.RunCompleted {
 			return r.StartedAt.UTC().Truncate(time.Millisecond), nil
 		}
 	}
@@ -198,12 +198,12 @@ func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink 
 	ws := rs.pos.windows()
 	for _, r := range ws.Rows {
 		if err := e.holdsCols(r); err != nil {
-			return RunFailed, err
+			return contract.RunFailed, err
 		}
 	}
 	f, err := e.continuedFilter(rs.info, ws.Since)
 	if err != nil {
-		return RunFailed, err
+		return contract.RunFailed, err
 	}
 	return e.loopWindows(ctx, o, rs, sink, log, started, e.newParentWalk(sink, f, ws.Since))
 }
@@ -277,7 +277,7 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	if !strings.Contains(reason, name) {
 		reason = name + ": " + reason
 	}
-	fp.dead = []DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: e.Job.Secrets.Redact(win.Parent)}}
+	fp.dead = []contract.DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: e.Job.Secrets.Redact(win.Parent)}}
 	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &contract.Response{}, nil, true, ""
 	fp.next = Position{End: true}
 }
@@ -286,8 +286,8 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 // first parent and returns the run's first checkpoint state (Fly) and
 // that parent's row, nil and "" when there is no parent row to walk. A
 // replay keeps its key range in info.
-func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *RunInfo, fresh bool) (*windowState, string, error) {
-	if o.Kind == KindReplay {
+func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *contract.RunInfo, fresh bool) (*windowState, string, error) {
+	if o.Kind == contract.KindReplay {
 		info.From, info.To = o.From, o.To
 	}
 	f, since, err := e.parentFilter(ctx, o, fresh)
@@ -307,7 +307,7 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, 
 // streamed reports whether an unfinished child run walks its parents
 // from the parent table (parent_stream.go). A run begun by an earlier
 // version walked a copy of them kept in the state file, and starts over.
-func streamed(run *RunInfo) bool {
+func streamed(run *contract.RunInfo) bool {
 	p, err := DecodePosition("", run.Checkpoint)
 	if err != nil || p.End || p.Parent == noParents {
 		return err == nil

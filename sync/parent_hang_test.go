@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // A run stopped right after a parent completed, when the next parent was
@@ -19,7 +21,7 @@ func TestFanOutResumesWithNoParentLeft(t *testing.T) {
 	job := childJob(t, "", "", conc)
 	serve := itemsAPI(map[string]int{"1": 1, "2": 1})
 	res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1})
-	if err != nil || res.Status != RunPartial {
+	if err != nil || res.Status != contract.RunPartial {
 		t.Fatalf("fanout %d: first run %+v, %v; want partial", conc, res, err)
 	}
 	p, err := DecodePosition(StylePage, rig.store.lastRun().Checkpoint)
@@ -36,7 +38,7 @@ func TestFanOutResumesWithNoParentLeft(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	res, err = rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(ctx, Options{})
 	cancel()
-	if err != nil || res.Status != RunCompleted {
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("fanout %d: resumed run %+v, %v; want completed (interrupted: it hung)", conc, res, err)
 	}
 	if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1"}) {

@@ -152,7 +152,7 @@ func (e *Engine) parentFilter(ctx context.Context, o Options, fresh bool) (contr
 	var f contract.ParentFilter
 	var err error
 	switch {
-	case o.Kind == KindReplay:
+	case o.Kind == contract.KindReplay:
 		if f.From, err = e.parentKey(o.From, "--from"); err != nil {
 			return f, "", err
 		}
@@ -175,10 +175,10 @@ func (e *Engine) parentFilter(ctx context.Context, o Options, fresh bool) (contr
 
 // continuedFilter is the filter of a continued child run: its replay
 // range from the run, its Since from the checkpoint.
-func (e *Engine) continuedFilter(run *RunInfo, since string) (contract.ParentFilter, error) {
+func (e *Engine) continuedFilter(run *contract.RunInfo, since string) (contract.ParentFilter, error) {
 	var f contract.ParentFilter
 	var err error
-	if run.Kind == KindReplay {
+	if run.Kind == contract.KindReplay {
 		if f.From, err = e.parentKey(run.From, "--from"); err != nil {
 			return f, err
 		}

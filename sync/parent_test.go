@@ -170,7 +170,7 @@ func TestFanOutWalksEveryParent(t *testing.T) {
 	rig, fs := newFanRig(3, 1, 2)
 	src := &fakeSource{records: "data", serve: itemsAPI(map[string]int{"1": 3, "2": 0, "3": 4})}
 	res, err := rig.fanEngine(childJob(t, "", "", 1), src, fs).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted {
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	want := []string{"1/1", "1/2", "1/3", "3/1", "3/2", "3/3", "3/4"}
@@ -186,7 +186,7 @@ func TestFanOutWalksEveryParent(t *testing.T) {
 			t.Errorf("order_id %#v is not an int64", r.Values[0])
 		}
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted || !strings.Contains(run.Checkpoint, `id=3`) {
+	if run := rig.store.lastRun(); run.Status != contract.RunCompleted || !strings.Contains(run.Checkpoint, `id=3`) {
 		t.Errorf("run %+v: want completed at the last of the 3 parents", run)
 	}
 	// the parents are walked in key order, each before the next
@@ -207,10 +207,10 @@ func TestFanOutZeroParents(t *testing.T) {
 	rig, fs := newFanRig()
 	src := &fakeSource{records: "data", serve: itemsAPI(nil)}
 	res, err := rig.fanEngine(childJob(t, "", "", 1), src, fs).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted || res.Pages != 0 || len(src.requests()) != 0 {
+	if err != nil || res.Status != contract.RunCompleted || res.Pages != 0 || len(src.requests()) != 0 {
 		t.Fatalf("run: %+v, %v, requests %q; want completed with 0 pages", res, err, src.requests())
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted || res.Checkpoint != "no parent rows (end)" {
+	if run := rig.store.lastRun(); run.Status != contract.RunCompleted || res.Checkpoint != "no parent rows (end)" {
 		t.Errorf("run %+v, checkpoint %q: want completed, no parent rows (end)", run, res.Checkpoint)
 	}
 }
@@ -231,7 +231,7 @@ func TestFanOutChangedAndAll(t *testing.T) {
 			serve := itemsAPI(map[string]int{"1": 1, "2": 1, "3": 1})
 			job := childJob(t, "", tt.rows, 1)
 			src := &fakeSource{records: "data", serve: serve}
-			if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil || res.Status != RunCompleted {
+			if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil || res.Status != contract.RunCompleted {
 				t.Fatalf("first run: %+v, %v", res, err)
 			}
 			if got := orderRequests(src); len(got) != 3 {
@@ -239,7 +239,7 @@ func TestFanOutChangedAndAll(t *testing.T) {
 			}
 			fs.touch(2)
 			src = &fakeSource{records: "data", serve: serve}
-			if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil || res.Status != RunCompleted {
+			if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{}); err != nil || res.Status != contract.RunCompleted {
 				t.Fatalf("second run: %+v, %v", res, err)
 			}
 			if got := orderRequests(src); fmt.Sprint(got) != fmt.Sprint(tt.second) {
@@ -267,7 +267,7 @@ func TestFanOutChangedAfterFailedRun(t *testing.T) {
 	}
 	// a new run (--restart) takes the snapshot again from the last completed run
 	src := &fakeSource{records: "data", serve: ok}
-	if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
+	if res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("third run: %+v, %v", res, err)
 	}
 	if got := orderRequests(src); got["1"] != 2 || got["2"] != 2 {

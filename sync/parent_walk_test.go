@@ -28,7 +28,7 @@ func TestFanOutResumesAtTheChildPage(t *testing.T) {
 				if n > 30 {
 					t.Fatal("the walk does not end")
 				}
-				var ckpt RunInfo
+				var ckpt contract.RunInfo
 				if n > 0 {
 					ckpt = rig.store.lastRun()
 				}
@@ -40,7 +40,7 @@ func TestFanOutResumesAtTheChildPage(t *testing.T) {
 				if ckpt.Unfinished() {
 					checkResumed(t, n, conc, ckpt, src.requests())
 				}
-				if res.Status == RunCompleted {
+				if res.Status == contract.RunCompleted {
 					pages = res.Pages
 					break
 				}
@@ -60,7 +60,7 @@ func TestFanOutResumesAtTheChildPage(t *testing.T) {
 // checkResumed checks the requests of a run that continued run: with one
 // parent at a time, the first is the page of the checkpoint; no page before
 // a parent's checkpoint, and none of a completed parent, is requested.
-func checkResumed(t *testing.T, n, conc int, run RunInfo, reqs []string) {
+func checkResumed(t *testing.T, n, conc int, run contract.RunInfo, reqs []string) {
 	t.Helper()
 	p, err := DecodePosition(StylePage, run.Checkpoint)
 	if err != nil {
@@ -116,7 +116,7 @@ func TestFanOutMissingParent(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
 		rig, fs := newFanRig(1, 2, 3)
 		res, err := rig.fanEngine(childJob(t, "", "", 1), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-		if contract.ClassOf(err) != contract.Permanent || res.Status != RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
+		if contract.ClassOf(err) != contract.Permanent || res.Status != contract.RunFailed || !strings.Contains(err.Error(), "parent orders id=2") || !strings.Contains(err.Error(), "404") {
 			t.Fatalf("run: %+v, %v; want exit 1 naming parent orders id=2 and the 404", res, err)
 		}
 		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1"}) {
@@ -128,7 +128,7 @@ func TestFanOutMissingParent(t *testing.T) {
 		job := childJob(t, "", "", 1)
 		job.Target.OnBadRecord = "skip"
 		res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-		if err != nil || res.Status != RunCompleted || res.Skipped != 1 {
+		if err != nil || res.Status != contract.RunCompleted || res.Skipped != 1 {
 			t.Fatalf("run: %+v, %v; want completed with 1 skipped", res, err)
 		}
 		if got := childRows(rig.sink); !slices.Equal(got, []string{"1/1", "3/1"}) {
@@ -195,8 +195,8 @@ func TestFanOutReplayKeyRange(t *testing.T) {
 	}
 	fs.touch(4)
 	src := &fakeSource{records: "data", serve: serve}
-	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "2", To: "3"})
-	if err != nil || res.Status != RunCompleted {
+	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: contract.KindReplay, From: "2", To: "3"})
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("replay: %+v, %v", res, err)
 	}
 	if got := orderRequests(src); fmt.Sprint(got) != "map[2:2 3:2]" { // a short page, then the empty page that proves it
@@ -209,7 +209,7 @@ func TestFanOutReplayKeyRange(t *testing.T) {
 	if got := orderRequests(src); fmt.Sprint(got) != "map[4:2]" {
 		t.Errorf("run after the replay requested %v, want parent 4 only (written since the last completed run)", got)
 	}
-	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: KindReplay, From: "x"}); contract.ClassOf(err) != contract.Invalid {
+	if _, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{Kind: contract.KindReplay, From: "x"}); contract.ClassOf(err) != contract.Invalid {
 		t.Errorf("replay --from x: %v, want exit %d", err, contract.Invalid)
 	}
 }
@@ -237,7 +237,7 @@ func TestFanOutConcurrent(t *testing.T) {
 		return base(ctx, u)
 	}
 	res, err := rig.fanEngine(childJob(t, "", "", 4), &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted {
+	if err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	if n := rig.sink.count(); n != 40 || res.Records != 40 {
@@ -246,7 +246,7 @@ func TestFanOutConcurrent(t *testing.T) {
 	if most < 2 || most > 4 {
 		t.Errorf("at most %d requests in flight, want 2 to 4", most)
 	}
-	if run := rig.store.lastRun(); run.Status != RunCompleted || !strings.Contains(run.Checkpoint, `"end":true`) {
+	if run := rig.store.lastRun(); run.Status != contract.RunCompleted || !strings.Contains(run.Checkpoint, `"end":true`) {
 		t.Errorf("run %+v", run)
 	}
 }
@@ -259,7 +259,7 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	rig, fs := newFanRig(1, 2)
 	job := childJob(t, "", "", 1)
 	serve := itemsAPI(map[string]int{"1": 5, "2": 1}) // parent 1 in flight after one page
-	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != RunPartial {
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{MaxPages: 1}); err != nil || res.Status != contract.RunPartial {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
 	job = childJob(t, "", "", 1) // the first run's pipeline may still read the old job
@@ -268,7 +268,7 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 	if contract.ClassOf(err) != contract.Invalid || !strings.Contains(err.Error(), "--restart") {
 		t.Fatalf("continued run: %v; want exit %d asking for --restart", err, contract.Invalid)
 	}
-	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != RunCompleted {
+	if res, err := rig.fanEngine(job, &fakeSource{records: "data", serve: serve}, fs).Run(context.Background(), Options{Restart: true}); err != nil || res.Status != contract.RunCompleted {
 		t.Fatalf("--restart: %+v, %v", res, err)
 	}
 }
@@ -280,13 +280,13 @@ func TestFanOutRunWithParentCopyStartsOver(t *testing.T) {
 	rig, fs := newFanRig(1, 2, 3)
 	job := childJob(t, "", "", 1)
 	old := Position{At: pageAt{Page: 2}, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
-	if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
+	if _, err := rig.store.StartRun(context.Background(), &contract.RunInfo{Job: job.Name, Kind: contract.KindRun, Status: contract.RunPartial,
 		Checkpoint: old.Encode(), Identity: job.Identity().Encode()}); err != nil {
 		t.Fatal(err)
 	}
 	src := &fakeSource{records: "data", serve: itemsAPI(map[string]int{"1": 1, "2": 3, "3": 1})}
 	res, err := rig.fanEngine(job, src, fs).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted || res.Resumed || res.RunID != 2 {
+	if err != nil || res.Status != contract.RunCompleted || res.Resumed || res.RunID != 2 {
 		t.Fatalf("run after a run with a parent copy: %+v, %v; want a new run, completed", res, err)
 	}
 	if got := childRows(rig.sink); len(got) != 5 {

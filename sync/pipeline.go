@@ -26,7 +26,7 @@ type fetched struct {
 	pageMax string   // highest valid mark on the page
 	mapped  bool     // rows and dead are set (columns are not inferred)
 	rows    []contract.Row
-	dead    []DeadLetter
+	dead    []contract.DeadLetter
 	hash    string // content hash of the page's records
 	t0      time.Time
 	err     error

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // legacyPositions are positions exactly as builds before the versioned
@@ -54,7 +56,7 @@ func TestLegacyPositionsDecode(t *testing.T) {
 		if got := p.Describe(c.style, red); got != c.describe {
 			t.Errorf("%s %s: describes as %q, want %q", c.style, c.stored, got, c.describe)
 		}
-		if got := RunResult(&RunInfo{Checkpoint: c.stored}, "", "", red).Checkpoint; got != c.guessed {
+		if got := RunResult(&contract.RunInfo{Checkpoint: c.stored}, "", "", red).Checkpoint; got != c.guessed {
 			t.Errorf("%s %s without the job file: %q, want %q", c.style, c.stored, got, c.guessed)
 		}
 	}
@@ -75,13 +77,13 @@ func TestContinueFromLegacyCheckpoint(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rig := newEngineRig()
 			job := engineJob(t, "", c.pagination)
-			if _, err := rig.store.StartRun(context.Background(), &RunInfo{Job: job.Name, Kind: KindRun, Status: RunPartial,
+			if _, err := rig.store.StartRun(context.Background(), &contract.RunInfo{Job: job.Name, Kind: contract.KindRun, Status: contract.RunPartial,
 				Checkpoint: c.stored, Identity: job.Identity().Encode()}); err != nil {
 				t.Fatal(err)
 			}
 			src := &fakeSource{records: "data", serve: c.serve}
 			res, err := rig.engine(job, src).Run(context.Background(), Options{})
-			if err != nil || res.Status != RunCompleted || !res.Resumed {
+			if err != nil || res.Status != contract.RunCompleted || !res.Resumed {
 				t.Fatalf("run: %+v, %v; want the old run continued and completed", res, err)
 			}
 			if len(src.urls) == 0 || src.urls[0] != c.first {

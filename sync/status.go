@@ -1,43 +1,47 @@
 package sync
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+)
 
 // JobStatus returns the status of a job as status reports it: never_run,
 // running (a process holds its lock), interrupted (its last run stopped
 // unfinished: killed or interrupted), partial (stopped by --max-pages or
 // --time-limit), failed, or completed (docs/operations.md, "status").
-func JobStatus(js *JobState) string {
+func JobStatus(js *contract.JobState) string {
 	switch {
 	case js.Holder != "":
-		return JobRunning
+		return contract.JobRunning
 	case js.LastRun == nil:
-		return JobNeverRun
+		return contract.JobNeverRun
 	}
 	switch js.LastRun.Status {
-	case RunCompleted:
-		return JobCompleted
-	case RunFailed, RunRefused:
-		return JobFailed
-	case RunPartial:
-		return JobPartial
-	case RunAbandoned:
+	case contract.RunCompleted:
+		return contract.JobCompleted
+	case contract.RunFailed, contract.RunRefused:
+		return contract.JobFailed
+	case contract.RunPartial:
+		return contract.JobPartial
+	case contract.RunAbandoned:
 		if js.LastRun.Error != "" { // abandoned by its own failure (distinct.go)
-			return JobFailed
+			return contract.JobFailed
 		}
-		return JobInterrupted
+		return contract.JobInterrupted
 	}
-	return JobInterrupted // running without a lock holder = killed; interrupted
+	return contract.JobInterrupted // running without a lock holder = killed; interrupted
 }
 
 // RunResult presents a stored run with the fields of a run's --json result.
 // style may be "" when the job file is not at hand: a position says its
 // style, but one an older build wrote is then read by guess (see
 // DecodePosition).
-func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
+func RunResult(r *contract.RunInfo, style, hwm string, red *Redactor) Result {
 	pos, _ := DecodePosition(style, r.Checkpoint)
 	status := r.Status
-	if status == RunRefused { // a run's status is one of docs/operations.md's ("status")
-		status = RunFailed
+	if status == contract.RunRefused { // a run's status is one of docs/operations.md's ("status")
+		status = contract.RunFailed
 	}
 	res := Result{
 		Job: r.Job, RunID: r.ID, Kind: r.Kind, Status: status,
@@ -52,7 +56,7 @@ func RunResult(r *RunInfo, style, hwm string, red *Redactor) Result {
 	}
 	if !r.FinishedAt.IsZero() {
 		res.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
-	} else if status == RunRunning {
+	} else if status == contract.RunRunning {
 		res.DurationMS = time.Since(r.StartedAt).Milliseconds()
 	}
 	return res

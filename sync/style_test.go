@@ -23,14 +23,14 @@ func TestGuessStyleDescribes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParsePosition(%s, %q): %v", c.style, c.value, err)
 		}
-		info := &RunInfo{Job: "orders", Checkpoint: pos.Encode(), Status: RunCompleted}
+		info := &contract.RunInfo{Job: "orders", Checkpoint: pos.Encode(), Status: contract.RunCompleted}
 		for _, style := range []string{c.style, ""} {
 			if got := RunResult(info, style, "", NewRedactor()).Checkpoint; got != c.want {
 				t.Errorf("%s %q with style %q: checkpoint %q, want %q", c.style, c.value, style, got, c.want)
 			}
 		}
 	}
-	if got := RunResult(&RunInfo{Checkpoint: Position{}.Encode()}, "", "", NewRedactor()).Checkpoint; got != "start" {
+	if got := RunResult(&contract.RunInfo{Checkpoint: Position{}.Encode()}, "", "", NewRedactor()).Checkpoint; got != "start" {
 		t.Errorf("zero position without style: %q, want start", got)
 	}
 	if _, err := ParsePosition(StyleNone, "1"); err == nil || !strings.Contains(err.Error(), "style none has no positions") {

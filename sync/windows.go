@@ -247,9 +247,9 @@ type winPage struct {
 func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time, src windowSource) (string, error) {
 	w, err := newWindowRun(ctx, e, src, rs.pos)
 	if err != nil {
-		return RunFailed, wrapPermanent("restore the windows in flight", err)
+		return contract.RunFailed, wrapPermanent("restore the windows in flight", err)
 	}
-	if l, ok := src.(windowList); ok && rs.info.Kind == KindRun && e.Job.Parent == nil {
+	if l, ok := src.(windowList); ok && rs.info.Kind == contract.KindRun && e.Job.Parent == nil {
 		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), l[0].From)
 	}
 	inFlight := 1
@@ -305,12 +305,12 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		return nil
 	}
 	if err := fill(); err != nil {
-		return RunFailed, err
+		return contract.RunFailed, err
 	}
 	if len(w.pos) == 0 {
 		// Nothing in flight and nothing to start: no page will come.
 		if !w.exhausted {
-			return RunFailed, fmt.Errorf("restore the windows in flight: no window %d in flight, and none to start: run with --restart", w.low+1)
+			return contract.RunFailed, fmt.Errorf("restore the windows in flight: no window %d in flight, and none to start: run with --restart", w.low+1)
 		}
 		// The walk ended before this run fetched a page: finishPass ends it.
 		rs.pos = w.checkpoint()
@@ -328,7 +328,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		}
 		committed++
 		if done {
-			return RunCompleted, nil
+			return contract.RunCompleted, nil
 		}
 		if wp.fp.next.End {
 			if w.label != nil {
@@ -341,7 +341,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 			delete(w.walks, wp.k)
 			src.done(wp.k)
 			if err := fill(); err != nil {
-				return RunFailed, err
+				return contract.RunFailed, err
 			}
 		}
 	}
@@ -353,24 +353,24 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 func nextWindowPage(ctx context.Context, o Options, pages <-chan winPage, name func(k int) string, committed int, started time.Time, log *slog.Logger) (winPage, string, error) {
 	if o.MaxPages > 0 && committed >= o.MaxPages || o.TimeLimit > 0 && committed > 0 && time.Since(started) >= o.TimeLimit {
 		log.Info("stopping: limit reached; the next run continues", "pages", committed)
-		return winPage{}, RunPartial, nil
+		return winPage{}, contract.RunPartial, nil
 	}
 	var wp winPage
 	select {
 	case wp = <-pages:
 	case <-ctx.Done():
-		return wp, RunInterrupted, nil
+		return wp, contract.RunInterrupted, nil
 	}
 	if wp.fp.err != nil {
 		if ctx.Err() != nil {
-			return wp, RunInterrupted, nil
+			return wp, contract.RunInterrupted, nil
 		}
 		// A page's error may name its window already, as the window's name
 		// or as its position ("parent 3 (id=7), page 2").
 		if n, msg := name(wp.k), wp.fp.err.Error(); !strings.Contains(msg, n) && !strings.Contains(msg, fmt.Sprintf("parent %d (", wp.k+1)) {
-			return wp, RunFailed, fmt.Errorf("%s: %w", n, wp.fp.err)
+			return wp, contract.RunFailed, fmt.Errorf("%s: %w", n, wp.fp.err)
 		}
-		return wp, RunFailed, wp.fp.err
+		return wp, contract.RunFailed, wp.fp.err
 	}
 	return wp, "", nil
 }
@@ -388,7 +388,7 @@ func (e *Engine) commitWindowPage(ctx context.Context, o Options, rs *runState, 
 	}
 	fp.windowTo = w.page(wp.k, &fp)
 	if err := w.settle(ctx); err != nil {
-		return RunFailed, false, err
+		return contract.RunFailed, false, err
 	}
 	ckpt := w.checkpoint()
 	fp.ckpt = &ckpt
@@ -438,9 +438,9 @@ func replayMarks(o Options) error {
 // runWindowsOf is the windows of run: a run of kind run splits its window
 // up to its start; a windowed job's replay splits [--from, --to) (to its
 // start without --to). Any other run has its one window.
-func runWindowsOf(job *Job, run *RunInfo) []Window {
+func runWindowsOf(job *Job, run *contract.RunInfo) []Window {
 	switch {
-	case run.Kind == KindRun && run.Full: // a full pass is one window, from the first page
+	case run.Kind == contract.KindRun && run.Full: // a full pass is one window, from the first page
 		w := runWindow(job, run.Window, run.StartedAt)
 		if job.sweepsDeletes() {
 			// A record changed during the pass moves past an upper bound:
@@ -449,7 +449,7 @@ func runWindowsOf(job *Job, run *RunInfo) []Window {
 			w.To = ""
 		}
 		return []Window{w}
-	case run.Kind == KindRun:
+	case run.Kind == contract.KindRun:
 		return runWindows(job, run.Window, run.StartedAt)
 	case job.windowed():
 		wins := runWindows(job, run.From, run.StartedAt)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // The run's checkpoint holds every window in flight at its page and those
@@ -116,7 +118,7 @@ func TestEngineWindowsInFlight(t *testing.T) {
 	rig := newEngineRig()
 	src := &fakeSource{records: "data", serve: serve}
 	res, err := rig.engine(testJob(t, spec), src).Run(context.Background(), Options{})
-	if err != nil || res.Status != RunCompleted || res.Inserted != n {
+	if err != nil || res.Status != contract.RunCompleted || res.Inserted != n {
 		t.Fatalf("run: %+v, %v; want completed with %d inserted", res, err, n)
 	}
 	js, _ := rig.store.Job(context.Background(), "w")

@@ -56,9 +56,9 @@ func writeContext(ctx context.Context, limitAt time.Time, grace time.Duration) (
 func writeStopped(wctx context.Context) (status string, ok bool) {
 	switch context.Cause(wctx) {
 	case errWriteSignal:
-		return RunInterrupted, true
+		return contract.RunInterrupted, true
 	case errWriteTimeLimit:
-		return RunPartial, true
+		return contract.RunPartial, true
 	}
 	return "", false
 }
@@ -69,13 +69,13 @@ func writeStopped(wctx context.Context) (status string, ok bool) {
 func (e *Engine) beginFailed(ctx context.Context, res *Result, started time.Time, stopped string, cancelled bool, err error) (*Result, error) {
 	res.DurationMS = time.Since(started).Milliseconds()
 	switch {
-	case cancelled && stopped == RunPartial:
+	case cancelled && stopped == contract.RunPartial:
 		e.Logger.Warn("time limit: the target database did not answer within the grace before the first page; nothing changed",
 			"job", e.Job.Name, "grace", WriteGrace, "err", err)
-		res.Status = RunPartial
+		res.Status = contract.RunPartial
 		return res, nil
 	case cancelled || ctx.Err() != nil:
-		res.Status = RunInterrupted
+		res.Status = contract.RunInterrupted
 		res.Error = contract.ErrInterrupted.Error()
 		return res, contract.ErrInterrupted
 	}

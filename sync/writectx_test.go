@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 func TestWriteContext(t *testing.T) {
@@ -16,7 +18,7 @@ func TestWriteContext(t *testing.T) {
 		t.Fatal("the write was cancelled at once by the signal, with no grace")
 	}
 	<-wctx.Done()
-	if st, ok := writeStopped(wctx); !ok || st != RunInterrupted {
+	if st, ok := writeStopped(wctx); !ok || st != contract.RunInterrupted {
 		t.Errorf("after a signal: %q %v, want interrupted", st, ok)
 	}
 	stop()
@@ -28,7 +30,7 @@ func TestWriteContext(t *testing.T) {
 		t.Fatal("a write begun after the time limit was cancelled at once")
 	}
 	<-wctx.Done()
-	if st, ok := writeStopped(wctx); !ok || st != RunPartial {
+	if st, ok := writeStopped(wctx); !ok || st != contract.RunPartial {
 		t.Errorf("after the time limit: %q %v, want partial", st, ok)
 	}
 	stop()
