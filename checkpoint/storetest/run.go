@@ -58,6 +58,7 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, lockCases()...)
 	cases = append(cases, leaseCases()...)
 	cases = append(cases, passCases()...)
+	cases = append(cases, pendingCases()...)
 	cases = append(cases, sideCases()...)
 	cases = append(cases, maintenanceCases()...)
 	for _, tc := range cases {
