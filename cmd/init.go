@@ -100,31 +100,8 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	if err != nil {
 		return err
 	}
-	abs := ""
-	if out != "-" {
-		if abs, err = filepath.Abs(out); err != nil {
-			return err
-		}
-	}
-	if err := checkWritten(spec, abs, sum["decide"].([]string)); err != nil {
+	if done, err := writeJobFile(ios, g, out, spec, sum); done || err != nil {
 		return err
-	}
-	if out == "-" {
-		fmt.Fprint(ios.Out, spec)
-		return nil
-	}
-	// A fresh folder is created, as run creates the state file's
-	// (docs/job-file.md, "Starting from idemsync init").
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return contract.Errorf(contract.Permanent, "init: create the folder of %s: %w", out, err)
-	}
-	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
-		return contract.Errorf(contract.Permanent, "write %s: %w", out, err)
-	}
-	sum["file"] = out
-	if g.json {
-		writeJSON(ios, sum)
-		return nil
 	}
 	if decide := sum["decide"].([]string); len(decide) > 0 {
 		fmt.Fprintf(ios.Out, "wrote %s: %d decision(s) left open, which validate and run refuse until made:\n", out, len(decide))
@@ -140,6 +117,39 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 		fmt.Fprintf(ios.Out, "next: read the lines marked \"check\", then\n  idemsync validate %s\n  idemsync run %s\n  idemsync show %s\n", out, out, out)
 	}
 	return nil
+}
+
+// writeJobFile checks the job file init built (checkWritten) and writes it
+// to out ("-": stdout), creating a fresh folder as run creates the state
+// file's (docs/job-file.md, "Starting from idemsync init"). done is true
+// when nothing is left to print: the file went to stdout, or --json
+// printed sum.
+func writeJobFile(ios *IOStreams, g *globalOpts, out, spec string, sum map[string]any) (done bool, err error) {
+	abs := ""
+	if out != "-" {
+		if abs, err = filepath.Abs(out); err != nil {
+			return true, err
+		}
+	}
+	if err := checkWritten(spec, abs, sum["decide"].([]string)); err != nil {
+		return true, err
+	}
+	if out == "-" {
+		fmt.Fprint(ios.Out, spec)
+		return true, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return true, contract.Errorf(contract.Permanent, "init: create the folder of %s: %w", out, err)
+	}
+	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
+		return true, contract.Errorf(contract.Permanent, "write %s: %w", out, err)
+	}
+	sum["file"] = out
+	if g.json {
+		writeJSON(ios, sum)
+		return true, nil
+	}
+	return false, nil
 }
 
 // checkWritten loads the file init wrote: it must validate, or, when init

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/initgen"
 )
 
@@ -34,31 +32,10 @@ func runInitOpenAPI(ctx context.Context, g *globalOpts, ios *IOStreams, o *initO
 			return &usageError{err: fmt.Errorf("init: %s exists; choose another --out or add --force", out)}
 		}
 	}
-	abs := ""
-	if out != "-" {
-		if abs, err = filepath.Abs(out); err != nil {
-			return err
-		}
-	}
-	decide := sum["decide"].([]string)
-	if err := checkWritten(spec, abs, decide); err != nil {
+	if done, err := writeJobFile(ios, g, out, spec, sum); done || err != nil {
 		return err
 	}
-	if out == "-" {
-		fmt.Fprint(ios.Out, spec)
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return contract.Errorf(contract.Permanent, "init: create the folder of %s: %w", out, err)
-	}
-	if err := os.WriteFile(out, []byte(spec), 0o644); err != nil {
-		return contract.Errorf(contract.Permanent, "write %s: %w", out, err)
-	}
-	sum["file"] = out
-	if g.json {
-		writeJSON(ios, sum)
-		return nil
-	}
+	decide := sum["decide"].([]string)
 	fmt.Fprintf(ios.Out, "wrote %s: %v resources %v\n", out, sum["resources"], sum["styles"])
 	if len(decide) > 0 {
 		fmt.Fprintf(ios.Out, "%d decision(s) left open, which validate and run refuse until made:\n", len(decide))
