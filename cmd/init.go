@@ -21,7 +21,7 @@ type initOpts struct {
 	out     string
 	name    string
 	force   bool
-	openapi string // init --openapi SPEC: cmd/init_openapi.go
+	openapi string // init --openapi DESCRIPTION: cmd/init_openapi.go
 	path    string
 	all     bool
 }
@@ -29,7 +29,7 @@ type initOpts struct {
 func newInitCmd(g *globalOpts, ios *IOStreams) *cobra.Command {
 	o := &initOpts{}
 	c := &cobra.Command{
-		Use:   "init URL | init --openapi SPEC [--path P | --all]",
+		Use:   "init URL | init --openapi DESCRIPTION [--path P | --all]",
 		Short: "Write a commented job file from one page of an API, or from its OpenAPI description",
 		Long: `Fetch one page of URL and write a job file for it: the records (the largest
 array of objects in the body), the pagination style (a Link header, a next
@@ -42,7 +42,7 @@ The URL's own query parameters are kept, except the ones the chosen
 pagination sets itself (page, offset, cursor, size). With --out - the file
 is printed on stdout.
 
-With --openapi SPEC (a file or URL, YAML or JSON, OpenAPI 3.x) it writes
+With --openapi DESCRIPTION (a file or URL, YAML or JSON, OpenAPI 3.x) it writes
 one resource per list operation instead: records path, key, pagination
 and columns from the description, auth from its security schemes as
 ${VAR}s, children fanned out from their parent's path. --path P writes the
