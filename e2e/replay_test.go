@@ -355,3 +355,28 @@ func TestReplayCrashConvergence(t *testing.T) {
 		})
 	}
 }
+
+// A replay exists to restore rows, so an empty target is what it expects:
+// `resume` of an unfinished replay continues that replay over the emptied
+// table instead of judging the target lost and starting a fresh run
+// (docs/operations.md, "Replay").
+func TestResumeContinuesReplayOverEmptyTable(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 200})
+	dir := t.TempDir()
+	db := filepath.Join(dir, "out.db")
+	job := writeJob(t, dir, "job.yaml", styleJob("hwm", url, "sqlite:out.db"))
+	first := runCode(t, dir, nil, 0, "run", job)
+	if _, err := openSQLite(t, db).Exec(`DELETE FROM orders`); err != nil {
+		t.Fatal(err)
+	}
+	api.SetFaults(fakeapi.Faults{Rate: 1, Kinds: []string{fakeapi.Fault503}})
+	if r := idemsync(t, dir, nil, "replay", job, "--from", "2024-01-01T00:00:00Z"); r.code != 3 {
+		t.Fatalf("replay against a failing API: exit %d, want 3: %s", r.code, r.stderr)
+	}
+	api.SetFaults(fakeapi.Faults{})
+	r := runCode(t, dir, nil, 0, "resume", job)
+	if r.Kind != "replay" || r.RunID == first.RunID || r.Inserted != 200 {
+		t.Errorf("resume of the unfinished replay over an empty table: %+v, want the replay continued", r)
+	}
+	assertEqualSource(t, readSQLite(t, db), sourceRows(api))
+}

@@ -124,7 +124,9 @@ func (e *Engine) pickRun(o Options, run *contract.RunInfo) (*contract.RunInfo, e
 func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity, from, to *Position) (*runState, error) {
 	job := e.Job
 	fresh := false
-	if o.Kind == contract.KindRun {
+	// A continued replay restores rows, so an empty target is expected and
+	// proves nothing lost (docs/operations.md, "Replay").
+	if o.Kind == contract.KindRun && (run == nil || run.Kind != contract.KindReplay) {
 		var err error
 		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
 			return nil, err
