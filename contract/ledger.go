@@ -71,7 +71,7 @@ const (
 const (
 	PrevExpiredUnknown = "expired_unknown" // a lease ended without complete or fail
 	PrevFailedRetry    = "failed_retryable"
-	PrevResolved       = "resolved" // an operator set the key to retry
+	PrevResolved       = "resolved"  // an operator set the key to retry
 	PrevReclaimed      = "reclaimed" // the same owner claimed its own claim again
 )
 
