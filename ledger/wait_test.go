@@ -27,11 +27,11 @@ func TestClaimWait(t *testing.T) {
 		}
 		return r
 	}
+	start := time.Now()
 	first, err := ClaimAll(ctx, s, []contract.ClaimRequest{req("400ms")})
 	if err != nil || first[0].Status != contract.StatusAcquired {
 		t.Fatalf("first claim: %+v %v", first, err)
 	}
-	start := time.Now()
 	short, err := ClaimWait(ctx, s, req("1m"), 100*time.Millisecond, 20*time.Millisecond)
 	if err != nil || short.Status != contract.StatusInProgress {
 		t.Fatalf("wait 100ms: %+v %v", short, err)
