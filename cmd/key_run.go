@@ -75,18 +75,14 @@ func keyResult(ctx context.Context, o *keyOptions) (any, error) {
 		return ledger.Resolve(ctx, l, o.ns, o.key, contract.LedgerResolution{As: o.as, Result: o.result, Error: o.errJSON})
 	case "list":
 		older, _ := parseKeep(o.olderThan) // checked by checkKeyUsage
-		es, err := l.List(ctx, contract.LedgerFilter{NS: o.ns, Statuses: o.statuses, Older: older, Limit: o.limit})
+		keys, err := ledger.List(ctx, l, contract.LedgerFilter{NS: o.ns, Statuses: o.statuses, Older: older, Limit: o.limit})
 		if err != nil {
 			return nil, err
-		}
-		keys := make([]ledger.Result, len(es))
-		for i, e := range es {
-			keys[i] = ledger.FromEntry(e)
 		}
 		return map[string]any{"status": contract.StatusOK, "count": len(keys), "keys": keys}, nil
 	case "gc":
 		keep, _ := parseKeep(o.keep)
-		n, err := l.GC(ctx, keep)
+		n, err := ledger.GC(ctx, l, keep)
 		if err != nil {
 			return nil, err
 		}
