@@ -10,6 +10,7 @@
 //	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
 //	go run ./bench -parents 1000000     # a child run over 1,000,000 parents: peak RSS, state growth
 //	go run ./bench -feed 200000         # the change feed: first load on vs off, events of a re-sync
+//	go run ./bench -ledger              # the side-effect ledger: per-call latency, batch, 16 claimers (docs/ledger.md)
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -43,8 +44,16 @@ func main() {
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 		feedN   = flag.Int("feed", 0, "only the change feed figures (docs/changes.md) on a table of this many rows")
+		ledger  = flag.Bool("ledger", false, "only the side-effect ledger's figures (docs/ledger.md), on SQLite and with -pg PostgreSQL")
 	)
 	flag.Parse()
+	if *ledger {
+		if err := ledgerOnly(*pg, *quick); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *fanout {
 		if err := fanoutOnly(*quick); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
