@@ -185,3 +185,13 @@ func bytesReplace(s, old, new []byte) []byte {
 	}
 	return s
 }
+
+// medianCPU is the median CPU time of the runs.
+func medianCPU(ms []measured) time.Duration {
+	cpus := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		cpus[i] = m.cpu
+	}
+	slices.Sort(cpus)
+	return cpus[len(cpus)/2]
+}

@@ -41,8 +41,10 @@ func main() {
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
+		prof    = flag.String("cpuprofile", "", "write a CPU profile of every idemsync run to this folder (NAME.pprof)")
 	)
 	flag.Parse()
+	profiles = *prof
 	if *fanout {
 		if err := fanoutOnly(*quick); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -225,6 +227,10 @@ func fanoutOnly(quick bool) error {
 	return b.fanout(fanoutParents(quick), 20*time.Millisecond)
 }
 
+// profiles is -cpuprofile: the folder every measured run writes its CPU
+// profile to.
+var profiles string
+
 // newBench builds the binary with CGO_ENABLED=0 into a temporary folder,
 // prints the machine line, and returns the bench and the function that
 // removes the folder.
@@ -243,5 +249,11 @@ func newBench() (*bench, func(), error) {
 		return nil, nil, fmt.Errorf("build: %w", err)
 	}
 	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	return &bench{bin: bin, dir: dir}, done, nil
+	if profiles != "" {
+		if err := os.MkdirAll(profiles, 0o700); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return &bench{bin: bin, dir: dir, profiles: profiles}, done, nil
 }

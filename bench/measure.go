@@ -20,13 +20,35 @@ type bench struct {
 	bin string
 	dir string
 	n   int
+	// profiles, when set, is the folder each measured run writes its CPU
+	// profile to (NAME.pprof; -cpuprofile).
+	profiles string
+}
+
+// command returns the command running the binary with args for the run
+// called name, under a CPU profile when b.profiles is set.
+func (b *bench) command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(b.bin, args...)
+	if b.profiles != "" {
+		c.Env = append(os.Environ(), "IDEMSYNC_CPUPROFILE="+filepath.Join(b.profiles, name+".pprof"))
+	}
+	return c
+}
+
+// cpuOf is the CPU time (user + system) a finished command used.
+func cpuOf(c *exec.Cmd) time.Duration {
+	if c.ProcessState == nil {
+		return 0
+	}
+	return c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 }
 
 // measured is one idemsync run.
 type measured struct {
 	wall    time.Duration
-	rss     int64 // peak resident set, bytes (0 when the OS does not say)
-	written int64 // rows inserted or updated
+	cpu     time.Duration // user + system CPU of the idemsync process
+	rss     int64         // peak resident set, bytes (0 when the OS does not say)
+	written int64         // rows inserted or updated
 	pages   int64
 	stdout  []byte // the --json object
 }
@@ -94,7 +116,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := os.WriteFile(jobFile, []byte(job), 0o600); err != nil {
 		return measured{}, err
 	}
-	c := exec.Command(b.bin, "run", jobFile, "--json", "--quiet", "--state", filepath.Join(b.dir, name+".state.db"))
+	c := b.command(name, "run", jobFile, "--json", "--quiet", "--state", filepath.Join(b.dir, name+".state.db"))
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	t0 := time.Now()
@@ -116,7 +138,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return measured{}, fmt.Errorf("%s: %v: %s", name, err, out.String())
 	}
-	return measured{wall: wall, rss: rss, written: res.Inserted + res.Updated, pages: res.Pages, stdout: out.Bytes()}, nil
+	return measured{wall: wall, cpu: cpuOf(c), rss: rss, written: res.Inserted + res.Updated, pages: res.Pages, stdout: out.Bytes()}, nil
 }
 
 func (b *bench) table(records int, rows []row) {
