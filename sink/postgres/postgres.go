@@ -58,6 +58,7 @@ type Sink struct {
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
+	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)
