@@ -56,6 +56,7 @@ type measured struct {
 type row struct {
 	name    string
 	wall    time.Duration
+	cpu     time.Duration // 0: not measured
 	rss     int64
 	written int64
 }
@@ -143,7 +144,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 
 func (b *bench) table(records int, rows []row) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "what\tseconds\trecords/s\trows written\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "what\tseconds\trecords/s\tCPU µs/record\trows written\tpeak RSS MiB\t")
 	for _, r := range rows {
 		rss := "-"
 		if r.rss > 0 {
@@ -153,7 +154,11 @@ func (b *bench) table(records int, rows []row) {
 		if r.name != "" && r.rss > 0 {
 			written = fmt.Sprint(r.written)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%s\t\n", r.name, r.wall.Seconds(), float64(records)/r.wall.Seconds(), written, rss)
+		cpu := "-"
+		if r.cpu > 0 {
+			cpu = fmt.Sprintf("%.2f", float64(r.cpu.Microseconds())/float64(records))
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%s\t%s\t\n", r.name, r.wall.Seconds(), float64(records)/r.wall.Seconds(), cpu, written, rss)
 	}
 	tw.Flush()
 }
@@ -176,13 +181,13 @@ func (b *bench) latency(pages, size int, latency time.Duration, quick bool) erro
 			return err
 		}
 		walls[c] = m.wall
-		rows = append(rows, row{fmt.Sprintf("page style, concurrency %d", c), m.wall, m.rss, m.written})
+		rows = append(rows, row{fmt.Sprintf("page style, concurrency %d", c), m.wall, m.cpu, m.rss, m.written})
 	}
 	cur, err := b.idemsync("lat-cursor", cursorJob(api, size, "sqlite:"+filepath.Join(b.dir, "lat-cursor.db")))
 	if err != nil {
 		return err
 	}
-	rows = append(rows, row{"cursor style, pipelined", cur.wall, cur.rss, cur.written})
+	rows = append(rows, row{"cursor style, pipelined", cur.wall, cur.cpu, cur.rss, cur.written})
 	b.table(records, rows)
 	fmt.Printf("ratio: concurrency 8 is %.1fx faster than concurrency 1 (goal >= 6x); concurrency 4: %.1fx\n",
 		walls[1].Seconds()/walls[8].Seconds(), walls[1].Seconds()/walls[4].Seconds())
