@@ -8,4 +8,4 @@ import (
 	"github.com/idemsync/idemsync/cmd"
 )
 
-func main() { os.Exit(cmd.Main()) }
+func main() { os.Exit(withProfile(cmd.Main)) }

@@ -130,39 +130,62 @@ func fetchOnly(api *fakeapi.Server, path string, pages, size int) (time.Duration
 	return time.Since(t0), nil
 }
 
-// postgres measures the PostgreSQL figures.
-func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size, repeat int) error {
+// postgres measures the PostgreSQL figures, interleaved: the COPY loader,
+// idemsync's first load and its unchanged re-sync, each with the WAL the
+// server wrote meanwhile. fetchWall is the fetch-only ceiling's, measured
+// with the SQLite figures.
+func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size, repeat int, fetchWall time.Duration) error {
 	fmt.Printf("\n## PostgreSQL: %d records in pages of %d, no latency (median of %d runs)\n", records, size, repeat)
 	ctx := context.Background()
 	var bases, firsts, agains []measured
+	var walBase, walFirst, walAgain []int64
 	for i := range repeat {
-		base, err := baselinePostgres(api, pgURL, "bench_copy", pages, size)
+		var base, first, again measured
+		w, err := walBytes(pgURL, func() (err error) {
+			base, err = loader("postgres", api, pages, size, pgURL)
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("postgres baseline: %w", err)
+			return fmt.Errorf("postgres loader: %w", err)
 		}
+		walBase = append(walBase, w)
 		if conn, err := pgx.Connect(ctx, pgURL); err == nil {
 			_, _ = conn.Exec(ctx, `DROP TABLE IF EXISTS bench_orders`)
 			conn.Close(ctx)
 		}
 		job := replaceTable(pageJob(api, size, 1, pgURL), "bench_orders")
-		first, err := b.idemsync(fmt.Sprintf("pg-first-%d", i), job)
-		if err != nil {
+		if w, err = walBytes(pgURL, func() (err error) {
+			first, err = b.idemsync(fmt.Sprintf("pg-first-%d", i), job)
+			return err
+		}); err != nil {
 			return err
 		}
-		again, err := b.idemsync(fmt.Sprintf("pg-again-%d", i), job)
-		if err != nil {
+		walFirst = append(walFirst, w)
+		if w, err = walBytes(pgURL, func() (err error) {
+			again, err = b.idemsync(fmt.Sprintf("pg-again-%d", i), job)
+			return err
+		}); err != nil {
 			return err
 		}
-		bases, firsts, agains = append(bases, measured{wall: base}), append(firsts, first), append(agains, again)
+		walAgain = append(walAgain, w)
+		bases, firsts, agains = append(bases, base), append(firsts, first), append(agains, again)
 	}
-	base, first, again := median(bases).wall, median(firsts), median(agains)
+	base, first, again := median(bases), median(firsts), median(agains)
 	b.table(records, []row{
-		{"PostgreSQL baseline (plain COPY per page)", base, 0, 0},
-		{"PostgreSQL idemsync first load", first.wall, first.rss, first.written},
-		{"PostgreSQL idemsync unchanged re-sync", again.wall, again.rss, again.written},
+		{"PostgreSQL loader (plain COPY per page)", base.wall, base.cpu, 0, 0},
+		{"PostgreSQL idemsync first load", first.wall, first.cpu, first.rss, first.written},
+		{"PostgreSQL idemsync unchanged re-sync", again.wall, again.cpu, again.rss, again.written},
 	})
-	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 80%%); re-sync wrote %d rows (goal 0)\n",
-		100*base.Seconds()/first.wall.Seconds(), again.written)
+	mib := func(ws []int64) string {
+		slices.Sort(ws)
+		return fmt.Sprintf("%.1f MiB", float64(ws[len(ws)/2])/(1<<20))
+	}
+	fmt.Printf("WAL written (median, whole server): loader %s, first load %s, unchanged re-sync %s (goal 0; other databases' work counts too)\n",
+		mib(walBase), mib(walFirst), mib(walAgain))
+	fmt.Printf("ratio: first load %.2fx the loader's records/s (goal >= 1.0), CPU per record %.2fx the loader's (client process only; goal <= 1); re-sync %.2fx the fetch-only ceiling (goal >= 0.8), wrote %d rows (goal 0)\n",
+		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds(),
+		fetchWall.Seconds()/again.wall.Seconds(), again.written)
+	b.categories("pg-first-0", "pg-again-0")
 	return nil
 }
 
@@ -184,4 +207,14 @@ func bytesReplace(s, old, new []byte) []byte {
 		}
 	}
 	return s
+}
+
+// medianCPU is the median CPU time of the runs.
+func medianCPU(ms []measured) time.Duration {
+	cpus := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		cpus[i] = m.cpu
+	}
+	slices.Sort(cpus)
+	return cpus[len(cpus)/2]
 }

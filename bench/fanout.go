@@ -76,7 +76,7 @@ func (b *bench) fanout(parents int, latency time.Duration) error {
 			return fmt.Errorf("fan-out, %d at once: %d rows written, want %d", c, written, want)
 		}
 		walls[c] = m.wall
-		rows = append(rows, row{fmt.Sprintf("fanout_concurrency %d (%d requests)", c, shop.TotalRequests()), m.wall, m.rss, written})
+		rows = append(rows, row{fmt.Sprintf("fanout_concurrency %d (%d requests)", c, shop.TotalRequests()), m.wall, m.cpu, m.rss, written})
 	}
 	b.table(int(want), rows)
 	fmt.Printf("ratio: fanout_concurrency 8 is %.1fx faster than 1 (goal >= 6x)\n", walls[1].Seconds()/walls[8].Seconds())

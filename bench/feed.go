@@ -45,15 +45,15 @@ func (b *bench) feedFigures(pgURL string, n, size, repeat int) error {
 					job += "  changes: true\n"
 				}
 				state := filepath.Join(b.dir, name+".state.db")
-				wall, _, err := b.timedRun(name, job, state)
+				m, _, err := b.timedRun(name, job, state)
 				if err != nil {
 					return err
 				}
 				if fed {
-					on = append(on, measured{wall: wall})
+					on = append(on, m)
 					lastJob, lastState, lastURL = job, state, url
 				} else {
-					off = append(off, measured{wall: wall})
+					off = append(off, m)
 				}
 			}
 		}

@@ -45,8 +45,13 @@ func main() {
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 		feedN   = flag.Int("feed", 0, "only the change feed figures (docs/changes.md) on a table of this many rows")
 		ledger  = flag.Bool("ledger", false, "only the side-effect ledger's figures (docs/ledger.md), on SQLite and with -pg PostgreSQL")
+		prof    = flag.String("cpuprofile", "", "write a CPU profile of every idemsync run to this folder (NAME.pprof)")
 	)
 	flag.Parse()
+	profiles = *prof
+	if childMain(*size) {
+		return
+	}
 	if *ledger {
 		if err := ledgerOnly(*pg, *quick); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -131,9 +136,20 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 		return err
 	}
 	pages := (records + size - 1) / size
-	var bases, firsts, agains []measured
+	stopBusy, err := startBusy()
+	if err != nil {
+		return err
+	}
+	defer stopBusy()
+	var bases, fetches, firsts, agains []measured
 	for i := range repeat {
-		base, err := baselineSQLite(api, pages, size, filepath.Join(dir, fmt.Sprintf("baseline-%d.db", i)))
+		// Interleaved: the loader, the fetch-only ceiling, idemsync's
+		// first load and its unchanged re-sync, in turn.
+		base, err := loader("sqlite", api, pages, size, filepath.Join(dir, fmt.Sprintf("baseline-%d.db", i)))
+		if err != nil {
+			return err
+		}
+		fetch, err := loader("fetch", api, pages, size, "")
 		if err != nil {
 			return err
 		}
@@ -146,18 +162,22 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 		if err != nil {
 			return err
 		}
-		bases, firsts, agains = append(bases, measured{wall: base}), append(firsts, first), append(agains, again)
+		bases, fetches, firsts = append(bases, base), append(fetches, fetch), append(firsts, first)
+		agains = append(agains, again)
 	}
-	base, first, again := median(bases).wall, median(firsts), median(agains)
+	base, fetch, first, again := median(bases), median(fetches), median(firsts), median(agains)
 	b.table(records, []row{
-		{"SQLite baseline (prepared INSERT, tx per page)", base, 0, 0},
-		{"SQLite idemsync first load", first.wall, first.rss, first.written},
-		{"SQLite idemsync unchanged re-sync", again.wall, again.rss, again.written},
+		{"fetch only (the ceiling: fetch and decode, no write)", fetch.wall, fetch.cpu, 0, 0},
+		{"SQLite loader (prepared INSERT, tx per page)", base.wall, base.cpu, 0, 0},
+		{"SQLite idemsync first load", first.wall, first.cpu, first.rss, first.written},
+		{"SQLite idemsync unchanged re-sync", again.wall, again.cpu, again.rss, again.written},
 	})
-	fmt.Printf("ratio: first load %.0f%% of baseline records/s (goal >= 85%%); re-sync wrote %d rows (goal 0)\n",
-		100*base.Seconds()/first.wall.Seconds(), again.written)
+	fmt.Printf("ratio: first load %.2fx the loader's records/s (goal >= 1.3 quiet, >= 1.0 busy), CPU per record %.2fx the loader's (goal <= 1); re-sync %.2fx the fetch-only ceiling (goal >= 0.8), wrote %d rows (goal 0)\n",
+		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds(),
+		fetch.wall.Seconds()/again.wall.Seconds(), again.written)
+	b.categories("sqlite-first-0", "sqlite-again-0")
 	if pgURL != "" {
-		if err := b.postgres(api, pgURL, records, pages, size, repeat); err != nil {
+		if err := b.postgres(api, pgURL, records, pages, size, repeat, median(fetches).wall); err != nil {
 			return err
 		}
 	}
@@ -246,6 +266,10 @@ func fanoutOnly(quick bool) error {
 	return b.fanout(fanoutParents(quick), 20*time.Millisecond)
 }
 
+// profiles is -cpuprofile: the folder every measured run writes its CPU
+// profile to.
+var profiles string
+
 // newBench builds the binary with CGO_ENABLED=0 into a temporary folder,
 // prints the machine line, and returns the bench and the function that
 // removes the folder.
@@ -264,5 +288,11 @@ func newBench() (*bench, func(), error) {
 		return nil, nil, fmt.Errorf("build: %w", err)
 	}
 	fmt.Printf("machine: %s/%s, %d cores, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	return &bench{bin: bin, dir: dir}, done, nil
+	if profiles != "" {
+		if err := os.MkdirAll(profiles, 0o700); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return &bench{bin: bin, dir: dir, profiles: profiles}, done, nil
 }

@@ -20,13 +20,35 @@ type bench struct {
 	bin string
 	dir string
 	n   int
+	// profiles, when set, is the folder each measured run writes its CPU
+	// profile to (NAME.pprof; -cpuprofile).
+	profiles string
+}
+
+// command returns the command running the binary with args for the run
+// called name, under a CPU profile when b.profiles is set.
+func (b *bench) command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(b.bin, args...)
+	if b.profiles != "" {
+		c.Env = append(os.Environ(), "IDEMSYNC_CPUPROFILE="+filepath.Join(b.profiles, name+".pprof"))
+	}
+	return c
+}
+
+// cpuOf is the CPU time (user + system) a finished command used.
+func cpuOf(c *exec.Cmd) time.Duration {
+	if c.ProcessState == nil {
+		return 0
+	}
+	return c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 }
 
 // measured is one idemsync run.
 type measured struct {
 	wall    time.Duration
-	rss     int64 // peak resident set, bytes (0 when the OS does not say)
-	written int64 // rows inserted or updated
+	cpu     time.Duration // user + system CPU of the idemsync process
+	rss     int64         // peak resident set, bytes (0 when the OS does not say)
+	written int64         // rows inserted or updated
 	pages   int64
 	stdout  []byte // the --json object
 }
@@ -34,6 +56,7 @@ type measured struct {
 type row struct {
 	name    string
 	wall    time.Duration
+	cpu     time.Duration // 0: not measured
 	rss     int64
 	written int64
 }
@@ -94,7 +117,7 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := os.WriteFile(jobFile, []byte(job), 0o600); err != nil {
 		return measured{}, err
 	}
-	c := exec.Command(b.bin, "run", jobFile, "--json", "--quiet", "--state", filepath.Join(b.dir, name+".state.db"))
+	c := b.command(name, "run", jobFile, "--json", "--quiet", "--state", filepath.Join(b.dir, name+".state.db"))
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	t0 := time.Now()
@@ -116,12 +139,12 @@ func (b *bench) idemsync(name, job string) (measured, error) {
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return measured{}, fmt.Errorf("%s: %v: %s", name, err, out.String())
 	}
-	return measured{wall: wall, rss: rss, written: res.Inserted + res.Updated, pages: res.Pages, stdout: out.Bytes()}, nil
+	return measured{wall: wall, cpu: cpuOf(c), rss: rss, written: res.Inserted + res.Updated, pages: res.Pages, stdout: out.Bytes()}, nil
 }
 
 func (b *bench) table(records int, rows []row) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "what\tseconds\trecords/s\trows written\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "what\tseconds\trecords/s\tCPU µs/record\trows written\tpeak RSS MiB\t")
 	for _, r := range rows {
 		rss := "-"
 		if r.rss > 0 {
@@ -131,7 +154,11 @@ func (b *bench) table(records int, rows []row) {
 		if r.name != "" && r.rss > 0 {
 			written = fmt.Sprint(r.written)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%s\t\n", r.name, r.wall.Seconds(), float64(records)/r.wall.Seconds(), written, rss)
+		cpu := "-"
+		if r.cpu > 0 {
+			cpu = fmt.Sprintf("%.2f", float64(r.cpu.Microseconds())/float64(records))
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.0f\t%s\t%s\t%s\t\n", r.name, r.wall.Seconds(), float64(records)/r.wall.Seconds(), cpu, written, rss)
 	}
 	tw.Flush()
 }
@@ -154,13 +181,13 @@ func (b *bench) latency(pages, size int, latency time.Duration, quick bool) erro
 			return err
 		}
 		walls[c] = m.wall
-		rows = append(rows, row{fmt.Sprintf("page style, concurrency %d", c), m.wall, m.rss, m.written})
+		rows = append(rows, row{fmt.Sprintf("page style, concurrency %d", c), m.wall, m.cpu, m.rss, m.written})
 	}
 	cur, err := b.idemsync("lat-cursor", cursorJob(api, size, "sqlite:"+filepath.Join(b.dir, "lat-cursor.db")))
 	if err != nil {
 		return err
 	}
-	rows = append(rows, row{"cursor style, pipelined", cur.wall, cur.rss, cur.written})
+	rows = append(rows, row{"cursor style, pipelined", cur.wall, cur.cpu, cur.rss, cur.written})
 	b.table(records, rows)
 	fmt.Printf("ratio: concurrency 8 is %.1fx faster than concurrency 1 (goal >= 6x); concurrency 4: %.1fx\n",
 		walls[1].Seconds()/walls[8].Seconds(), walls[1].Seconds()/walls[4].Seconds())

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
 				stop()
 				return err
 			}
-			fmt.Printf("%-9s deletes: %-4s  first load %6.2fs\n", tg.name, mode, first.Seconds())
+			fmt.Printf("%-9s deletes: %-4s  first load %6.2fs\n", tg.name, mode, first.wall.Seconds())
 		}
 		resync := map[string][]measured{}
 		for i := range repeat {
@@ -66,7 +65,7 @@ func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
 					stop()
 					return err
 				}
-				resync[mode] = append(resync[mode], measured{wall: again})
+				resync[mode] = append(resync[mode], again)
 			}
 		}
 		for id := n; id > n-n/100; id-- {
@@ -89,15 +88,15 @@ func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
 			for _, m := range resync[mode] {
 				walls = append(walls, fmt.Sprintf("%.2f", m.wall.Seconds()))
 			}
-			fmt.Printf("%-9s deletes: %-4s  unchanged re-sync %6.2fs (runs %s)  with 1%% deleted: first pass %6.2fs (sweep, pending %5.2fs), second %6.2fs (sweep, removing %5.2fs)\n",
-				tg.name, mode, median(resync[mode]).wall.Seconds(), strings.Join(walls, " "),
-				pending.Seconds(), float64(pendingMS)/1000, swept.Seconds(), float64(sweepMS)/1000)
+			fmt.Printf("%-9s deletes: %-4s  unchanged re-sync %6.2fs, CPU %6.2fs (runs %s)  with 1%% deleted: first pass %6.2fs (sweep, pending %5.2fs), second %6.2fs (sweep, removing %5.2fs)\n",
+				tg.name, mode, median(resync[mode]).wall.Seconds(), medianCPU(resync[mode]).Seconds(), strings.Join(walls, " "),
+				pending.wall.Seconds(), float64(pendingMS)/1000, swept.wall.Seconds(), float64(sweepMS)/1000)
 		}
 		stop()
-		keep := median(resync["keep"]).wall.Seconds()
+		keep, keepCPU := median(resync["keep"]).wall.Seconds(), medianCPU(resync["keep"]).Seconds()
 		for _, mode := range []string{"hard", "soft"} {
-			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%% (goal <= +10%%)\n", tg.name, mode,
-				100*(median(resync[mode]).wall.Seconds()-keep)/keep)
+			fmt.Printf("%-9s unchanged re-sync, deletes: %s vs keep: %+.1f%% wall, %+.1f%% CPU (goal <= +10%%)\n", tg.name, mode,
+				100*(median(resync[mode]).wall.Seconds()-keep)/keep, 100*(medianCPU(resync[mode]).Seconds()-keepCPU)/keepCPU)
 		}
 		if tg.url != "" {
 			for _, mode := range modes {
@@ -109,24 +108,25 @@ func (b *bench) sweepFigures(pgURL string, n, size, repeat int) error {
 }
 
 // timedRun runs the job with the state file state, its logs in JSON, and
-// returns its wall time and the ms of its sweep (0 when it logged none).
-func (b *bench) timedRun(name, job, state string) (time.Duration, int64, error) {
+// returns its wall and CPU time and the ms of its sweep (0 when it logged
+// none).
+func (b *bench) timedRun(name, job, state string) (measured, int64, error) {
 	dir := filepath.Join(b.dir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return 0, 0, err
+		return measured{}, 0, err
 	}
 	jobFile := filepath.Join(dir, "job.yaml")
 	if err := os.WriteFile(jobFile, []byte(job), 0o600); err != nil {
-		return 0, 0, err
+		return measured{}, 0, err
 	}
-	c := exec.Command(b.bin, "run", jobFile, "--json", "--log-format", "json", "--state", state)
+	c := b.command(name, "run", jobFile, "--json", "--log-format", "json", "--state", state)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	t0 := time.Now()
 	err := c.Run()
 	wall := time.Since(t0)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %v: %s", name, err, lastLines(errOut.String(), 3))
+		return measured{}, 0, fmt.Errorf("%s: %v: %s", name, err, lastLines(errOut.String(), 3))
 	}
 	var ms int64
 	sc := bufio.NewScanner(&errOut)
@@ -140,7 +140,7 @@ func (b *bench) timedRun(name, job, state string) (time.Duration, int64, error) 
 			ms = l.MS
 		}
 	}
-	return wall, ms, nil
+	return measured{wall: wall, cpu: cpuOf(c)}, ms, nil
 }
 
 // lastLines returns the last n lines of s.

@@ -86,7 +86,7 @@ target:
 			return fmt.Errorf("windows, %d at once: %d rows written, want %d", c, m.written, records)
 		}
 		walls[c] = m.wall
-		rows = append(rows, row{fmt.Sprintf("%d window(s) at once (%d pages)", c, m.pages), m.wall, m.rss, m.written})
+		rows = append(rows, row{fmt.Sprintf("%d window(s) at once (%d pages)", c, m.pages), m.wall, m.cpu, m.rss, m.written})
 	}
 	b.table(records, rows)
 	fmt.Printf("ratio: 8 windows at once is %.1fx faster than 1 (goal >= 6x)\n", walls[1].Seconds()/walls[8].Seconds())

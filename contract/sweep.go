@@ -36,6 +36,14 @@ type SweepRequest struct {
 	// Keys calls fn with every key the pass saw, as KeyForms returned them
 	// (a key may come more than once); it stops at fn's first error.
 	Keys func(fn func(key string) error) error
+	// SeenLive, when not 0, is how many distinct keys Keys holds, each the
+	// key of a row the pass left live (no tombstone of the pass removed or
+	// marked one). A sweeper whose keys compare exactly as their encoded
+	// forms may then count the table's live rows instead of loading Keys:
+	// as many as SeenLive means no live row was missed (docs/deletions.md,
+	// "The sweep"). 0 says nothing; a wrong value can only make a sweep
+	// remove less.
+	SeenLive int64
 	// MaxRatio is target.max_delete_ratio: a sweep that would remove more
 	// than this share of the live rows the table held before the pass is
 	// refused (docs/deletions.md).

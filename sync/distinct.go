@@ -1,10 +1,8 @@
 package sync
 
 import (
-	"context"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
@@ -109,32 +107,24 @@ func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
 }
 
 // checkPassDistinct repeats checkDistinct's test over every key the pass
-// stored (a run that sweeps stores them), so that a shift across two
-// invocations of one pass (a run continued after an exit) is caught too.
-// Tombstones are not among the stored keys: only the keys read twice
-// count, against the records the last page counted. For a child job the
-// pass spans many walks: each walk's own check stands.
-func (e *Engine) checkPassDistinct(ctx context.Context, rs *runState) error {
-	if !e.countsDistinct(rs) || !e.sweeps(rs) || !rs.walk.end || e.Job.Parent != nil {
+// stored (a run that sweeps stores them; pk, read by readPassKeys), so that
+// a shift across two invocations of one pass (a run continued after an
+// exit) is caught too. Tombstones are not among the stored keys: only the
+// keys read twice count, against the records the last page counted. An
+// incomplete set voids the sweep instead (keysProve).
+func (e *Engine) checkPassDistinct(rs *runState, pk passKeys) error {
+	if !e.checksPassDistinct(rs) || !pk.complete {
 		return nil
 	}
-	seed := maphash.MakeSeed()
-	var hs []uint64
-	complete, err := e.Store.SeenKeys(ctx, rs.info.ID, func(k string) error {
-		hs = append(hs, maphash.String(seed, k))
-		return nil
-	})
-	if err != nil || !complete {
-		return err // an incomplete set voids the sweep (fullpass.go)
-	}
-	slices.Sort(hs)
-	var dup int64
-	for i := 1; i < len(hs); i++ {
-		if hs[i] == hs[i-1] {
-			dup++
-		}
-	}
-	return e.shortOfTotal(rs, dup)
+	return e.shortOfTotal(rs, pk.read-pk.distinct)
+}
+
+// checksPassDistinct reports whether checkPassDistinct checks the pass rs:
+// a run that sweeps, on a page or offset walk with pagination.total whose
+// last page this invocation committed. For a child job the pass spans many
+// walks: each walk's own check stands.
+func (e *Engine) checksPassDistinct(rs *runState) bool {
+	return e.countsDistinct(rs) && e.sweeps(rs) && rs.walk.end && e.Job.Parent == nil
 }
 
 // keyColumns returns the indexes of the table's key columns in its

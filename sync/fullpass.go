@@ -170,14 +170,22 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink,
 // run sweeps again.
 func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
 	var deleted int64
-	if err := e.checkPassDistinct(ctx, rs); err != nil {
+	var pk passKeys
+	err := error(nil)
+	if e.needsPassKeys(rs) {
+		pk, err = e.readPassKeys(ctx, rs)
+	}
+	if err == nil {
+		err = e.checkPassDistinct(rs, pk)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return contract.RunInterrupted, nil
 		}
 		return contract.RunFailed, err
 	}
-	if e.sweeps(rs) && rs.proof.reason == "" {
-		n, err := e.sweep(ctx, o, rs, sink, log)
+	if e.sweeps(rs) && rs.proof.reason == "" && e.keysProve(rs, pk) {
+		n, err := e.sweep(ctx, o, rs, sink, pk, log)
 		switch {
 		case errors.Is(err, contract.ErrSweepRefused):
 			msg := e.Job.Secrets.Redact(err.Error())
@@ -216,25 +224,26 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 	return contract.RunCompleted, nil
 }
 
-// sweep reads the run's seen keys and has the sink remove the rows it did
-// not see. A set that proves nothing (incomplete, or a key read twice in a
-// page or offset walk) sweeps nothing: the reason goes to noProof.
-func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (int64, error) {
+// sweep has the sink remove the rows the pass did not see; pk is what
+// readPassKeys found in its keys (keysProve passed them). The sink reads
+// the keys themselves only when it cannot tell from SeenLive that no live
+// row was missed.
+func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contract.Sink, pk passKeys, log *slog.Logger) (int64, error) {
 	job := e.Job
-	// An incomplete set fails the loading of the keys, before the sweep
-	// removes anything: the sweep rolls back.
-	keys := e.distinctKeys(func(fn func(string) error) error {
+	// A set that turned incomplete since readPassKeys (it cannot, within
+	// one run) fails the loading of the keys: the sweep rolls back.
+	keys := func(fn func(string) error) error {
 		complete, err := e.Store.SeenKeys(ctx, rs.info.ID, fn)
 		if err == nil && !complete {
 			return &errNoProof{incompleteKeys}
 		}
 		return err
-	})
+	}
 	ratio := DefaultMaxDeleteRatio
 	if r := job.Target.MaxDeleteRatio; r != nil {
 		ratio = *r
 	}
-	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, MaxRatio: ratio,
+	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, SeenLive: seenLive(rs, pk), MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()}
 	if err := e.priorOf(ctx, rs, &req); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"slices"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sync/paging"
@@ -73,7 +71,7 @@ func (e *Engine) shiftable() bool {
 // record, or one was added before the position), and the record it pushed
 // past a page boundary may not have been listed at all. keys are the
 // page's (nil when the run does not sweep). The whole pass's keys are
-// checked again before the sweep (distinctKeys): this check sees the
+// checked again before the sweep (keysProve): this check sees the
 // common shift at once, so that even an unfinished run says so.
 func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 	if keys == nil || !e.shiftable() {
@@ -127,41 +125,6 @@ func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response
 type errNoProof struct{ reason string }
 
 func (e *errNoProof) Error() string { return e.reason }
-
-// distinctKeys wraps the loading of a sweep's keys for a page or offset
-// walk: after the last key, it fails with *errNoProof when a key came
-// twice, so a pass whose walk shifted anywhere (also across invocations)
-// proves nothing, and the records the walk counted toward pagination.total
-// are distinct. Keys are compared by a 64-bit hash (8 bytes a key in
-// memory): a collision only makes the sweep skip.
-func (e *Engine) distinctKeys(keys func(fn func(string) error) error) func(fn func(string) error) error {
-	if !e.shiftable() {
-		return keys
-	}
-	return func(fn func(string) error) error {
-		seed := maphash.MakeSeed()
-		var hs []uint64
-		err := keys(func(k string) error {
-			hs = append(hs, maphash.String(seed, k))
-			return fn(k)
-		})
-		if err != nil {
-			return err
-		}
-		slices.Sort(hs)
-		dup := 0
-		for i := 1; i < len(hs); i++ {
-			if hs[i] == hs[i-1] {
-				dup++
-			}
-		}
-		if dup > 0 {
-			return &errNoProof{fmt.Sprintf("the %s walk read %d key(s) twice: it shifted, so a record it did not list may still exist (%d distinct keys of %d read)",
-				e.Job.Pagination.Style, dup, len(hs)-dup, len(hs))}
-		}
-		return nil
-	}
-}
 
 // noProofOf returns the reason of an *errNoProof in err's chain.
 func noProofOf(err error) (string, bool) {

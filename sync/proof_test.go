@@ -1,7 +1,7 @@
 package sync
 
 import (
-	"errors"
+	"context"
 	"strings"
 	"testing"
 
@@ -54,36 +54,52 @@ func TestNoProofReasons(t *testing.T) {
 	}
 }
 
-// distinctKeys fails the loading of a page or offset walk's keys when one
-// came twice, after handing every key on; a cursor walk's are not checked.
-func TestDistinctKeys(t *testing.T) {
-	keys := func(ks ...string) func(fn func(string) error) error {
-		return func(fn func(string) error) error {
-			for _, k := range ks {
-				if err := fn(k); err != nil {
-					return err
-				}
-			}
-			return nil
+// keysStore serves a fixed list of seen keys.
+type keysStore struct {
+	contract.Store
+	keys     []string
+	complete bool
+}
+
+func (s keysStore) SeenKeys(_ context.Context, _ int64, fn func(string) error) (bool, error) {
+	for _, k := range s.keys {
+		if err := fn(k); err != nil {
+			return false, err
 		}
 	}
+	return s.complete, nil
+}
+
+// readPassKeys counts the pass's keys and the distinct ones; keysProve
+// voids the proof of a page or offset walk that read one twice, and of an
+// incomplete set, and lets a cursor walk's repeated key pass.
+func TestPassKeysProve(t *testing.T) {
 	p, _ := epPager(t, "data", "  style: offset\n  size: 25\n")
-	e := &Engine{Job: p.job}
-	n := 0
-	count := func(string) error { n++; return nil }
-	if err := e.distinctKeys(keys("a", "b", "c"))(count); err != nil || n != 3 {
-		t.Fatalf("distinct keys: %v after %d", err, n)
-	}
-	err := e.distinctKeys(keys("a", "b", "a"))(count)
-	if reason, ok := noProofOf(err); !ok || !strings.Contains(reason, "1 key(s) twice") || !strings.Contains(reason, "2 distinct keys of 3") {
-		t.Fatalf("a repeated key: %v", err)
-	}
-	boom := errors.New("boom")
-	if err := e.distinctKeys(keys("a"))(func(string) error { return boom }); !errors.Is(err, boom) {
-		t.Fatalf("an error of fn: %v", err)
-	}
 	c, _ := epPager(t, "data", "  style: cursor\n  next: next\n")
-	if err := (&Engine{Job: c.job}).distinctKeys(keys("a", "a"))(count); err != nil {
-		t.Fatalf("a cursor walk's keys: %v", err)
+	for _, tc := range []struct {
+		name     string
+		job      *Job
+		keys     []string
+		complete bool
+		read     int64
+		distinct int64
+		reason   string // "" proves
+	}{
+		{"distinct", p.job, []string{"a", "b", "c"}, true, 3, 3, ""},
+		{"a repeated key", p.job, []string{"a", "b", "a"}, true, 3, 2, "2 distinct keys of 3"},
+		{"incomplete", p.job, []string{"a"}, false, 1, 1, "without their keys"},
+		{"a cursor walk's repeated key", c.job, []string{"a", "a"}, true, 2, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{Job: tc.job, Store: keysStore{keys: tc.keys, complete: tc.complete}}
+			rs := &runState{info: &contract.RunInfo{ID: 1}}
+			pk, err := e.readPassKeys(context.Background(), rs)
+			if err != nil || pk.read != tc.read || pk.distinct != tc.distinct || pk.complete != tc.complete {
+				t.Fatalf("readPassKeys = %+v, %v; want %d read, %d distinct", pk, err, tc.read, tc.distinct)
+			}
+			if ok := e.keysProve(rs, pk); ok != (tc.reason == "") || !strings.Contains(rs.proof.reason, tc.reason) {
+				t.Fatalf("keysProve = %v, reason %q; want %q", ok, rs.proof.reason, tc.reason)
+			}
+		})
 	}
 }

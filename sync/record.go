@@ -27,6 +27,7 @@ type Mapper struct {
 	// of the parent's columns): columns with Column.Parent take its values.
 	Parent gjson.Result
 	buf    []byte
+	plan   *fieldPlan // built for the table's columns (fields.go)
 }
 
 // Map converts one record. It returns the row, or a *BadRecord.
@@ -37,8 +38,12 @@ func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 	t := m.Table
 	row := contract.Row{Values: make([]any, len(t.Columns))}
 	var hashed []any // the values hashed, when a widened column hashes one as before
+	if m.plan == nil || m.plan.ncols != len(t.Columns) {
+		m.plan = newFieldPlan(t) // InferPage may have added columns
+	}
+	vals := m.plan.read(rec, t.Columns)
 	for i, c := range t.Columns {
-		v := rec.Get(c.Path)
+		v := vals[i]
 		if c.Parent != "" {
 			v = m.parentValue(c)
 		}

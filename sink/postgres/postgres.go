@@ -59,6 +59,7 @@ type Sink struct {
 	types    map[string]map[string]string // column types by quoted table, until Prepare
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
 	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
+	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sinktest"
@@ -75,4 +76,45 @@ func TestKeyCaseInsensitiveOnePage(t *testing.T) {
 	if len(got) != 2 || got[1][1] != "2" {
 		t.Errorf("rows %v, want Ann and one Bob row holding the last value 2", got)
 	}
+}
+
+// Under COLLATE NOCASE two recorded keys ("BOB", "bob") may name one row,
+// so the pass's distinct keys matching the live rows in number does not
+// mean every live row was seen: the sweep loads the keys and removes the
+// row no key names (contract.SweepRequest.SeenLive).
+func TestSweepSeenLiveUnderCollation(t *testing.T) {
+	ctx := context.Background()
+	b := newSQLiteBackend(t)
+	s := b.Sink(t)
+	tbl := b.Table("people", []string{"id"}, sinktest.Col("id", contract.TypeText), sinktest.Col("v", contract.TypeText))
+	tbl.Create, tbl.Deletes = false, contract.DeletesHard
+	b.Exec(t, `CREATE TABLE people (id TEXT COLLATE NOCASE PRIMARY KEY, v TEXT, _idemsync_hash TEXT, _idemsync_synced_at TEXT)`)
+	sinktest.MustPrepare(t, s, tbl)
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, sinktest.Row("Bob", "1"), sinktest.Row("gone", "1"))
+	time.Sleep(3 * time.Millisecond) // the prior pass starts after the rows were written
+	prior := time.Now()
+	seen := []contract.Row{sinktest.Row("BOB", "1"), sinktest.Row("bob", "1")}
+	sw := s.(contract.Sweeper)
+	keys, err := sw.KeyForms(ctx, tbl, seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, LiveBefore: -1, SeenLive: 2,
+		Keys:  func(fn func(string) error) error { return each(keys, fn) },
+		Prior: func(fn func(string) error) error { return nil }, PriorStart: prior, PriorLiveBefore: -1})
+	if err != nil || res.Deleted != 1 {
+		t.Fatalf("sweep: %+v, %v; want the row no key names removed", res, err)
+	}
+	if got := b.Rows(t, `SELECT id FROM people`); len(got) != 1 || got[0][0] != "Bob" {
+		t.Errorf("rows left: %v, want Bob", got)
+	}
+}
+
+func each(keys []string, fn func(string) error) error {
+	for _, k := range keys {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -59,6 +59,7 @@ type sqliteStmts struct {
 	verifyIdx      []int               // with t.Verify, index in t.Columns of each other column; see sqliteSameSQL
 	sql            func(int) [2]string // insert and upsert statements for n rows
 	sameSQL        func(int) string    // unchanged-rows query for n rows
+	empty          int                 // emptyUnknown, emptyOwn or emptyNo (fresh.go)
 }
 
 func (s *Sink) dropStatements() {
@@ -286,9 +287,15 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	same, err := unchangedRows(ctx, tx, st, rows, all, kept)
+	own, err := st.ownRowsOnly(ctx, tx, t)
 	if err != nil {
 		return n, s.wrap(op, err)
+	}
+	var same map[int]bool // nil: into a table holding only rows this load inserted, nothing is asked (fresh.go)
+	if !own {
+		if same, err = unchangedRows(ctx, tx, st, rows, all, kept); err != nil {
+			return n, s.wrap(op, err)
+		}
 	}
 	write := kept[:0:0]
 	for _, ri := range kept {
@@ -298,6 +305,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
 		return contract.Counts{}, s.wrap(op, err)
+	}
+	if own && n.Inserted < int64(len(write)) {
+		st.empty = emptyNo
 	}
 	n.Deleted = deleted
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted

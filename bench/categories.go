@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// profileCategories are where a run's CPU goes, each the cumulative share
+// of the functions it names (a function's callees included), as `go tool
+// pprof -top -cum` reports them. They overlap where one calls the other
+// (fetching includes mapping, which the pipeline does beside the fetch).
+var profileCategories = []struct{ name, fn string }{
+	{"fetch, body checks, records and mapping (pipeline)", "sync.(*Engine).fetchPage"},
+	{"  of which record mapping (columns, conversion, hash)", "sync.(*Engine).mapRecords"},
+	{"target write (Upsert)", "sync.(*Engine).writeTarget"},
+	{"  of which SQLite unchanged-rows lookup", "sink/sqlite.unchangedRows"},
+	{"checkpoint commit (state file)", "checkpoint.(*Store).CommitPage"},
+	{"seen keys of a page (deletes)", "sync.(*Engine).pageKeys"},
+	{"end of a full pass (sweep)", "sync.(*Engine).finishPass"},
+	{"garbage collection", "runtime.gcBgMarkWorker"},
+}
+
+var pprofLine = regexp.MustCompile(`^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+([0-9.]+)%\s+(.+)$`)
+
+// categories prints, with -cpuprofile, the profile categories of the runs
+// named (their NAME.pprof in the profile folder).
+func (b *bench) categories(names ...string) {
+	if b.profiles == "" {
+		return
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "CPU profile, share of samples\t%s\t\n", strings.Join(names, "\t"))
+	shares := make([]map[string]float64, len(names))
+	for i, n := range names {
+		out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=100000", filepath.Join(b.profiles, n+".pprof")).Output()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: pprof %s: %v\n", n, err)
+			return
+		}
+		shares[i] = map[string]float64{}
+		for _, l := range strings.Split(string(out), "\n") {
+			if m := pprofLine.FindStringSubmatch(l); m != nil {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				shares[i][m[2]] = v
+			}
+		}
+	}
+	for _, c := range profileCategories {
+		fmt.Fprintf(tw, "%s\t", c.name)
+		for i := range names {
+			v := 0.0
+			for fn, share := range shares[i] {
+				if strings.HasSuffix(fn, "/"+c.fn) || fn == c.fn {
+					v = share
+				}
+			}
+			fmt.Fprintf(tw, "%.1f%%\t", v)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,83 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+)
+
+// passKeys is what one read of a full pass's seen keys tells the end of
+// the pass: whether every page recorded its keys, how many keys the pages
+// held, and how many distinct ones. The keys are compared by a 64-bit hash
+// (8 bytes a key in memory, for as long as the read lasts): a collision
+// counts two keys as one, which can only make the pass prove less
+// (a page or offset walk reads it as a key read twice and skips its sweep)
+// or its sweep remove less (contract.SweepRequest.SeenLive).
+type passKeys struct {
+	complete       bool
+	read, distinct int64
+}
+
+// readPassKeys reads the keys of every page committed to the run rs, once,
+// for both users at the pass's end: checkPassDistinct (a key read twice
+// across the pass's invocations) and the sweep (an incomplete set proves
+// nothing; the distinct count lets the sink skip loading the keys when
+// every live row was seen). The sweep reads them again only when a live
+// row may have been missed.
+func (e *Engine) readPassKeys(ctx context.Context, rs *runState) (passKeys, error) {
+	seed := maphash.MakeSeed()
+	var hs []uint64
+	complete, err := e.Store.SeenKeys(ctx, rs.info.ID, func(k string) error {
+		hs = append(hs, maphash.String(seed, k))
+		return nil
+	})
+	if err != nil {
+		return passKeys{}, err
+	}
+	slices.Sort(hs)
+	pk := passKeys{complete: complete, read: int64(len(hs)), distinct: int64(len(hs))}
+	for i := 1; i < len(hs); i++ {
+		if hs[i] == hs[i-1] {
+			pk.distinct--
+		}
+	}
+	return pk, nil
+}
+
+// needsPassKeys reports whether finishPass reads the pass's keys: for a
+// run that sweeps, when its sweep may run or checkPassDistinct checks them.
+func (e *Engine) needsPassKeys(rs *runState) bool {
+	return e.sweeps(rs) && (rs.proof.reason == "" || e.checksPassDistinct(rs))
+}
+
+// keysProve voids the proof of a pass whose keys cannot decide a deletion:
+// a page committed without its keys, or, on a page or offset walk, a key
+// read twice anywhere in the pass (also across invocations): the walk
+// shifted, so a record it did not list may still exist, and the records it
+// counted toward pagination.total are not all distinct.
+func (e *Engine) keysProve(rs *runState, pk passKeys) bool {
+	switch dup := pk.read - pk.distinct; {
+	case !pk.complete:
+		rs.noProof(incompleteKeys)
+	case dup > 0 && e.shiftable():
+		rs.noProof(fmt.Sprintf("the %s walk read %d key(s) twice: it shifted, so a record it did not list may still exist (%d distinct keys of %d read)",
+			e.Job.Pagination.Style, dup, pk.distinct, pk.read))
+	default:
+		return true
+	}
+	return false
+}
+
+// seenLive is contract.SweepRequest.SeenLive for the pass rs whose keys
+// are pk: the distinct keys, when each names a row the pass left live. A
+// page's upsert leaves every row of the page live (a soft-deleted row whose
+// key comes back is unmarked), and only a tombstone removes or marks a row
+// during the pass (one writer per swept table, docs/deletions.md), so a
+// pass that removed nothing so far qualifies; one that did gets 0.
+func seenLive(rs *runState, pk passKeys) int64 {
+	if rs.total.Deleted != 0 {
+		return 0
+	}
+	return pk.distinct
+}
