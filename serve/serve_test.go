@@ -1,0 +1,226 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"testing"
+)
+
+const testToken = "0123456789abcdef0123456789abcdef"
+
+// recorder is a Backend that records what it was asked and answers a
+// fixed reply: these tests are about the HTTP plumbing; e2e/serve_test.go
+// runs the real commands behind it.
+type recorder struct {
+	mu    gosync.Mutex
+	files []string
+	block chan struct{} // when set, Run waits for it
+}
+
+func (b *recorder) Run(ctx context.Context, file string, o RunOptions) Reply {
+	b.mu.Lock()
+	b.files = append(b.files, file)
+	block := b.block
+	b.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return Reply{Body: []byte(`{"job":"j","status":"interrupted","exit_code":130}`), Code: 130}
+		}
+	}
+	return Reply{Body: []byte(`{"job":"j","status":"completed","exit_code":0}`), Code: 0}
+}
+
+func (b *recorder) Status(ctx context.Context, file string, runs int) Reply {
+	return Reply{Body: []byte(`{"jobs":[{"name":"j","status":"running"}]}`), Code: 0}
+}
+
+func (b *recorder) Metrics(ctx context.Context, files []string, running map[string]bool) ([]byte, error) {
+	return []byte("# HELP x y\n"), nil
+}
+
+func (b *recorder) ran() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.files...)
+}
+
+// newTestServer serves a jobs folder holding a.yaml over httptest.
+func newTestServer(t *testing.T, token string, b Backend) (*Server, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(jobs, "a.yaml"), "name: a\n")
+	s, err := New(Config{Listen: "127.0.0.1:0", Jobs: jobs, Token: token, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return s, srv.URL, jobs
+}
+
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// call sends one request and returns the status and the decoded body.
+func call(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if ct := resp.Header.Get("Content-Type"); ct == "application/json" {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %v: %s", method, url, err, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+func TestCheckListen(t *testing.T) {
+	for _, c := range []struct {
+		addr, token string
+		ok          bool
+	}{
+		{"127.0.0.1:8787", "", true},
+		{"[::1]:8787", "", true},
+		{"localhost:8787", "", true},
+		{":8787", "", false},
+		{"0.0.0.0:8787", "", false},
+		{"10.1.2.3:8787", "", false},
+		{"0.0.0.0:8787", testToken, true},
+		{"127.0.0.1:8787", "short", false},
+		{"127.0.0.1", "", false},
+	} {
+		err := CheckListen(c.addr, c.token)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckListen(%q, %q) = %v, want ok %v", c.addr, c.token, err, c.ok)
+		}
+	}
+}
+
+func TestTokenRequired(t *testing.T) {
+	_, url, _ := newTestServer(t, testToken, &recorder{})
+	for _, tok := range []string{"", "wrong-token-wrong-token-wrong-tok", testToken + "x", testToken[:len(testToken)-1]} {
+		code, body := call(t, "GET", url+"/jobs/a/status", tok, "")
+		if code != http.StatusUnauthorized || body["exit_code"] != float64(2) || body["status"] != "failed" {
+			t.Errorf("token %q: %d %v, want 401 with exit_code 2", tok, code, body)
+		}
+	}
+	if code, body := call(t, "GET", url+"/jobs/a/status", testToken, ""); code != 200 || body["jobs"] == nil {
+		t.Errorf("right token: %d %v", code, body)
+	}
+	// The health check is public: a probe carries no token.
+	if code, _ := call(t, "GET", url+"/healthz", "", ""); code != 200 {
+		t.Errorf("healthz without token: %d", code)
+	}
+}
+
+func TestJobNamesStayInTheFolder(t *testing.T) {
+	b := &recorder{}
+	_, url, jobs := newTestServer(t, "", b)
+	outside := filepath.Join(filepath.Dir(jobs), "secret.yaml")
+	writeFile(t, outside, "name: secret\n")
+	if err := os.Symlink(outside, filepath.Join(jobs, "escape.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(jobs), filepath.Join(jobs, "up")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(jobs, "a.yaml"), filepath.Join(jobs, "alias.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/jobs/..%2Fsecret/run", 404},
+		{"/jobs/..%2Fsecret.yaml/run", 404},
+		{"/jobs/%2E%2E/run", 404},
+		{"/jobs/" + strings.ReplaceAll(url2path(outside), "/", "%2F") + "/run", 404},
+		{"/jobs/up%2Fsecret/run", 404},
+		{"/jobs/.hidden/run", 404},
+		{"/jobs/escape/run", 403},
+		{"/jobs/escape.yaml/run", 403},
+		{"/jobs/missing/run", 404},
+	} {
+		code, body := call(t, "POST", url+c.path, "", "")
+		if code != c.want || body["exit_code"] != float64(2) {
+			t.Errorf("POST %s: %d %v, want %d with exit_code 2", c.path, code, body, c.want)
+		}
+	}
+	if got := b.ran(); len(got) != 0 {
+		t.Fatalf("ran %v outside the folder's jobs", got)
+	}
+	for _, name := range []string{"a", "a.yaml", "alias"} {
+		if code, body := call(t, "POST", url+"/jobs/"+name+"/run", "", ""); code != 200 {
+			t.Errorf("POST /jobs/%s/run: %d %v", name, code, body)
+		}
+	}
+	real, _ := filepath.EvalSymlinks(filepath.Join(jobs, "a.yaml"))
+	for _, f := range b.ran() {
+		if f != real {
+			t.Errorf("ran %s, want %s", f, real)
+		}
+	}
+	code, body := call(t, "GET", url+"/jobs", "", "")
+	if code != 200 || len(body["jobs"].([]any)) != 2 { // a and alias; escape left out
+		t.Errorf("GET /jobs: %d %v", code, body)
+	}
+}
+
+// url2path is p without its leading slash, as a name would carry it.
+func url2path(p string) string { return strings.TrimPrefix(filepath.ToSlash(p), "/") }
+
+func TestRequestLimits(t *testing.T) {
+	_, url, _ := newTestServer(t, "", &recorder{})
+	big := `{"resources":["` + strings.Repeat("x", maxBodyBytes) + `"]}`
+	if code, body := call(t, "POST", url+"/jobs/a/run", "", big); code != http.StatusRequestEntityTooLarge || body["exit_code"] != float64(2) {
+		t.Errorf("big body: %d %v", code, body)
+	}
+	for _, b := range []string{`{"nope":1}`, `{"max_pages":-1}`, `{"time_limit":"soon"}`, `[1]`, `{} {}`} {
+		if code, body := call(t, "POST", url+"/jobs/a/run", "", b); code != 400 || body["exit_code"] != float64(2) {
+			t.Errorf("body %s: %d %v", b, code, body)
+		}
+	}
+	if code, body := call(t, "DELETE", url+"/jobs/a/run", "", ""); code != 405 || body["exit_code"] != float64(2) {
+		t.Errorf("DELETE: %d %v", code, body)
+	}
+	if code, body := call(t, "GET", url+"/nope", "", ""); code != 404 || body["exit_code"] != float64(2) {
+		t.Errorf("unknown path: %d %v", code, body)
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	for code, want := range map[int]int{0: 200, 1: 500, 2: 400, 3: 503, 4: 409, 5: 409, 130: 503, 42: 500} {
+		if got := statusOf(code); got != want {
+			t.Errorf("exit %d: HTTP %d, want %d", code, got, want)
+		}
+	}
+}
