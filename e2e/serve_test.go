@@ -146,7 +146,7 @@ func testServe(t *testing.T, env []string) {
 	code, body := s.do(t, "POST", "/jobs/orders.yaml/run", "")
 	var busy struct {
 		Status    string
-		ExitCode  int `json:"exit_code"`
+		ExitCode  int                            `json:"exit_code"`
 		JobStatus struct{ Jobs []jobStatusJSON } `json:"job_status"`
 	}
 	if err := json.Unmarshal([]byte(body), &busy); err != nil || code != 409 || busy.Status != "locked" || busy.ExitCode != 4 ||
@@ -210,4 +210,26 @@ func testServe(t *testing.T, env []string) {
 		t.Errorf("a run request while a CLI run holds the lock: %d %s", code, body)
 	}
 	_ = c.Process.Kill()
+}
+
+// serve refuses to start, exit 2, where it would be open to anyone: off
+// loopback without a token, with a short token, or without a folder.
+func TestServeRefusesToStart(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--jobs", dir, "--listen", "0.0.0.0:0"}, "IDEMSYNC_SERVE_TOKEN"},
+		{nil, []string{"--jobs", dir, "--listen", ":0"}, "not a loopback address"},
+		{[]string{"IDEMSYNC_SERVE_TOKEN=short"}, []string{"--jobs", dir, "--listen", "127.0.0.1:0"}, "at least 16"},
+		{nil, []string{"--listen", "127.0.0.1:0"}, "--jobs"},
+		{nil, []string{"--jobs", filepath.Join(dir, "missing")}, "missing"},
+	} {
+		r := idemsync(t, dir, c.env, append([]string{"serve"}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("serve %v: exit %d, want 2 naming %q: %s", c.args, r.code, c.want, r.stderr)
+		}
+	}
 }
