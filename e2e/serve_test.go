@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -38,16 +40,24 @@ func startServe(t *testing.T, dir, jobs string, env []string) *serveProc {
 	ln.Close()
 	c, errOut, done := startIdemsync(t, dir, append(env, "IDEMSYNC_SERVE_TOKEN="+serveToken), "serve", "--jobs", jobs, "--listen", addr, "--quiet")
 	s := &serveProc{url: "http://" + addr, cmd: c, done: done}
+	s.waitHealthy(t, errOut)
+	return s
+}
+
+// waitHealthy waits until the server answers /healthz, failing the test
+// when it exits first or takes over 20 s.
+func (s *serveProc) waitHealthy(t *testing.T, errOut fmt.Stringer) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if resp, err := http.Get(s.url + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return s
+				return
 			}
 		}
 		select {
-		case err := <-done:
+		case err := <-s.done:
 			t.Fatalf("serve exited: %v: %s", err, errOut)
 		default:
 		}
@@ -231,5 +241,67 @@ func TestServeRefusesToStart(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("serve %v: exit %d, want 2 naming %q: %s", c.args, r.code, c.want, r.stderr)
 		}
+	}
+}
+
+// The deployment examples start a real server: the idemsync command of
+// examples/serve/compose.yaml and of the sidecar in kubernetes.yaml, with
+// their jobs folder pointed at a copy of examples/serve/jobs, answer
+// /healthz and list the example job; and the example job file is valid.
+func TestServeDeployExamples(t *testing.T) {
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../examples/serve/jobs/orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, jobs, "orders.yaml", string(example))
+	if r := idemsync(t, dir, []string{"API_TOKEN=x"}, "validate", filepath.Join(jobs, "orders.yaml")); r.code != 0 {
+		t.Errorf("the example job: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for file, re := range map[string]string{
+		"compose.yaml":    `command: (\[.*\])`,
+		"kubernetes.yaml": `args: (\[.*\])`,
+	} {
+		data, err := os.ReadFile("../examples/serve/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(re).FindSubmatch(data)
+		var args []string
+		if m == nil || json.Unmarshal(m[1], &args) != nil || len(args) == 0 || args[0] != "serve" {
+			t.Fatalf("%s: no serve command line", file)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		for i := range args {
+			switch args[i] {
+			case "--jobs":
+				args[i+1] = jobs
+			case "--listen":
+				_, port, _ := net.SplitHostPort(args[i+1])
+				if port != "8787" {
+					t.Errorf("%s listens on %s, not the documented 8787", file, args[i+1])
+				}
+				host, _, _ := net.SplitHostPort(args[i+1])
+				_, free, _ := net.SplitHostPort(addr)
+				args[i+1] = net.JoinHostPort(host, free)
+				addr = net.JoinHostPort("127.0.0.1", free)
+			}
+		}
+		c, errOut, done := startIdemsync(t, dir, []string{"IDEMSYNC_SERVE_TOKEN=" + serveToken}, args...)
+		s := &serveProc{url: "http://" + addr, cmd: c, done: done}
+		s.waitHealthy(t, errOut)
+		if code, body := s.do(t, "GET", "/jobs", ""); code != 200 || !strings.Contains(body, `"orders"`) {
+			t.Errorf("%s: jobs %d %s", file, code, body)
+		}
+		_ = c.Process.Kill()
 	}
 }

@@ -224,3 +224,38 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 }
+
+// A ConfigMap mounted in Kubernetes is a folder of symlinks into a hidden
+// timestamped folder beside them (orders.yaml → ..data/orders.yaml,
+// ..data → ..2026_11_26_10_00_00.1); its jobs resolve inside the folder
+// and are served, the hidden entries are not jobs.
+func TestConfigMapFolder(t *testing.T) {
+	jobs := t.TempDir()
+	ts := filepath.Join(jobs, "..2026_11_26_10_00_00.1")
+	if err := os.Mkdir(ts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ts, "orders.yaml"), "name: orders\n")
+	if err := os.Symlink("..2026_11_26_10_00_00.1", filepath.Join(jobs, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/orders.yaml", filepath.Join(jobs, "orders.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	b := &recorder{}
+	s, err := New(Config{Listen: "127.0.0.1:0", Jobs: jobs, Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	if code, body := call(t, "POST", srv.URL+"/jobs/orders/run", "", ""); code != 200 {
+		t.Errorf("run: %d %v", code, body)
+	}
+	if code, body := call(t, "GET", srv.URL+"/jobs", "", ""); code != 200 || len(body["jobs"].([]any)) != 1 {
+		t.Errorf("jobs: %d %v, want [orders]", code, body)
+	}
+	if code, _ := call(t, "POST", srv.URL+"/jobs/..data%2Forders/run", "", ""); code != 404 {
+		t.Errorf("..data/orders: %d, want 404", code)
+	}
+}
