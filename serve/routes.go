@@ -145,16 +145,16 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.runCtx.Err() != nil {
-		writeError(w, http.StatusServiceUnavailable, exitInterrupted, "the server is shutting down")
-		return
-	}
 	f, started := s.runs.start(file)
 	if !started {
 		s.inProgress(w, r, file)
 		return
 	}
-	s.wg.Add(1)
+	if !s.begin() {
+		s.runs.finish(file, f, Reply{})
+		writeError(w, http.StatusServiceUnavailable, exitInterrupted, "the server is shutting down: no run starts")
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		s.runs.finish(file, f, s.cfg.Backend.Run(s.runCtx, file, o))

@@ -85,7 +85,10 @@ type Server struct {
 	// shuts down, as a first SIGTERM cancels a CLI run.
 	runCtx context.Context
 	cancel context.CancelFunc
-	wg     gosync.WaitGroup // the runs in progress
+	mu     gosync.Mutex // closing and the Add of wg
+	// closing is set when the shutdown starts: no run starts after it.
+	closing bool
+	wg      gosync.WaitGroup // the runs in progress
 }
 
 // New checks cfg and builds its server: an invalid address, a missing
@@ -137,19 +140,38 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
-		s.cancel()
-		s.wg.Wait()
+		s.stopRuns()
 		return err
 	case <-ctx.Done():
 	}
 	s.cfg.Log.Info("shutting down: interrupting the runs in progress")
-	s.cancel()
+	s.stopRuns()
 	grace, stop := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer stop()
-	err = srv.Shutdown(grace)
-	s.wg.Wait()
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err = srv.Shutdown(grace) // their requests were answered by now
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		return serr
 	}
 	return err
+}
+
+// stopRuns refuses new runs, interrupts those in progress and waits until
+// each has saved its checkpoint and ended.
+func (s *Server) stopRuns() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// begin counts a run in; false once the shutdown started.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
