@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	"github.com/idemsync/idemsync/source/auth"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -27,7 +28,7 @@ func installAuth(ctx context.Context, g *globalOpts, job *idsync.Job, f *httpsou
 
 // newKeyring is the keyring of the refresh tokens of jf's resources.
 func newKeyring(jf *jobfile.File) *auth.Keyring {
-	var auths []*idsync.Auth
+	var auths []*spec.Auth
 	for _, r := range jf.Resources {
 		auths = append(auths, r.Job.Source.Auth)
 	}

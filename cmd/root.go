@@ -146,6 +146,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newInitCmd(g, ios),
 		newCmdPrune(f, nil),
 		newCmdClaim(f, nil),
+		newCmdKey(f, nil),
 		newCmdValidate(f, nil),
 		newCmdVersion(f, nil),
 		newCmdSchema(f, nil),

@@ -77,11 +77,18 @@ type result struct {
 // idemsync runs the binary to completion in dir with extra environment.
 func idemsync(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
+	return idemsyncStdin(t, dir, env, "", args...)
+}
+
+// idemsyncStdin is idemsync with stdin as the binary's standard input.
+func idemsyncStdin(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, args...)
 	c.Dir = dir
 	c.Env = append(cleanEnv(), env...)
+	c.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	err := c.Run()

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -16,8 +17,8 @@ import (
 // leaves unset. A block that is absent (incremental, source.auth) is left
 // absent. Defaults are decoded as YAML into the key's type, so a rule's
 // Default is written exactly as a user would write it.
-func fillRules(spec *idsync.Spec) {
-	walkSpec(reflect.ValueOf(spec).Elem(), "", func(key string, v reflect.Value) {
+func fillRules(sp *spec.Spec) {
+	walkSpec(reflect.ValueOf(sp).Elem(), "", func(key string, v reflect.Value) {
 		r, ok := rules[key]
 		if !ok || !r.Fill || !v.IsZero() {
 			return
@@ -35,8 +36,8 @@ func fillRules(spec *idsync.Spec) {
 // checkRules reports, through bad, every set value outside its rule's
 // Enum, Min..Max or Pattern; keys in skip already have a problem reported
 // by the loader's own checks, which say more.
-func checkRules(spec *idsync.Spec, skip map[string]bool, bad idsync.BadFunc) {
-	walkSpec(reflect.ValueOf(spec).Elem(), "", func(key string, v reflect.Value) {
+func checkRules(sp *spec.Spec, skip map[string]bool, bad idsync.BadFunc) {
+	walkSpec(reflect.ValueOf(sp).Elem(), "", func(key string, v reflect.Value) {
 		if skip[key] || v.IsZero() {
 			return
 		}
@@ -121,7 +122,7 @@ func walkSpec(v reflect.Value, path string, f func(key string, v reflect.Value))
 }
 
 // isBlock reports whether t is a block of the job file (a struct with keys
-// of its own) rather than a value type such as idsync.Duration.
+// of its own) rather than a value type such as spec.Duration.
 func isBlock(t reflect.Type) bool {
 	for i := range t.NumField() {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {

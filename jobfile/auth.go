@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -53,7 +54,7 @@ func (j loading) authDefaults(bad func(key, format string, args ...any)) {
 // authCheck fills and checks one source.auth block, reporting problems
 // through bad.
 type authCheck struct {
-	a   *idsync.Auth
+	a   *spec.Auth
 	bad func(key, format string, args ...any)
 }
 

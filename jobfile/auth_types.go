@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -20,7 +21,7 @@ import (
 // "What a new auth type touches").
 type authType struct {
 	keys []authKey
-	sent func(a *idsync.Auth) []string // derived forms on the wire, registered as secrets
+	sent func(a *spec.Auth) []string // derived forms on the wire, registered as secrets
 	fill func(c authCheck)
 }
 
@@ -46,7 +47,7 @@ var oauth2Keys = []authKey{{"token_url", need}, {"client_id", need}, {"client_se
 var authTable = map[string]authType{
 	idsync.AuthBearer: {keys: []authKey{{"token", need | secret}}},
 	idsync.AuthBasic: {keys: []authKey{{"username", need}, {"password", secret}},
-		sent: func(a *idsync.Auth) []string {
+		sent: func(a *spec.Auth) []string {
 			return []string{base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))}
 		}},
 	idsync.AuthAPIKey: {keys: []authKey{{"name", need}, {"value", need | secret}, {"in", 0}},
@@ -81,7 +82,7 @@ func secretAuthKeys() []string {
 // oauth2Basic is the HTTP Basic form in which x/oauth2 sends the client's
 // credentials to token_url (auth_style: header): each URL-escaped first
 // (RFC 6749 §2.3.1).
-func oauth2Basic(a *idsync.Auth) []string {
+func oauth2Basic(a *spec.Auth) []string {
 	return []string{base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(a.ClientID) + ":" + url.QueryEscape(a.ClientSecret)))}
 }
 
@@ -114,7 +115,7 @@ func commandDefaults(c authCheck) {
 }
 
 // authFields maps each key of source.auth (its YAML name) to its field in a.
-func authFields(a *idsync.Auth) map[string]reflect.Value {
+func authFields(a *spec.Auth) map[string]reflect.Value {
 	v := reflect.ValueOf(a).Elem()
 	out := map[string]reflect.Value{}
 	for _, f := range reflect.VisibleFields(v.Type()) {

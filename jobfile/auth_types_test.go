@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -18,7 +19,7 @@ func TestAuthTableComplete(t *testing.T) {
 	if got, want := slices.Sorted(maps.Keys(authTable)), slices.Sorted(slices.Values(idsync.AuthTypes)); !slices.Equal(got, want) {
 		t.Errorf("authTable has types %v, idsync.AuthTypes %v", got, want)
 	}
-	fields := authFields(&idsync.Auth{})
+	fields := authFields(&spec.Auth{})
 	taken := map[string]bool{}
 	for typ, at := range authTable {
 		for _, k := range at.keys {
@@ -46,7 +47,7 @@ var anyValue = map[string]string{
 // Every type refuses each key it does not take, naming the key and the
 // type, and accepts the block of every key it takes (authBlocks).
 func TestAuthUnusedKeysRefused(t *testing.T) {
-	fields := authFields(&idsync.Auth{})
+	fields := authFields(&spec.Auth{})
 	for _, typ := range idsync.AuthTypes {
 		for _, k := range slices.Sorted(maps.Keys(fields)) {
 			if k == "type" || authTable[typ].takes(k) {
@@ -64,8 +65,8 @@ func TestAuthUnusedKeysRefused(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "    %s: %s\n", bk, bv)
 			}
-			spec := fmt.Sprintf("name: j\nsource:\n  url: https://api.example.com/v1/items\n  auth:\n    type: %s\n%s    %s: %s\ntarget: {url: \"sqlite:out.db\", table: items, key: [id]}\n", typ, b.String(), k, v)
-			_, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
+			yml := fmt.Sprintf("name: j\nsource:\n  url: https://api.example.com/v1/items\n  auth:\n    type: %s\n%s    %s: %s\ntarget: {url: \"sqlite:out.db\", table: items, key: [id]}\n", typ, b.String(), k, v)
+			_, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
 			want := fmt.Sprintf("source.auth.%s: is not used with auth type %s", k, typ)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s with %s: got %v, want %q", typ, k, err, want)

@@ -2,8 +2,8 @@ package jobfile
 
 import (
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	"github.com/idemsync/idemsync/sink/targets"
-	idsync "github.com/idemsync/idemsync/sync"
 
 	"net/url"
 	"strings"
@@ -97,11 +97,11 @@ func (j loading) targetColumns(bad func(key, format string, args ...any), lines 
 
 // checkTargetMode validates target.mode: an octal permission of at most
 // 0777 that lets the owner read and write, on an SQLite target.
-func checkTargetMode(t *idsync.Target, bad func(key, format string, args ...any)) {
+func checkTargetMode(t *spec.Target, bad func(key, format string, args ...any)) {
 	if t.Mode == "" {
 		return
 	}
-	m, err := idsync.ParseMode(t.Mode)
+	m, err := spec.ParseMode(t.Mode)
 	switch {
 	case err != nil:
 		bad("target.mode", "%q is not an octal permission such as \"0640\"", t.Mode)
@@ -115,13 +115,13 @@ func checkTargetMode(t *idsync.Target, bad func(key, format string, args ...any)
 // finishTimeout fills target.timeout's defaults and reports, through bad,
 // a value PostgreSQL cannot honour (it counts whole milliseconds, and 0
 // would mean no limit at all).
-func finishTimeout(t *idsync.Target, bad func(key, format string, args ...any)) {
+func finishTimeout(t *spec.Target, bad func(key, format string, args ...any)) {
 	if t.Timeout == nil {
-		t.Timeout = &idsync.TargetTimeout{}
+		t.Timeout = &spec.TargetTimeout{}
 	}
 	for _, d := range []struct {
 		key string
-		v   *idsync.Duration
+		v   *spec.Duration
 		def time.Duration
 	}{
 		{"target.timeout.lock", &t.Timeout.Lock, contract.DefaultLockTimeout},
@@ -145,7 +145,7 @@ const maxTimeout = time.Duration(1<<31-1) * time.Millisecond
 // checkDeletes checks target.tombstone against target.deletes: a
 // tombstone deletes or marks, so it needs deletes soft or hard, a field
 // and a scalar value.
-func checkDeletes(t *idsync.Target, bad func(key, format string, args ...any)) {
+func checkDeletes(t *spec.Target, bad func(key, format string, args ...any)) {
 	tb := t.Tombstone
 	if tb == nil {
 		return

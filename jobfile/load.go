@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"errors"
@@ -107,14 +108,14 @@ func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string
 	red := idsync.NewRedactor()
 	var problems []string
 	lines := map[string]int{"": doc.Line}
-	checkNode(doc, reflect.TypeOf(idsync.Spec{}), "", lines, &problems)
+	checkNode(doc, reflect.TypeOf(spec.Spec{}), "", lines, &problems)
 	expandNode(doc, "", lookup, red, &problems)
 	dropReported(doc, reportedKeys(problems)) // problems.go: report the rest too
-	var spec idsync.Spec
-	if err := doc.Decode(&spec); err != nil {
+	var parsed spec.Spec
+	if err := doc.Decode(&parsed); err != nil {
 		problems = append(problems, keyedProblems(err, lines)...)
 	}
-	job := &idsync.Job{Spec: spec, File: file, Secrets: red}
+	job := &idsync.Job{Spec: parsed, File: file, Secrets: red}
 	problems = append(problems, withoutEchoes((loading{job}).finish(lines), problems)...)
 	if len(problems) > 0 {
 		return nil, fail(problems...)

@@ -30,7 +30,7 @@ type Rule struct {
 
 // Rules returns the rule of every key of the job file by its dotted path
 // ("source.timeout"; "target.columns.*.type" for a column's type; "" for
-// the file itself). The map is a copy. A key of idsync.Spec without a rule
+// the file itself). The map is a copy. A key of spec.Spec without a rule
 // makes the schema generator panic (and its test fail), so a new key cannot
 // ship undocumented.
 func Rules() map[string]Rule {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -38,7 +39,7 @@ var authBlocks = map[string]map[string]string{
 // secrets anyway); the keys that are not secrets are not. Basic
 // credentials are registered in the form they are sent in too.
 func TestAuthSecretsRegistered(t *testing.T) {
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(idsync.Auth{})) {
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(spec.Auth{})) {
 		k, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if _, ok := authKeys[k]; !ok {
 			t.Errorf("source.auth.%s is not in authKeys: say whether it is a secret (and register it if so)", k)
@@ -59,10 +60,10 @@ func TestAuthSecretsRegistered(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "    %s: %s\n", k, v)
 			}
-			spec := fmt.Sprintf("name: j\nsource:\n  url: https://api.example.com/v1/items\n  auth:\n    type: %s\n%starget: {url: \"sqlite:out.db\", table: items, key: [id]}\n", typ, b.String())
-			job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
+			yml := fmt.Sprintf("name: j\nsource:\n  url: https://api.example.com/v1/items\n  auth:\n    type: %s\n%starget: {url: \"sqlite:out.db\", table: items, key: [id]}\n", typ, b.String())
+			job, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
 			if err != nil {
-				t.Fatalf("%v\n%s", err, spec)
+				t.Fatalf("%v\n%s", err, yml)
 			}
 			for k, v := range block {
 				if strings.HasPrefix(v, "[") {
@@ -88,7 +89,7 @@ func TestAuthSecretsRegistered(t *testing.T) {
 // ${VAR} in the target (a path, a table name: only the URL's password is),
 // in records or pagination; a literal header that names no credential.
 func TestWhatIsASecret(t *testing.T) {
-	spec := `name: j
+	yml := `name: j
 source:
   url: https://api.example.com/${VERSION}/items
   records: ${RECORDS}
@@ -99,7 +100,7 @@ target: {url: "postgres://app:${DBPW}@${DBHOST}/${DB}", table: "${TABLE}", key: 
 `
 	vars := map[string]string{"VERSION": "v1-Jk8", "RECORDS": "data", "TRACE": "trace-Lm2", "TOKEN": "tok-Np4",
 		"QKEY": "qk-Rs6", "REGION": "eu-west", "SIZEP": "per_page", "DBPW": "dbpw-Tu8", "DBHOST": "dbhost", "DB": "warehouse", "TABLE": "items"}
-	job, err := Load([]byte(spec), filepath.Join(t.TempDir(), "job.yaml"), env(vars))
+	job, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(vars))
 	if err != nil {
 		t.Fatal(err)
 	}

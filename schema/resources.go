@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -16,7 +17,7 @@ import (
 // name and the keys of a child: parent, parent_rows, fanout_concurrency.
 func (g *generator) addResources(root *Schema) {
 	partial := func() *Schema {
-		s := g.object(reflect.TypeFor[idsync.Spec](), "")
+		s := g.object(reflect.TypeFor[spec.Spec](), "")
 		*s.Properties = slices.DeleteFunc(*s.Properties, func(p Property) bool {
 			return p.Name == "name" || p.Name == "state" || p.Name == "retention"
 		})

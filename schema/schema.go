@@ -1,5 +1,5 @@
 // Package schema generates the JSON Schema of idemsync's job file from the
-// Go types the loader decodes (idsync.Spec), so the two cannot drift apart:
+// Go types the loader decodes (spec.Spec), so the two cannot drift apart:
 // keys, nesting, and required keys (the `jsonschema:"required"` tags) come
 // from the types; descriptions, defaults, enums, ranges and patterns come
 // from the loader's rule table (jobfile.Rules), the same rules the loader
@@ -25,6 +25,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
+	"github.com/idemsync/idemsync/jobfile/spec"
 
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -114,10 +115,10 @@ func (p Properties) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Job returns the job file's schema, built from idsync.Spec.
+// Job returns the job file's schema, built from spec.Spec.
 func Job() *Schema {
 	g := &generator{}
-	root := g.object(reflect.TypeFor[idsync.Spec](), "")
+	root := g.object(reflect.TypeFor[spec.Spec](), "")
 	root.Schema, root.ID = Draft, ID
 	root.Title = "idemsync job file"
 	root.Description = rules[""].Doc
@@ -195,11 +196,11 @@ func (g *generator) value(t reflect.Type, key string) *Schema {
 		return constrained(t, r)
 	}
 	switch t {
-	case reflect.TypeFor[idsync.Duration]():
+	case reflect.TypeFor[spec.Duration]():
 		return withEnv(&Schema{Type: "string", Pattern: durationPattern})
-	case reflect.TypeFor[idsync.ByteSize]():
+	case reflect.TypeFor[spec.ByteSize]():
 		return withEnv(&Schema{Type: "integer", Minimum: num(1)}, &Schema{Type: "string", Pattern: sizePattern})
-	case reflect.TypeFor[idsync.Columns]():
+	case reflect.TypeFor[spec.Columns]():
 		return columns()
 	case reflect.TypeFor[contract.ColumnType]():
 		return columnType()
@@ -219,7 +220,7 @@ func (g *generator) value(t reflect.Type, key string) *Schema {
 		return withEnv(&Schema{Type: "number", Minimum: num(0)})
 	case reflect.Map:
 		// Mapping of strings; YAML numbers and booleans are read as their text.
-		if t.Elem() == reflect.TypeFor[idsync.QueryValue]() {
+		if t.Elem() == reflect.TypeFor[spec.QueryValue]() {
 			// A list repeats the key.
 			return &Schema{Type: "object", AdditionalProperties: &Schema{AnyOf: append(scalarText().AnyOf, &Schema{Type: "array", Items: scalarText()})}}
 		}

@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite job.schema.json from the Go types")
 
-// The committed schema is the generator's output: edit sync/spec.go or
+// The committed schema is the generator's output: edit jobfile/spec/spec.go or
 // jobfile/rules.go, then run go test ./schema -update.
 func TestCommittedSchemaIsCurrent(t *testing.T) {
 	got := JSON()

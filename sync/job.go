@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // Job is a loaded, validated job: the spec with defaults filled in, paths
 // resolved against the job file's folder, and the derived target table.
 type Job struct {
-	Spec
+	spec.Spec
 	File      string         // absolute path of the job file; "" when loaded from bytes
 	StatePath string         // absolute state file path (before --state / IDEMSYNC_STATE)
 	Table     contract.Table // target table; Columns empty when they are inferred

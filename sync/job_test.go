@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // testJob decodes a job spec for the engine's own tests and fills the
@@ -17,11 +18,11 @@ import (
 // (which imports this package, so these tests cannot use it); jobfile's
 // tests cover the loader, and the end-to-end tests cover both together.
 // Only specs without ${VAR} and without secrets are accepted here.
-func testJob(t *testing.T, spec string) *Job {
+func testJob(t *testing.T, yml string) *Job {
 	t.Helper()
-	var s Spec
-	if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
-		t.Fatalf("decode spec: %v\n%s", err, spec)
+	var s spec.Spec
+	if err := yaml.Unmarshal([]byte(yml), &s); err != nil {
+		t.Fatalf("decode spec: %v\n%s", err, yml)
 	}
 	j := &Job{Spec: s, File: filepath.Join(t.TempDir(), "job.yaml"), Secrets: NewRedactor()}
 	var problems []string
@@ -79,7 +80,7 @@ func testJob(t *testing.T, spec string) *Job {
 		j.Table.Columns = append(j.Table.Columns, contract.Column{Name: c.Name, Path: c.Path, Type: c.Type, Parent: c.Parent})
 	}
 	if len(problems) > 0 {
-		t.Fatalf("spec: %s\n%s", strings.Join(problems, "; "), spec)
+		t.Fatalf("spec: %s\n%s", strings.Join(problems, "; "), yml)
 	}
 	return j
 }

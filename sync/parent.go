@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // Parent → child fan-out (docs/job-file.md, "Parent → child fan-out").
@@ -62,7 +63,7 @@ var parentRef = regexp.MustCompile(`\{parent\.([^{}]*)\}`)
 
 // ParentRefs returns the parent columns a source's url, query, headers and
 // body name in {parent.COL}, in order of first appearance.
-func ParentRefs(s *Source) []string {
+func ParentRefs(s *spec.Source) []string {
 	var out []string
 	add := func(text string) {
 		for _, m := range parentRef.FindAllStringSubmatch(text, -1) {

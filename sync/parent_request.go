@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // parentRequest puts the parent row's values where a child's source names
@@ -131,7 +132,7 @@ func bodyStrings(v gjson.Result, path string, f func(path, s string)) {
 // CheckParentBody reports an error when source.body names {parent.COL}
 // where a child's request cannot put the value: in a body that is not
 // JSON, or in a JSON key rather than a string value.
-func CheckParentBody(body BodyText) error {
+func CheckParentBody(body spec.BodyText) error {
 	if !hasRef(string(body)) {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // A run stopped after every page (--max-pages 1) resumes at the exact
@@ -147,7 +148,7 @@ func TestFanOutEscapesParentValues(t *testing.T) {
 	rig, fs := newFanRig(1)
 	fs.parents[0].code = "a/b c?&x"
 	job := childJob(t, "url: http://api.test/orders/{parent.code}/items?o={parent.code}", "", 1)
-	job.Source.Query = map[string]QueryValue{"code": {"{parent.code}"}}
+	job.Source.Query = map[string]spec.QueryValue{"code": {"{parent.code}"}}
 	job.Source.Headers = map[string]string{"X-Code": "{parent.code}"}
 	job.Source.Body = `{"q":{"code":"{parent.code}","n":["id {parent.id}"]}}`
 	var got contract.Request

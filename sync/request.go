@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // Where pagination.in puts the position.
@@ -117,7 +118,7 @@ var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
 // style: a next URL is a whole URL and takes neither; a template names
 // only known placeholders, those of offset only with offset, and at least
 // one of them.
-func checkPlacement(pg *Pagination, bad BadFunc) {
+func checkPlacement(pg *spec.Pagination, bad BadFunc) {
 	if pg.NextURL != "" {
 		if pg.In != "" && pg.In != InQuery {
 			bad("pagination.in", "is not used with next_url (the next page is a whole URL)")

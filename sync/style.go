@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // pagingStyle is one pagination style: everything idemsync does
@@ -15,14 +17,14 @@ type pagingStyle interface {
 	traits() styleTraits
 	// fill fills the pagination block's defaults for the style and reports
 	// through bad the keys it lacks or does not use.
-	fill(pg *Pagination, bad badFunc)
+	fill(pg *spec.Pagination, bad badFunc)
 	// start is the style's position of a new run's first page; mark is
 	// the hwm style's starting mark.
-	start(pg Pagination, mark string) At
+	start(pg spec.Pagination, mark string) At
 	// request sets the style's query parameters for the page at pos on q.
 	// It returns the URL the position holds (a next URL), "" to request
 	// source.url.
-	request(pg Pagination, pos At, q url.Values) string
+	request(pg spec.Pagination, pos At, q url.Values) string
 	// step is the position after a fetched page and what the style alone
 	// says about the end (see pager.step).
 	step(in stepIn) (stepOut, error)
@@ -53,7 +55,7 @@ type numberedStyle interface {
 	ahead(pos At, k int64, size int) At
 	// seenThrough is how many records the walk holds up to and including
 	// a page of n records at pos (false when the style cannot tell).
-	seenThrough(pg Pagination, pos At, size, n int) (int64, bool)
+	seenThrough(pg spec.Pagination, pos At, size, n int) (int64, bool)
 }
 
 // styleTraits are the fixed properties of a pagination style.
@@ -157,7 +159,7 @@ type pagingKey struct {
 }
 
 // pagingKeys are the pagination keys that only some styles use.
-func pagingKeys(pg *Pagination) []pagingKey {
+func pagingKeys(pg *spec.Pagination) []pagingKey {
 	return []pagingKey{
 		{"param", pg.Param != ""}, {"start", pg.Start != nil}, {"total_pages", pg.TotalPages != ""},
 		{"total", pg.Total != ""}, {"continue", pg.Continue}, {"next", pg.Next != ""},
@@ -169,7 +171,7 @@ func pagingKeys(pg *Pagination) []pagingKey {
 
 // rejectUnused reports each key of pagingKeys the spec sets but the style
 // does not use (fill only sets defaults of keys its style uses).
-func rejectUnused(pg *Pagination, bad badFunc) {
+func rejectUnused(pg *spec.Pagination, bad badFunc) {
 	t := styleOf(pg.Style).traits()
 	for _, k := range pagingKeys(pg) {
 		if k.set && !slices.Contains(t.uses, k.name) {
@@ -179,14 +181,14 @@ func rejectUnused(pg *Pagination, bad badFunc) {
 }
 
 // sizeNeedsParam reports a pagination.size without pagination.size_param.
-func sizeNeedsParam(pg *Pagination, bad badFunc) {
+func sizeNeedsParam(pg *spec.Pagination, bad badFunc) {
 	if pg.Size > 0 && pg.SizeParam == "" {
 		bad("pagination.size_param", "is required when pagination.size is set")
 	}
 }
 
 // setParam sets pagination.param to def when it is unset.
-func setParam(pg *Pagination, def string) {
+func setParam(pg *spec.Pagination, def string) {
 	if pg.Param == "" {
 		pg.Param = def
 	}

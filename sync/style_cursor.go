@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // StyleCursor follows a token or URL each page gives for the next one:
@@ -46,7 +48,7 @@ func (cursorPaging) traits() styleTraits {
 	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
 }
 
-func (cursorPaging) fill(pg *Pagination, bad badFunc) {
+func (cursorPaging) fill(pg *spec.Pagination, bad badFunc) {
 	setParam(pg, "cursor")
 	n := 0
 	for _, s := range []string{pg.Next, pg.NextHeader, pg.NextURL} {
@@ -60,9 +62,9 @@ func (cursorPaging) fill(pg *Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (cursorPaging) start(Pagination, string) At { return cursorAt{} }
+func (cursorPaging) start(spec.Pagination, string) At { return cursorAt{} }
 
-func (cursorPaging) request(pg Pagination, at At, q url.Values) string {
+func (cursorPaging) request(pg spec.Pagination, at At, q url.Values) string {
 	pos := cursorOf(at)
 	if pos.URL == "" && pos.Cursor != "" {
 		q.Set(pg.Param, pos.Cursor)

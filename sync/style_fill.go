@@ -1,6 +1,10 @@
 package sync
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
+)
 
 // BadFunc reports one problem of a job spec: the dotted key it concerns
 // and what is wrong with it. The loader (package jobfile) passes one to the
@@ -11,7 +15,7 @@ type BadFunc = func(key, format string, args ...any)
 // when unset) and reports, through bad, what the style cannot use: an
 // unknown style, keys the style does not read, and concurrency > 1 with a
 // style whose next page depends on the previous one.
-func FillPagination(pg *Pagination, concurrency int, bad BadFunc) {
+func FillPagination(pg *spec.Pagination, concurrency int, bad BadFunc) {
 	if pg.Style == "" {
 		pg.Style = StyleNone
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // StyleHWM walks by a high-water mark: pagination.param carries the highest
@@ -35,7 +36,7 @@ func (hwmPaging) traits() styleTraits {
 	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
 }
 
-func (hwmPaging) fill(pg *Pagination, bad badFunc) {
+func (hwmPaging) fill(pg *spec.Pagination, bad badFunc) {
 	if pg.Field == "" {
 		bad("pagination.field", "is required with style hwm (path of the mark in each record)")
 	}
@@ -59,9 +60,9 @@ func (hwmPaging) fill(pg *Pagination, bad badFunc) {
 	}
 }
 
-func (hwmPaging) start(_ Pagination, mark string) At { return hwmAt{Mark: mark} }
+func (hwmPaging) start(_ spec.Pagination, mark string) At { return hwmAt{Mark: mark} }
 
-func (hwmPaging) request(pg Pagination, pos At, q url.Values) string {
+func (hwmPaging) request(pg spec.Pagination, pos At, q url.Values) string {
 	if m := hwmOf(pos).Mark; m != "" {
 		q.Set(pg.Param, m)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // StyleLink follows the RFC 8288 Link rel="next" header of each page.
@@ -34,13 +36,13 @@ func (linkPaging) traits() styleTraits {
 	return styleTraits{name: StyleLink, uses: []string{"total", "continue"}, trustsEnd: true, ownsLink: true, sizeNeedsParam: true}
 }
 
-func (linkPaging) fill(pg *Pagination, bad badFunc) {
+func (linkPaging) fill(pg *spec.Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (linkPaging) start(Pagination, string) At { return linkAt{} }
+func (linkPaging) start(spec.Pagination, string) At { return linkAt{} }
 
-func (linkPaging) request(_ Pagination, pos At, _ url.Values) string { return linkOf(pos).URL }
+func (linkPaging) request(_ spec.Pagination, pos At, _ url.Values) string { return linkOf(pos).URL }
 
 func (linkPaging) step(in stepIn) (stepOut, error) {
 	next := NextLink(in.resp.Header.Values("Link"))

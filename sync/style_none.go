@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	"github.com/idemsync/idemsync/pagesignal"
 	"github.com/tidwall/gjson"
 )
@@ -27,11 +28,11 @@ func (nonePaging) traits() styleTraits {
 }
 
 // fill has nothing to fill: none uses no key of pagingKeys.
-func (nonePaging) fill(*Pagination, badFunc) {}
+func (nonePaging) fill(*spec.Pagination, badFunc) {}
 
-func (nonePaging) start(Pagination, string) At { return noneAt{} }
+func (nonePaging) start(spec.Pagination, string) At { return noneAt{} }
 
-func (nonePaging) request(Pagination, At, url.Values) string { return "" }
+func (nonePaging) request(spec.Pagination, At, url.Values) string { return "" }
 
 // step ends the walk at the one page, unless the page says the list goes
 // on (pagesignal.More) and the job did not say one_page: a run never

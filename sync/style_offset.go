@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // StyleOffset counts records: pagination.param (default offset) carries the
@@ -34,7 +36,7 @@ func (offsetPaging) traits() styleTraits {
 	return styleTraits{name: StyleOffset, uses: []string{"param", "total", "continue", "in", "template"}, ordered: true, required: []string{"size"}}
 }
 
-func (offsetPaging) fill(pg *Pagination, bad badFunc) {
+func (offsetPaging) fill(pg *spec.Pagination, bad badFunc) {
 	setParam(pg, "offset")
 	if pg.SizeParam == "" {
 		pg.SizeParam = "limit"
@@ -44,9 +46,9 @@ func (offsetPaging) fill(pg *Pagination, bad badFunc) {
 	}
 }
 
-func (offsetPaging) start(Pagination, string) At { return offsetAt{} }
+func (offsetPaging) start(spec.Pagination, string) At { return offsetAt{} }
 
-func (offsetPaging) request(pg Pagination, pos At, q url.Values) string {
+func (offsetPaging) request(pg spec.Pagination, pos At, q url.Values) string {
 	q.Set(pg.Param, strconv.FormatInt(offsetOf(pos).Offset, 10))
 	return ""
 }
@@ -72,7 +74,7 @@ func (offsetPaging) ahead(pos At, k int64, size int) At {
 	return offsetAfter(pos, k*int64(size))
 }
 
-func (offsetPaging) seenThrough(_ Pagination, pos At, _, n int) (int64, bool) {
+func (offsetPaging) seenThrough(_ spec.Pagination, pos At, _, n int) (int64, bool) {
 	return offsetAfter(pos, int64(n)).Offset, true
 }
 

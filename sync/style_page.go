@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // StylePage numbers pages: pagination.param (default page) carries the page
@@ -33,7 +35,7 @@ func (pagePaging) traits() styleTraits {
 	return styleTraits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue", "in", "template"}, ordered: true, pageNumbers: true, sizeNeedsParam: true}
 }
 
-func (pagePaging) fill(pg *Pagination, bad badFunc) {
+func (pagePaging) fill(pg *spec.Pagination, bad badFunc) {
 	setParam(pg, "page")
 	if pg.Start == nil {
 		one := int64(1)
@@ -45,9 +47,9 @@ func (pagePaging) fill(pg *Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (pagePaging) start(pg Pagination, _ string) At { return pageAt{Page: *pg.Start} }
+func (pagePaging) start(pg spec.Pagination, _ string) At { return pageAt{Page: *pg.Start} }
 
-func (pagePaging) request(pg Pagination, pos At, q url.Values) string {
+func (pagePaging) request(pg spec.Pagination, pos At, q url.Values) string {
 	q.Set(pg.Param, strconv.FormatInt(pageOf(pos).Page, 10))
 	return ""
 }
@@ -72,7 +74,7 @@ func (pagePaging) ahead(pos At, k int64, _ int) At {
 	return pageAt{Page: a.Page + k, Size: a.Size}
 }
 
-func (pagePaging) seenThrough(pg Pagination, pos At, size, n int) (int64, bool) {
+func (pagePaging) seenThrough(pg spec.Pagination, pos At, size, n int) (int64, bool) {
 	if size <= 0 {
 		return 0, false
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // status without the job file describes a stored position as its own
@@ -45,7 +46,7 @@ func TestOffsetArithmetic(t *testing.T) {
 	if got := o.ahead(offsetAt{Offset: 40, Size: 7}, 3, 7); got != (offsetAt{Offset: 61, Size: 7}) {
 		t.Errorf("ahead = %+v, want offset 61 size 7", got)
 	}
-	if got, ok := o.seenThrough(Pagination{}, offsetAt{Offset: 40}, 10, 4); !ok || got != 44 {
+	if got, ok := o.seenThrough(spec.Pagination{}, offsetAt{Offset: 40}, 10, 4); !ok || got != 44 {
 		t.Errorf("seenThrough = %d, %v; want 44, true", got, ok)
 	}
 	out, err := o.step(stepIn{pos: offsetAt{Offset: 40, Size: 7}, resp: &contract.Response{Raw: 5}, own: shortEnd, why: "is short"})

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	httpsource "github.com/idemsync/idemsync/source/http"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -47,7 +48,7 @@ func Install(ctx context.Context, job *idsync.Job, f *httpsource.Fetcher, o Opti
 // New returns the RoundTripper wrapper of one source.auth block, built by
 // its type's entry in wrappers. red receives the secrets it learns (fresh
 // tokens).
-func New(ctx context.Context, a *idsync.Auth, red *idsync.Redactor, o Options) (func(http.RoundTripper) http.RoundTripper, error) {
+func New(ctx context.Context, a *spec.Auth, red *idsync.Redactor, o Options) (func(http.RoundTripper) http.RoundTripper, error) {
 	build, ok := wrappers[a.Type]
 	if !ok {
 		return nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("unknown auth type %q", a.Type)}

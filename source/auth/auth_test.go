@@ -26,6 +26,7 @@ import (
 	"github.com/go-oauth2/oauth2/v4/store"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -114,7 +115,7 @@ func (p *provider) seed(t *testing.T) string {
 }
 
 // client is an HTTP client whose requests go through a's auth chain.
-func client(t *testing.T, a *idsync.Auth, o Options) (*http.Client, *idsync.Redactor) {
+func client(t *testing.T, a *spec.Auth, o Options) (*http.Client, *idsync.Redactor) {
 	t.Helper()
 	red := idsync.NewRedactor()
 	if o.Logger == nil {
@@ -137,8 +138,8 @@ func get(t *testing.T, c *http.Client, url string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func clientCredentials(p *provider, style string) *idsync.Auth {
-	return &idsync.Auth{Type: idsync.AuthClientCredentials, TokenURL: p.tokenURL, ClientID: clientID, ClientSecret: clientSecret, AuthStyle: style}
+func clientCredentials(p *provider, style string) *spec.Auth {
+	return &spec.Auth{Type: idsync.AuthClientCredentials, TokenURL: p.tokenURL, ClientID: clientID, ClientSecret: clientSecret, AuthStyle: style}
 }
 
 // A client credentials token is fetched once and reused for its lifetime;
@@ -311,8 +312,8 @@ func hash(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func refreshAuth(p *provider, seed string) *idsync.Auth {
-	return &idsync.Auth{Type: idsync.AuthRefreshToken, TokenURL: p.tokenURL, ClientID: clientID, ClientSecret: clientSecret, RefreshToken: seed}
+func refreshAuth(p *provider, seed string) *spec.Auth {
+	return &spec.Auth{Type: idsync.AuthRefreshToken, TokenURL: p.tokenURL, ClientID: clientID, ClientSecret: clientSecret, RefreshToken: seed}
 }
 
 // A rotated refresh token is stored (and the exchange marked sent before
@@ -411,7 +412,7 @@ func TestCommandNoShellTTL(t *testing.T) {
 	}))
 	defer api.Close()
 	prefix := "Token "
-	a := &idsync.Auth{Type: idsync.AuthCommand, Run: []string{script, "$HOME;literal"}, Header: "X-Token", Prefix: &prefix, TTL: idsync.Duration{Duration: time.Hour}}
+	a := &spec.Auth{Type: idsync.AuthCommand, Run: []string{script, "$HOME;literal"}, Header: "X-Token", Prefix: &prefix, TTL: spec.Duration{Duration: time.Hour}}
 	c, _ := client(t, a, Options{})
 	for range 3 {
 		if code, err := get(t, c, api.URL); err != nil || code != 200 {

@@ -7,12 +7,13 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // newClientCredentials gets tokens with the OAuth2 client credentials
 // grant (RFC 6749 §4.4), cached for their lifetime.
-func newClientCredentials(a *idsync.Auth, base http.RoundTripper, red *idsync.Redactor) credential {
+func newClientCredentials(a *spec.Auth, base http.RoundTripper, red *idsync.Redactor) credential {
 	cfg := &clientcredentials.Config{
 		ClientID:     a.ClientID,
 		ClientSecret: a.ClientSecret,

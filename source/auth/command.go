@@ -11,6 +11,7 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -18,7 +19,7 @@ import (
 // output as the header value, reused for ttl and fetched again on a 401.
 // Its standard error is never logged: it could carry the secret.
 type command struct {
-	a    *idsync.Auth
+	a    *spec.Auth
 	red  *idsync.Redactor
 	mu   gosync.Mutex
 	val  string
@@ -26,7 +27,7 @@ type command struct {
 	last string
 }
 
-func newCommand(a *idsync.Auth, red *idsync.Redactor) credential {
+func newCommand(a *spec.Auth, red *idsync.Redactor) credential {
 	return &command{a: a, red: red}
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -29,12 +30,12 @@ var saveWaits = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 
 // CredentialID identifies an oauth2_refresh_token credential: its token
 // URL, client and seed. Resources of one job file with the same
 // credential share one stored token (docs/job-file.md, Auth).
-func CredentialID(a *idsync.Auth) string {
+func CredentialID(a *spec.Auth) string {
 	sum := sha256.Sum256([]byte(a.TokenURL + "\x00" + a.ClientID + "\x00" + a.RefreshToken))
 	return hex.EncodeToString(sum[:])
 }
 
-func seedHash(a *idsync.Auth) string {
+func seedHash(a *spec.Auth) string {
 	sum := sha256.Sum256([]byte(a.RefreshToken))
 	return hex.EncodeToString(sum[:])
 }
@@ -57,7 +58,7 @@ type chain struct {
 // newRefreshToken gets access tokens with the refresh token grant (RFC
 // 6749 §6) through the credential's chain; access tokens are cached per
 // resource, sent through base.
-func newRefreshToken(a *idsync.Auth, base http.RoundTripper, red *idsync.Redactor, o Options) credential {
+func newRefreshToken(a *spec.Auth, base http.RoundTripper, red *idsync.Redactor, o Options) credential {
 	cfg := &oauth2.Config{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: a.TokenURL, AuthStyle: authStyle(a.AuthStyle)}}
 	c := o.Keyring.chain(a, o)
@@ -74,7 +75,7 @@ func storeErr(err error) error {
 // and keeps the rotated one: stored and synced the moment the exchange
 // returns, before the new access token is used; kept in memory whatever
 // the store says.
-func (c *chain) exchange(ctx context.Context, a *idsync.Auth, cfg *oauth2.Config, base http.RoundTripper, red *idsync.Redactor) (*oauth2.Token, error) {
+func (c *chain) exchange(ctx context.Context, a *spec.Auth, cfg *oauth2.Config, base http.RoundTripper, red *idsync.Redactor) (*oauth2.Token, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.loaded {
@@ -121,7 +122,7 @@ func (c *chain) exchange(ctx context.Context, a *idsync.Auth, cfg *oauth2.Config
 
 // load reads the chain's token from the store (the seed when none is
 // stored) and drops the tokens of credentials the job file no longer uses.
-func (c *chain) load(ctx context.Context, a *idsync.Auth, red *idsync.Redactor) error {
+func (c *chain) load(ctx context.Context, a *spec.Auth, red *idsync.Redactor) error {
 	tok, pending, err := c.o.Store.LoadRefreshToken(ctx, c.o.Job, c.id, c.seed)
 	if err != nil {
 		return storeErr(err)
@@ -184,7 +185,7 @@ type Keyring struct {
 // NewKeyring returns the keyring of a job file whose resources use auths;
 // the stored tokens of other credentials are removed at the first
 // exchange. With no auths nothing stored is removed.
-func NewKeyring(auths ...*idsync.Auth) *Keyring {
+func NewKeyring(auths ...*spec.Auth) *Keyring {
 	k := &Keyring{chains: map[string]*chain{}}
 	for _, a := range auths {
 		if a != nil && a.Type == idsync.AuthRefreshToken {
@@ -195,7 +196,7 @@ func NewKeyring(auths ...*idsync.Auth) *Keyring {
 	return k
 }
 
-func (k *Keyring) chain(a *idsync.Auth, o Options) *chain {
+func (k *Keyring) chain(a *spec.Auth, o Options) *chain {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	id := CredentialID(a)

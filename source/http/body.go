@@ -7,12 +7,12 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/idemsync/idemsync/contract"
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
 // requestBody is source.body with the position's values set at their
 // paths (sjson); nil when the request has no body.
-func requestBody(base idsync.BodyText, sets []contract.BodyValue) ([]byte, error) {
+func requestBody(base spec.BodyText, sets []contract.BodyValue) ([]byte, error) {
 	if base == "" && len(sets) == 0 {
 		return nil, nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -57,8 +58,8 @@ type Fetcher struct {
 // pagination position (a next URL's own value of it wins over the query a
 // request would otherwise get).
 type Config struct {
-	Source        idsync.Source
-	Retry         idsync.Retry
+	Source        spec.Source
+	Retry         spec.Retry
 	Secrets       *idsync.Redactor
 	PositionParam string
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 
 	"github.com/tidwall/gjson"
@@ -45,7 +46,7 @@ func FuzzRecords(f *testing.F) {
 				t.Fatalf("depth guard disagrees with the walk (depth %d) on %q", d, body)
 			}
 		}
-		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: path, ErrorPath: errPath}}, Secrets: idsync.NewRedactor()}
+		job := &idsync.Job{Spec: spec.Spec{Source: spec.Source{Records: path, ErrorPath: errPath}}, Secrets: idsync.NewRedactor()}
 		fe := &Fetcher{cfg: ConfigOf(job)}
 		_ = gjson.GetBytes(body, errPath).String()
 		recs, err := fe.records(body)

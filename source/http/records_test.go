@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -128,8 +129,8 @@ func TestFetchRawCountsTheReturnedArray(t *testing.T) {
 	} {
 		t.Run(tt.records, func(t *testing.T) {
 			srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, tt.body) })
-			spec := strings.Replace(fetchSpec(srv.URL, "", ""), "records: data", fmt.Sprintf("records: %q", tt.records), 1)
-			f, _ := newTestFetcher(t, spec, nil)
+			yml := strings.Replace(fetchSpec(srv.URL, "", ""), "records: data", fmt.Sprintf("records: %q", tt.records), 1)
+			f, _ := newTestFetcher(t, yml, nil)
 			resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 			if err != nil {
 				t.Fatal(err)
@@ -241,13 +242,13 @@ func TestFetchRecordsPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		srv := newAPIServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, tt.body) })
-		spec := fetchSpec(srv.URL, "", "")
+		yml := fetchSpec(srv.URL, "", "")
 		if tt.records == "" {
-			spec = strings.Replace(spec, "  records: data\n", "", 1)
+			yml = strings.Replace(yml, "  records: data\n", "", 1)
 		} else {
-			spec = strings.Replace(spec, "records: data", "records: "+tt.records, 1)
+			yml = strings.Replace(yml, "records: data", "records: "+tt.records, 1)
 		}
-		f, _ := newTestFetcher(t, spec, nil)
+		f, _ := newTestFetcher(t, yml, nil)
 		resp, err := f.Fetch(context.Background(), contract.Request{URL: srv.URL})
 		switch {
 		case tt.err == "" && err != nil:
@@ -271,13 +272,13 @@ func TestRecordsNotFromStringText(t *testing.T) {
 		{`"[["`, "0"},
 		{`{"x":"[[\"a\"]]"}`, "x|0"},
 	} {
-		job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: tt.path}}, Secrets: idsync.NewRedactor()}
+		job := &idsync.Job{Spec: spec.Spec{Source: spec.Source{Records: tt.path}}, Secrets: idsync.NewRedactor()}
 		recs, err := (&Fetcher{cfg: ConfigOf(job)}).records([]byte(tt.body))
 		if err == nil || !strings.Contains(err.Error(), tt.path) {
 			t.Errorf("%s at %s: records %v, err %v; want an error naming the path", tt.body, tt.path, recs, err)
 		}
 	}
-	job := &idsync.Job{Spec: idsync.Spec{Source: idsync.Source{Records: "data|@reverse"}}, Secrets: idsync.NewRedactor()}
+	job := &idsync.Job{Spec: spec.Spec{Source: spec.Source{Records: "data|@reverse"}}, Secrets: idsync.NewRedactor()}
 	if recs, err := (&Fetcher{cfg: ConfigOf(job)}).records([]byte(`{"data":[{"id":1},{"id":2}]}`)); err != nil || len(recs) != 2 {
 		t.Errorf("a modifier on an array: %v %v", recs, err)
 	}

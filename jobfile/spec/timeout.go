@@ -1,4 +1,4 @@
-package sync
+package spec
 
 // TargetTimeout is target.timeout (defaults: contract.DefaultLockTimeout
 // and contract.DefaultStatementTimeout): how long one statement of the target

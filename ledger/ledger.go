@@ -1,0 +1,247 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+)
+
+// Defaults of a claim and of gc (docs/ledger.md).
+const (
+	DefaultNS   = "default"
+	DefaultTTL  = 10 * time.Minute
+	DefaultKeep = 30 * 24 * time.Hour // gc: completed and failed keys kept 30 days
+)
+
+// Claim is one claim as a caller gives it: flags of `key claim`, or one
+// JSON line of `key claim --batch`.
+type Claim struct {
+	NS          string          `json:"ns,omitempty"`
+	Key         string          `json:"key"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	Fingerprint string          `json:"fingerprint,omitempty"`
+	Owner       string          `json:"owner,omitempty"`
+	TTL         string          `json:"ttl,omitempty"`        // Go duration; "" DefaultTTL
+	OnExpired   string          `json:"on_expired,omitempty"` // retry (default) or hold
+}
+
+var hexFP = regexp.MustCompile(`^[0-9a-fA-F]{1,128}$`)
+
+// Request checks c and makes its store request, with a new token. Errors
+// are contract.Invalid naming the field.
+func (c Claim) Request() (contract.ClaimRequest, error) {
+	r := contract.ClaimRequest{NS: c.NS, Key: c.Key, Owner: c.Owner, OnExpired: c.OnExpired, TTL: DefaultTTL}
+	if r.NS == "" {
+		r.NS = DefaultNS
+	}
+	if err := contract.CheckKey("key", r.Key); err != nil {
+		return r, err
+	}
+	if err := contract.CheckKey("namespace", r.NS); err != nil {
+		return r, err
+	}
+	if len(r.Owner) > contract.MaxKeyBytes {
+		return r, invalid("owner is longer than %d bytes", contract.MaxKeyBytes)
+	}
+	if c.TTL != "" {
+		d, err := time.ParseDuration(c.TTL)
+		if err != nil || d <= 0 {
+			return r, invalid("ttl %q: want a duration such as 10m or 30s", c.TTL)
+		}
+		r.TTL = d
+	}
+	switch r.OnExpired {
+	case "", contract.OnExpiredRetry, contract.OnExpiredHold:
+	default:
+		return r, invalid("on-expired %q: want retry or hold", r.OnExpired)
+	}
+	switch {
+	case len(c.Params) > 0 && c.Fingerprint != "":
+		return r, invalid("give params or a fingerprint, not both")
+	case len(c.Params) > 0:
+		fp, err := Fingerprint(c.Params)
+		if err != nil {
+			return r, invalid("params: %v", err)
+		}
+		r.Fingerprint = fp
+	case c.Fingerprint != "":
+		if !hexFP.MatchString(c.Fingerprint) {
+			return r, invalid("fingerprint %q: want hex, at most 128 digits", c.Fingerprint)
+		}
+		r.Fingerprint = c.Fingerprint
+	}
+	r.Token = NewToken()
+	return r, nil
+}
+
+func invalid(format string, args ...any) error {
+	return &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf(format, args...)}
+}
+
+// NewToken is a new fencing token: 128 random bits in hex.
+func NewToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ClaimAll claims every request, in order, through the store's batch.
+func ClaimAll(ctx context.Context, l contract.Ledger, reqs []contract.ClaimRequest) ([]Result, error) {
+	out, err := l.Claim(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]Result, len(out))
+	for i, o := range out {
+		res[i] = FromOutcome(o)
+	}
+	return res, nil
+}
+
+// ClaimWait claims r; while another holder has it (in_progress) or it
+// waits for its retry time (retry_later), it claims again until wait has
+// passed, polling no later than the holder's lease or the retry time
+// ends and at least every poll.
+func ClaimWait(ctx context.Context, l contract.Ledger, r contract.ClaimRequest, wait, poll time.Duration) (Result, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		out, err := l.Claim(ctx, []contract.ClaimRequest{r})
+		if err != nil {
+			return Result{}, err
+		}
+		o := out[0]
+		left := time.Until(deadline)
+		if (o.Status != contract.StatusInProgress && o.Status != contract.StatusRetryLater) || left <= 0 {
+			return FromOutcome(o), nil
+		}
+		d := min(poll, left)
+		until := o.Entry.ExpiresAt
+		if o.Status == contract.StatusRetryLater {
+			until = o.Entry.NotBefore
+		}
+		if u := time.Until(until) + 10*time.Millisecond; u > 0 && u < d {
+			d = u
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(d):
+		}
+	}
+}
+
+// Complete records the result (JSON) of the claim holding token.
+func Complete(ctx context.Context, l contract.Ledger, ns, key, token string, result []byte) (Result, error) {
+	if err := checkNSKey(&ns, key); err != nil {
+		return Result{}, err
+	}
+	if len(result) == 0 {
+		result = []byte("null")
+	}
+	if !json.Valid(result) {
+		return Result{}, invalid("result is not JSON")
+	}
+	e, st, err := l.Complete(ctx, ns, key, token, string(result))
+	return fenced(ns, key, e, st), err
+}
+
+// Fail records a failed attempt of the claim holding token.
+func Fail(ctx context.Context, l contract.Ledger, ns, key, token string, f contract.LedgerFailure) (Result, error) {
+	if err := checkNSKey(&ns, key); err != nil {
+		return Result{}, err
+	}
+	if f.Error == "" {
+		f.Error = "null"
+	}
+	if !json.Valid([]byte(f.Error)) {
+		return Result{}, invalid("error is not JSON")
+	}
+	e, st, err := l.Fail(ctx, ns, key, token, f)
+	return fenced(ns, key, e, st), err
+}
+
+// Heartbeat renews the lease of the claim holding token.
+func Heartbeat(ctx context.Context, l contract.Ledger, ns, key, token string) (Result, error) {
+	if err := checkNSKey(&ns, key); err != nil {
+		return Result{}, err
+	}
+	e, st, err := l.Heartbeat(ctx, ns, key, token)
+	return fenced(ns, key, e, st), err
+}
+
+// Get returns a key's entry as a Result whose status is its stored state
+// (pending, completed, failed, retry, held), or not_found.
+func Get(ctx context.Context, l contract.Ledger, ns, key string) (Result, error) {
+	if err := checkNSKey(&ns, key); err != nil {
+		return Result{}, err
+	}
+	e, ok, err := l.Get(ctx, ns, key)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{Status: contract.StatusNotFound, NS: ns, Key: key}, nil
+	}
+	return FromEntry(e), nil
+}
+
+// Resolve sets an operator's outcome of a key: as completed (result),
+// failed (error), retry, or forget.
+func Resolve(ctx context.Context, l contract.Ledger, ns, key string, r contract.LedgerResolution) (Result, error) {
+	if err := checkNSKey(&ns, key); err != nil {
+		return Result{}, err
+	}
+	switch r.As {
+	case contract.LedgerCompleted, contract.LedgerFailed, contract.LedgerRetry, "forget":
+	default:
+		return Result{}, invalid("--as %q: want completed, failed, retry or forget", r.As)
+	}
+	for _, v := range []*string{&r.Result, &r.Error} {
+		if *v == "" {
+			*v = "null"
+		}
+		if !json.Valid([]byte(*v)) {
+			return Result{}, invalid("--result and --error take JSON")
+		}
+	}
+	e, ok, err := l.Resolve(ctx, ns, key, r)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{Status: contract.StatusNotFound, NS: ns, Key: key}, nil
+	}
+	res := FromEntry(e)
+	if r.As == "forget" {
+		res.Status = "forgotten"
+	}
+	return res, nil
+}
+
+func checkNSKey(ns *string, key string) error {
+	if *ns == "" {
+		*ns = DefaultNS
+	}
+	if err := contract.CheckKey("key", key); err != nil {
+		return err
+	}
+	return contract.CheckKey("namespace", *ns)
+}
+
+func fenced(ns, key string, e contract.LedgerEntry, status string) Result {
+	if status == contract.StatusNotFound || status == "" {
+		return Result{Status: status, NS: ns, Key: key}
+	}
+	r := FromEntry(e)
+	r.Status = status
+	if status == contract.StatusStaleToken {
+		r.Result, r.Error = nil, nil // another holder's outcome is not this caller's
+	}
+	return r
+}
