@@ -79,6 +79,12 @@ func TestOpenAPIMatchesReplies(t *testing.T) {
 		{"GET", "/jobs/a/status?runs=3", testToken, "", 200},
 		{"GET", "/jobs/a/status?runs=-1", testToken, "", 400},
 		{"GET", "/jobs/nope/status", testToken, "", 404},
+		{"POST", "/keys/claim", testToken, `{"key":"k","owner":"o"}`, 200},
+		{"POST", "/keys/claim", testToken, `{"key":"k","token":"t"}`, 400},
+		{"POST", "/keys/complete", testToken, `{"key":"k","token":"t","result":{"id":1}}`, 200},
+		{"POST", "/keys/fail", testToken, `{"key":"k","token":"t","permanent":true}`, 200},
+		{"POST", "/keys/heartbeat", testToken, `{"key":"k","token":"t"}`, 200},
+		{"GET", "/keys/get?key=k", testToken, "", 200},
 	} {
 		req, _ := http.NewRequest(c.method, url+c.path, strings.NewReader(c.body))
 		if c.body != "" {

@@ -26,6 +26,11 @@ var routeTable = []route{
 	{"GET", "/jobs", false, (*Server).listJobs},
 	{"POST", "/jobs/{name}/run", false, (*Server).run},
 	{"GET", "/jobs/{name}/status", false, (*Server).status},
+	{"POST", "/keys/claim", false, keyCall("claim")},
+	{"POST", "/keys/complete", false, keyCall("complete")},
+	{"POST", "/keys/fail", false, keyCall("fail")},
+	{"POST", "/keys/heartbeat", false, keyCall("heartbeat")},
+	{"GET", "/keys/get", false, (*Server).keyGet},
 }
 
 // routes builds the mux: each route behind the token unless public, a
@@ -127,12 +132,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	var o RunOptions
 	if err := decodeBody(r, &o); err != nil {
-		status := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, exitUsage, err.Error())
+		writeBodyError(w, err)
 		return
 	}
 	if o.MaxPages < 0 {
@@ -182,6 +182,17 @@ func (s *Server) inProgress(w http.ResponseWriter, r *http.Request, file string)
 		body.JobStatus = bytes.TrimSpace(st.Body)
 	}
 	writeJSON(w, statusOf(exitLocked), body)
+}
+
+// writeBodyError answers a body that could not be read or decoded: 413
+// over the limit, else 400.
+func writeBodyError(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	writeError(w, status, exitUsage, err.Error())
 }
 
 // decodeBody reads the request's JSON body into v; an empty body leaves v

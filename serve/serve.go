@@ -43,6 +43,10 @@ type Backend interface {
 	Run(ctx context.Context, file string, o RunOptions) Reply
 	// Status is `idemsync status FILE --json [--runs N]`.
 	Status(ctx context.Context, file string, runs int) Reply
+	// Key is `idemsync key ACTION` (claim, complete, fail, heartbeat,
+	// get) with the request's fields as its flags, on the ledger of the
+	// state store the CLI would open.
+	Key(ctx context.Context, action string, k KeyRequest) Reply
 	// Metrics appends the Prometheus text exposition of the jobs' metrics
 	// (docs/operations.md, Metrics) to b; running names the job files with
 	// a run in progress in this server.

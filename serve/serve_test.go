@@ -21,6 +21,7 @@ const testToken = "0123456789abcdef0123456789abcdef"
 type recorder struct {
 	mu    gosync.Mutex
 	files []string
+	keys  []string      // "action key" of each ledger call
 	block chan struct{} // when set, Run waits for it
 }
 
@@ -41,6 +42,13 @@ func (b *recorder) Run(ctx context.Context, file string, o RunOptions) Reply {
 
 func (b *recorder) Status(ctx context.Context, file string, runs int) Reply {
 	return Reply{Body: []byte(`{"jobs":[{"name":"j","status":"running"}]}`), Code: 0}
+}
+
+func (b *recorder) Key(ctx context.Context, action string, k KeyRequest) Reply {
+	b.mu.Lock()
+	b.keys = append(b.keys, action+" "+k.Key)
+	b.mu.Unlock()
+	return Reply{Body: []byte(`{"status":"acquired","ns":"default","key":"k","token":"t"}`), Code: 0}
 }
 
 func (b *recorder) Metrics(ctx context.Context, files []string, running map[string]bool) ([]byte, error) {
@@ -258,4 +266,46 @@ func TestConfigMapFolder(t *testing.T) {
 	if code, _ := call(t, "POST", srv.URL+"/jobs/..data%2Forders/run", "", ""); code != 404 {
 		t.Errorf("..data/orders: %d, want 404", code)
 	}
+}
+
+// A ledger call takes its own fields only, a bounded wait and durations
+// that parse; get takes ns and key.
+func TestKeyRequests(t *testing.T) {
+	b := &recorder{}
+	_, url, _ := newTestServer(t, "", b)
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/keys/claim", `{"key":"k","params":{"a":1},"owner":"o","ttl":"1m","wait":"1s"}`, 200},
+		{"/keys/complete", `{"key":"k","token":"t","result":{"id":7}}`, 200},
+		{"/keys/fail", `{"key":"k","token":"t","retryable":true,"not_before":"1m","error":"x"}`, 200},
+		{"/keys/heartbeat", `{"key":"k","token":"t"}`, 200},
+		{"/keys/complete", `{"key":"k","token":"t","params":{}}`, 400},
+		{"/keys/heartbeat", `{"key":"k","token":"t","result":1}`, 400},
+		{"/keys/claim", `{"key":"k","wait":"6m"}`, 400},
+		{"/keys/claim", `{"key":"k","wait":"soon"}`, 400},
+		{"/keys/fail", `{"key":"k","token":"t","retryable":true,"not_before":"-1m"}`, 400},
+		{"/keys/claim", `{"key":"k"`, 400},
+	} {
+		if code, body := call(t, "POST", url+c.path, "", c.body); code != c.want {
+			t.Errorf("POST %s %s: %d %v, want %d", c.path, c.body, code, body, c.want)
+		}
+	}
+	if code, body := call(t, "GET", url+"/keys/get?key=k&ns=n", "", ""); code != 200 {
+		t.Errorf("get: %d %v", code, body)
+	}
+	if code, body := call(t, "GET", url+"/keys/get?key=k&token=t", "", ""); code != 400 {
+		t.Errorf("get with a token: %d %v, want 400", code, body)
+	}
+	want := []string{"claim k", "complete k", "fail k", "heartbeat k", "get k"}
+	if got := b.keyCalls(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("ledger calls %v, want %v", got, want)
+	}
+}
+
+func (b *recorder) keyCalls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.keys...)
 }
