@@ -12,7 +12,6 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
-	"github.com/idemsync/idemsync/ledger"
 	"github.com/idemsync/idemsync/serve"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -109,28 +108,14 @@ func (b *serveBackend) Status(ctx context.Context, file string, runs int) serve.
 	})
 }
 
-// Key is `idemsync key ACTION` with the request's fields for its flags,
-// their defaults those of the flags (cmd/key.go), and without
-// --exit-codes: every outcome exits 0 and its status says what happened.
+// Key is `idemsync key ACTION` with the request's fields for its flags
+// (a field left out is what the ledger takes for a flag left empty) and
+// without --exit-codes: every outcome exits 0, its status says what
+// happened.
 func (b *serveBackend) Key(ctx context.Context, action string, k serve.KeyRequest) serve.Reply {
 	o := &keyOptions{action: action, key: k.Key, ns: k.NS, ttl: k.TTL, params: string(k.Params), fingerprint: k.Fingerprint,
 		owner: k.Owner, onExpired: k.OnExpired, poll: keyPoll, token: k.Token, result: string(k.Result),
 		retryable: k.Retryable, permanent: k.Permanent, errJSON: string(k.Error)}
-	if o.ns == "" {
-		o.ns = ledger.DefaultNS
-	}
-	if o.ttl == "" {
-		o.ttl = ledger.DefaultTTL.String()
-	}
-	if o.onExpired == "" {
-		o.onExpired = contract.OnExpiredRetry
-	}
-	if o.result == "" {
-		o.result = "null"
-	}
-	if o.errJSON == "" {
-		o.errJSON = "null"
-	}
 	o.wait, _ = time.ParseDuration(k.Wait) // the server checked both
 	o.notBefore, _ = time.ParseDuration(k.NotBefore)
 	return b.call(func(g *globalOpts, ios *IOStreams) error {
