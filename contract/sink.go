@@ -48,6 +48,7 @@ type Sink interface {
 	ParentReader
 	RowReader
 	RowValidator
+	ChangeFeeder
 }
 
 // TableStater is the part of a Sink that tells whether its target table

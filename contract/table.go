@@ -46,6 +46,9 @@ type Table struct {
 	// soft the table has ColDeletedAt, and a write of a marked row's key
 	// clears its mark.
 	Deletes string
+	// Changes, when set, keeps the table's change feed (target.changes,
+	// docs/changes.md).
+	Changes *Changes
 }
 
 // Soft reports whether the table marks deleted rows (deletes: soft)

@@ -40,6 +40,12 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	checkDeletes(t, bad)
 	j.Table = contract.Table{Key: t.Key, Version: t.Version, Create: *t.Create, Deletes: t.Deletes}
 	j.Table.Schema, j.Table.Name = splitTable(t.Table)
+	if t.ChangesRows && !t.Changes {
+		bad("target.changes_rows", "needs target.changes: true")
+	}
+	if t.Changes { // a resource's Resource is set by LoadResources
+		j.Table.Changes = &contract.Changes{Job: j.Name, Resource: j.Name, Rows: t.ChangesRows}
+	}
 	j.Infer = len(t.Columns) == 0
 	j.targetColumns(bad, lines)
 }

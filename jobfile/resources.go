@@ -62,6 +62,9 @@ func LoadResources(data []byte, file string, lookup LookupFunc) ([]Resource, err
 			failed[it.name] = true
 			continue
 		}
+		if c := job.Table.Changes; c != nil { // one feed per job file (docs/changes.md)
+			c.Resource = it.name
+		}
 		job.Name = job.Name + ResourceSep + it.name
 		if it.fan.parent != nil && failed[it.fan.parent.Value] {
 			continue // its parent's problems are reported; no echo of them

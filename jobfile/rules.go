@@ -193,6 +193,8 @@ var rules = map[string]Rule{
 	"target.tombstone.field": {Doc: "Required. GJSON path of the flag in each record.", Examples: []any{"deleted", "meta.is_deleted"}},
 	"target.tombstone.value": {Doc: "Required. The value that flags a deleted record: a boolean, a number or a string, compared with the field's JSON value.",
 		Examples: []any{true, "deleted"}},
+	"target.changes":      {Doc: "Record an event for every row a run inserts, updates or deletes (unchanged rows record none) in the target database, in the rows' own transaction, numbered in commit order; read them with idemsync changes. See docs/changes.md."},
+	"target.changes_rows": {Doc: "With changes: each insert and update event carries the row's mapped columns as a JSON object. Needs changes: true."},
 	"target.mode": {Doc: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
 		"an octal string letting the owner read and write. An existing file keeps its mode.", Default: "0600", Examples: []any{"0640"}},
 }

@@ -158,9 +158,10 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		if err := e.continueRun(ctx, run, rs, cur); err != nil {
 			return nil, err
 		}
-		return rs, nil
+	} else if err := e.startRun(ctx, o, sink, js, rs, cur, from, fresh); err != nil {
+		return nil, err
 	}
-	if err := e.startRun(ctx, o, sink, js, rs, cur, from, fresh); err != nil {
+	if err := e.stampChanges(ctx, sink, rs); err != nil {
 		return nil, err
 	}
 	return rs, nil

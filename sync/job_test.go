@@ -69,6 +69,9 @@ func testJob(t *testing.T, yml string) *Job {
 		tg.OnBadRecord = DefaultOnBadRecord
 	}
 	j.Table = contract.Table{Key: tg.Key, Version: tg.Version, Create: true, Name: tg.Table}
+	if tg.Changes {
+		j.Table.Changes = &contract.Changes{Job: j.Name, Resource: j.Name, Rows: tg.ChangesRows}
+	}
 	j.Infer = len(tg.Columns) == 0
 	for _, c := range tg.Columns {
 		if c.Path == "" {

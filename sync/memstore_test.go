@@ -313,6 +313,9 @@ func (s *memSink) LatestRows(context.Context, *contract.Table, int) ([]string, [
 }
 
 func (s *memSink) CheckRow(*contract.Table, contract.Row) error { return contract.ErrNotImplemented }
+func (s *memSink) FeedDB(context.Context) (contract.FeedDB, error) {
+	return contract.FeedDB{}, contract.ErrNotImplemented
+}
 
 func (s *memSink) count() int {
 	s.mu.Lock()

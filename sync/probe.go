@@ -32,6 +32,9 @@ func (e *Engine) probeSink(ctx context.Context, sink contract.Sink) error {
 			return contract.Errorf(contract.Permanent, "parent %s: the target database cannot read the parent table: %w", job.Parent.Resource, err)
 		}
 	}
+	if err := e.probeChanges(ctx, sink); err != nil {
+		return err
+	}
 	e.validator = sink
 	if err := sink.CheckRow(&job.Table, contract.Row{}); errors.Is(err, contract.ErrNotImplemented) {
 		e.validator = nil

@@ -30,6 +30,7 @@ func TestProbeRefusesIncompleteSink(t *testing.T) {
 		{"no sweeps, deletes hard", "  deletes: hard\n", func(m *memSink) contract.Sink { return m }, "cannot sweep deleted rows"},
 		{"no sweeps, deletes soft", "  deletes: soft\n", func(m *memSink) contract.Sink { return m }, "cannot sweep deleted rows"},
 		{"no table state", "", func(m *memSink) contract.Sink { return statelessSink{m} }, "cannot tell whether the table exists"},
+		{"no change feed, changes", "  changes: true\n", func(m *memSink) contract.Sink { return m }, "cannot keep a change feed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rig := newEngineRig()

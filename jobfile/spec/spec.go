@@ -176,6 +176,11 @@ type Target struct {
 	// Tombstone, when set, names a field and value that flag a deleted
 	// record: it is deleted (hard) or marked (soft) on any run.
 	Tombstone *Tombstone `yaml:"tombstone,omitempty" json:"tombstone,omitempty"`
+	// Changes records an event for every row a run inserts, updates or
+	// deletes, in the target database, in the rows' own transaction
+	// (docs/changes.md); ChangesRows puts the row itself in each event.
+	Changes     bool `yaml:"changes,omitempty" json:"changes,omitempty"`
+	ChangesRows bool `yaml:"changes_rows,omitempty" json:"changes_rows,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

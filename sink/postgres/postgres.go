@@ -58,6 +58,7 @@ type Sink struct {
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
+	feed     feedHandle                   // the change feed's handle, once FeedDB opened it (feed.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)
@@ -136,6 +137,7 @@ func (p *Sink) connect(ctx context.Context) (*pgx.Conn, error) {
 func (p *Sink) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closeFeed()
 	if p.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -87,6 +87,9 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 			return err
 		}
 	}
+	if err := prepareFeed(ctx, tx, t, oid); err != nil {
+		return p.dbError(op+": change feed", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return p.dbError(op, err)
 	}

@@ -26,6 +26,7 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, testCase{"table state", tableState})
 	cases = append(cases, testCase{"live rows", liveRows})
 	cases = append(cases, testCase{"two passes", twoPasses})
+	cases = append(cases, changeCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newDB(t)

@@ -67,6 +67,9 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 			return err
 		}
 	}
+	if err := prepareFeed(ctx, tx, t); err != nil {
+		return s.wrap(op+": change feed", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return s.wrap(op, err)
 	}

@@ -42,6 +42,9 @@ func (stubSink) LatestRows(context.Context, *contract.Table, int) ([]string, [][
 	return nil, nil, nil
 }
 func (stubSink) CheckRow(*contract.Table, contract.Row) error { return nil }
+func (stubSink) FeedDB(context.Context) (contract.FeedDB, error) {
+	return contract.FeedDB{}, nil
+}
 
 // stubEnv makes TestStubConformance run: only as the child process of
 // TestConformanceRejectsStub, where its failures are expected.

@@ -1,0 +1,50 @@
+package contract
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Changes is target.changes of a job: the sink records, in the target
+// database and in the same transaction as the rows, one event per row a
+// write inserted, updated or deleted (docs/changes.md). nil on a table
+// without a feed.
+type Changes struct {
+	// Job names the feed: the job file's name (one feed per job file,
+	// every resource of the file in it).
+	Job string
+	// Resource is the resource whose rows the table holds, stamped on
+	// each event.
+	Resource string
+	// Run is the run whose writes the events belong to; the engine sets
+	// it once the run is known, before the first page is written.
+	Run int64
+	// Rows makes each inserted or updated row's event carry the row's
+	// mapped columns as a JSON object (target.changes_rows).
+	Rows bool
+}
+
+// FeedDB is the database holding a target's change feed, for the
+// package that reads it (package feed): a database/sql handle and the
+// little its SQL writes differently.
+type FeedDB struct {
+	DB *sql.DB
+	// Param is the placeholder of the n-th argument, from 1: "?" or "$n".
+	Param func(n int) string
+	// ForUpdate is appended to a SELECT that reads a row the transaction
+	// then updates (" FOR UPDATE" on PostgreSQL; "" on SQLite, whose
+	// write transactions lock the whole file when they begin).
+	ForUpdate string
+}
+
+// ChangeFeeder is the part of a Sink that keeps a change feed
+// (docs/changes.md). Prepare installs the feed on a table whose
+// Table.Changes is set (and removes it from one whose Changes is nil);
+// from then on every write of the table records its events in the same
+// transaction, numbered in commit order.
+type ChangeFeeder interface {
+	// FeedDB creates the feed's tables when missing and returns the
+	// database holding them. The handle stays the sink's: Close closes
+	// it.
+	FeedDB(ctx context.Context) (FeedDB, error)
+}

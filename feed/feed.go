@@ -1,0 +1,373 @@
+// Package feed reads a job's change feed (docs/changes.md): the events a
+// target database's sink recorded, in the rows' own transactions, for
+// every row a run inserted, updated or deleted. Consumers are rows beside
+// the events; each reads in batches that it acknowledges, and a batch not
+// acknowledged within its lease is delivered again (at least once). The
+// CLI (idemsync changes) and the HTTP face (idemsync serve) both call
+// this package.
+package feed
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+)
+
+// Defaults of Options.
+const (
+	DefaultLimit = 100
+	DefaultLease = 5 * time.Minute
+	// MaxLimit bounds Options.Limit.
+	MaxLimit = 10000
+)
+
+// Ops are the operations an event can carry: inserted, updated, deleted.
+var Ops = []string{"I", "U", "D"}
+
+// Options select a consumer's next batch.
+type Options struct {
+	Consumer string
+	// Resources and Ops, when not empty, keep only the events of these
+	// resources and operations; the others are passed over (acknowledged
+	// with the batch) for this consumer.
+	Resources []string
+	Ops       []string
+	Limit     int           // at most this many events; DefaultLimit when 0
+	Lease     time.Duration // how long the batch is the consumer's; DefaultLease when 0
+	// Now is the time leases are measured from; time.Now when zero.
+	Now time.Time
+}
+
+// Event is one change of one row.
+type Event struct {
+	Seq      int64  `json:"seq"`
+	Resource string `json:"resource"`
+	Key      string `json:"key"`
+	Op       string `json:"op"`
+	Hash     string `json:"hash,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Run      int64  `json:"run"`
+	At       string `json:"at"`
+	// Row is the row's mapped columns (target.changes_rows), on inserts
+	// and updates.
+	Row json.RawMessage `json:"row,omitempty"`
+	// LedgerKey is a key for idemsync key naming this version of the row
+	// (LedgerKey).
+	LedgerKey string `json:"ledger_key"`
+}
+
+// Batch is a consumer's next events.
+type Batch struct {
+	Job      string `json:"job"`
+	Consumer string `json:"consumer"`
+	// ID names the batch for Ack; "" when there is nothing to deliver.
+	ID           string `json:"batch"`
+	LeaseExpires string `json:"lease_expires,omitempty"`
+	// After is what the consumer had acknowledged; Through is what
+	// acknowledging the whole batch acknowledges (events passed over by
+	// the filters included).
+	After   int64   `json:"after"`
+	Through int64   `json:"through"`
+	Events  []Event `json:"events"`
+}
+
+// LedgerKey is the ledger key an event suggests (docs/changes.md):
+// resource:key:vVERSION when the table has a version column, else
+// resource:key:hHASH (the first 16 hex digits of the content hash) for an
+// insert or update and resource:key:dHASH for a deletion, so one version
+// of a row is acted on once and a new version again.
+func LedgerKey(e Event) string {
+	tag := "h"
+	if e.Op == "D" {
+		tag = "d"
+	}
+	v := e.Hash
+	if len(v) > 16 {
+		v = v[:16]
+	}
+	if e.Version != "" && e.Op != "D" {
+		tag, v = "v", e.Version
+	}
+	return e.Resource + ":" + e.Key + ":" + tag + v
+}
+
+// ErrGap is wrapped by the error of a consumer whose next events were
+// pruned before it read them.
+var ErrGap = errors.New("gap in the change feed")
+
+// ErrStaleBatch is wrapped by the refusal of an ack for a batch that is
+// no longer the consumer's.
+var ErrStaleBatch = errors.New("stale batch")
+
+// q rewrites the ? placeholders of query into fd's.
+func q(fd contract.FeedDB, query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString(fd.Param(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// consumer is a consumer's row.
+type consumer struct {
+	acked        int64
+	batch        sql.NullString
+	batchThrough sql.NullInt64
+	leaseUntil   sql.NullInt64
+}
+
+// lockConsumer creates the consumer's row when missing and reads it,
+// locked for the transaction.
+func lockConsumer(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job, name string) (consumer, error) {
+	var c consumer
+	if _, err := tx.ExecContext(ctx, q(fd, `INSERT INTO idemsync_change_consumers (job, consumer) VALUES (?, ?) ON CONFLICT (job, consumer) DO NOTHING`), job, name); err != nil {
+		return c, err
+	}
+	err := tx.QueryRowContext(ctx, q(fd, `SELECT acked, batch, batch_through, lease_until FROM idemsync_change_consumers WHERE job = ? AND consumer = ?`+fd.ForUpdate), job, name).
+		Scan(&c.acked, &c.batch, &c.batchThrough, &c.leaseUntil)
+	return c, err
+}
+
+// prunedThrough is how far job's events were pruned (0: never).
+func prunedThrough(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job string) (int64, error) {
+	var p int64
+	err := tx.QueryRowContext(ctx, q(fd, `SELECT pruned_through FROM idemsync_change_jobs WHERE job = ?`), job).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return p, err
+}
+
+// gapError is the refusal to deliver past pruned events.
+func gapError(job, name string, acked, pruned int64) error {
+	return &contract.Error{Class: contract.Permanent,
+		Msg:  fmt.Sprintf("consumer %s of %s: events %d to %d were pruned before it read them", name, job, acked+1, pruned),
+		Hint: fmt.Sprintf("to accept the loss and go on from the oldest event kept: idemsync changes reset JOB --consumer %s --to oldest", name),
+		Err:  ErrGap}
+}
+
+// Next returns the consumer's next batch: the events after its
+// acknowledged position that the filters keep, at most o.Limit, leased to
+// it for o.Lease. A batch whose lease ran out is replaced (its events
+// delivered again, under a new ID); one still leased is refused with a
+// Locked error. A consumer is created on first use, at the start of the
+// feed. Events the filters pass over are acknowledged at once when the
+// batch would otherwise be empty.
+func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batch, error) {
+	if o.Limit <= 0 {
+		o.Limit = DefaultLimit
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	now := o.Now.UnixMilli()
+	tx, err := fd.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	defer tx.Rollback()
+	c, err := lockConsumer(ctx, tx, fd, job, o.Consumer)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	if c.batch.Valid && c.leaseUntil.Int64 > now {
+		return nil, &contract.Error{Class: contract.Locked,
+			Msg:  fmt.Sprintf("consumer %s of %s holds batch %s until %s", o.Consumer, job, c.batch.String, msText(c.leaseUntil.Int64)),
+			Hint: "acknowledge it (idemsync changes ack) or wait for its lease to run out: its events are then delivered again",
+			Err:  contract.ErrLocked}
+	}
+	pruned, err := prunedThrough(ctx, tx, fd, job)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	if c.acked < pruned { // kept, so that status shows the consumer in its gap
+		if err := tx.Commit(); err != nil {
+			return nil, wrap("read the change feed", err)
+		}
+		return nil, gapError(job, o.Consumer, c.acked, pruned)
+	}
+	b := &Batch{Job: job, Consumer: o.Consumer, After: c.acked, Through: c.acked, Events: []Event{}}
+	keep := filter(o)
+	// Events are numbered in commit order, so an event not yet visible
+	// gets a number above every visible one: reading on from the last
+	// number read never passes one over (docs/changes.md, "Ordering").
+	chunk := max(o.Limit, 500)
+	for len(b.Events) < o.Limit {
+		evs, err := readEvents(ctx, tx, fd, job, b.Through, chunk)
+		if err != nil {
+			return nil, wrap("read the change feed", err)
+		}
+		for _, e := range evs {
+			if keep(e) {
+				b.Events = append(b.Events, e)
+			}
+			b.Through = e.Seq
+			if len(b.Events) == o.Limit {
+				break
+			}
+		}
+		if len(evs) < chunk {
+			break
+		}
+	}
+	if len(b.Events) == 0 {
+		if b.Through > c.acked { // only passed-over events: nothing to deliver
+			if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET acked = ?, acked_at = ?, batch = NULL, batch_through = NULL, lease_until = NULL WHERE job = ? AND consumer = ?`),
+				b.Through, now, job, o.Consumer); err != nil {
+				return nil, wrap("read the change feed", err)
+			}
+		}
+		b.After = b.Through
+	} else {
+		b.ID = newID()
+		until := o.Now.Add(o.Lease).UnixMilli()
+		b.LeaseExpires = msText(until)
+		if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET batch = ?, batch_through = ?, lease_until = ? WHERE job = ? AND consumer = ?`),
+			b.ID, b.Through, until, job, o.Consumer); err != nil {
+			return nil, wrap("read the change feed", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	return b, nil
+}
+
+// filter returns whether o keeps an event.
+func filter(o Options) func(Event) bool {
+	in := func(list []string, v string) bool {
+		if len(list) == 0 {
+			return true
+		}
+		for _, x := range list {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	return func(e Event) bool { return in(o.Resources, e.Resource) && in(o.Ops, e.Op) }
+}
+
+// readEvents reads up to n of job's events after seq, in order.
+func readEvents(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job string, after int64, n int) ([]Event, error) {
+	rows, err := tx.QueryContext(ctx, q(fd, `SELECT seq, resource, key, op, hash, version, run, row, at FROM idemsync_changes WHERE job = ? AND seq > ? ORDER BY seq LIMIT `+strconv.Itoa(n)), job, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var hash, version, row sql.NullString
+		var run sql.NullInt64
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Resource, &e.Key, &e.Op, &hash, &version, &run, &row, &at); err != nil {
+			return nil, err
+		}
+		e.Hash, e.Version, e.Run, e.At = hash.String, version.String, run.Int64, msText(at)
+		if row.Valid {
+			e.Row = json.RawMessage(row.String)
+		}
+		e.LedgerKey = LedgerKey(e)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// AckResult is what an ack did.
+type AckResult struct {
+	Job      string `json:"job"`
+	Consumer string `json:"consumer"`
+	Batch    string `json:"batch"`
+	Acked    int64  `json:"acked"`
+}
+
+// Ack acknowledges the consumer's batch id through seq (the whole batch
+// when through is 0): the consumer's next batch starts after it. A batch
+// that is no longer the consumer's (acknowledged already, or replaced
+// after its lease ran out) is refused with an error wrapping
+// ErrStaleBatch; its events are, or were, delivered again. An ack after
+// the lease ran out but before another batch replaced it is taken.
+func Ack(ctx context.Context, fd contract.FeedDB, job, name, id string, through int64) (*AckResult, error) {
+	tx, err := fd.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap("acknowledge", err)
+	}
+	defer tx.Rollback()
+	var c consumer
+	err = tx.QueryRowContext(ctx, q(fd, `SELECT acked, batch, batch_through, lease_until FROM idemsync_change_consumers WHERE job = ? AND consumer = ?`+fd.ForUpdate), job, name).
+		Scan(&c.acked, &c.batch, &c.batchThrough, &c.leaseUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s has no consumer %s", job, name),
+			Hint: "a consumer is created by its first idemsync changes"}
+	}
+	if err != nil {
+		return nil, wrap("acknowledge", err)
+	}
+	if !c.batch.Valid || c.batch.String != id {
+		why := "it was acknowledged already"
+		if c.batch.Valid {
+			why = "its lease ran out and batch " + c.batch.String + " replaced it"
+		}
+		return nil, &contract.Error{Class: contract.Permanent,
+			Msg:  fmt.Sprintf("consumer %s of %s: batch %s is stale: %s (the consumer is at %d)", name, job, id, why, c.acked),
+			Hint: "nothing was acknowledged; events of a replaced batch are delivered again in the batch that replaced it",
+			Err:  ErrStaleBatch}
+	}
+	if through == 0 {
+		through = c.batchThrough.Int64
+	}
+	if through <= c.acked || through > c.batchThrough.Int64 {
+		return nil, &contract.Error{Class: contract.Invalid,
+			Msg: fmt.Sprintf("consumer %s of %s: --through %d is outside batch %s (%d to %d)", name, job, through, id, c.acked+1, c.batchThrough.Int64)}
+	}
+	if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET acked = ?, acked_at = ?, batch = NULL, batch_through = NULL, lease_until = NULL WHERE job = ? AND consumer = ?`),
+		through, time.Now().UnixMilli(), job, name); err != nil {
+		return nil, wrap("acknowledge", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, wrap("acknowledge", err)
+	}
+	return &AckResult{Job: job, Consumer: name, Batch: id, Acked: through}, nil
+}
+
+// newID returns a fresh batch ID.
+func newID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// msText renders Unix milliseconds as RFC 3339 UTC.
+func msText(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// wrap makes a database error a *contract.Error (Transient: a busy file,
+// a lost connection), keeping a context's error as it is.
+func wrap(op string, err error) error {
+	var ce *contract.Error
+	if errors.As(err, &ce) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return &contract.Error{Class: contract.Transient, Msg: op, Err: err}
+}

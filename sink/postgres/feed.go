@@ -1,0 +1,210 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// The change feed's tables (docs/changes.md), in the connection's current
+// schema. idemsync_change_jobs holds, per feed, the last number handed
+// out, the run its events belong to and how far pruning went.
+//
+// Numbers are allocated from that row, never from a sequence: the trigger
+// updates it in the writing transaction, whose row lock makes every other
+// writer of the feed wait until this one commits or rolls back. So a
+// number is only handed out once every smaller number is committed or
+// gone with its transaction, and a reader of "seq > last" never sees a
+// number before a smaller one becomes visible (a sequence's values can
+// commit out of order and such a reader would skip the late one forever).
+const pgFeedDDL = `
+CREATE TABLE IF NOT EXISTS idemsync_changes (
+	job text NOT NULL, seq bigint NOT NULL, resource text NOT NULL, key text NOT NULL, op text NOT NULL,
+	hash text, version text, run bigint, row text, at bigint NOT NULL,
+	PRIMARY KEY (job, seq));
+CREATE TABLE IF NOT EXISTS idemsync_change_jobs (
+	job text PRIMARY KEY, last bigint NOT NULL DEFAULT 0, run bigint, pruned_through bigint NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS idemsync_change_consumers (
+	job text NOT NULL, consumer text NOT NULL, acked bigint NOT NULL DEFAULT 0,
+	batch text, batch_through bigint, lease_until bigint, acked_at bigint,
+	PRIMARY KEY (job, consumer));`
+
+// pgFeedFunc is the statement trigger every fed table calls, with its
+// arguments: job, resource, key columns (a text[] literal), version
+// column ("" for none), whether events carry the row. Statement-level
+// with transition tables: one counter update per statement, none for a
+// statement that changed no row (an unchanged re-sync locks nothing). An
+// UPDATE that sets the deletion mark (deletes: soft) is a 'D'.
+const pgFeedFunc = `
+CREATE OR REPLACE FUNCTION %[1]s.idemsync_feed_v1() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+	j text := TG_ARGV[0];
+	keys text[] := TG_ARGV[2]::text[];
+	n bigint;
+	hi bigint;
+	r bigint;
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		SELECT count(*) INTO n FROM old_rows;
+	ELSE
+		SELECT count(*) INTO n FROM new_rows;
+	END IF;
+	IF n = 0 THEN
+		RETURN NULL;
+	END IF;
+	INSERT INTO %[1]s.idemsync_change_jobs AS c (job, last) VALUES (j, n)
+		ON CONFLICT (job) DO UPDATE SET last = c.last + n RETURNING c.last, c.run INTO hi, r;
+	IF TG_OP = 'DELETE' THEN
+		INSERT INTO %[1]s.idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)
+		SELECT j, hi - n + row_number() OVER (), TG_ARGV[1], %[1]s.idemsync_feed_key(x, keys), 'D',
+			x->>'_idemsync_hash', CASE WHEN TG_ARGV[3] <> '' THEN x->>TG_ARGV[3] END, r, NULL,
+			(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+		FROM (SELECT to_jsonb(o) AS x FROM old_rows o) d;
+	ELSE
+		INSERT INTO %[1]s.idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)
+		SELECT j, hi - n + row_number() OVER (), TG_ARGV[1], %[1]s.idemsync_feed_key(x, keys),
+			CASE WHEN TG_OP = 'INSERT' THEN 'I' WHEN x->>'_idemsync_deleted_at' IS NOT NULL THEN 'D' ELSE 'U' END,
+			x->>'_idemsync_hash', CASE WHEN TG_ARGV[3] <> '' THEN x->>TG_ARGV[3] END, r,
+			CASE WHEN TG_ARGV[4] = 'true' THEN (x - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text END,
+			(extract(epoch FROM clock_timestamp()) * 1000)::bigint
+		FROM (SELECT to_jsonb(w) AS x FROM new_rows w) d;
+	END IF;
+	RETURN NULL;
+END
+$f$;
+CREATE OR REPLACE FUNCTION %[1]s.idemsync_feed_key(x jsonb, keys text[]) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+	SELECT CASE WHEN cardinality(keys) = 1 THEN x->>keys[1]
+		ELSE (SELECT '[' || string_agg((x->k)::text, ',' ORDER BY o) || ']' FROM unnest(keys) WITH ORDINALITY u(k, o)) END
+$f$;`
+
+// pgFeedTriggers are the trigger names and their events.
+var pgFeedTriggers = []struct{ name, event, ref string }{
+	{"idemsync_feed_ins", "INSERT", "NEW TABLE AS new_rows"},
+	{"idemsync_feed_upd", "UPDATE", "NEW TABLE AS new_rows"},
+	{"idemsync_feed_del", "DELETE", "OLD TABLE AS old_rows"},
+}
+
+var _ contract.ChangeFeeder = (*Sink)(nil)
+
+// FeedDB creates the feed's tables when missing and returns a
+// database/sql handle on the sink's connection settings, opened on first
+// use and closed by Close (see contract.ChangeFeeder).
+func (p *Sink) FeedDB(ctx context.Context) (contract.FeedDB, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.feed == nil {
+		p.feed = stdlib.OpenDB(*p.cfg)
+		p.feed.SetMaxOpenConns(2)
+	}
+	if _, err := p.feed.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('idemsync.feed', 0))`); err != nil {
+		return contract.FeedDB{}, p.dbError("create the change feed's tables", err)
+	}
+	_, err := p.feed.ExecContext(ctx, pgFeedDDL)
+	_, _ = p.feed.ExecContext(ctx, `SELECT pg_advisory_unlock(hashtextextended('idemsync.feed', 0))`)
+	if err != nil {
+		return contract.FeedDB{}, p.dbError("create the change feed's tables", err)
+	}
+	return contract.FeedDB{DB: p.feed, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE"}, nil
+}
+
+// closeFeed closes the handle FeedDB opened, if any.
+func (p *Sink) closeFeed() {
+	if p.feed != nil {
+		p.feed.Close()
+		p.feed = nil
+	}
+}
+
+// prepareFeed, in Prepare's transaction (which holds the table's prepare
+// lock), installs t's feed triggers when t.Changes is set and stamps the
+// feed with the run, or drops them when it is not. Triggers are created
+// or replaced only when missing or different, so a Prepare of an
+// unchanged table takes no lock a writer would wait for.
+func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
+	have := map[string][]byte{}
+	if oid != 0 {
+		rows, err := tx.Query(ctx, `SELECT tgname::text, tgargs FROM pg_trigger WHERE tgrelid = $1 AND tgname::text LIKE 'idemsync_feed_%'`, oid)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			var args []byte
+			if err := rows.Scan(&name, &args); err != nil {
+				rows.Close()
+				return err
+			}
+			have[name] = args
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	tbl := sqlkit.QuoteTable(t)
+	if t.Changes == nil {
+		for name := range have {
+			if _, err := tx.Exec(ctx, "DROP TRIGGER IF EXISTS "+sqlkit.QuoteIdent(name)+" ON "+tbl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c := t.Changes
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idemsync.feed', 0))`); err != nil {
+		return err
+	}
+	var schema string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
+	sch := sqlkit.QuoteIdent(schema)
+	var fn bool
+	if err := tx.QueryRow(ctx, `SELECT to_regproc($1) IS NOT NULL`, sch+".idemsync_feed_v1").Scan(&fn); err != nil {
+		return err
+	}
+	if !fn {
+		if _, err := tx.Exec(ctx, pgFeedDDL); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(pgFeedFunc, sch)); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+sch+`.idemsync_change_jobs (job, run) VALUES ($1, $2)
+		ON CONFLICT (job) DO UPDATE SET run = excluded.run`, c.Job, c.Run); err != nil {
+		return err
+	}
+	keys := make([]string, len(t.Key))
+	for i, k := range t.Key {
+		keys[i] = `"` + strings.ReplaceAll(strings.ReplaceAll(k, `\`, `\\`), `"`, `\"`) + `"`
+	}
+	args := []string{c.Job, c.Resource, "{" + strings.Join(keys, ",") + "}", t.Version, fmt.Sprint(c.Rows)}
+	var want []byte
+	lits := make([]string, len(args))
+	for i, a := range args {
+		want = append(append(want, a...), 0)
+		lits[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+	}
+	for _, tg := range pgFeedTriggers {
+		if got, ok := have[tg.name]; ok && bytes.Equal(got, want) {
+			continue
+		}
+		q := fmt.Sprintf("CREATE OR REPLACE TRIGGER %s AFTER %s ON %s REFERENCING %s FOR EACH STATEMENT EXECUTE FUNCTION %s.idemsync_feed_v1(%s)",
+			tg.name, tg.event, tbl, tg.ref, sch, strings.Join(lits, ", "))
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feedHandle is the type of Sink.feed.
+type feedHandle = *sql.DB

@@ -1,0 +1,141 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+)
+
+// The change feed's tables (docs/changes.md). Events are numbered by
+// AUTOINCREMENT: SQLite has one writer at a time (every write transaction
+// begins IMMEDIATE), so numbers are handed out in commit order, and
+// AUTOINCREMENT never reuses a number, even after pruning. idemsync_change_jobs
+// holds, per feed, the run its events belong to and how far pruning went.
+const sqliteFeedDDL = `
+CREATE TABLE IF NOT EXISTS idemsync_changes (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	job TEXT NOT NULL, resource TEXT NOT NULL, key TEXT NOT NULL, op TEXT NOT NULL,
+	hash TEXT, version TEXT, run INTEGER, row TEXT, at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS idemsync_change_jobs (
+	job TEXT PRIMARY KEY, run INTEGER, pruned_through INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS idemsync_change_consumers (
+	job TEXT NOT NULL, consumer TEXT NOT NULL, acked INTEGER NOT NULL DEFAULT 0,
+	batch TEXT, batch_through INTEGER, lease_until INTEGER, acked_at INTEGER,
+	PRIMARY KEY (job, consumer));`
+
+// sqliteNowMs is the current time in Unix milliseconds, in SQL.
+const sqliteNowMs = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`
+
+var _ contract.ChangeFeeder = (*Sink)(nil)
+
+// FeedDB creates the feed's tables when missing and returns the sink's
+// own handle (see contract.ChangeFeeder).
+func (s *Sink) FeedDB(ctx context.Context) (contract.FeedDB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.db.ExecContext(ctx, sqliteFeedDDL); err != nil {
+		return contract.FeedDB{}, s.wrap("create the change feed's tables", err)
+	}
+	return contract.FeedDB{DB: s.db, Param: func(int) string { return "?" }}, nil
+}
+
+// prepareFeed, in Prepare's transaction, installs t's feed triggers when
+// t.Changes is set (replacing triggers of another column set) and stamps
+// the feed with the run, or drops the triggers when it is not. Triggers
+// are persistent (a connection lost between pages loses no event) and
+// fire only on what the sink's writes change: an INSERT, an UPDATE that
+// sets the hash or the deletion mark (a widening or key migration sets
+// neither), a DELETE.
+func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
+	want := map[string]string{}
+	if t.Changes != nil {
+		want = sqliteFeedTriggers(t)
+		if _, err := tx.ExecContext(ctx, sqliteFeedDDL); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO idemsync_change_jobs (job, run) VALUES (?, ?)
+			ON CONFLICT (job) DO UPDATE SET run = excluded.run`, t.Changes.Job, t.Changes.Run); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE AND name LIKE 'idemsync_feed_%'`, t.Name)
+	if err != nil {
+		return err
+	}
+	have := map[string]string{}
+	for rows.Next() {
+		var name, q string
+		if err := rows.Scan(&name, &q); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = q
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for name, q := range have {
+		if want[name] != q {
+			if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+sqlkit.QuoteIdent(name)); err != nil {
+				return err
+			}
+		}
+	}
+	for name, q := range want {
+		if have[name] != q {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sqliteFeedTriggers returns t's feed triggers, by name, as sqlite_schema
+// keeps their SQL.
+func sqliteFeedTriggers(t *contract.Table) map[string]string {
+	c := t.Changes
+	tbl := sqlkit.QuoteIdent(t.Name)
+	event := func(rec, op string) string {
+		key := "CAST(" + rec + "." + sqlkit.QuoteIdent(t.Key[0]) + " AS TEXT)"
+		if len(t.Key) > 1 {
+			parts := make([]string, len(t.Key))
+			for i, k := range t.Key {
+				parts[i] = rec + "." + sqlkit.QuoteIdent(k)
+			}
+			key = "json_array(" + strings.Join(parts, ", ") + ")"
+		}
+		version := "NULL"
+		if t.Version != "" {
+			version = "CAST(" + rec + "." + sqlkit.QuoteIdent(t.Version) + " AS TEXT)"
+		}
+		row := "NULL"
+		if c.Rows && rec == "NEW" {
+			var kv []string
+			for _, col := range t.Columns {
+				kv = append(kv, quoteLiteral(col.Name), rec+"."+sqlkit.QuoteIdent(col.Name))
+			}
+			row = "json_object(" + strings.Join(kv, ", ") + ")"
+		}
+		job := quoteLiteral(c.Job)
+		return fmt.Sprintf(`INSERT INTO idemsync_changes (job, resource, key, op, hash, version, run, row, at) VALUES (%s, %s, %s, %s, %s.%s, %s, (SELECT run FROM idemsync_change_jobs WHERE job = %[1]s), %[8]s, %[9]s);`,
+			job, quoteLiteral(c.Resource), key, op, rec, sqlkit.QuoteIdent(contract.ColHash), version, row, sqliteNowMs)
+	}
+	name := func(op string) string { return "idemsync_feed_" + op + "_" + t.Name }
+	updOf, updOp := sqlkit.QuoteIdent(contract.ColHash), "'U'"
+	if t.Soft() {
+		del := sqlkit.QuoteIdent(contract.ColDeletedAt)
+		updOf += ", " + del
+		updOp = "CASE WHEN NEW." + del + " IS NOT NULL THEN 'D' ELSE 'U' END"
+	}
+	return map[string]string{
+		name("ins"): fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s BEGIN %s END", sqlkit.QuoteIdent(name("ins")), tbl, event("NEW", "'I'")),
+		name("upd"): fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s BEGIN %s END", sqlkit.QuoteIdent(name("upd")), updOf, tbl, event("NEW", updOp)),
+		name("del"): fmt.Sprintf("CREATE TRIGGER %s AFTER DELETE ON %s BEGIN %s END", sqlkit.QuoteIdent(name("del")), tbl, event("OLD", "'D'")),
+	}
+}
