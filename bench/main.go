@@ -9,6 +9,7 @@
 //	go run ./bench -fanout-only         # the parent → child fan-out figures alone
 //	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
 //	go run ./bench -parents 1000000     # a child run over 1,000,000 parents: peak RSS, state growth
+//	go run ./bench -feed 200000         # the change feed: first load on vs off, events of a re-sync
 //	go run ./bench -ledger              # the side-effect ledger: per-call latency, batch, 16 claimers (docs/ledger.md)
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
@@ -42,6 +43,7 @@ func main() {
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
+		feedN   = flag.Int("feed", 0, "only the change feed figures (docs/changes.md) on a table of this many rows")
 		ledger  = flag.Bool("ledger", false, "only the side-effect ledger's figures (docs/ledger.md), on SQLite and with -pg PostgreSQL")
 	)
 	flag.Parse()
@@ -73,6 +75,13 @@ func main() {
 	}
 	if *sweep > 0 {
 		if err := sweepOnly(*pg, *sweep, *size, *repeat); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *feedN > 0 {
+		if err := feedOnly(*pg, *feedN, *size, *repeat); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -159,6 +168,9 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 	// What target.deletes adds to an unchanged re-sync (issue 22's goal:
 	// hard and soft within 10% of keep), on the throughput figures' table.
 	if err := b.sweepFigures(pgURL, records, size, repeat); err != nil {
+		return err
+	}
+	if err := b.feedFigures(pgURL, records, size, repeat); err != nil {
 		return err
 	}
 	return b.rest(quick, skipRSS, size)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // The state file records the position format this build writes (migration
@@ -23,8 +23,8 @@ func TestPositionFormatRecorded(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, `SELECT version FROM formats WHERE name = 'position'`).Scan(&v); err != nil {
 		t.Fatal(err)
 	}
-	if v != idsync.PositionFormat {
-		t.Errorf("state file records position format %d, this build writes %d: a new format needs its migration", v, idsync.PositionFormat)
+	if v != paging.PositionFormat {
+		t.Errorf("state file records position format %d, this build writes %d: a new format needs its migration", v, paging.PositionFormat)
 	}
 
 	ms, err := loadMigrations()

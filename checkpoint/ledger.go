@@ -33,15 +33,29 @@ func (s *Store) Claim(ctx context.Context, reqs []contract.ClaimRequest) ([]cont
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			got = got[:0]
 			now := s.now().UTC()
+			// Prepared once for the chunk, not parsed again for every key.
+			get, err := tx.PrepareContext(ctx, getEntrySQL)
+			if err != nil {
+				return err
+			}
+			defer get.Close()
+			put, err := tx.PrepareContext(ctx, putEntrySQL)
+			if err != nil {
+				return err
+			}
+			defer put.Close()
 			for _, r := range chunk {
-				cur, err := getEntry(ctx, tx, r.NS, r.Key)
+				cur, err := scanEntry(get.QueryRowContext(ctx, r.NS, r.Key))
+				if errors.Is(err, sql.ErrNoRows) {
+					cur, err = nil, nil
+				}
 				if err != nil {
 					return err
 				}
 				o, next := contract.Decide(cur, r, now)
 				if next != nil {
-					if err := putEntry(ctx, tx, next); err != nil {
-						return err
+					if _, err := put.ExecContext(ctx, entryArgs(next)...); err != nil {
+						return fmt.Errorf("write key: %w", err)
 					}
 				}
 				got = append(got, o)
@@ -186,8 +200,10 @@ func (s *Store) GC(ctx context.Context, keep time.Duration) (int64, error) {
 	return n, s.wrap("gc keys", err)
 }
 
+const getEntrySQL = `SELECT ` + ledgerCols + ` FROM ledger WHERE ns = ? AND key = ?`
+
 func getEntry(ctx context.Context, q queryer, ns, key string) (*contract.LedgerEntry, error) {
-	e, err := scanEntry(q.QueryRowContext(ctx, `SELECT `+ledgerCols+` FROM ledger WHERE ns = ? AND key = ?`, ns, key))
+	e, err := scanEntry(q.QueryRowContext(ctx, getEntrySQL, ns, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -215,21 +231,26 @@ func scanEntry(row interface{ Scan(...any) error }) (*contract.LedgerEntry, erro
 	return &e, nil
 }
 
+const putEntrySQL = `INSERT INTO ledger (` + ledgerCols + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (ns, key) DO UPDATE SET status = excluded.status, fingerprint = excluded.fingerprint,
+		token = excluded.token, owner = excluded.owner, attempt = excluded.attempt, ttl_ms = excluded.ttl_ms,
+		expires_at = excluded.expires_at, not_before = excluded.not_before, result = excluded.result,
+		error = excluded.error, unknown = excluded.unknown, updated_at = excluded.updated_at`
+
 func putEntry(ctx context.Context, tx *sql.Tx, e *contract.LedgerEntry) error {
+	if _, err := tx.ExecContext(ctx, putEntrySQL, entryArgs(e)...); err != nil {
+		return fmt.Errorf("write key: %w", err)
+	}
+	return nil
+}
+
+// entryArgs are putEntrySQL's arguments for e.
+func entryArgs(e *contract.LedgerEntry) []any {
 	nb := ""
 	if !e.NotBefore.IsZero() {
 		nb = formatTime(e.NotBefore)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO ledger (`+ledgerCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (ns, key) DO UPDATE SET status = excluded.status, fingerprint = excluded.fingerprint,
-			token = excluded.token, owner = excluded.owner, attempt = excluded.attempt, ttl_ms = excluded.ttl_ms,
-			expires_at = excluded.expires_at, not_before = excluded.not_before, result = excluded.result,
-			error = excluded.error, unknown = excluded.unknown, updated_at = excluded.updated_at`,
-		e.NS, e.Key, e.Status, e.Fingerprint, e.Token, e.Owner, e.Attempt, e.TTL.Milliseconds(),
-		formatTime(e.ExpiresAt), nb, e.Result, e.Error, e.Unknown, formatTime(e.CreatedAt), formatTime(e.UpdatedAt))
-	if err != nil {
-		return fmt.Errorf("write key: %w", err)
-	}
-	return nil
+	return []any{e.NS, e.Key, e.Status, e.Fingerprint, e.Token, e.Owner, e.Attempt, e.TTL.Milliseconds(),
+		formatTime(e.ExpiresAt), nb, e.Result, e.Error, e.Unknown, formatTime(e.CreatedAt), formatTime(e.UpdatedAt)}
 }

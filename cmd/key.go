@@ -58,10 +58,14 @@ nothing is claimed.`,
 		sc := &cobra.Command{
 			Use:   use,
 			Short: short,
-			Args:  args,
-			RunE: func(c *cobra.Command, args []string) error {
-				if len(args) > 0 {
-					o.key = args[0]
+			RunE: func(c *cobra.Command, a []string) error {
+				// Checked here, not as cobra's Args, so that a wrong
+				// argument count prints its JSON object too.
+				if err := args(c, a); err != nil {
+					return keyFailed(o, err)
+				}
+				if len(a) > 0 {
+					o.key = a[0]
 				}
 				if runF != nil {
 					return runF(o)

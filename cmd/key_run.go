@@ -19,13 +19,7 @@ import (
 func runKey(ctx context.Context, o *keyOptions) error {
 	res, err := keyResult(ctx, o)
 	if err != nil {
-		code := exitCode(err)
-		writeJSON(o.io, map[string]any{"status": "error", "error": err.Error(), "exit_code": code})
-		fmt.Fprintf(o.io.ErrOut, "error: %v\n", err)
-		if h := contract.Hint(err); h != "" {
-			fmt.Fprintf(o.io.ErrOut, "hint: %s\n", h)
-		}
-		return &reportedError{code: code}
+		return keyFailed(o, err)
 	}
 	if res == nil { // --batch printed its lines
 		return nil
@@ -37,6 +31,18 @@ func runKey(ctx context.Context, o *keyOptions) error {
 		}
 	}
 	return nil
+}
+
+// keyFailed prints a failed call: its object (status error, the message,
+// the exit code) on stdout, the message and hint on stderr.
+func keyFailed(o *keyOptions, err error) error {
+	code := exitCode(err)
+	writeJSON(o.io, map[string]any{"status": "error", "error": err.Error(), "exit_code": code})
+	fmt.Fprintf(o.io.ErrOut, "error: %v\n", err)
+	if h := contract.Hint(err); h != "" {
+		fmt.Fprintf(o.io.ErrOut, "hint: %s\n", h)
+	}
+	return &reportedError{code: code}
 }
 
 // keyResult runs the subcommand and returns what it prints.
@@ -75,18 +81,14 @@ func keyResult(ctx context.Context, o *keyOptions) (any, error) {
 		return ledger.Resolve(ctx, l, o.ns, o.key, contract.LedgerResolution{As: o.as, Result: o.result, Error: o.errJSON})
 	case "list":
 		older, _ := parseKeep(o.olderThan) // checked by checkKeyUsage
-		es, err := l.List(ctx, contract.LedgerFilter{NS: o.ns, Statuses: o.statuses, Older: older, Limit: o.limit})
+		keys, err := ledger.List(ctx, l, contract.LedgerFilter{NS: o.ns, Statuses: o.statuses, Older: older, Limit: o.limit})
 		if err != nil {
 			return nil, err
-		}
-		keys := make([]ledger.Result, len(es))
-		for i, e := range es {
-			keys[i] = ledger.FromEntry(e)
 		}
 		return map[string]any{"status": contract.StatusOK, "count": len(keys), "keys": keys}, nil
 	case "gc":
 		keep, _ := parseKeep(o.keep)
-		n, err := l.GC(ctx, keep)
+		n, err := ledger.GC(ctx, l, keep)
 		if err != nil {
 			return nil, err
 		}

@@ -143,6 +143,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newCmdReplay(f, nil),
 		newCmdStatus(f, nil),
 		newCmdShow(f, nil),
+		newCmdChanges(f, nil),
 		newInitCmd(g, ios),
 		newCmdPrune(f, nil),
 		newCmdClaim(f, nil),

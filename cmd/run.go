@@ -240,6 +240,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 	}
 	if res.RunID != 0 {
 		autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
+		pruneFeed(ctx, job, log)
 	}
 	return res, err
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/fakeapi"
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // pinTimes gives every run, page and dead letter of the state file fixed
@@ -216,7 +216,7 @@ func TestStatusRunningAndKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page4, err := idsync.ParsePosition(idsync.StylePage, "4")
+	page4, err := paging.ParsePosition(paging.StylePage, "4")
 	if err != nil {
 		t.Fatal(err)
 	}

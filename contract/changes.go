@@ -44,7 +44,9 @@ type FeedDB struct {
 // transaction, numbered in commit order.
 type ChangeFeeder interface {
 	// FeedDB creates the feed's tables when missing and returns the
-	// database holding them. The handle stays the sink's: Close closes
-	// it.
-	FeedDB(ctx context.Context) (FeedDB, error)
+	// database holding the feed of t's table (PostgreSQL: in t's schema,
+	// the search_path's first when t.Schema is ""), its unqualified names
+	// resolving to the feed's tables. The handle stays the sink's: Close
+	// closes it.
+	FeedDB(ctx context.Context, t *Table) (FeedDB, error)
 }

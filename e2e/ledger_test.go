@@ -271,3 +271,28 @@ func TestLedgerStoreDown(t *testing.T) {
 		t.Fatalf("password printed: %s %s", r.stdout, r.stderr)
 	}
 }
+
+// Usage errors print their object too (status error, exit 2), and open no
+// store: no state file is created.
+func TestLedgerUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	for _, args := range [][]string{
+		{"claim"},
+		{"claim", "a", "b"},
+		{"claim", "--batch", "a"},
+		{"complete", "k"},
+		{"fail", "k", "--token", "t"},
+		{"fail", "k", "--token", "t", "--permanent", "--not-before", "1m"},
+		{"list", "--status", "done"},
+		{"derive"},
+	} {
+		k, r := key(t, dir, state, args...)
+		if r.code != 2 || k.Status != "error" {
+			t.Errorf("key %v: exit %d %s; want 2 and status error", args, r.code, r.stdout)
+		}
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("a usage error created the state file: %v", err)
+	}
+}

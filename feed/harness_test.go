@@ -45,7 +45,7 @@ func eachTarget(t *testing.T, fn func(t *testing.T, tg *target)) {
 				return
 			}
 			defer s.Close()
-			fd, err := s.FeedDB(context.Background())
+			fd, err := s.FeedDB(context.Background(), tg.tbl)
 			if err != nil {
 				return
 			}
@@ -87,7 +87,7 @@ func (tg *target) fed(t *testing.T) (contract.Sink, contract.FeedDB) {
 	if err := s.Prepare(context.Background(), &tbl); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	fd, err := s.FeedDB(context.Background())
+	fd, err := s.FeedDB(context.Background(), &tbl)
 	if err != nil {
 		t.Fatalf("FeedDB: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // corpusCase is one first page init may meet: the shapes of dlt's
@@ -111,7 +111,7 @@ var corpus = []corpusCase{
 // the body it came from.
 func TestDetectCorpus(t *testing.T) {
 	rules := map[string]bool{}
-	for _, r := range idsync.StyleRules() {
+	for _, r := range paging.StyleRules() {
 		rules[r.Name] = true
 	}
 	for _, tt := range corpus {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/pagesignal"
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // OpenAPIOptions choose the list operations init --openapi writes.
@@ -251,17 +251,17 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 	}
 	switch {
 	case op.linkHeader:
-		pg.style, pg.why = idsync.StyleLink, "the response declares a Link header"
+		pg.style, pg.why = paging.StyleLink, "the response declares a Link header"
 		withSize()
 	case op.records != "" && hasMore != "" && has(op, "starting_after") && d.props(op.item)["id"] != nil:
-		pg.style, pg.why = idsync.StyleCursor, "the operation takes starting_after and the response has "+hasMore+" (Stripe's lists)"
+		pg.style, pg.why = paging.StyleCursor, "the operation takes starting_after and the response has "+hasMore+" (Stripe's lists)"
 		pg.set("param", "starting_after", "")
 		pg.set("next", op.records+".@reverse.0.id", "the id of the page's last record")
 		pg.set("has_more", hasMore, "")
 		withSize()
 	case hasAny(op, "cursor", "page_token", "pageToken", "after", "continuation", "next_token", "nextToken", "marker", "continue"):
 		param, _, _ := op.query("cursor", "page_token", "pageToken", "after", "continuation", "next_token", "nextToken", "marker", "continue")
-		pg.style, pg.why = idsync.StyleCursor, "the operation takes "+param
+		pg.style, pg.why = paging.StyleCursor, "the operation takes "+param
 		if next := nextField(false); next != "" {
 			pg.set("param", param, "")
 			pg.set("next", next, "")
@@ -274,7 +274,7 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 		withSize()
 	case hasAny(op, "page", "page_number", "pageNumber"):
 		param, p, _ := op.query("page", "page_number", "pageNumber")
-		pg.style, pg.why = idsync.StylePage, "the operation takes "+param
+		pg.style, pg.why = paging.StylePage, "the operation takes "+param
 		pg.set("param", param, "")
 		if v, ok := number(mapOf(p["schema"])["minimum"]); ok && v == 0 {
 			pg.set("start", "0", "")
@@ -285,7 +285,7 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 		}
 	case hasAny(op, "offset", "skip", "start", "startAt"):
 		param, _, _ := op.query("offset", "skip", "start", "startAt")
-		pg.style, pg.why = idsync.StyleOffset, "the operation takes "+param
+		pg.style, pg.why = paging.StyleOffset, "the operation takes "+param
 		pg.set("param", param, "")
 		if !hasSize {
 			pg.leave("size_param", "which query parameter takes the page size (the operation names none), and pagination.size?")
@@ -296,15 +296,15 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 			withSize()
 		}
 	case nextField(true) != "":
-		pg.style, pg.why = idsync.StyleCursor, "the response has the next page's URL"
+		pg.style, pg.why = paging.StyleCursor, "the response has the next page's URL"
 		pg.set("next_url", nextField(true), "")
 		withSize()
 	case hasMore != "" || nextField(false) != "" || hasSize:
-		pg.style = idsync.StyleNone
+		pg.style = paging.StyleNone
 		pg.why = "the operation pages (" + strings.Trim(strings.Join([]string{hasMore, nextField(false), sizeName}, " "), " ") + ") but names no parameter for the next page's position"
 		pg.decide = append(pg.decide, "pagination.style: "+pg.why+": choose the style and its keys (docs/pagination.md)")
 	default:
-		pg.style, pg.why = idsync.StyleNone, "the operation has no paging parameter and its response no paging field: one request"
+		pg.style, pg.why = paging.StyleNone, "the operation has no paging parameter and its response no paging field: one request"
 	}
 	return pg
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/pagesignal"
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // setting is one key of the generated pagination block, with an optional
@@ -56,13 +56,13 @@ var pageNames = pagesignal.In("page", "currentpage", "pagenumber", "pagenum", "p
 func detectPagination(p *Page, records string, recs []gjson.Result) *pagination {
 	pg := &pagination{}
 	if linkNext.MatchString(strings.Join(p.header.Values("Link"), ",")) {
-		pg.style, pg.why = idsync.StyleLink, `the response has a Link header with rel="next"`
+		pg.style, pg.why = paging.StyleLink, `the response has a Link header with rel="next"`
 		p.sizeParam(pg)
 		return pg
 	}
 	for k := range p.header {
 		if n := normKey(k); strings.Contains(n, "nextcursor") || strings.Contains(n, "nextpagetoken") || n == "xnexttoken" {
-			pg.style, pg.why = idsync.StyleCursor, "the response has a "+k+" header"
+			pg.style, pg.why = paging.StyleCursor, "the response has a "+k+" header"
 			pg.set("param", "cursor", "check: the query parameter the API reads the cursor from")
 			pg.set("next_header", k, "")
 			pg.owned = append(pg.owned, "cursor")
@@ -71,13 +71,13 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 		}
 	}
 	if f, ok := pagesignal.Find(p.body, pagesignal.IsNext, pagesignal.IsURL); ok {
-		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.Path
+		pg.style, pg.why = paging.StyleCursor, "the body holds the next page's URL at "+f.Path
 		pg.set("next_url", f.Path, "")
 		p.sizeParam(pg)
 		return pg
 	}
 	if f, ok := pagesignal.Find(p.body, pagesignal.IsNext, func(v gjson.Result) bool { return pagesignal.IsURL(v.Get("href")) }); ok {
-		pg.style, pg.why = idsync.StyleCursor, "the body holds the next page's URL at "+f.Path+".href"
+		pg.style, pg.why = paging.StyleCursor, "the body holds the next page's URL at "+f.Path+".href"
 		pg.set("next_url", f.Path+".href", "")
 		p.sizeParam(pg)
 		return pg
@@ -97,7 +97,7 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 		page, hasPage = pagesignal.Field{Path: qk}, true
 	}
 	if hasMore && !hasPage && records != "" && allHave(recs, "id") {
-		pg.style, pg.why = idsync.StyleCursor, "the body has "+more.Path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
+		pg.style, pg.why = paging.StyleCursor, "the body has "+more.Path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
 		pg.set("param", "starting_after", "check: the query parameter taking the last id seen")
 		pg.set("next", records+".@reverse.0.id", "the id of the page's last record")
 		pg.set("has_more", more.Path, "")
@@ -112,7 +112,7 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 	if detectOffset(p, pg, len(recs)) || detectHWM(p, pg, recs) {
 		return pg
 	}
-	pg.style = idsync.StyleNone
+	pg.style = paging.StyleNone
 	if signs := pagesignal.More(p.body, p.url.Query(), len(recs)); len(signs) > 0 {
 		says := make([]string, len(signs))
 		for i, s := range signs {
@@ -140,7 +140,7 @@ func tokenValue(v gjson.Result) bool {
 // query parameter that takes it is the API's convention for the field's
 // name when there is one, else a decision left to the user.
 func nextCursor(p *Page, pg *pagination, f pagesignal.Field, why string) {
-	pg.style, pg.why = idsync.StyleCursor, why
+	pg.style, pg.why = paging.StyleCursor, why
 	if param, ok := cursorParam(f.Key()); ok {
 		pg.set("param", param, "check: the query parameter the API reads the cursor from")
 		pg.owned = append(pg.owned, param)
@@ -157,7 +157,7 @@ func nextCursor(p *Page, pg *pagination, f pagesignal.Field, why string) {
 func nextNumber(p *Page, pg *pagination, f pagesignal.Field) {
 	switch n := normKey(f.Key()); {
 	case strings.Contains(n, "page"):
-		pg.style, pg.why = idsync.StylePage, "the body gives the next page's number at "+f.Path
+		pg.style, pg.why = paging.StylePage, "the body gives the next page's number at "+f.Path
 		if qk, _, ok := p.queryParam("page", "page_number", "pageNumber"); ok {
 			pg.set("param", qk, "")
 			pg.owned = append(pg.owned, qk)
@@ -168,7 +168,7 @@ func nextNumber(p *Page, pg *pagination, f pagesignal.Field) {
 			bodySize(p, pg)
 		}
 	case strings.Contains(n, "offset") || strings.Contains(n, "start") || strings.Contains(n, "skip"):
-		pg.style, pg.why = idsync.StyleOffset, "the body gives the next offset at "+f.Path
+		pg.style, pg.why = paging.StyleOffset, "the body gives the next offset at "+f.Path
 		if qk, _, ok := p.queryParam("offset", "skip", "start", "startAt"); ok {
 			pg.set("param", qk, "")
 			pg.owned = append(pg.owned, qk)
@@ -233,7 +233,7 @@ func allHave(recs []gjson.Result, key string) bool {
 // detectPages fills in the page style from a page number in the body or
 // the query, a total page count or has_more flag, and a page size.
 func detectPages(p *Page, pg *pagination, page, more pagesignal.Field, hasMore bool) {
-	pg.style = idsync.StylePage
+	pg.style = paging.StylePage
 	param := page.Key()
 	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber", param); ok {
 		param = qk
@@ -270,7 +270,7 @@ func detectOffset(p *Page, pg *pagination, n int) bool {
 	if !inQuery {
 		param = f.Key()
 	}
-	pg.style, pg.why = idsync.StyleOffset, "the request or the body carries an offset ("+param+")"
+	pg.style, pg.why = paging.StyleOffset, "the request or the body carries an offset ("+param+")"
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)
 	if !p.sizeParam(pg) && !bodySize(p, pg) {
@@ -301,7 +301,7 @@ func detectHWM(p *Page, pg *pagination, recs []gjson.Result) bool {
 	if mark == "" {
 		return false
 	}
-	pg.style, pg.why = idsync.StyleHWM, "the request filters by "+param+" and the records carry "+mark
+	pg.style, pg.why = paging.StyleHWM, "the request filters by "+param+" and the records carry "+mark
 	pg.set("field", escapePath(mark), "")
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)

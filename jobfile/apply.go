@@ -10,7 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemsync/idemsync/jobfile/spec"
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // fillRules sets the Default of every rule with Fill on the keys the spec
@@ -36,7 +36,7 @@ func fillRules(sp *spec.Spec) {
 // checkRules reports, through bad, every set value outside its rule's
 // Enum, Min..Max or Pattern; keys in skip already have a problem reported
 // by the loader's own checks, which say more.
-func checkRules(sp *spec.Spec, skip map[string]bool, bad idsync.BadFunc) {
+func checkRules(sp *spec.Spec, skip map[string]bool, bad paging.BadFunc) {
 	walkSpec(reflect.ValueOf(sp).Elem(), "", func(key string, v reflect.Value) {
 		if skip[key] || v.IsZero() {
 			return

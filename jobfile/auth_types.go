@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // authType is what the loader knows of one source.auth type: the keys it
@@ -89,7 +90,7 @@ func oauth2Basic(a *spec.Auth) []string {
 // checkTokenURL checks an OAuth2 token_url (its presence is the table's).
 func checkTokenURL(c authCheck) {
 	if c.a.TokenURL != "" {
-		if err := idsync.ValidURL(c.a.TokenURL); err != nil {
+		if err := paging.ValidURL(c.a.TokenURL); err != nil {
 			c.bad("source.auth.token_url", "%v", err)
 		}
 	}

@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 
 	"fmt"
 	"net/url"
@@ -33,7 +34,7 @@ func (j loading) finish(lines map[string]int) []string {
 	j.jobDefaults(bad, dir)
 	j.sourceDefaults(bad)
 
-	idsync.FillPagination(&j.Pagination, j.Source.Concurrency, bad)
+	paging.FillPagination(&j.Pagination, j.Source.Concurrency, bad)
 	j.bodyDefaults(bad, lines)
 	j.incrementalDefaults(bad)
 	j.retryDefaults(bad)

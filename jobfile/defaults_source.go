@@ -6,6 +6,7 @@ import (
 	"time"
 
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 	"github.com/tidwall/gjson"
 
 	"net/http"
@@ -20,7 +21,7 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 	s := &j.Source
 	if s.URL == "" {
 		bad("source.url", "is required")
-	} else if err := idsync.ValidURL(s.URL); err != nil {
+	} else if err := paging.ValidURL(s.URL); err != nil {
 		bad("source.url", "%v", err)
 	} else if u, _ := url.Parse(s.URL); u.User != nil {
 		if pw, ok := u.User.Password(); ok {
@@ -44,7 +45,7 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 // is one.
 func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) {
 	if inc := j.Incremental; inc != nil {
-		if st := j.Pagination.Style; idsync.StyleKeepsMark(st) {
+		if st := j.Pagination.Style; paging.StyleKeepsMark(st) {
 			bad("incremental", "is not used with style %s (%s keeps its own mark)", st, st)
 		}
 		if inc.Field == "" {
@@ -62,15 +63,15 @@ func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) 
 		if inc.Step.Duration > 0 && inc.Step.Duration < time.Second {
 			bad("incremental.step", "%s is shorter than a second", inc.Step.Duration)
 		}
-		if err := idsync.CheckOverlap(inc.Overlap); err != nil {
+		if err := paging.CheckOverlap(inc.Overlap); err != nil {
 			bad("incremental.overlap", "%v", err)
 		}
 		if inc.Initial != "" {
-			if _, err := idsync.CheckMark(inc.Initial); err != nil {
+			if _, err := paging.CheckMark(inc.Initial); err != nil {
 				bad("incremental.initial", "%v", err)
 			}
 		}
-		if err := idsync.CheckMarkFormat(inc.Format); err != nil {
+		if err := paging.CheckMarkFormat(inc.Format); err != nil {
 			bad("incremental.format", "%v", err)
 		}
 	}
@@ -95,11 +96,11 @@ func (j loading) retryDefaults(bad func(key, format string, args ...any)) {
 // with 200 and an errors array, whether the body carries a query or a
 // persisted query's hash. An error_path written in the file, "" included
 // (which turns the check off), is kept.
-func (j loading) bodyDefaults(bad idsync.BadFunc, lines map[string]int) {
+func (j loading) bodyDefaults(bad paging.BadFunc, lines map[string]int) {
 	s, pg := &j.Source, &j.Pagination
 	body := string(s.Body)
 	isObject := strings.HasPrefix(strings.TrimSpace(body), "{") && gjson.Valid(body)
-	if pg.In == idsync.InBody {
+	if pg.In == paging.InBody {
 		if s.Method != http.MethodPost {
 			bad("pagination.in", "body needs source.method: POST")
 		}

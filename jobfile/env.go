@@ -1,7 +1,7 @@
 package jobfile
 
 import (
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 
 	"fmt"
 	"os"
@@ -41,12 +41,12 @@ func expandEnv(s string, lookup LookupFunc) (string, []string, error) {
 		}
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			return "", nil, fmt.Errorf("unterminated ${ in %q", idsync.Elide(s, 40))
+			return "", nil, fmt.Errorf("unterminated ${ in %q", paging.Elide(s, 40))
 		}
 		ref := s[i+2 : i+2+end]
 		name, def, hasDef := strings.Cut(ref, ":-")
 		if !validVarName(name) {
-			return "", nil, fmt.Errorf("invalid variable name %q in ${%s}", name, idsync.Elide(ref, 40))
+			return "", nil, fmt.Errorf("invalid variable name %q in ${%s}", name, paging.Elide(ref, 40))
 		}
 		v, ok := lookup(name)
 		switch {

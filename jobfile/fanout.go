@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // fanoutKeys are the keys of a child resource (docs/job-file.md, "Parent →
@@ -110,7 +111,7 @@ func childProblems(job *idsync.Job, prefix string) []string {
 	if job.Incremental != nil {
 		bad("incremental", "a child resource is walked whole for each parent: parent_rows: changed keeps it incremental (only the parents written since its last completed run are walked)")
 	}
-	if job.Pagination.Style == idsync.StyleHWM {
+	if job.Pagination.Style == paging.StyleHWM {
 		bad("pagination.style", "hwm keeps one mark per resource: a child resource's walk starts at the first page for each parent")
 	}
 	if job.Pagination.Continue {

@@ -3,6 +3,7 @@ package jobfile
 import (
 	"github.com/idemsync/idemsync/contract"
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestNextLink(t *testing.T) {
 		{[]string{`<https://a/2>; REL="NEXT"`}, "https://a/2"},
 	}
 	for _, tt := range tests {
-		if got := idsync.NextLink(tt.in); got != tt.want {
+		if got := paging.NextLink(tt.in); got != tt.want {
 			t.Errorf("NextLink(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -36,7 +37,7 @@ func FuzzNextLink(f *testing.F) {
 	f.Add(`<https://a/x?page=2>; rel="next", <https://a/x?page=5>; rel="last"`)
 	f.Add(`<a>; rel=next,,<`)
 	f.Fuzz(func(t *testing.T, h string) {
-		got := idsync.NextLink([]string{h})
+		got := paging.NextLink([]string{h})
 		if got != "" && !containsStr(h, got) {
 			t.Fatalf("NextLink(%q) = %q, not a substring", h, got)
 		}
@@ -75,22 +76,22 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestMarks(t *testing.T) {
-	if n, _ := idsync.CheckMark(" 2024-01-01T02:00:00.000+02:00 "); n != "2024-01-01T02:00:00.000+02:00" {
+	if n, _ := paging.CheckMark(" 2024-01-01T02:00:00.000+02:00 "); n != "2024-01-01T02:00:00.000+02:00" {
 		t.Errorf("CheckMark rewrote the mark: %q", n)
 	}
-	if idsync.CompareMarks("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+02:00") <= 0 {
+	if paging.CompareMarks("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+02:00") <= 0 {
 		t.Error("offsets not compared as instants")
 	}
-	if idsync.CompareMarks("9", "10") >= 0 {
+	if paging.CompareMarks("9", "10") >= 0 {
 		t.Error("numbers compared as strings")
 	}
-	if m, _ := idsync.SubtractOverlap("2024-01-01T00:10:00Z", "10m"); m != "2024-01-01T00:00:00Z" {
+	if m, _ := paging.SubtractOverlap("2024-01-01T00:10:00Z", "10m"); m != "2024-01-01T00:00:00Z" {
 		t.Errorf("overlap = %q", m)
 	}
-	if m, _ := idsync.SubtractOverlap("100", "5"); m != "95" {
+	if m, _ := paging.SubtractOverlap("100", "5"); m != "95" {
 		t.Errorf("numeric overlap = %q", m)
 	}
-	if _, err := idsync.CheckMark("yesterday"); err == nil {
+	if _, err := paging.CheckMark("yesterday"); err == nil {
 		t.Error("garbage mark accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Rule is everything idemsync says of one key of the job file, in one
@@ -93,7 +94,7 @@ var rules = map[string]Rule{
 	"source.auth.ttl":                 {Doc: "command: how long the token is reused before the command runs again (it also runs again on a 401).", Default: idsync.DefaultAuthCommandTTL.String()},
 
 	"pagination":       {Doc: "How to walk the pages. See docs/pagination.md."},
-	"pagination.style": {Fill: true, Enum: styleNames(), Doc: strings.Join(styleNames(), " | ") + ".", Default: idsync.StyleNone},
+	"pagination.style": {Fill: true, Enum: styleNames(), Doc: strings.Join(styleNames(), " | ") + ".", Default: paging.StyleNone},
 	"pagination.has_more": {Doc: "GJSON path of a boolean: false ends pagination; true forbids ending on an empty page.",
 		Examples: []any{"has_more", "meta.has_more"}},
 	"pagination.param": {Doc: "Query parameter carrying the position. page: defaults to page; offset: offset; cursor: cursor; hwm: required (receives the mark). Not used with link and none."},
@@ -215,7 +216,7 @@ func sizeText(n int64) string {
 // styleNames are the pagination styles, in the order of sync's style table.
 func styleNames() []string {
 	var out []string
-	for _, r := range idsync.StyleRules() {
+	for _, r := range paging.StyleRules() {
 		out = append(out, r.Name)
 	}
 	return out

@@ -3,7 +3,7 @@ package jobfile
 import (
 	"fmt"
 
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 
 	"errors"
 	"slices"
@@ -51,8 +51,8 @@ func mentions(problems []string, key string) bool {
 // The schema rules each style declares (StyleRules) are the loader's: the
 // keys it names are the ones the loader requires.
 func TestStyleRulesMatchLoader(t *testing.T) {
-	rules := idsync.StyleRules()
-	if len(rules) != 6 || rules[0].Name != idsync.StylePage || rules[len(rules)-1].Name != idsync.StyleNone {
+	rules := paging.StyleRules()
+	if len(rules) != 6 || rules[0].Name != paging.StylePage || rules[len(rules)-1].Name != paging.StyleNone {
 		t.Fatalf("StyleRules = %+v, want the table's styles in order page .. none", rules)
 	}
 	for _, r := range rules {
@@ -101,7 +101,7 @@ func TestStyleTableInLoader(t *testing.T) {
 	if !mentions(p, "pagination.style") || !strings.Contains(strings.Join(p, "\n"), "page, offset, cursor, link, hwm, none") {
 		t.Errorf("unknown style: problems %v, want pagination.style and the list of styles", p)
 	}
-	for _, r := range idsync.StyleRules() {
+	for _, r := range paging.StyleRules() {
 		keys := append(slices.Clone(r.Required), "size", "size_param")
 		if len(r.OneOf) > 0 {
 			keys = append(keys, r.OneOf[0])
@@ -109,7 +109,7 @@ func TestStyleTableInLoader(t *testing.T) {
 		slices.Sort(keys)
 		spec := strings.Replace(styleSpec(r.Name, slices.Compact(keys)), "  records: data.items\n", "  records: data.items\n  concurrency: 4\n", 1)
 		p := loadProblems(t, spec)
-		want := r.Name == idsync.StylePage || r.Name == idsync.StyleOffset
+		want := r.Name == paging.StylePage || r.Name == paging.StyleOffset
 		if got := !mentions(p, "source.concurrency"); got != want {
 			t.Errorf("%s with concurrency 4: problems %v; accepted = %v, want %v", r.Name, p, got, want)
 		}
@@ -126,14 +126,14 @@ func TestStyleUnusedKeys(t *testing.T) {
 		"continue": "true", "next": "meta.next", "next_header": "X-Next", "next_url": "links.next",
 		"field": "ts", "initial": "2024-01-01T00:00:00Z", "overlap": "1h"}
 	uses := map[string][]string{
-		idsync.StylePage:   {"param", "start", "total_pages", "total", "continue"},
-		idsync.StyleOffset: {"param", "total", "continue"},
-		idsync.StyleCursor: {"param", "total", "continue", "next", "next_header", "next_url"},
-		idsync.StyleLink:   {"total", "continue"},
-		idsync.StyleHWM:    {"param", "field", "initial", "overlap"},
-		idsync.StyleNone:   nil,
+		paging.StylePage:   {"param", "start", "total_pages", "total", "continue"},
+		paging.StyleOffset: {"param", "total", "continue"},
+		paging.StyleCursor: {"param", "total", "continue", "next", "next_header", "next_url"},
+		paging.StyleLink:   {"total", "continue"},
+		paging.StyleHWM:    {"param", "field", "initial", "overlap"},
+		paging.StyleNone:   nil,
 	}
-	for _, r := range idsync.StyleRules() {
+	for _, r := range paging.StyleRules() {
 		for key, v := range values {
 			spec := strings.Replace(styleSpec(r.Name, nil), "  style: "+r.Name+"\n", "  style: "+r.Name+"\n  "+key+": "+v+"\n", 1)
 			p := strings.Join(loadProblems(t, spec), "\n")

@@ -256,3 +256,26 @@ func fenced(ns, key string, e contract.LedgerEntry, status string) Result {
 	}
 	return r
 }
+
+// List returns the entries that match f as Results (status: their stored
+// state), oldest update first.
+func List(ctx context.Context, l contract.Ledger, f contract.LedgerFilter) ([]Result, error) {
+	es, err := l.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(es))
+	for i, e := range es {
+		out[i] = FromEntry(e)
+	}
+	return out, nil
+}
+
+// GC deletes the completed and failed keys last updated more than keep
+// ago and returns how many (a caller without a choice passes DefaultKeep).
+func GC(ctx context.Context, l contract.Ledger, keep time.Duration) (int64, error) {
+	if keep < 0 {
+		return 0, invalid("keep %s is negative", keep)
+	}
+	return l.GC(ctx, keep)
+}

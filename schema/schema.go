@@ -26,8 +26,7 @@ import (
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/jobfile/spec"
-
-	idsync "github.com/idemsync/idemsync/sync"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Draft is the JSON Schema dialect of the generated schema. Draft-07 is the
@@ -326,7 +325,7 @@ func addPaginationRules(p *Schema) {
 		Then: &Schema{Required: []string{"size_param"}},
 	}
 	var withSize []any
-	for _, r := range idsync.StyleRules() {
+	for _, r := range paging.StyleRules() {
 		if len(r.Required) > 0 {
 			p.AllOf = append(p.AllOf, when([]any{r.Name}, &Schema{Required: r.Required}))
 		}

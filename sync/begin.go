@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // begin picks the run to continue or starts a new one, and opens the sink.
@@ -55,7 +56,7 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink
 // replayRange parses a replay's --from and --to (nil, nil for other kinds).
 // It fails with Invalid on a position the style cannot read or a --to
 // before --from.
-func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
+func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 	job := e.Job
 	if o.Kind != contract.KindReplay {
 		return nil, nil, nil
@@ -74,18 +75,18 @@ func (e *Engine) replayRange(o Options) (from, to *Position, err error) {
 	if job.windowed() {
 		return nil, nil, replayMarks(o)
 	}
-	p, err := ParsePosition(job.Pagination.Style, o.From)
+	p, err := paging.ParsePosition(job.Pagination.Style, o.From)
 	if err != nil {
 		return nil, nil, contract.Errorf(contract.Invalid, "replay --from: %v", err)
 	}
 	from = &p
 	if o.To != "" {
-		p, err := ParsePosition(job.Pagination.Style, o.To)
+		p, err := paging.ParsePosition(job.Pagination.Style, o.To)
 		if err != nil {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
 		}
 		to = &p
-		if st := job.Pagination.Style; styleOf(st).traits().ordered && lastBefore(st, *from, *from, p) {
+		if st := job.Pagination.Style; paging.Of(st).Traits().Ordered && paging.LastBefore(st, *from, *from, p) {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 		}
 	}
@@ -121,7 +122,7 @@ func (e *Engine) pickRun(o Options, run *contract.RunInfo) (*contract.RunInfo, e
 // startOrContinue prepares the opened target and then continues run, or,
 // when run is nil, abandons any unfinished run and records a new one. The
 // caller closes sink when it fails.
-func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity, from, to *Position) (*runState, error) {
+func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity, from, to *paging.Position) (*runState, error) {
 	job := e.Job
 	fresh := false
 	// A continued replay restores rows, so an empty target is expected and
@@ -170,7 +171,7 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 // startRun records a new run starting where startPosition says and sets
 // rs's run and position. The incremental window or start mark that cannot
 // be read fails with Invalid.
-func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, rs *runState, cur Identity, from *Position, fresh bool) error {
+func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, rs *runState, cur Identity, from *paging.Position, fresh bool) error {
 	job := e.Job
 	info := &contract.RunInfo{Job: job.Name, Kind: o.Kind, Status: contract.RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
 	full, why := e.fullPass(o, js)
@@ -192,7 +193,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	if err := e.afterRefusal(ctx, info, js); err != nil {
 		return err
 	}
-	var fly *windowState
+	var fly *paging.Flight
 	var first string
 	if job.Parent != nil {
 		if fly, first, err = e.startChild(ctx, o, sink, info, fresh); err != nil {
@@ -216,7 +217,7 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 	rs.pos = pos
 	switch {
 	case job.Parent != nil && fly == nil:
-		rs.pos = Position{End: true, Parent: noParents}
+		rs.pos = paging.Position{End: true, Parent: paging.NoParents}
 		e.Logger.Info("no parent rows to walk", "job", job.Name, "parent", job.Parent.Resource, "parent_rows", job.Parent.Rows)
 	case job.Parent != nil:
 		rs.pos.Fly, rs.pos.Parent = fly, e.parentDesc(first)
@@ -239,32 +240,32 @@ func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js
 // startPosition is where a new run starts: a replay's --from, the feed's
 // last position for a continue: true job (unless the target starts fresh),
 // or the style's first position (from the saved mark for hwm style).
-func (e *Engine) startPosition(ctx context.Context, js *contract.JobState, from *Position, fresh bool) (Position, error) {
+func (e *Engine) startPosition(ctx context.Context, js *contract.JobState, from *paging.Position, fresh bool) (paging.Position, error) {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	feed := ""
 	if job.Pagination.Continue && from == nil && !fresh {
 		var err error
 		if feed, err = e.feedPosition(ctx, js); err != nil {
-			return Position{}, err
+			return paging.Position{}, err
 		}
 	}
 	switch {
 	case from != nil:
 		return *from, nil
 	case feed != "":
-		p, err := DecodePosition(job.Pagination.Style, feed)
+		p, err := paging.DecodePosition(job.Pagination.Style, feed)
 		if err != nil {
-			return Position{}, err
+			return paging.Position{}, err
 		}
 		p.End = false
 		return p, nil
 	default:
 		m := ""
-		if styleOf(job.Pagination.Style).traits().keepsMark {
+		if paging.Of(job.Pagination.Style).Traits().KeepsMark {
 			var err error
 			if m, err = e.startMark(js.HWM, job.Pagination.Initial, job.Pagination.Overlap); err != nil {
-				return Position{}, contract.Errorf(contract.Invalid, "pagination: %v", err)
+				return paging.Position{}, contract.Errorf(contract.Invalid, "pagination: %v", err)
 			}
 		}
 		return pg.start(m), nil
@@ -287,11 +288,11 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 	}
 	rs.info, rs.resumed = run, true
 	rs.proof.reason, rs.proof.saved = run.SweepSkipped, true
-	if rs.pos, err = DecodePosition(job.Pagination.Style, run.Checkpoint); err != nil {
+	if rs.pos, err = paging.DecodePosition(job.Pagination.Style, run.Checkpoint); err != nil {
 		return err
 	}
 	if run.Kind == contract.KindReplay && run.To != "" && !job.windowed() {
-		if p, err := ParsePosition(job.Pagination.Style, run.To); err == nil {
+		if p, err := paging.ParsePosition(job.Pagination.Style, run.To); err == nil {
 			rs.to = &p
 		}
 	}
@@ -300,8 +301,8 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 		return err
 	}
 	for _, p := range pages {
-		if pos, err := DecodePosition(job.Pagination.Style, p.Position); err == nil {
-			rs.seen[loopKey(pos)] = true
+		if pos, err := paging.DecodePosition(job.Pagination.Style, p.Position); err == nil {
+			rs.seen[paging.LoopKey(pos)] = true
 		}
 		rs.prev = p.Hash
 	}
@@ -345,11 +346,11 @@ func (e *Engine) startMark(saved, initial, overlap string) (string, error) {
 		if initial == "" {
 			return "", nil
 		}
-		n, err := CheckMark(initial)
+		n, err := paging.CheckMark(initial)
 		if err != nil {
 			return "", fmt.Errorf("initial: %v", err)
 		}
 		return n, nil // the initial mark is not moved back
 	}
-	return SubtractOverlap(m, overlap)
+	return paging.SubtractOverlap(m, overlap)
 }

@@ -13,7 +13,7 @@ func (e *Engine) probeChanges(ctx context.Context, sink contract.Sink) error {
 	if e.Job.Table.Changes == nil {
 		return nil
 	}
-	if _, err := sink.FeedDB(ctx); errors.Is(err, contract.ErrNotImplemented) {
+	if _, err := sink.FeedDB(ctx, &e.Job.Table); errors.Is(err, contract.ErrNotImplemented) {
 		return contract.Errorf(contract.Invalid, "target.changes: %s: this database cannot keep a change feed: %w", e.Job.Table.String(), err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // commit moves one fetched page to its committed checkpoint: validate and
@@ -101,7 +102,7 @@ func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 			Hint: "the API ignored the pagination parameter; check pagination.param"}
 	}
 	if !next.End {
-		if k := loopKey(next); k != "" && (rs.seen[k] || k == loopKey(pos)) {
+		if k := paging.LoopKey(next); k != "" && (rs.seen[k] || k == paging.LoopKey(pos)) {
 			return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("pagination loop: %s came back a second time in this run", next.Describe(style, job.Secrets))}
 		}
 	}
@@ -142,19 +143,19 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *contract.PageCommit) {
 	kind := rs.info.Kind
 	saveMax := e.savableMax(fp, rs.info.StartedAt, &rs.future)
 	switch {
-	case styleOf(style).traits().keepsMark && kind == contract.KindRun && CompareMarks(saveMax, rs.hwm) > 0:
+	case paging.Of(style).Traits().KeepsMark && kind == contract.KindRun && paging.CompareMarks(saveMax, rs.hwm) > 0:
 		pc.HWM = saveMax
 	case job.Incremental != nil && kind == contract.KindRun:
-		if CompareMarks(saveMax, rs.info.MaxMark) > 0 {
+		if paging.CompareMarks(saveMax, rs.info.MaxMark) > 0 {
 			pc.MaxMark = saveMax
 			rs.info.MaxMark = saveMax
 		}
-		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.checkpoint().End && CompareMarks(saved, rs.hwm) > 0 {
+		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.checkpoint().End && paging.CompareMarks(saved, rs.hwm) > 0 {
 			pc.HWM = saved
 		}
 		// A completed window was read to its upper bound: the mark moves
 		// to it, over the contiguous prefix of completed windows.
-		if fp.windowTo != "" && CompareMarks(fp.windowTo, pc.HWM) > 0 && CompareMarks(fp.windowTo, rs.hwm) > 0 {
+		if fp.windowTo != "" && paging.CompareMarks(fp.windowTo, pc.HWM) > 0 && paging.CompareMarks(fp.windowTo, rs.hwm) > 0 {
 			pc.HWM = fp.windowTo
 		}
 	}
@@ -168,7 +169,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 	if pc.HWM != "" {
 		rs.hwm = pc.HWM
 	}
-	if k := loopKey(fp.pos); k != "" {
+	if k := paging.LoopKey(fp.pos); k != "" {
 		rs.seen[k] = true
 	}
 	rs.prev, rs.pos = fp.hash, fp.checkpoint()

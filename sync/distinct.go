@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A page or offset walk with pagination.total ends when the records it
@@ -60,7 +61,7 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 	}
 	pg := &pager{job: e.Job}
 	w := &rs.walk
-	if st := pg.style().start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent || sameSpot(fp.pos.At, st) {
+	if st := pg.style().Start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent || paging.SameSpot(fp.pos.At, st) {
 		*w = walkKeys{seed: maphash.MakeSeed(), prev: map[uint64]bool{}, parent: fp.parent}
 	}
 	cur := make(map[uint64]bool, len(rows))

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A run may end only on positive evidence of the end of pagination
@@ -21,7 +22,7 @@ import (
 type endResult struct {
 	// next is the position after the page; End is set when the page is
 	// the last.
-	next Position
+	next paging.Position
 	// ahead is the response at next when proving the end fetched it.
 	ahead *contract.Response
 	// capped > 0: the API was found to serve at most this many records
@@ -38,21 +39,21 @@ type endResult struct {
 
 // prober fetches the page at pos, to tell whether a short page was the
 // last one; it returns the response and the highest mark of its records.
-type prober func(pos Position) (*contract.Response, string, error)
+type prober func(pos paging.Position) (*contract.Response, string, error)
 
 // decideEnd decides whether the page fetched at pos is the last one, where
 // pagination goes next, or why the page contradicts itself. hwmMax is the
 // highest mark of its records; to is a replay's --to bound (nil when
 // none); probe fetches the next position when a short page must be proven
 // to be the end (at most once per page).
-func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, to *Position, probe prober) (endResult, error) {
+func (p *pager) decideEnd(pos paging.Position, resp *contract.Response, hwmMax string, to *paging.Position, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	out, err := p.step(pos, resp, hwmMax)
 	if err != nil {
 		return endResult{}, err
 	}
-	next, own, why := Position{At: out.next}, out.own, out.why
-	if own == cappedTie {
+	next, own, why := paging.Position{At: out.Next}, out.Own, out.Why
+	if own == paging.CappedTie {
 		return p.uncap(pos, resp, probe)
 	}
 	more, last := p.signals(pos, resp)
@@ -60,7 +61,7 @@ func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, 
 	end := endResult{next: pos}
 	end.next.End = true
 	switch own {
-	case styleEnd:
+	case paging.StyleEnd:
 		if len(more) > 0 {
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
@@ -70,10 +71,10 @@ func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, 
 				"page", where, "records", resp.Raw, "size", p.job.Pagination.Size, "why", why)
 		}
 		return end, nil
-	case shortEnd:
+	case paging.ShortEnd:
 		// A short first page is always proven: an API that caps its pages
 		// may also compute total_pages from the size asked.
-		if !p.firstPage(pos) && len(more) == 0 && (len(last) > 0 || to != nil && lastBefore(style, pos, next, *to)) {
+		if !p.firstPage(pos) && len(more) == 0 && (len(last) > 0 || to != nil && paging.LastBefore(style, pos, next, *to)) {
 			return end, nil
 		}
 		return p.prove(pos, resp, hwmMax, next, why, more, probe)
@@ -95,20 +96,20 @@ func (p *pager) decideEnd(pos Position, resp *contract.Response, hwmMax string, 
 // page style a next page holding more records than the short one means
 // the short page came back incomplete: a contradiction, as page numbers
 // cannot skip it.
-func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next Position, why string, more []string, probe prober) (endResult, error) {
+func (p *pager) prove(pos paging.Position, resp *contract.Response, hwmMax string, next paging.Position, why string, more []string, probe prober) (endResult, error) {
 	style := p.job.Pagination.Style
 	where := pos.Describe(style, p.job.Secrets)
 	if p.firstPage(pos) {
 		// Asked at the size the first page served, the next page holds the
 		// records that follow it however the API numbers its pages.
-		next = next.serving(resp.Raw)
+		next = next.Serving(resp.Raw)
 	}
 	pr, prMax, err := probe(next)
 	if err != nil {
 		return endResult{}, err
 	}
 	n, m := resp.Raw, pr.Raw
-	if m == 0 || p.style().traits().keepsMark && CompareMarks(prMax, hwmMax) <= 0 && m < p.size(pos) {
+	if m == 0 || p.style().Traits().KeepsMark && paging.CompareMarks(prMax, hwmMax) <= 0 && m < p.size(pos) {
 		if len(more) > 0 {
 			return endResult{contra: where + " " + why + " but " + more[0]}, nil
 		}
@@ -116,7 +117,7 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 		end.next.End = true
 		return end, nil
 	}
-	if p.style().traits().pageNumbers && (m > n || !p.firstPage(pos)) {
+	if p.style().Traits().PageNumbers && (m > n || !p.firstPage(pos)) {
 		// Pages are numbered by one size: a page after a short one that
 		// holds anything means the short page came back incomplete (or
 		// records arrived meanwhile). Going on would skip what it lacked.
@@ -136,7 +137,7 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 		// above): an API may number its pages by the size it serves or by
 		// the size asked, and only with every later page asked at the size
 		// served are the records the same under both.
-		res.next, res.capped = res.next.serving(n), n
+		res.next, res.capped = res.next.Serving(n), n
 	}
 	return res, nil
 }
@@ -148,17 +149,17 @@ func (p *pager) prove(pos Position, resp *contract.Response, hwmMax string, next
 // pages that carried a next cursor, URL or link is an ordinary end: a
 // total that is a multiple of the page size. docs/pagination.md, End of
 // pagination.
-func (p *pager) unprovenFullEnd(pos Position, resp *contract.Response, last []string) bool {
+func (p *pager) unprovenFullEnd(pos paging.Position, resp *contract.Response, last []string) bool {
 	size := p.job.Pagination.Size
-	if !p.style().traits().trustsEnd || size <= 0 || resp.Raw < size || len(last) > 0 {
+	if !p.style().Traits().TrustsEnd || size <= 0 || resp.Raw < size || len(last) > 0 {
 		return false
 	}
 	switch a := pos.At.(type) {
-	case cursorAt:
+	case paging.CursorAt:
 		if a.Cursor != "" || a.URL != "" {
 			return false
 		}
-	case linkAt:
+	case paging.LinkAt:
 		if a.URL != "" {
 			return false
 		}
@@ -175,15 +176,15 @@ func (p *pager) unprovenFullEnd(pos Position, resp *contract.Response, last []st
 // confirming signal, another style's own end signal, or an empty first
 // page (an empty list, which max_delete_ratio weighs as a mass change).
 // docs/deletions.md, "What proves absence".
-func (p *pager) weakEnd(pos Position, resp *contract.Response, last []string, where string) string {
+func (p *pager) weakEnd(pos paging.Position, resp *contract.Response, last []string, where string) string {
 	if resp.Raw > 0 || len(last) > 0 {
 		return ""
 	}
-	if _, numbered := p.style().(numberedStyle); !numbered {
+	if _, numbered := p.style().(paging.Numbered); !numbered {
 		return ""
 	}
 	pg := p.job.Pagination
-	if sameSpot(pos.At, p.style().start(pg, "")) {
+	if paging.SameSpot(pos.At, p.style().Start(pg, "")) {
 		return ""
 	}
 	return fmt.Sprintf("the walk ended on an empty page (%s) after a full one, and nothing confirms the end (set pagination.total, has_more or total_pages)", where)
@@ -191,15 +192,15 @@ func (p *pager) weakEnd(pos Position, resp *contract.Response, last []string, wh
 
 // firstPage reports whether pos is the first page of a page-style walk
 // still asked at pagination.size.
-func (p *pager) firstPage(pos Position) bool {
+func (p *pager) firstPage(pos paging.Position) bool {
 	pg := p.job.Pagination
-	return p.style().traits().pageNumbers && pageOf(pos.At) == pageAt{Page: *pg.Start}
+	return p.style().Traits().PageNumbers && paging.PageOf(pos.At) == paging.PageAt{Page: *pg.Start}
 }
 
 // signals reads the signals of a response other than the style's own:
 // descriptions of those saying more records follow this page, and of those
 // saying it is the last.
-func (p *pager) signals(pos Position, resp *contract.Response) (more, last []string) {
+func (p *pager) signals(pos paging.Position, resp *contract.Response) (more, last []string) {
 	pg := p.job.Pagination
 	if pg.HasMore != "" {
 		if v := gjson.GetBytes(resp.Body, pg.HasMore); v.Exists() && v.Type != gjson.Null {
@@ -210,10 +211,10 @@ func (p *pager) signals(pos Position, resp *contract.Response) (more, last []str
 			}
 		}
 	}
-	if p.style().traits().pageNumbers && pg.TotalPages != "" {
+	if p.style().Traits().PageNumbers && pg.TotalPages != "" {
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
-			switch page, lastPage := pageOf(pos.At).Page, v.Int()+*pg.Start-1; {
+			switch page, lastPage := paging.PageOf(pos.At).Page, v.Int()+*pg.Start-1; {
 			case page < lastPage:
 				more = append(more, s)
 			case page == lastPage && resp.Raw == 0:
@@ -234,7 +235,7 @@ func (p *pager) signals(pos Position, resp *contract.Response) (more, last []str
 			}
 		}
 	}
-	if !p.style().traits().ownsLink && NextLink(resp.Header.Values("Link")) != "" {
+	if !p.style().Traits().OwnsLink && paging.NextLink(resp.Header.Values("Link")) != "" {
 		more = append(more, `the response has a Link rel="next" header`)
 	}
 	return more, last
@@ -267,9 +268,9 @@ func (p *pager) total(resp *contract.Response) (int64, string, bool) {
 // seenThrough is how many records the walk holds up to and including the
 // page at pos, when the style's positions tell it (page style with a
 // known size, offset style).
-func (p *pager) seenThrough(pos Position, resp *contract.Response) (int64, bool) {
-	if s, ok := p.style().(numberedStyle); ok {
-		return s.seenThrough(p.job.Pagination, pos.At, p.size(pos), resp.Raw)
+func (p *pager) seenThrough(pos paging.Position, resp *contract.Response) (int64, bool) {
+	if s, ok := p.style().(paging.Numbered); ok {
+		return s.SeenThrough(p.job.Pagination, pos.At, p.size(pos), resp.Raw)
 	}
 	return 0, false
 }
@@ -294,17 +295,17 @@ func totalPagesFromTotal(job *Job, resp *contract.Response) int64 {
 // The page is asked again at pagination.size: more records than the cap
 // mean there was none, and the walk goes on at full size from that
 // response; no more mean the ties outnumber a real cap (an error).
-func (p *pager) uncap(pos Position, resp *contract.Response, probe prober) (endResult, error) {
-	full := Position{At: pos.serving(0).At}
+func (p *pager) uncap(pos paging.Position, resp *contract.Response, probe prober) (endResult, error) {
+	full := paging.Position{At: pos.Serving(0).At}
 	pr, _, err := probe(full)
 	if err != nil {
 		return endResult{}, err
 	}
-	if pr.Raw > pos.size() {
+	if pr.Raw > pos.Size() {
 		return endResult{next: full, ahead: pr}, nil
 	}
 	return endResult{}, &contract.Error{Class: contract.Permanent,
 		Msg: fmt.Sprintf("a full page of %d records made no progress past %s, and the API serves at most %d per page",
-			resp.Raw, full.Describe(p.job.Pagination.Style, p.job.Secrets), pos.size()),
+			resp.Raw, full.Describe(p.job.Pagination.Style, p.job.Secrets), pos.Size()),
 		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}
 }

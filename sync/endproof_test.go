@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // epPager loads a job with the given records path and pagination block
@@ -43,8 +44,8 @@ func epResp(t *testing.T, p *pager, body string, header ...string) (*contract.Re
 	max := ""
 	if field := p.job.Pagination.Field; field != "" {
 		for _, r := range recs {
-			if m, err := markFromJSON(r.Get(field)); err == nil {
-				max = MaxMark(max, m)
+			if m, err := paging.MarkFromJSON(r.Get(field)); err == nil {
+				max = paging.MaxMark(max, m)
 			}
 		}
 	}
@@ -86,114 +87,114 @@ const (
 func TestDecideEnd(t *testing.T) {
 	type want struct {
 		end    bool
-		next   Position // when not the end
-		contra string   // substring of the contradiction
+		next   paging.Position // when not the end
+		contra string          // substring of the contradiction
 		capped int
 		probes int
 		err    string
 	}
 	tests := []struct {
 		name, records, pag string
-		pos                Position
+		pos                paging.Position
 		body               string
 		header             []string
 		probe              string // body at the next position ("" = must not be asked)
 		want               want
 	}{
 		// page style
-		{"page full goes on", "data", epPageStyle, Position{At: pageAt{Page: 3}}, epData(51, 25, ""), nil, "",
-			want{next: Position{At: pageAt{Page: 4}}}},
-		{"page empty ends", "data", epPageStyle, Position{At: pageAt{Page: 5}}, epData(0, 0, ""), nil, "",
+		{"page full goes on", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 3}}, epData(51, 25, ""), nil, "",
+			want{next: paging.Position{At: paging.PageAt{Page: 4}}}},
+		{"page empty ends", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 5}}, epData(0, 0, ""), nil, "",
 			want{end: true}},
-		{"page empty but total_pages", "data", epPageStyle + "  total_pages: meta.total_pages\n", Position{At: pageAt{Page: 4}},
+		{"page empty but total_pages", "data", epPageStyle + "  total_pages: meta.total_pages\n", paging.Position{At: paging.PageAt{Page: 4}},
 			epData(0, 0, `"meta":{"total_pages":10}`), nil, "",
 			want{contra: "page 4 is empty but meta.total_pages says 10 pages"}},
-		{"page full, last by total_pages", "data", epPageStyle + "  total_pages: meta.total_pages\n", Position{At: pageAt{Page: 4}},
+		{"page full, last by total_pages", "data", epPageStyle + "  total_pages: meta.total_pages\n", paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 25, `"meta":{"total_pages":4}`), nil, "", want{end: true}},
-		{"page empty but has_more", "data", epPageStyle + "  has_more: meta.more\n", Position{At: pageAt{Page: 2}},
+		{"page empty but has_more", "data", epPageStyle + "  has_more: meta.more\n", paging.Position{At: paging.PageAt{Page: 2}},
 			epData(0, 0, `"meta":{"more":true}`), nil, "", want{contra: "page 2 is empty but meta.more is true"}},
-		{"page empty but X-Total-Count", "data", epPageStyle + "  total: header:X-Total-Count\n", Position{At: pageAt{Page: 3}},
+		{"page empty but X-Total-Count", "data", epPageStyle + "  total: header:X-Total-Count\n", paging.Position{At: paging.PageAt{Page: 3}},
 			epData(0, 0, ""), []string{"X-Total-Count", "100"}, "",
 			want{contra: "page 3 is empty but X-Total-Count says 100 records (50 up to this page)"}},
-		{"page empty but Link next", "data", epPageStyle, Position{At: pageAt{Page: 3}},
+		{"page empty but Link next", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 3}},
 			epData(0, 0, ""), []string{"Link", `<http://api.test/x?page=4>; rel="next"`}, "",
 			want{contra: `page 3 is empty but the response has a Link rel="next" header`}},
-		{"page has_more false on a full page ends", "data", epPageStyle + "  has_more: more\n", Position{At: pageAt{Page: 2}},
+		{"page has_more false on a full page ends", "data", epPageStyle + "  has_more: more\n", paging.Position{At: paging.PageAt{Page: 2}},
 			epData(26, 25, `"more":false`), nil, "", want{end: true}},
-		{"page has_more false but total_pages", "data", epPageStyle + "  has_more: more\n  total_pages: tp\n", Position{At: pageAt{Page: 2}},
+		{"page has_more false but total_pages", "data", epPageStyle + "  has_more: more\n  total_pages: tp\n", paging.Position{At: paging.PageAt{Page: 2}},
 			epData(26, 25, `"more":false,"tp":5`), nil, "", want{contra: "page 2: more is false but tp says 5 pages"}},
-		{"page short, no signals, next empty: end", "data", epPageStyle, Position{At: pageAt{Page: 4}},
+		{"page short, no signals, next empty: end", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 10, ""), nil, epData(0, 0, ""), want{end: true, probes: 1}},
-		{"page short, total says last: end without probe", "data", epPageStyle + "  total: total\n", Position{At: pageAt{Page: 4}},
+		{"page short, total says last: end without probe", "data", epPageStyle + "  total: total\n", paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 10, `"total":85`), nil, "", want{end: true}},
-		{"page short but has_more, next empty", "data", epPageStyle + "  has_more: more\n", Position{At: pageAt{Page: 4}},
+		{"page short but has_more, next empty", "data", epPageStyle + "  has_more: more\n", paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 10, `"more":true`), nil, epData(0, 0, ""),
 			want{contra: "page 4 is short (10 of 25 records) but more is true", probes: 1}},
-		{"page short, next full: came back short", "data", epPageStyle, Position{At: pageAt{Page: 4}},
+		{"page short, next full: came back short", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 10, ""), nil, epData(101, 25, ""),
 			want{contra: "page 4 is short (10 of 25 records) but page 5 has 25 records", probes: 1}},
-		{"page capped", "data", strings.Replace(epPageStyle, "25", "100", 1) + "  total_pages: tp\n", Position{At: pageAt{Page: 1}},
+		{"page capped", "data", strings.Replace(epPageStyle, "25", "100", 1) + "  total_pages: tp\n", paging.Position{At: paging.PageAt{Page: 1}},
 			epData(1, 25, `"tp":4`), nil, epData(26, 25, `"tp":4`),
-			want{next: Position{At: pageAt{Page: 2, Size: 25}}, capped: 25, probes: 1}},
-		{"page under a known cap is full", "data", strings.Replace(epPageStyle, "25", "100", 1) + "  total_pages: tp\n", Position{At: pageAt{Page: 2, Size: 25}},
-			epData(26, 25, `"tp":4`), nil, "", want{next: Position{At: pageAt{Page: 3, Size: 25}}}},
-		{"page without size ends only when empty", "data", "  style: page\n", Position{At: pageAt{Page: 2}},
-			epData(11, 3, ""), nil, "", want{next: Position{At: pageAt{Page: 3}}}},
+			want{next: paging.Position{At: paging.PageAt{Page: 2, Size: 25}}, capped: 25, probes: 1}},
+		{"page under a known cap is full", "data", strings.Replace(epPageStyle, "25", "100", 1) + "  total_pages: tp\n", paging.Position{At: paging.PageAt{Page: 2, Size: 25}},
+			epData(26, 25, `"tp":4`), nil, "", want{next: paging.Position{At: paging.PageAt{Page: 3, Size: 25}}}},
+		{"page without size ends only when empty", "data", "  style: page\n", paging.Position{At: paging.PageAt{Page: 2}},
+			epData(11, 3, ""), nil, "", want{next: paging.Position{At: paging.PageAt{Page: 3}}}},
 		// offset style
-		{"offset full", "data", epOffset, Position{At: offsetAt{Offset: 50}}, epData(51, 25, ""), nil, "", want{next: Position{At: offsetAt{Offset: 75}}}},
-		{"offset short, total says last", "data", epOffset + "  total: total\n", Position{At: offsetAt{Offset: 75}},
+		{"offset full", "data", epOffset, paging.Position{At: paging.OffsetAt{Offset: 50}}, epData(51, 25, ""), nil, "", want{next: paging.Position{At: paging.OffsetAt{Offset: 75}}}},
+		{"offset short, total says last", "data", epOffset + "  total: total\n", paging.Position{At: paging.OffsetAt{Offset: 75}},
 			epData(76, 10, `"total":85`), nil, "", want{end: true}},
-		{"offset empty but total", "data", epOffset + "  total: total\n", Position{At: offsetAt{Offset: 50}},
+		{"offset empty but total", "data", epOffset + "  total: total\n", paging.Position{At: paging.OffsetAt{Offset: 50}},
 			epData(0, 0, `"total":100`), nil, "", want{contra: "offset 50 is empty but total says 100 records (50 up to this page)"}},
-		{"offset short but total, next has the rest", "data", epOffset + "  total: total\n", Position{At: offsetAt{Offset: 25}},
+		{"offset short but total, next has the rest", "data", epOffset + "  total: total\n", paging.Position{At: paging.OffsetAt{Offset: 25}},
 			epData(26, 10, `"total":100`), nil, epData(36, 25, `"total":100`),
-			want{next: Position{At: offsetAt{Offset: 35}}, probes: 1}},
-		{"offset capped", "data", strings.Replace(epOffset, "25", "100", 1), Position{At: offsetAt{Offset: 0}},
-			epData(1, 25, ""), nil, epData(26, 25, ""), want{next: Position{At: offsetAt{Offset: 25, Size: 25}}, capped: 25, probes: 1}},
-		{"page short, next shorter: came back short", "data", epPageStyle, Position{At: pageAt{Page: 4}},
+			want{next: paging.Position{At: paging.OffsetAt{Offset: 35}}, probes: 1}},
+		{"offset capped", "data", strings.Replace(epOffset, "25", "100", 1), paging.Position{At: paging.OffsetAt{Offset: 0}},
+			epData(1, 25, ""), nil, epData(26, 25, ""), want{next: paging.Position{At: paging.OffsetAt{Offset: 25, Size: 25}}, capped: 25, probes: 1}},
+		{"page short, next shorter: came back short", "data", epPageStyle, paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 10, ""), nil, epData(86, 3, ""),
 			want{contra: "page 4 is short (10 of 25 records) but page 5 has 3 records", probes: 1}},
-		{"page short but total, next shorter: came back short", "data", epPageStyle + "  total: header:X-Total-Count\n", Position{At: pageAt{Page: 4}},
+		{"page short but total, next shorter: came back short", "data", epPageStyle + "  total: header:X-Total-Count\n", paging.Position{At: paging.PageAt{Page: 4}},
 			epData(76, 24, ""), []string{"X-Total-Count", "105"}, epData(101, 5, ""),
 			want{contra: "page 4 is short (24 of 25 records) but X-Total-Count says 105 records", probes: 1}},
-		{"offset short, next shorter: goes on without a cap", "data", epOffset, Position{At: offsetAt{Offset: 75}},
-			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: Position{At: offsetAt{Offset: 85}}, probes: 1}},
-		{"offset short, next empty: end", "data", epOffset, Position{At: offsetAt{Offset: 75}},
+		{"offset short, next shorter: goes on without a cap", "data", epOffset, paging.Position{At: paging.OffsetAt{Offset: 75}},
+			epData(76, 10, ""), nil, epData(86, 3, ""), want{next: paging.Position{At: paging.OffsetAt{Offset: 85}}, probes: 1}},
+		{"offset short, next empty: end", "data", epOffset, paging.Position{At: paging.OffsetAt{Offset: 75}},
 			epData(76, 10, ""), nil, epData(0, 0, ""), want{end: true, probes: 1}},
 
 		// cursor and link styles
-		{"cursor next", "data", "  style: cursor\n  next: next\n", Position{}, epData(1, 5, `"next":"c2"`), nil, "",
-			want{next: Position{At: cursorAt{Cursor: "c2"}}}},
-		{"cursor no next ends", "data", "  style: cursor\n  next: next\n", Position{At: cursorAt{Cursor: "c2"}}, epData(1, 5, `"next":null`), nil, "",
+		{"cursor next", "data", "  style: cursor\n  next: next\n", paging.Position{}, epData(1, 5, `"next":"c2"`), nil, "",
+			want{next: paging.Position{At: paging.CursorAt{Cursor: "c2"}}}},
+		{"cursor no next ends", "data", "  style: cursor\n  next: next\n", paging.Position{At: paging.CursorAt{Cursor: "c2"}}, epData(1, 5, `"next":null`), nil, "",
 			want{end: true}},
-		{"cursor no next but has_more", "data", "  style: cursor\n  next: next\n  has_more: more\n", Position{At: cursorAt{Cursor: "c2"}},
+		{"cursor no next but has_more", "data", "  style: cursor\n  next: next\n  has_more: more\n", paging.Position{At: paging.CursorAt{Cursor: "c2"}},
 			epData(1, 5, `"next":null,"more":true`), nil, "",
 			want{contra: "cursor c2 has no next cursor (at next) but more is true"}},
-		{"cursor has_more false ends", "data", "  style: cursor\n  next: data.@reverse.0.id\n  has_more: more\n", Position{},
+		{"cursor has_more false ends", "data", "  style: cursor\n  next: data.@reverse.0.id\n  has_more: more\n", paging.Position{},
 			epData(1, 5, `"more":false`), nil, "", want{end: true}},
-		{"link no next ends", "", "  style: link\n", Position{At: linkAt{URL: "http://api.test/x?page=2"}}, epRecs(1, 3), nil, "",
+		{"link no next ends", "", "  style: link\n", paging.Position{At: paging.LinkAt{URL: "http://api.test/x?page=2"}}, epRecs(1, 3), nil, "",
 			want{end: true}},
-		{"link next", "", "  style: link\n", Position{}, epRecs(1, 3), []string{"Link", `</x?page=2>; rel="next"`}, "",
-			want{next: Position{At: linkAt{URL: "http://api.test/x?page=2"}}}},
-		{"link no next but has_more", "", "  style: link\n  has_more: 0.more\n", Position{}, `[{"id":1,"more":true}]`, nil, "",
+		{"link next", "", "  style: link\n", paging.Position{}, epRecs(1, 3), []string{"Link", `</x?page=2>; rel="next"`}, "",
+			want{next: paging.Position{At: paging.LinkAt{URL: "http://api.test/x?page=2"}}}},
+		{"link no next but has_more", "", "  style: link\n  has_more: 0.more\n", paging.Position{}, `[{"id":1,"more":true}]`, nil, "",
 			want{contra: `first page has no Link rel="next" but 0.more is true`}},
 
 		// hwm style
-		{"hwm full goes on", "data", epHWM, Position{At: hwmAt{Mark: "1"}}, epData(1, 25, ""), nil, "", want{next: Position{At: hwmAt{Mark: "25"}}}},
-		{"hwm short, next makes no progress: end", "data", epHWM, Position{At: hwmAt{Mark: "1"}}, epData(1, 10, ""), nil,
+		{"hwm full goes on", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "1"}}, epData(1, 25, ""), nil, "", want{next: paging.Position{At: paging.HWMAt{Mark: "25"}}}},
+		{"hwm short, next makes no progress: end", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "1"}}, epData(1, 10, ""), nil,
 			epData(10, 1, ""), want{end: true, probes: 1}},
-		{"hwm capped", "data", strings.Replace(epHWM, "25", "100", 1), Position{At: hwmAt{Mark: "1"}}, epData(1, 25, ""), nil,
-			epData(25, 25, ""), want{next: Position{At: hwmAt{Mark: "25", Size: 25}}, capped: 25, probes: 1}},
-		{"hwm no progress, short: end", "data", epHWM, Position{At: hwmAt{Mark: "7"}}, epData(7, 1, ""), nil, "", want{end: true}},
-		{"hwm full without progress", "data", epHWM, Position{At: hwmAt{Mark: "7"}},
+		{"hwm capped", "data", strings.Replace(epHWM, "25", "100", 1), paging.Position{At: paging.HWMAt{Mark: "1"}}, epData(1, 25, ""), nil,
+			epData(25, 25, ""), want{next: paging.Position{At: paging.HWMAt{Mark: "25", Size: 25}}, capped: 25, probes: 1}},
+		{"hwm no progress, short: end", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "7"}}, epData(7, 1, ""), nil, "", want{end: true}},
+		{"hwm full without progress", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "7"}},
 			`{"data":[` + strings.TrimSuffix(strings.Repeat(`{"id":1,"u":7},`, 25), ",") + `]}`, nil, "",
 			want{err: "a full page of 25 records made no progress past mark 7"}},
-		{"hwm full without progress under an adopted cap: asked again at size", "data", epHWM, Position{At: hwmAt{Mark: "7", Size: 2}},
-			`{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`, nil, epData(1, 25, ""), want{next: Position{At: hwmAt{Mark: "7"}}, probes: 1}},
-		{"hwm full without progress under a real cap", "data", epHWM, Position{At: hwmAt{Mark: "7", Size: 2}},
+		{"hwm full without progress under an adopted cap: asked again at size", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "7", Size: 2}},
+			`{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`, nil, epData(1, 25, ""), want{next: paging.Position{At: paging.HWMAt{Mark: "7"}}, probes: 1}},
+		{"hwm full without progress under a real cap", "data", epHWM, paging.Position{At: paging.HWMAt{Mark: "7", Size: 2}},
 			`{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`, nil, `{"data":[{"id":1,"u":7},{"id":2,"u":7}]}`,
 			want{err: "a full page of 2 records made no progress past mark 7, and the API serves at most 2 per page", probes: 1}},
-		{"hwm empty but has_more", "data", epHWM + "  has_more: more\n", Position{At: hwmAt{Mark: "7"}},
+		{"hwm empty but has_more", "data", epHWM + "  has_more: more\n", paging.Position{At: paging.HWMAt{Mark: "7"}},
 			epData(0, 0, `"more":true`), nil, "", want{contra: "mark 7 is empty but more is true"}},
 	}
 	for _, tt := range tests {
@@ -201,7 +202,7 @@ func TestDecideEnd(t *testing.T) {
 			p, _ := epPager(t, tt.records, tt.pag)
 			resp, max := epResp(t, p, tt.body, tt.header...)
 			probes := 0
-			probe := func(pos Position) (*contract.Response, string, error) {
+			probe := func(pos paging.Position) (*contract.Response, string, error) {
 				probes++
 				if tt.probe == "" {
 					t.Fatalf("probed %+v", pos)
@@ -250,13 +251,13 @@ func TestDecideEndWarnsFullLastPage(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		extra string
-		pos   Position
+		pos   paging.Position
 		body  string
 		warn  bool
 	}{
-		{"first page", "", Position{}, `"next":null`, true},
-		{"later page", "", Position{At: cursorAt{Cursor: "c5"}}, `"next":null`, false},
-		{"first page, total confirms", "  total: total\n", Position{}, `"next":null,"total":5`, false},
+		{"first page", "", paging.Position{}, `"next":null`, true},
+		{"later page", "", paging.Position{At: paging.CursorAt{Cursor: "c5"}}, `"next":null`, false},
+		{"first page, total confirms", "  total: total\n", paging.Position{}, `"next":null,"total":5`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, logs := epPager(t, "data", "  style: cursor\n  next: next\n  size_param: limit\n  size: 5\n"+tt.extra)
@@ -357,25 +358,25 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 func TestDecideEndWeakProof(t *testing.T) {
 	tests := []struct {
 		name, pag string
-		pos       Position
+		pos       paging.Position
 		body      string
 		probe     string
 		weak      bool
 	}{
-		{"page empty after a full page", epPageStyle, Position{At: pageAt{Page: 5}}, epData(0, 0, ""), "", true},
-		{"offset empty after a full page", "  style: offset\n  size: 25\n", Position{At: offsetAt{Offset: 100}}, epData(0, 0, ""), "", true},
-		{"page empty, total confirms", epPageStyle + "  total: total\n", Position{At: pageAt{Page: 5}}, epData(0, 0, `"total":100`), "", false},
-		{"page empty, has_more false confirms", epPageStyle + "  has_more: more\n", Position{At: pageAt{Page: 5}}, epData(0, 0, `"more":false`), "", false},
-		{"page empty, total_pages confirms", epPageStyle + "  total_pages: tp\n", Position{At: pageAt{Page: 5}}, epData(0, 0, `"tp":4`), "", false},
-		{"first page empty: a mass change, not weak", epPageStyle, Position{At: pageAt{Page: 1}}, epData(0, 0, ""), "", false},
-		{"short page proven by an empty next page", epPageStyle, Position{At: pageAt{Page: 4}}, epData(76, 10, ""), epData(0, 0, ""), false},
-		{"cursor without a next cursor", "  style: cursor\n  next: next\n", Position{At: cursorAt{Cursor: "c"}}, epData(0, 0, `"next":null`), "", false},
+		{"page empty after a full page", epPageStyle, paging.Position{At: paging.PageAt{Page: 5}}, epData(0, 0, ""), "", true},
+		{"offset empty after a full page", "  style: offset\n  size: 25\n", paging.Position{At: paging.OffsetAt{Offset: 100}}, epData(0, 0, ""), "", true},
+		{"page empty, total confirms", epPageStyle + "  total: total\n", paging.Position{At: paging.PageAt{Page: 5}}, epData(0, 0, `"total":100`), "", false},
+		{"page empty, has_more false confirms", epPageStyle + "  has_more: more\n", paging.Position{At: paging.PageAt{Page: 5}}, epData(0, 0, `"more":false`), "", false},
+		{"page empty, total_pages confirms", epPageStyle + "  total_pages: tp\n", paging.Position{At: paging.PageAt{Page: 5}}, epData(0, 0, `"tp":4`), "", false},
+		{"first page empty: a mass change, not weak", epPageStyle, paging.Position{At: paging.PageAt{Page: 1}}, epData(0, 0, ""), "", false},
+		{"short page proven by an empty next page", epPageStyle, paging.Position{At: paging.PageAt{Page: 4}}, epData(76, 10, ""), epData(0, 0, ""), false},
+		{"cursor without a next cursor", "  style: cursor\n  next: next\n", paging.Position{At: paging.CursorAt{Cursor: "c"}}, epData(0, 0, `"next":null`), "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _ := epPager(t, "data", tt.pag)
 			resp, max := epResp(t, p, tt.body)
-			probe := func(Position) (*contract.Response, string, error) {
+			probe := func(paging.Position) (*contract.Response, string, error) {
 				if tt.probe == "" {
 					t.Fatal("probed")
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Options select what Engine.Run does.
@@ -112,8 +113,8 @@ type Engine struct {
 // runState is the state of the run in progress.
 type runState struct {
 	info    *contract.RunInfo
-	pos     Position
-	to      *Position
+	pos     paging.Position
+	to      *paging.Position
 	seen    map[string]bool
 	prev    string // hash of the previous committed page
 	resumed bool   // an unfinished run is being continued

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Engine tests: the engine alone, against an in-memory PageSource, Store
@@ -106,7 +107,7 @@ func TestEngineCommitsPagesInOrder(t *testing.T) {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	events := rig.trace.all()
-	ck := func(c string) string { return "checkpoint " + Position{At: cursorAt{Cursor: c}}.Encode() }
+	ck := func(c string) string { return "checkpoint " + paging.Position{At: paging.CursorAt{Cursor: c}}.Encode() }
 	want := []string{"upsert [1 2 3]", ck(""), "upsert [4 5 6]", ck("4"), "upsert [7]", ck("7")}
 	if !slices.Equal(events, want) {
 		t.Errorf("events\n%q\nwant\n%q", events, want)
@@ -210,7 +211,7 @@ func TestEngineConcurrentPagesCommitInOrder(t *testing.T) {
 	}
 	pages, _ := rig.store.Pages(context.Background(), res.RunID)
 	for i, p := range pages {
-		if want := (Position{At: pageAt{Page: int64(i + 1)}}).Encode(); p.Position != want {
+		if want := (paging.Position{At: paging.PageAt{Page: int64(i + 1)}}).Encode(); p.Position != want {
 			t.Errorf("committed page %d is %s, want %s", i+1, p.Position, want)
 		}
 	}
@@ -232,10 +233,10 @@ func TestEngineFailedWriteKeepsCheckpoint(t *testing.T) {
 		t.Fatalf("run: %+v, %v; want failed naming the write error", res, err)
 	}
 	run := rig.store.lastRun()
-	if run.Pages != 1 || run.Checkpoint != (Position{At: cursorAt{Cursor: "4"}}).Encode() {
+	if run.Pages != 1 || run.Checkpoint != (paging.Position{At: paging.CursorAt{Cursor: "4"}}).Encode() {
 		t.Errorf("run %+v: want 1 page committed, checkpoint at cursor 4", run)
 	}
-	if events := rig.trace.all(); !slices.Equal(events, []string{"upsert [1 2 3]", "checkpoint " + Position{At: cursorAt{}}.Encode()}) {
+	if events := rig.trace.all(); !slices.Equal(events, []string{"upsert [1 2 3]", "checkpoint " + paging.Position{At: paging.CursorAt{}}.Encode()}) {
 		t.Errorf("events %q: the failed page was checkpointed", events)
 	}
 

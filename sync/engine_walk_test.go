@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A cancelled context (a signal) mid-walk ends the run interrupted, with
@@ -34,7 +35,7 @@ func TestEngineCancelledMidWalk(t *testing.T) {
 		t.Fatalf("run: %+v, %v; want interrupted", res, err)
 	}
 	run := rig.store.lastRun()
-	if run.Status != contract.RunInterrupted || run.Pages != 2 || run.Checkpoint != (Position{At: cursorAt{Cursor: "7"}}).Encode() {
+	if run.Status != contract.RunInterrupted || run.Pages != 2 || run.Checkpoint != (paging.Position{At: paging.CursorAt{Cursor: "7"}}).Encode() {
 		t.Errorf("run %+v: want interrupted after 2 pages with the checkpoint at cursor 7", run)
 	}
 	if n := rig.sink.count(); n != 6 {
@@ -110,7 +111,7 @@ func TestEngineContradictedShortPageIsFetchedAgain(t *testing.T) {
 		if contract.ClassOf(err) != contract.Transient || res.Status != contract.RunFailed || !strings.Contains(err.Error(), "page 2 is short (1 of 2 records)") {
 			t.Fatalf("run: %+v, %v (%v); want %v naming the short page", res, err, contract.ClassOf(err), contract.Transient)
 		}
-		if run := rig.store.lastRun(); run.Pages != 1 || run.Checkpoint != (Position{At: pageAt{Page: 2}}).Encode() || rig.sink.count() != 2 {
+		if run := rig.store.lastRun(); run.Pages != 1 || run.Checkpoint != (paging.Position{At: paging.PageAt{Page: 2}}).Encode() || rig.sink.count() != 2 {
 			t.Errorf("run %+v with %d rows: want 1 page committed, checkpoint at page 2", run, rig.sink.count())
 		}
 	})
@@ -131,11 +132,11 @@ func TestEngineRefusesLoops(t *testing.T) {
 				return `{"data":[]}`, nil // ends a walk that did not notice
 			}
 			return `{"data":[{"id":1},{"id":2}]}`, nil
-		}, "page 2 repeats the previous page", Position{At: pageAt{Page: 2}}.Encode(), 1},
+		}, "page 2 repeats the previous page", paging.Position{At: paging.PageAt{Page: 2}}.Encode(), 1},
 		{"cursor comes back", cursorStyle, func(_ context.Context, u *url.URL) (string, error) {
 			next := map[string]string{"": "x", "x": "y", "y": "x"}[u.Query().Get("after")]
 			return `{"data":[{"id":` + map[string]string{"x": "2", "y": "3"}[next] + `}],"next":"` + next + `"}`, nil
-		}, "pagination loop: cursor x came back a second time", Position{At: cursorAt{Cursor: "y"}}.Encode(), 2},
+		}, "pagination loop: cursor x came back a second time", paging.Position{At: paging.CursorAt{Cursor: "y"}}.Encode(), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newEngineRig()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A full pass (docs/deletions.md, "Full passes") is a run of kind run that
@@ -34,7 +35,7 @@ func (e *Engine) fullPass(o Options, js *contract.JobState) (bool, string) {
 	// (parent_rows: changed) sees part of its table, as an incremental
 	// run does.
 	changedParents := job.Parent != nil && job.Parent.Rows != ParentRowsAll
-	partial := job.Incremental != nil || styleOf(job.Pagination.Style).traits().keepsMark || job.Pagination.Continue || changedParents
+	partial := job.Incremental != nil || paging.Of(job.Pagination.Style).Traits().KeepsMark || job.Pagination.Continue || changedParents
 	switch {
 	case !partial:
 		return true, ""

@@ -1,6 +1,10 @@
 package sync
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemsync/idemsync/sync/paging"
+)
 
 // Marks from the future (docs/job-file.md, "Records dated in the future").
 //
@@ -22,7 +26,7 @@ type futureMarks struct {
 // no mark.
 func (e *Engine) maxFuture() time.Duration {
 	switch {
-	case styleOf(e.Job.Pagination.Style).traits().keepsMark:
+	case paging.Of(e.Job.Pagination.Style).Traits().KeepsMark:
 		return e.Job.Pagination.MaxFuture.Duration
 	case e.Job.Incremental != nil:
 		return e.Job.Incremental.MaxFuture.Duration
@@ -42,12 +46,12 @@ func (e *Engine) savableMax(fp *fetched, started time.Time, fm *futureMarks) str
 		if m.err != nil || m.mark == "" {
 			continue
 		}
-		if t, ok := parseTime(m.mark); ok && t.After(limit) {
+		if t, ok := paging.ParseTime(m.mark); ok && t.After(limit) {
 			fm.n++
-			fm.furthest = MaxMark(fm.furthest, m.mark)
+			fm.furthest = paging.MaxMark(fm.furthest, m.mark)
 			continue
 		}
-		best = MaxMark(best, m.mark)
+		best = paging.MaxMark(best, m.mark)
 	}
 	return best
 }

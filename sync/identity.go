@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // The identity of a job's walk (docs/job-file.md, "What defines a job's walk";
@@ -205,5 +207,5 @@ func shown(v string) string {
 	if v == "" {
 		return "(unset)"
 	}
-	return Elide(v, 80)
+	return paging.Elide(v, 80)
 }

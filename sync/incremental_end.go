@@ -1,6 +1,10 @@
 package sync
 
-import "time"
+import (
+	"time"
+
+	"github.com/idemsync/idemsync/sync/paging"
+)
 
 // The saved mark of an incremental run (docs/job-file.md, "incremental";
 // docs/guarantees.md, "High-water marks at the boundary").
@@ -22,13 +26,13 @@ import "time"
 // incrementalSavedMark returns the mark an incremental run that started at
 // started saves when it completes, given the highest mark it committed.
 func incrementalSavedMark(maxMark string, started time.Time) string {
-	t, ok := parseTime(maxMark)
+	t, ok := paging.ParseTime(maxMark)
 	if !ok || started.IsZero() {
 		return maxMark
 	}
 	ceiling := started.UTC().Truncate(time.Second)
 	if t.After(ceiling) {
-		return formatLike(ceiling, maxMark)
+		return paging.FormatLike(ceiling, maxMark)
 	}
 	return maxMark
 }

@@ -32,7 +32,6 @@ const (
 	DefaultMinWait     = time.Second
 	DefaultMaxWait     = 30 * time.Second
 	DefaultOnBadRecord = "fail"
-	DefaultMaxFuture   = time.Hour // incremental.max_future, pagination.max_future (hwm)
 )
 
 // DefaultRetryStatus is the default retry.on_status list.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile/spec"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // testJob decodes a job spec for the engine's own tests and fills the
@@ -42,13 +43,13 @@ func testJob(t *testing.T, yml string) *Job {
 	if src.Concurrency == 0 {
 		src.Concurrency = 1
 	}
-	FillPagination(&j.Pagination, src.Concurrency, bad)
+	paging.FillPagination(&j.Pagination, src.Concurrency, bad)
 	if inc := j.Incremental; inc != nil {
 		if inc.Format == "" {
-			inc.Format = FormatAsReceived
+			inc.Format = paging.FormatAsReceived
 		}
 		if inc.MaxFuture.Duration == 0 {
-			inc.MaxFuture.Duration = DefaultMaxFuture
+			inc.MaxFuture.Duration = paging.DefaultMaxFuture
 		}
 	}
 	r := &j.Retry

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // loop commits the pages the pipeline fetches, in order, until the end, a
@@ -91,12 +92,12 @@ func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sin
 // page style the pages up to a replay's --to (0: no limit). An offset
 // range has no page count: an API that caps its pages serves it in more
 // pages than pagination.size says, so the pipeline's own --to check ends it.
-func fetchLimit(job *Job, maxPages int, pos Position, to *Position) int {
+func fetchLimit(job *Job, maxPages int, pos paging.Position, to *paging.Position) int {
 	limit := int64(maxPages)
 	if to != nil {
 		n := int64(-1)
-		if styleOf(job.Pagination.Style).traits().pageNumbers {
-			n = pageOf(to.At).Page - pageOf(pos.At).Page + 1
+		if paging.Of(job.Pagination.Style).Traits().PageNumbers {
+			n = paging.PageOf(to.At).Page - paging.PageOf(pos.At).Page + 1
 		}
 		if n >= 0 && (limit == 0 || n < limit) {
 			limit = max(n, 1)

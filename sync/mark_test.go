@@ -3,6 +3,8 @@ package sync
 import (
 	"testing"
 	"time"
+
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 func FuzzCheckMark(f *testing.F) {
@@ -13,19 +15,19 @@ func FuzzCheckMark(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := CheckMark(s)
+		n, err := paging.CheckMark(s)
 		if err != nil {
 			return
 		}
-		again, err := CheckMark(n)
+		again, err := paging.CheckMark(n)
 		if err != nil || again != n {
 			t.Fatalf("CheckMark(%q) = %q, which checks as %q, %v", s, n, again, err)
 		}
-		if CompareMarks(n, n) != 0 || CompareMarks("", n) >= 0 || CompareMarks(n, "") <= 0 {
+		if paging.CompareMarks(n, n) != 0 || paging.CompareMarks("", n) >= 0 || paging.CompareMarks(n, "") <= 0 {
 			t.Fatalf("CompareMarks is not an order on %q", n)
 		}
-		if m, err := SubtractOverlap(n, "1h"); err == nil {
-			if _, err := CheckMark(m); err != nil || CompareMarks(m, n) > 0 {
+		if m, err := paging.SubtractOverlap(n, "1h"); err == nil {
+			if _, err := paging.CheckMark(m); err != nil || paging.CompareMarks(m, n) > 0 {
 				t.Fatalf("SubtractOverlap(%q, 1h) = %q: %v", n, m, err)
 			}
 		}
@@ -43,15 +45,15 @@ func TestMarksVerbatim(t *testing.T) {
 		{"2024-01-01T01:18:00.5-05:30", "30s", "2024-01-01T01:17:30.5-05:30"},
 		{"2024-01-01T01:18:00Z", "1.5s", "2024-01-01T01:17:58Z"}, // cut to the sample's precision: earlier, never later
 	} {
-		got, err := SubtractOverlap(tc.mark, tc.overlap)
+		got, err := paging.SubtractOverlap(tc.mark, tc.overlap)
 		if err != nil || got != tc.want {
 			t.Errorf("SubtractOverlap(%q, %q) = %q, %v; want %q", tc.mark, tc.overlap, got, err, tc.want)
 		}
 	}
-	if c := CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T03:18:00+02:00"); c != 0 {
+	if c := paging.CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T03:18:00+02:00"); c != 0 {
 		t.Errorf("the same instant in two forms compares %d", c)
 	}
-	if c := CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T01:18:00Z"); c != 0 {
+	if c := paging.CompareMarks("2024-01-01T01:18:00.000Z", "2024-01-01T01:18:00Z"); c != 0 {
 		t.Errorf("the same instant at two precisions compares %d", c)
 	}
 	started := time.Date(2024, 1, 1, 0, 0, 30, 700, time.UTC)
@@ -63,29 +65,29 @@ func TestMarksVerbatim(t *testing.T) {
 func TestFormatMark(t *testing.T) {
 	const m = "2024-03-09T19:04:05.987+02:00"
 	for _, tc := range []struct{ format, want string }{
-		{"", m}, {FormatAsReceived, m},
-		{FormatRFC3339, "2024-03-09T17:04:05Z"},
-		{FormatDate, "2024-03-09"},
-		{FormatUnix, "1710003845"},
-		{FormatUnixMS, "1710003845987"},
+		{"", m}, {paging.FormatAsReceived, m},
+		{paging.FormatRFC3339, "2024-03-09T17:04:05Z"},
+		{paging.FormatDate, "2024-03-09"},
+		{paging.FormatUnix, "1710003845"},
+		{paging.FormatUnixMS, "1710003845987"},
 		{"2006-01-02 15:04:05", "2024-03-09 17:04:05"},
 	} {
-		if err := CheckMarkFormat(tc.format); tc.format != "" && err != nil {
+		if err := paging.CheckMarkFormat(tc.format); tc.format != "" && err != nil {
 			t.Errorf("CheckMarkFormat(%q): %v", tc.format, err)
 		}
-		got, err := FormatMark(m, tc.format)
+		got, err := paging.FormatMark(m, tc.format)
 		if err != nil || got != tc.want {
 			t.Errorf("FormatMark(%q) = %q, %v; want %q", tc.format, got, err, tc.want)
 		}
 	}
-	if got, err := FormatMark("1700000000", FormatUnix); err != nil || got != "1700000000" {
+	if got, err := paging.FormatMark("1700000000", paging.FormatUnix); err != nil || got != "1700000000" {
 		t.Errorf("numeric mark under unix = %q, %v", got, err)
 	}
-	if _, err := FormatMark("1700000000", FormatRFC3339); err == nil {
+	if _, err := paging.FormatMark("1700000000", paging.FormatRFC3339); err == nil {
 		t.Error("a numeric mark was written as rfc3339")
 	}
 	for _, bad := range []string{"iso", "15:04", "yyyy-mm-dd"} {
-		if err := CheckMarkFormat(bad); err == nil {
+		if err := paging.CheckMarkFormat(bad); err == nil {
 			t.Errorf("CheckMarkFormat(%q) accepted", bad)
 		}
 	}

@@ -313,7 +313,7 @@ func (s *memSink) LatestRows(context.Context, *contract.Table, int) ([]string, [
 }
 
 func (s *memSink) CheckRow(*contract.Table, contract.Row) error { return contract.ErrNotImplemented }
-func (s *memSink) FeedDB(context.Context) (contract.FeedDB, error) {
+func (s *memSink) FeedDB(context.Context, *contract.Table) (contract.FeedDB, error) {
 	return contract.FeedDB{}, contract.ErrNotImplemented
 }
 

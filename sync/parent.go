@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile/spec"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Parent → child fan-out (docs/job-file.md, "Parent → child fan-out").
@@ -53,10 +54,6 @@ type ParentSpec struct {
 	// (fanout_concurrency). Defaults to 1.
 	Concurrency int
 }
-
-// noParents is Position.Parent of a child run without parent rows: it
-// completes as it starts.
-const noParents = "-"
 
 // parentRef matches {parent.COL} in a child's source.
 var parentRef = regexp.MustCompile(`\{parent\.([^{}]*)\}`)
@@ -196,7 +193,7 @@ func substParent(s, row string, esc func(string) string) (string, error) {
 // (parent_stream.go). A run without parents never gets here: it starts
 // at its end (begin), and finishPass completes it.
 func (e *Engine) loopParents(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger, started time.Time) (string, error) {
-	ws := rs.pos.windows()
+	ws := rs.pos.Windows()
 	for _, r := range ws.Rows {
 		if err := e.holdsCols(r); err != nil {
 			return contract.RunFailed, err
@@ -228,7 +225,7 @@ func (e *Engine) parentNotFound(ctx context.Context, fp *fetched, win Window, si
 	if gone {
 		log.Info("parent removed from the parent table since the run began: its children are gone with it", "parent", e.parentDesc(win.Parent))
 		fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &contract.Response{}, nil, true, ""
-		fp.next = Position{End: true}
+		fp.next = paging.Position{End: true}
 		return
 	}
 	if e.Job.Target.OnBadRecord != "skip" {
@@ -280,14 +277,14 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	}
 	fp.dead = []contract.DeadLetter{{Job: e.Job.Name, Position: name, Reason: reason, Raw: e.Job.Secrets.Redact(win.Parent)}}
 	fp.err, fp.resp, fp.rows, fp.mapped, fp.hash = nil, &contract.Response{}, nil, true, ""
-	fp.next = Position{End: true}
+	fp.next = paging.Position{End: true}
 }
 
 // startChild starts a new child run's walk of its parents: it reads the
 // first parent and returns the run's first checkpoint state (Fly) and
 // that parent's row, nil and "" when there is no parent row to walk. A
 // replay keeps its key range in info.
-func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *contract.RunInfo, fresh bool) (*windowState, string, error) {
+func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, info *contract.RunInfo, fresh bool) (*paging.Flight, string, error) {
 	if o.Kind == contract.KindReplay {
 		info.From, info.To = o.From, o.To
 	}
@@ -300,8 +297,8 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, 
 		return nil, "", err
 	}
 	first := pw.start(0).Parent
-	ws := windowState{Started: 1}
-	pw.save(&ws, map[int]Position{0: {}}, 0)
+	ws := paging.Flight{Started: 1}
+	pw.save(&ws, map[int]paging.Position{0: {}}, 0)
 	return &ws, first, nil
 }
 
@@ -309,9 +306,9 @@ func (e *Engine) startChild(ctx context.Context, o Options, sink contract.Sink, 
 // from the parent table (parent_stream.go). A run begun by an earlier
 // version walked a copy of them kept in the state file, and starts over.
 func streamed(run *contract.RunInfo) bool {
-	p, err := DecodePosition("", run.Checkpoint)
-	if err != nil || p.End || p.Parent == noParents {
+	p, err := paging.DecodePosition("", run.Checkpoint)
+	if err != nil || p.End || p.Parent == paging.NoParents {
 		return err == nil
 	}
-	return p.windows().Last != ""
+	return p.Windows().Last != ""
 }

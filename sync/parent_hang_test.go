@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A run stopped right after a parent completed, when the next parent was
@@ -24,11 +25,11 @@ func TestFanOutResumesWithNoParentLeft(t *testing.T) {
 	if err != nil || res.Status != contract.RunPartial {
 		t.Fatalf("fanout %d: first run %+v, %v; want partial", conc, res, err)
 	}
-	p, err := DecodePosition(StylePage, rig.store.lastRun().Checkpoint)
+	p, err := paging.DecodePosition(paging.StylePage, rig.store.lastRun().Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := p.windows()
+	ws := p.Windows()
 	if p.Win != 1 || ws.Started != 1 || len(ws.Rows) != 0 {
 		t.Fatalf("fanout %d: checkpoint %+v %+v (%v); want parent 1 done and none in flight", conc, p, ws, err)
 	}

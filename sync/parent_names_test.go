@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A child's parent is numbered the same way everywhere: the log, the
@@ -38,7 +40,7 @@ func TestFanOutNamesParentsAlike(t *testing.T) {
 
 func describeLast(rig *engineRig) string {
 	run := rig.store.lastRun()
-	p, err := DecodePosition("", run.Checkpoint)
+	p, err := paging.DecodePosition("", run.Checkpoint)
 	if err != nil {
 		return ""
 	}

@@ -10,15 +10,16 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A child run reads its parents from the parent table as it walks them,
 // in key order, a batch at a time (docs/job-file.md, "Parent and child
 // resources"): memory holds one batch and the parents in flight, and the
 // state file only the checkpoint, which names the last parent started
-// (windowState.Last) and the row of every parent in flight
-// (windowState.Rows). A continued run reads on after the last parent
-// started, with the filter its start fixed (windowState.Since, and a
+// (paging.Flight.Last) and the row of every parent in flight
+// (paging.Flight.Rows). A continued run reads on after the last parent
+// started, with the filter its start fixed (paging.Flight.Since, and a
 // replay's key range).
 
 // parentBatch is how many parent rows one read of the parent table takes.
@@ -120,7 +121,7 @@ func (w *parentWalk) done(k int) { delete(w.rows, k) }
 
 // save puts the walk's state into ws, for the checkpoint: the rows of the
 // windows in flight (pos), the last started, the filter's start.
-func (w *parentWalk) save(ws *windowState, pos map[int]Position, low int) {
+func (w *parentWalk) save(ws *paging.Flight, pos map[int]paging.Position, low int) {
 	ws.Rows = map[string]string{}
 	for k := range pos {
 		ws.Rows[strconv.Itoa(k)] = w.rows[k]
@@ -132,7 +133,7 @@ func (w *parentWalk) save(ws *windowState, pos map[int]Position, low int) {
 }
 
 // restore takes the walk's state back from a checkpoint's ws.
-func (w *parentWalk) restore(ws windowState) error {
+func (w *parentWalk) restore(ws paging.Flight) error {
 	for k, r := range ws.Rows {
 		i, err := strconv.Atoi(k)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile/spec"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A run stopped after every page (--max-pages 1) resumes at the exact
@@ -63,11 +64,11 @@ func TestFanOutResumesAtTheChildPage(t *testing.T) {
 // a parent's checkpoint, and none of a completed parent, is requested.
 func checkResumed(t *testing.T, n, conc int, run contract.RunInfo, reqs []string) {
 	t.Helper()
-	p, err := DecodePosition(StylePage, run.Checkpoint)
+	p, err := paging.DecodePosition(paging.StylePage, run.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := p.windows()
+	ws := p.Windows()
 	// Window k is the k-th parent started: parents 1..n in key order, none
 	// removed, so parent k+1; a window in flight carries its row, which
 	// must say the same.
@@ -83,9 +84,9 @@ func checkResumed(t *testing.T, n, conc int, run contract.RunInfo, reqs []string
 		}
 		return id
 	}
-	at := map[string]int64{oid(p.Win): pageOf(p.At).Page} // order id → checkpoint page; -1: completed
+	at := map[string]int64{oid(p.Win): paging.PageOf(p.At).Page} // order id → checkpoint page; -1: completed
 	for i, q := range ws.Pos {
-		at[oid(i)] = pageOf(q).Page
+		at[oid(i)] = paging.PageOf(q).Page
 	}
 	for _, k := range ws.Done {
 		at[oid(k)] = -1
@@ -96,8 +97,8 @@ func checkResumed(t *testing.T, n, conc int, run contract.RunInfo, reqs []string
 	pageURL := func(o string, page int64) string {
 		return fmt.Sprintf("http://api.test/orders/%s/items?page=%d&per_page=2", o, page)
 	}
-	if conc == 1 && (len(reqs) == 0 || reqs[0] != pageURL(oid(p.Win), pageOf(p.At).Page)) {
-		t.Fatalf("run %d requested %q first, want the checkpoint's page %s", n, reqs, pageURL(oid(p.Win), pageOf(p.At).Page))
+	if conc == 1 && (len(reqs) == 0 || reqs[0] != pageURL(oid(p.Win), paging.PageOf(p.At).Page)) {
+		t.Fatalf("run %d requested %q first, want the checkpoint's page %s", n, reqs, pageURL(oid(p.Win), paging.PageOf(p.At).Page))
 	}
 	for _, r := range reqs {
 		u, _ := url.Parse(r)
@@ -280,7 +281,7 @@ func TestFanOutSnapshotLacksColumn(t *testing.T) {
 func TestFanOutRunWithParentCopyStartsOver(t *testing.T) {
 	rig, fs := newFanRig(1, 2, 3)
 	job := childJob(t, "", "", 1)
-	old := Position{At: pageAt{Page: 2}, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
+	old := paging.Position{At: paging.PageAt{Page: 2}, Win: 1, Parent: "id=2"} // parent 2 of a stored copy, page 2
 	if _, err := rig.store.StartRun(context.Background(), &contract.RunInfo{Job: job.Name, Kind: contract.KindRun, Status: contract.RunPartial,
 		Checkpoint: old.Encode(), Identity: job.Identity().Encode()}); err != nil {
 		t.Fatal(err)

@@ -13,14 +13,15 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/failpoint"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // fetched is one page on its way from HTTP response to commit: the response,
 // the marks of its records, where pagination goes next, or the error that
 // stopped it.
 type fetched struct {
-	pos     Position
-	next    Position
+	pos     paging.Position
+	next    paging.Position
 	resp    *contract.Response
 	marks   []markOf // per record, when the style or incremental needs marks
 	pageMax string   // highest valid mark on the page
@@ -37,7 +38,7 @@ type fetched struct {
 	windowTo string
 	// ckpt, when set, is the run's checkpoint after this page where it is
 	// not next: the windows in flight (incremental.concurrency).
-	ckpt *Position
+	ckpt *paging.Position
 	// parent is the parent row of a child's page (Window.Parent), "" for
 	// any other page.
 	parent string
@@ -47,7 +48,7 @@ type fetched struct {
 }
 
 // checkpoint is the run's position after the page: ckpt, or next.
-func (fp *fetched) checkpoint() Position {
+func (fp *fetched) checkpoint() paging.Position {
 	if fp.ckpt != nil {
 		return *fp.ckpt
 	}
@@ -69,7 +70,7 @@ type markOf struct {
 // retry.attempts times, after the waits of Backoff (the schedule the
 // fetcher's client waits with too), then fails as transient (exit 3). It
 // never writes.
-func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Position, pre *contract.Response) fetched {
+func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window, to *paging.Position, pre *contract.Response) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	if win.Parent != "" && pos.Parent == "" {
@@ -89,7 +90,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 		fp.err = contract.Errorf(contract.Permanent, "%s: %w", where, err)
 		return fp
 	}
-	probe := func(next Position) (*contract.Response, string, error) {
+	probe := func(next paging.Position) (*contract.Response, string, error) {
 		pu, err := pg.request(next, win)
 		if err != nil {
 			return nil, "", contract.Errorf(contract.Permanent, "%s: %w", next.Describe(job.Pagination.Style, job.Secrets), err)
@@ -140,7 +141,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos Position, win Window, to *Po
 			return fp
 		}
 	}
-	if to != nil && !fp.next.End && lastBefore(job.Pagination.Style, pos, fp.next, *to) {
+	if to != nil && !fp.next.End && paging.LastBefore(job.Pagination.Style, pos, fp.next, *to) {
 		fp.next = pos
 		fp.next.End = true
 		fp.ahead = nil
@@ -170,10 +171,10 @@ func (e *Engine) pageMarks(resp *contract.Response) ([]markOf, string, string) {
 			continue
 		}
 		if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
-			m, err := markFromJSON(v)
+			m, err := paging.MarkFromJSON(v)
 			marks[i] = markOf{mark: m, err: err}
 			if err == nil {
-				pageMax = MaxMark(pageMax, m)
+				pageMax = paging.MaxMark(pageMax, m)
 			}
 		}
 	}
@@ -205,7 +206,7 @@ func (e *Engine) noteCap(fp fetched) {
 // incremental field, or "" when the job keeps no mark.
 func (e *Engine) markPath() string {
 	switch {
-	case styleOf(e.Job.Pagination.Style).traits().keepsMark:
+	case paging.Of(e.Job.Pagination.Style).Traits().KeepsMark:
 		return e.Job.Pagination.Field
 	case e.Job.Incremental != nil:
 		return e.Job.Incremental.Field
@@ -221,9 +222,9 @@ func (e *Engine) markPath() string {
 // Only the pages in flight and one finished page per worker are held in
 // memory. Cancel ctx to stop it; the channel is closed after the last page
 // (one that ended pagination or failed).
-func (e *Engine) pipeline(ctx context.Context, start Position, win Window, to *Position, limit int) <-chan fetched {
+func (e *Engine) pipeline(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit int) <-chan fetched {
 	workers := e.Job.Source.Concurrency
-	if _, numbered := styleOf(e.Job.Pagination.Style).(numberedStyle); workers <= 1 || !numbered {
+	if _, numbered := paging.Of(e.Job.Pagination.Style).(paging.Numbered); workers <= 1 || !numbered {
 		return e.sequential(ctx, start, win, to, limit)
 	}
 	return e.concurrent(ctx, start, win, to, limit, workers)
@@ -231,7 +232,7 @@ func (e *Engine) pipeline(ctx context.Context, start Position, win Window, to *P
 
 // sequential follows pagination one page at a time, one page ahead. A
 // response fetched to prove a page's end is reused as the next page.
-func (e *Engine) sequential(ctx context.Context, pos Position, win Window, to *Position, limit int) <-chan fetched {
+func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window, to *paging.Position, limit int) <-chan fetched {
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
 	go func() {
 		defer close(out)
@@ -260,7 +261,7 @@ func (e *Engine) sequential(ctx context.Context, pos Position, win Window, to *P
 // offset page came back short) ends the batch of requests in flight: the
 // pages fetched past it are dropped unseen and fetching starts again from
 // its next position, so nothing past a hole is ever emitted.
-func (e *Engine) concurrent(ctx context.Context, start Position, win Window, to *Position, limit, workers int) <-chan fetched {
+func (e *Engine) concurrent(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
 	go func() {
 		defer close(out)
@@ -272,7 +273,7 @@ func (e *Engine) concurrent(ctx context.Context, start Position, win Window, to 
 				rest = limit - sent
 			}
 			batch := e.batch(sctx, pos, win, to, rest, workers)
-			var rebase *Position
+			var rebase *paging.Position
 			for k := int64(1); ; k++ {
 				fp, ok := <-batch
 				if !ok {
@@ -311,18 +312,18 @@ func (e *Engine) concurrent(ctx context.Context, start Position, win Window, to 
 
 // stepPos is the position k pages after pos (page and offset styles), in
 // pages of the size the API serves at pos.
-func (e *Engine) stepPos(pos Position, k int64) Position {
-	size := pos.size()
+func (e *Engine) stepPos(pos paging.Position, k int64) paging.Position {
+	size := pos.Size()
 	if size == 0 {
 		size = e.Job.Pagination.Size
 	}
-	return Position{At: styleOf(e.Job.Pagination.Style).(numberedStyle).ahead(pos.At, k, size)}
+	return paging.Position{At: paging.Of(e.Job.Pagination.Style).(paging.Numbered).Ahead(pos.At, k, size)}
 }
 
 // batch fetches pages start, start+1, … with up to workers requests in
 // flight and emits them in order. It stops issuing requests past a page
 // that ended pagination as soon as one is seen.
-func (e *Engine) batch(ctx context.Context, start Position, win Window, to *Position, limit, workers int) <-chan fetched {
+func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int) <-chan fetched {
 	out := make(chan fetched)
 	var endAt atomic.Int64 // index of the first page known to end pagination
 	endAt.Store(-1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // legacyPositions are positions exactly as builds before the versioned
@@ -48,7 +49,7 @@ func TestLegacyPositionsDecode(t *testing.T) {
 	red := NewRedactor()
 	red.Add("s3cret")
 	for _, c := range legacyPositions {
-		p, err := DecodePosition(c.style, c.stored)
+		p, err := paging.DecodePosition(c.style, c.stored)
 		if err != nil {
 			t.Errorf("%s %s: %v", c.style, c.stored, err)
 			continue

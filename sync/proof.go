@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A sweep may remove or mark a row only when its full pass proves the
@@ -62,7 +63,7 @@ func (e *Engine) saveNoProof(ctx context.Context, rs *runState) error {
 // record added or lost before the walk's position shifts the records
 // after it, and a shift reads one record twice and may skip another.
 func (e *Engine) shiftable() bool {
-	_, ok := styleOf(e.Job.Pagination.Style).(numberedStyle)
+	_, ok := paging.Of(e.Job.Pagination.Style).(paging.Numbered)
 	return ok
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/infer"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Mapper converts records to rows of a table. With Infer set, InferPage
@@ -260,7 +261,7 @@ func convertNumeric(v gjson.Result) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isDecimal(s) {
+	if !paging.IsDecimal(s) {
 		return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
 	}
 	return s, nil
@@ -289,7 +290,7 @@ func convertBoolean(v gjson.Result) (any, error) {
 func convertTimestamp(v gjson.Result) (any, error) {
 	if v.Type == gjson.String {
 		s := strings.TrimSpace(v.Str)
-		if ts, ok := parseTime(s); ok {
+		if ts, ok := paging.ParseTime(s); ok {
 			return ts.UTC(), nil
 		}
 		if d, err := time.Parse(time.DateOnly, s); err == nil {
@@ -297,52 +298,6 @@ func convertTimestamp(v gjson.Result) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
-}
-
-// isDecimal reports whether s is a decimal number: an optional sign, digits
-// with at most one point, and an optional exponent of at most 4 digits, no
-// longer than 1000 characters. The bounds keep exact arithmetic on hostile
-// values (1e2000000000) cheap and within what PostgreSQL's numeric stores.
-func isDecimal(s string) bool {
-	if s == "" || len(s) > 1000 {
-		return false
-	}
-	i := 0
-	if s[0] == '-' || s[0] == '+' {
-		i++
-	}
-	digits, point := 0, false
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '.' && !point:
-			point = true
-		case (c == 'e' || c == 'E') && digits > 0:
-			return isExponent(s[i+1:])
-		default:
-			return false
-		}
-	}
-	return digits > 0
-}
-
-// isExponent reports whether exp, what follows a decimal's e, is an
-// optional sign and 1 to 4 digits.
-func isExponent(exp string) bool {
-	if exp != "" && (exp[0] == '-' || exp[0] == '+') {
-		exp = exp[1:]
-	}
-	if exp == "" || len(exp) > 4 {
-		return false
-	}
-	for j := 0; j < len(exp); j++ {
-		if exp[j] < '0' || exp[j] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func describe(v gjson.Result) string {
@@ -357,7 +312,7 @@ func describe(v gjson.Result) string {
 	case v.IsObject():
 		kind = "an object"
 	}
-	return kind + " " + Elide(v.Raw, 40)
+	return kind + " " + paging.Elide(v.Raw, 40)
 }
 
 // hash returns the content hash of a row: xxhash64 over the non-null values

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // A secret is matched as a whole token, never inside a word: a short
@@ -99,7 +101,7 @@ func TestRedactSecretCutByElision(t *testing.T) {
 	for n := 6; n < len(secret); n++ {
 		value := `"https://api.example.com/v1?k=` + secret + `"`
 		cut := len(value) - len(secret) - 1 + n
-		got := r.Redact("column self: want an integer, got a string " + Elide(value, cut))
+		got := r.Redact("column self: want an integer, got a string " + paging.Elide(value, cut))
 		if strings.Contains(got, secret[:6]) {
 			t.Errorf("cut after %d bytes of the secret: %s", n, got)
 		}

@@ -3,20 +3,12 @@ package sync
 import (
 	"encoding/json"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	"github.com/idemsync/idemsync/jobfile/spec"
-)
-
-// Where pagination.in puts the position.
-const (
-	InQuery  = "query"
-	InHeader = "header"
-	InBody   = "body"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Window is the incremental window of a run: the mark every request sends
@@ -32,7 +24,7 @@ type Window struct{ From, To, Parent string }
 // win. The position goes where
 // pagination.in says, written by pagination.template; the page size and
 // the incremental mark are always query parameters.
-func (p *pager) request(pos Position, win Window) (contract.Request, error) {
+func (p *pager) request(pos paging.Position, win Window) (contract.Request, error) {
 	pg := p.job.Pagination
 	params := url.Values{}
 	if inc := p.job.Incremental; inc != nil {
@@ -40,7 +32,7 @@ func (p *pager) request(pos Position, win Window) (contract.Request, error) {
 			if b.param == "" || b.mark == "" {
 				continue
 			}
-			w, err := FormatMark(b.mark, inc.Format)
+			w, err := paging.FormatMark(b.mark, inc.Format)
 			if err != nil {
 				return contract.Request{}, err
 			}
@@ -52,7 +44,7 @@ func (p *pager) request(pos Position, win Window) (contract.Request, error) {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
 	pp := url.Values{}
-	next := p.style().request(pg, pos.At, pp)
+	next := p.style().Request(pg, pos.At, pp)
 	req := contract.Request{}
 	for k, vs := range pp {
 		if k == pg.Param && len(vs) == 1 {
@@ -80,22 +72,22 @@ func (p *pager) request(pos Position, win Window) (contract.Request, error) {
 // place puts the position's value v where pagination.in says, written by
 // pagination.template. In a JSON body, a page number or offset written
 // without a template is a number; anything else is a string.
-func (p *pager) place(req *contract.Request, params url.Values, v string, pos Position, size int) {
+func (p *pager) place(req *contract.Request, params url.Values, v string, pos paging.Position, size int) {
 	pg := p.job.Pagination
 	written := v
 	if pg.Template != "" {
 		end := ""
 		if size > 0 {
-			end = strconv.FormatInt(offsetOf(pos.At).Offset+int64(size)-1, 10)
+			end = strconv.FormatInt(paging.OffsetOf(pos.At).Offset+int64(size)-1, 10)
 		}
 		written = strings.NewReplacer("{value}", v, "{offset}", v, "{limit}", strconv.Itoa(size), "{end}", end).Replace(pg.Template)
 	}
 	switch pg.In {
-	case InHeader:
+	case paging.InHeader:
 		req.Header = map[string]string{pg.Param: written}
-	case InBody:
+	case paging.InBody:
 		var val any = written
-		if _, numbered := p.style().(numberedStyle); numbered && pg.Template == "" {
+		if _, numbered := p.style().(paging.Numbered); numbered && pg.Template == "" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				val = n
 			}
@@ -105,49 +97,6 @@ func (p *pager) place(req *contract.Request, params url.Values, v string, pos Po
 		req.Body = []contract.BodyValue{{Path: pg.Param, Value: val}}
 	default:
 		params.Set(pg.Param, written)
-	}
-}
-
-// placeholders are the names a pagination.template may use, and the style
-// they need ("" for any).
-var placeholders = map[string]string{"value": "", "offset": StyleOffset, "limit": StyleOffset, "end": StyleOffset}
-
-var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
-
-// checkPlacement checks pagination.in and pagination.template against the
-// style: a next URL is a whole URL and takes neither; a template names
-// only known placeholders, those of offset only with offset, and at least
-// one of them.
-func checkPlacement(pg *spec.Pagination, bad BadFunc) {
-	if pg.NextURL != "" {
-		if pg.In != "" && pg.In != InQuery {
-			bad("pagination.in", "is not used with next_url (the next page is a whole URL)")
-		}
-		if pg.Template != "" {
-			bad("pagination.template", "is not used with next_url (the next page is a whole URL)")
-		}
-		return
-	}
-	if pg.In == InHeader || pg.In == InBody {
-		if pg.Param == "" {
-			bad("pagination.param", "is required with in: %s (the %s that carries the position)", pg.In, map[string]string{InHeader: "header", InBody: "JSON path in source.body"}[pg.In])
-		}
-	}
-	if pg.Template == "" {
-		return
-	}
-	found := placeholderRE.FindAllStringSubmatch(pg.Template, -1)
-	if len(found) == 0 {
-		bad("pagination.template", "%q has no placeholder: write {value} where the position goes", pg.Template)
-	}
-	for _, m := range found {
-		style, ok := placeholders[m[1]]
-		switch {
-		case !ok:
-			bad("pagination.template", "{%s} is not a placeholder: use {value}, or with offset {offset}, {limit}, {end}", m[1])
-		case style != "" && pg.Style != style:
-			bad("pagination.template", "{%s} is only used with style %s", m[1], style)
-		}
 	}
 }
 
@@ -189,7 +138,7 @@ func markLike(t time.Time, sample string) string {
 		}
 		return strconv.FormatInt(t.Unix(), 10)
 	}
-	return formatLike(t, sample)
+	return paging.FormatLike(t, sample)
 }
 
 // markTime reads a mark as a time: an RFC 3339 timestamp, or a Unix time
@@ -206,7 +155,7 @@ func markTime(m string) (time.Time, bool) {
 		}
 		return time.Unix(n, 0).UTC(), true
 	}
-	return parseTime(m)
+	return paging.ParseTime(m)
 }
 
 // runWindows splits the run's window (runWindow) into windows of

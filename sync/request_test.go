@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // The position goes where pagination.in says, written by the template: a
@@ -16,22 +17,22 @@ import (
 func TestRequestPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		name, pagination string
-		pos              Position
+		pos              paging.Position
 		url              string
 		header           map[string]string
 		body             []contract.BodyValue
 	}{
 		{"offset header template", "  style: offset\n  size: 25\n  in: header\n  param: Range\n  template: \"items={offset}-{end}\"\n",
-			Position{At: offsetAt{Offset: 50}}, "http://api.test/items?limit=25", map[string]string{"Range": "items=50-74"}, nil},
+			paging.Position{At: paging.OffsetAt{Offset: 50}}, "http://api.test/items?limit=25", map[string]string{"Range": "items=50-74"}, nil},
 		{"offset in body", "  style: offset\n  size: 10\n  in: body\n  param: paging.from\n",
-			Position{At: offsetAt{Offset: 30}}, "http://api.test/items?limit=10", nil, []contract.BodyValue{{Path: "paging.from", Value: int64(30)}}},
-		{"page in body", "  style: page\n  in: body\n  param: page\n", Position{At: pageAt{Page: 3}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "page", Value: int64(3)}}},
+			paging.Position{At: paging.OffsetAt{Offset: 30}}, "http://api.test/items?limit=10", nil, []contract.BodyValue{{Path: "paging.from", Value: int64(30)}}},
+		{"page in body", "  style: page\n  in: body\n  param: page\n", paging.Position{At: paging.PageAt{Page: 3}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "page", Value: int64(3)}}},
 		{"cursor in body", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
-			Position{At: cursorAt{Cursor: "abc"}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "variables.after", Value: "abc"}}},
+			paging.Position{At: paging.CursorAt{Cursor: "abc"}}, "http://api.test/items", nil, []contract.BodyValue{{Path: "variables.after", Value: "abc"}}},
 		{"cursor first page", "  style: cursor\n  next: next\n  in: body\n  param: variables.after\n",
-			Position{}, "http://api.test/items", nil, nil},
+			paging.Position{}, "http://api.test/items", nil, nil},
 		{"cursor query template", "  style: cursor\n  next: next\n  param: id\n  template: \"gt.{value}\"\n",
-			Position{At: cursorAt{Cursor: "42"}}, "http://api.test/items?id=gt.42", nil, nil},
+			paging.Position{At: paging.CursorAt{Cursor: "42"}}, "http://api.test/items?id=gt.42", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := "name: r\nsource:\n  url: http://api.test/items\n  method: POST\npagination:\n" + tc.pagination +
@@ -67,7 +68,7 @@ func TestRunWindowUpperBound(t *testing.T) {
 			t.Errorf("from %q: window %+v, want To %q", tc.from, w, tc.want)
 		}
 		p := &pager{job: job, src: &fakeSource{}}
-		req, err := p.request(Position{}, w)
+		req, err := p.request(paging.Position{}, w)
 		if err != nil || !strings.Contains(req.URL, "until="+url.QueryEscape(tc.want)) {
 			t.Errorf("from %q: request %s (%v), want until=%s", tc.from, req.URL, err, tc.want)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // JobStatus returns the status of a job as status reports it: never_run,
@@ -38,7 +39,7 @@ func JobStatus(js *contract.JobState) string {
 // style, but one an older build wrote is then read by guess (see
 // DecodePosition).
 func RunResult(r *contract.RunInfo, style, hwm string, red *Redactor) Result {
-	pos, _ := DecodePosition(style, r.Checkpoint)
+	pos, _ := paging.DecodePosition(style, r.Checkpoint)
 	status := r.Status
 	if status == contract.RunRefused { // a run's status is one of docs/operations.md's ("status")
 		status = contract.RunFailed

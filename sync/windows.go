@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // Windows walked at once (incremental.concurrency; docs/pagination.md,
@@ -26,20 +27,6 @@ import (
 // anywhere resumes every window in flight at its own page. The saved mark
 // moves only over the contiguous prefix of completed windows, to the upper
 // bound of the last of them; the run completes when every window has.
-
-// windowState is Position.Fly: the windows of a run beyond Win. Its
-// positions are stored in their style's form (position_codec.go).
-type windowState struct {
-	Pos     map[int]At `json:"-"`              // windows after Win in flight: their next page
-	Done    []int      `json:"done,omitempty"` // windows after Win completed
-	Started int        `json:"started"`        // windows started (the next to start)
-	// A child run's walk of its parents (parent_stream.go): the parent row
-	// of each window in flight (Win's included), the row of the last
-	// window started, and the parent_rows: changed start ("" for none).
-	Rows  map[string]string `json:"rows,omitempty"`
-	Last  string            `json:"last,omitempty"`
-	Since string            `json:"since,omitempty"`
-}
 
 // windowSource is the windows of a run: a fixed list (incremental
 // windows) or a child's parents, read from the parent table as the run
@@ -67,19 +54,19 @@ func (l windowList) done(int)                                   {}
 // windowRun is the state of a windowed run between page commits.
 type windowRun struct {
 	src       windowSource
-	parents   *parentWalk      // src when the run is a child's; nil otherwise
-	exhausted bool             // no window after the last started (settle)
-	final     string           // the mark saved when every window completed: the run's start, rounded down
-	low       int              // lowest window not completed
-	pos       map[int]Position // next page of each window in flight (low included while it is)
-	done      map[int]bool     // completed windows above low
-	next      int              // next window to start
+	parents   *parentWalk             // src when the run is a child's; nil otherwise
+	exhausted bool                    // no window after the last started (settle)
+	final     string                  // the mark saved when every window completed: the run's start, rounded down
+	low       int                     // lowest window not completed
+	pos       map[int]paging.Position // next page of each window in flight (low included while it is)
+	done      map[int]bool            // completed windows above low
+	next      int                     // next window to start
 	walks     map[int]*walkState
 	// label names window k in checkpoints (a child's parent key, "id=42");
 	// nil for incremental windows.
 	label func(k int) string
 	// first is a window's first page (the style's start, Win 0).
-	first Position
+	first paging.Position
 }
 
 // walkState is what loop detection keeps per window.
@@ -89,9 +76,9 @@ type walkState struct {
 }
 
 // newWindowRun restores a run's windows from its checkpoint pos.
-func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position) (*windowRun, error) {
-	ws := pos.windows()
-	w := &windowRun{src: src, low: pos.Win, pos: map[int]Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
+func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos paging.Position) (*windowRun, error) {
+	ws := pos.Windows()
+	w := &windowRun{src: src, low: pos.Win, pos: map[int]paging.Position{}, done: map[int]bool{}, next: ws.Started, walks: map[int]*walkState{},
 		first: e.windowStart(0)}
 	if l, ok := src.(windowList); ok {
 		w.low = min(w.low, len(l))
@@ -136,7 +123,7 @@ func newWindowRun(ctx context.Context, e *Engine, src windowSource, pos Position
 		if i <= w.low || !known(i) {
 			return nil, fmt.Errorf("decode windows in flight: bad window %d", i)
 		}
-		w.pos[i] = Position{At: at, Win: i}
+		w.pos[i] = paging.Position{At: at, Win: i}
 	}
 	for _, i := range ws.Done {
 		w.done[i] = true
@@ -163,7 +150,7 @@ func (w *windowRun) settle(ctx context.Context) error {
 }
 
 // windowStart is the first page of window k.
-func (e *Engine) windowStart(k int) Position {
+func (e *Engine) windowStart(k int) paging.Position {
 	p := (&pager{job: e.Job}).start("")
 	p.Win = k
 	return p
@@ -171,9 +158,9 @@ func (e *Engine) windowStart(k int) Position {
 
 // checkpoint is the run's position: the lowest window in flight at its
 // next page, the others in Fly; End once every window completed.
-func (w *windowRun) checkpoint() Position {
+func (w *windowRun) checkpoint() paging.Position {
 	if w.low >= w.next && w.exhausted {
-		p := Position{Win: w.next - 1, End: true}
+		p := paging.Position{Win: w.next - 1, End: true}
 		if w.parents != nil {
 			p.Parent = w.parents.e.parentDesc(w.parents.last)
 		}
@@ -187,7 +174,7 @@ func (w *windowRun) checkpoint() Position {
 	if w.label != nil {
 		p.Parent = w.label(w.low)
 	}
-	ws := windowState{Started: w.next, Pos: map[int]At{}}
+	ws := paging.Flight{Started: w.next, Pos: map[int]paging.At{}}
 	for k, q := range w.pos {
 		if k != w.low {
 			ws.Pos[k] = q.At // the key says which window
@@ -266,7 +253,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	var walks gosync.WaitGroup
 	defer func() { cancel(); walks.Wait() }()
 	pages := make(chan winPage)
-	walk := func(k int, from Position) {
+	walk := func(k int, from paging.Position) {
 		w.walks[k] = &walkState{seen: map[string]bool{}}
 		win := src.window(k)
 		walks.Add(1)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sync/paging"
 )
 
 // The run's checkpoint holds every window in flight at its page and those
@@ -21,37 +22,37 @@ func TestWindowRunCheckpoint(t *testing.T) {
 		"incremental: {field: ts, param: since, end_param: until, step: 1d, concurrency: 3}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	e := &Engine{Job: job}
 	wins := []Window{{From: "d0", To: "d1"}, {From: "d1", To: "d2"}, {From: "d2", To: "d3"}, {From: "d3", To: "d4"}}
-	w, err := newWindowRun(context.Background(), e, windowList(wins), Position{})
+	w, err := newWindowRun(context.Background(), e, windowList(wins), paging.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.final = "start"
 	w.pos[1], w.pos[2], w.next = e.windowStart(1), e.windowStart(2), 3
-	page := func(k int, next Position) string { return w.page(k, &fetched{next: next}) }
-	if m := page(1, Position{At: cursorAt{Cursor: "b1"}}); m != "" {
+	page := func(k int, next paging.Position) string { return w.page(k, &fetched{next: next}) }
+	if m := page(1, paging.Position{At: paging.CursorAt{Cursor: "b1"}}); m != "" {
 		t.Errorf("a page inside window 2 moved the mark to %q", m)
 	}
-	if m := page(2, Position{End: true}); m != "" {
+	if m := page(2, paging.Position{End: true}); m != "" {
 		t.Errorf("window 3 completing before windows 1 and 2 moved the mark to %q", m)
 	}
-	if m := page(0, Position{At: cursorAt{Cursor: "a1"}}); m != "" {
+	if m := page(0, paging.Position{At: paging.CursorAt{Cursor: "a1"}}); m != "" {
 		t.Errorf("mark %q", m)
 	}
 	ck := w.checkpoint()
-	if ck.Win != 0 || ck.At != (cursorAt{Cursor: "a1"}) || ck.End || ck.Fly == nil {
+	if ck.Win != 0 || ck.At != (paging.CursorAt{Cursor: "a1"}) || ck.End || ck.Fly == nil {
 		t.Fatalf("checkpoint %+v, want window 1 at a1 with the others in flight", ck)
 	}
 	back, err := newWindowRun(context.Background(), e, windowList(wins), mustDecode(t, ck.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.low != 0 || back.pos[0].At != (cursorAt{Cursor: "a1"}) || back.pos[1].At != (cursorAt{Cursor: "b1"}) || !back.done[2] || back.next != 3 {
+	if back.low != 0 || back.pos[0].At != (paging.CursorAt{Cursor: "a1"}) || back.pos[1].At != (paging.CursorAt{Cursor: "b1"}) || !back.done[2] || back.next != 3 {
 		t.Fatalf("restored %+v, want window 1 at a1, 2 at b1, 3 done, 3 started", back)
 	}
-	if m := page(0, Position{End: true}); m != "d1" {
+	if m := page(0, paging.Position{End: true}); m != "d1" {
 		t.Errorf("window 1 completing: mark %q, want d1 (window 2 still in flight)", m)
 	}
-	if m := page(1, Position{End: true}); m != "d3" {
+	if m := page(1, paging.Position{End: true}); m != "d3" {
 		t.Errorf("window 2 completing: mark %q, want d3 (windows 1 to 3 complete)", m)
 	}
 	// Window 4 was never started: the checkpoint says 3 started, so a
@@ -66,7 +67,7 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	if err != nil || back.pos[3] != e.windowStart(3) {
 		t.Fatalf("restored %+v (%v), want window 4 from its first page", back, err)
 	}
-	m := page(3, Position{End: true})
+	m := page(3, paging.Position{End: true})
 	if err := w.settle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +76,9 @@ func TestWindowRunCheckpoint(t *testing.T) {
 	}
 }
 
-func mustDecode(t *testing.T, s string) Position {
+func mustDecode(t *testing.T, s string) paging.Position {
 	t.Helper()
-	p, err := DecodePosition("", s)
+	p, err := paging.DecodePosition("", s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +147,8 @@ func TestWindowRunCheckpointOfUnstartedWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.page(0, &fetched{next: Position{At: pageAt{Page: 2}, End: true}})
-	if got := w.checkpoint(); got.Win != 1 || got.At != (pageAt{Page: 1}) || got.End {
+	w.page(0, &fetched{next: paging.Position{At: paging.PageAt{Page: 2}, End: true}})
+	if got := w.checkpoint(); got.Win != 1 || got.At != (paging.PageAt{Page: 1}) || got.End {
 		t.Errorf("checkpoint %+v, want window 2 at page 1", got)
 	}
 }

@@ -13,8 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// The change feed's tables (docs/changes.md), in the connection's current
-// schema. idemsync_change_jobs holds, per feed, the last number handed
+// The change feed's tables (docs/changes.md), in the fed table's schema. idemsync_change_jobs holds, per feed, the last number handed
 // out, the run its events belong to and how far pruning went.
 //
 // Numbers are allocated from that row, never from a sequence: the trigger
@@ -94,31 +93,49 @@ var pgFeedTriggers = []struct{ name, event, ref string }{
 var _ contract.ChangeFeeder = (*Sink)(nil)
 
 // FeedDB creates the feed's tables when missing and returns a
-// database/sql handle on the sink's connection settings, opened on first
-// use and closed by Close (see contract.ChangeFeeder).
-func (p *Sink) FeedDB(ctx context.Context) (contract.FeedDB, error) {
+// database/sql handle on the sink's connection settings whose search_path
+// is the feed's schema (t's, or the search_path's first when t.Schema is
+// ""), opened on first use and closed by Close (see
+// contract.ChangeFeeder).
+func (p *Sink) FeedDB(ctx context.Context, t *contract.Table) (contract.FeedDB, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	op := "open the change feed"
 	if p.feed == nil {
-		p.feed = stdlib.OpenDB(*p.cfg)
-		p.feed.SetMaxOpenConns(2)
+		p.feed = map[string]*sql.DB{}
 	}
-	if _, err := p.feed.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('idemsync.feed', 0))`); err != nil {
-		return contract.FeedDB{}, p.dbError("create the change feed's tables", err)
+	db := p.feed[t.Schema]
+	if db == nil {
+		cfg := p.cfg.Copy()
+		if t.Schema != "" {
+			cfg.RuntimeParams["search_path"] = sqlkit.QuoteIdent(t.Schema)
+		}
+		db = stdlib.OpenDB(*cfg)
+		db.SetMaxOpenConns(2)
+		p.feed[t.Schema] = db
 	}
-	_, err := p.feed.ExecContext(ctx, pgFeedDDL)
-	_, _ = p.feed.ExecContext(ctx, `SELECT pg_advisory_unlock(hashtextextended('idemsync.feed', 0))`)
+	conn, err := db.Conn(ctx)
 	if err != nil {
-		return contract.FeedDB{}, p.dbError("create the change feed's tables", err)
+		return contract.FeedDB{}, p.dbError(op, err)
 	}
-	return contract.FeedDB{DB: p.feed, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE"}, nil
+	defer conn.Close()
+	// Two first users would race CREATE TABLE IF NOT EXISTS on the catalog.
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('idemsync.feed', 0))`); err != nil {
+		return contract.FeedDB{}, p.dbError(op, err)
+	}
+	_, err = conn.ExecContext(ctx, pgFeedDDL)
+	_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('idemsync.feed', 0))`)
+	if err != nil {
+		return contract.FeedDB{}, p.dbError(op, err)
+	}
+	return contract.FeedDB{DB: db, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE"}, nil
 }
 
-// closeFeed closes the handle FeedDB opened, if any.
+// closeFeed closes the handles FeedDB opened.
 func (p *Sink) closeFeed() {
-	if p.feed != nil {
-		p.feed.Close()
-		p.feed = nil
+	for k, db := range p.feed {
+		db.Close()
+		delete(p.feed, k)
 	}
 }
 
@@ -161,9 +178,11 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('idemsync.feed', 0))`); err != nil {
 		return err
 	}
-	var schema string
-	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return err
+	schema := t.Schema
+	if schema == "" {
+		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return err
+		}
 	}
 	sch := sqlkit.QuoteIdent(schema)
 	var fn bool
@@ -171,7 +190,7 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		return err
 	}
 	if !fn {
-		if _, err := tx.Exec(ctx, pgFeedDDL); err != nil {
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+sch+"; "+pgFeedDDL); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, fmt.Sprintf(pgFeedFunc, sch)); err != nil {
@@ -206,5 +225,5 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 	return nil
 }
 
-// feedHandle is the type of Sink.feed.
-type feedHandle = *sql.DB
+// feedHandles are the change feed's handles, by schema.
+type feedHandles = map[string]*sql.DB

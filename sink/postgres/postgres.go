@@ -58,7 +58,7 @@ type Sink struct {
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
-	feed     feedHandle                   // the change feed's handle, once FeedDB opened it (feed.go)
+	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)

@@ -35,9 +35,9 @@ func (e feedEvent) String() string { return e.op + ":" + e.key }
 
 // readFeed returns job's events after seq, in seq order, through the
 // sink's FeedDB.
-func readFeed(t *testing.T, s contract.Sink, job string, after int64) []feedEvent {
+func readFeed(t *testing.T, s contract.Sink, tbl *contract.Table, job string, after int64) []feedEvent {
 	t.Helper()
-	fd, err := s.FeedDB(context.Background())
+	fd, err := s.FeedDB(context.Background(), tbl)
 	if err != nil || fd.DB == nil {
 		t.Fatalf("FeedDB: %v (database %v)", err, fd.DB)
 	}
@@ -75,9 +75,9 @@ func readFeed(t *testing.T, s contract.Sink, job string, after int64) []feedEven
 
 // expectEvents reads the events after *last, checks them (op:key, in
 // order) against want, and moves *last past them.
-func expectEvents(t *testing.T, s contract.Sink, job string, last *int64, step string, want ...string) []feedEvent {
+func expectEvents(t *testing.T, s contract.Sink, tbl *contract.Table, job string, last *int64, step string, want ...string) []feedEvent {
 	t.Helper()
-	got := readFeed(t, s, job, *last)
+	got := readFeed(t, s, tbl, job, *last)
 	var ops []string
 	for _, e := range got {
 		ops = append(ops, e.String())
@@ -103,40 +103,40 @@ func changesOps(t *testing.T, b *DB, mode string) {
 	var last int64
 	rows := []contract.Row{Row("a", "A", int64(1)), Row("b", "B", int64(1)), Row("c", "C", int64(1)), Row("d", "D", int64(1))}
 	MustUpsert(t, s, tbl, contract.Counts{Inserted: 4}, rows...)
-	got := expectEvents(t, s, job, &last, "first write", "I:a", "I:b", "I:c", "I:d")
+	got := expectEvents(t, s, tbl, job, &last, "first write", "I:a", "I:b", "I:c", "I:d")
 	for i, e := range got {
 		if e.run != 7 || e.resource != "people" || e.hash != rows[i].Hash || e.row != nil {
 			t.Errorf("event %v: run %d resource %q hash %q row %v, want run 7, people, %q, no row", e, e.run, e.resource, e.hash, e.row, rows[i].Hash)
 		}
 	}
 	MustUpsert(t, s, tbl, contract.Counts{Unchanged: 4}, rows...)
-	expectEvents(t, s, job, &last, "unchanged write")
+	expectEvents(t, s, tbl, job, &last, "unchanged write")
 	tbl.Changes.Run = 8
 	MustPrepare(t, s, tbl)
 	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1}, Row("b", "B2", int64(2)), rows[0])
-	got = expectEvents(t, s, job, &last, "update", "U:b")
+	got = expectEvents(t, s, tbl, job, &last, "update", "U:b")
 	if got[0].run != 8 {
 		t.Errorf("update event's run %d, want 8 (the run Prepare stamped)", got[0].run)
 	}
 	tomb := rows[2]
 	tomb.Tombstone = true
 	MustUpsert(t, s, tbl, contract.Counts{Deleted: 1}, tomb)
-	expectEvents(t, s, job, &last, "tombstone", "D:c")
+	expectEvents(t, s, tbl, job, &last, "tombstone", "D:c")
 	MustUpsert(t, s, tbl, contract.Counts{Unchanged: 1}, tomb)
-	expectEvents(t, s, job, &last, "tombstone again")
+	expectEvents(t, s, tbl, job, &last, "tombstone again")
 	if res := mustSweep(t, s, tbl, sweepReq(t, s, tbl, mode, "a", "b")); res.Deleted != 1 {
 		t.Fatalf("sweep deleted %d, want 1 (d)", res.Deleted)
 	}
-	expectEvents(t, s, job, &last, "sweep", "D:d")
+	expectEvents(t, s, tbl, job, &last, "sweep", "D:d")
 	mustSweep(t, s, tbl, sweepReq(t, s, tbl, mode, "a", "b"))
-	expectEvents(t, s, job, &last, "sweep again")
+	expectEvents(t, s, tbl, job, &last, "sweep again")
 	// A key that comes back: inserted again (hard) or its mark cleared (soft).
 	back, n := "I:c", contract.Counts{Inserted: 1}
 	if mode == contract.DeletesSoft {
 		back, n = "U:c", contract.Counts{Updated: 1}
 	}
 	MustUpsert(t, s, tbl, n, rows[2])
-	expectEvents(t, s, job, &last, "key back", back)
+	expectEvents(t, s, tbl, job, &last, "key back", back)
 }
 
 // changesRowsAndOff checks Changes.Rows (the event carries the row's
@@ -150,12 +150,12 @@ func changesRowsAndOff(t *testing.T, b *DB) {
 	MustPrepare(t, s, tbl)
 	var last int64
 	MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, Row("x", int64(5), "hello"))
-	got := expectEvents(t, s, job, &last, "insert", `I:["x",5]`)
+	got := expectEvents(t, s, tbl, job, &last, "insert", `I:["x",5]`)
 	if e := got[0]; e.row["org"] != "x" || e.row["note"] != "hello" || fmt.Sprint(e.row["id"]) != "5" || len(e.row) != 3 {
 		t.Errorf("event row %v, want org x, id 5, note hello and nothing else", e.row)
 	}
 	tbl.Changes = nil
 	MustPrepare(t, s, tbl)
 	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Inserted: 1}, Row("x", int64(5), "bye"), Row("y", int64(1), "new"))
-	expectEvents(t, s, job, &last, "feed off")
+	expectEvents(t, s, tbl, job, &last, "feed off")
 }

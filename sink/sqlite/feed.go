@@ -34,7 +34,7 @@ var _ contract.ChangeFeeder = (*Sink)(nil)
 
 // FeedDB creates the feed's tables when missing and returns the sink's
 // own handle (see contract.ChangeFeeder).
-func (s *Sink) FeedDB(ctx context.Context) (contract.FeedDB, error) {
+func (s *Sink) FeedDB(ctx context.Context, _ *contract.Table) (contract.FeedDB, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.db.ExecContext(ctx, sqliteFeedDDL); err != nil {

@@ -42,7 +42,7 @@ func (stubSink) LatestRows(context.Context, *contract.Table, int) ([]string, [][
 	return nil, nil, nil
 }
 func (stubSink) CheckRow(*contract.Table, contract.Row) error { return nil }
-func (stubSink) FeedDB(context.Context) (contract.FeedDB, error) {
+func (stubSink) FeedDB(context.Context, *contract.Table) (contract.FeedDB, error) {
 	return contract.FeedDB{}, nil
 }
 

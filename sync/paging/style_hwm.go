@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -17,23 +17,23 @@ const StyleHWM = "hwm"
 // hwmPaging is the hwm style.
 type hwmPaging struct{}
 
-// hwmAt is an hwm style position: the mark sent ("" = no mark yet), and
+// HWMAt is an hwm style position: the mark sent ("" = no mark yet), and
 // the page size the API serves when it caps pages below pagination.size
 // (0 = that size).
-type hwmAt struct {
+type HWMAt struct {
 	Mark string `json:"mark,omitempty"`
 	Size int    `json:"size,omitempty"`
 }
 
-func (hwmAt) Style() string      { return StyleHWM }
-func (a hwmAt) served() int      { return a.Size }
-func (a hwmAt) serving(n int) At { a.Size = n; return a }
+func (HWMAt) Style() string      { return StyleHWM }
+func (a HWMAt) served() int      { return a.Size }
+func (a HWMAt) Serving(n int) At { a.Size = n; return a }
 
 // hwmOf is pos as an hwm style position (the zero one for another style).
-func hwmOf(pos At) hwmAt { a, _ := pos.(hwmAt); return a }
+func hwmOf(pos At) HWMAt { a, _ := pos.(HWMAt); return a }
 
-func (hwmPaging) traits() styleTraits {
-	return styleTraits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, keepsMark: true, ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
+func (hwmPaging) Traits() Traits {
+	return Traits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, KeepsMark: true, Ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
 }
 
 func (hwmPaging) fill(pg *spec.Pagination, bad badFunc) {
@@ -60,32 +60,32 @@ func (hwmPaging) fill(pg *spec.Pagination, bad badFunc) {
 	}
 }
 
-func (hwmPaging) start(_ spec.Pagination, mark string) At { return hwmAt{Mark: mark} }
+func (hwmPaging) Start(_ spec.Pagination, mark string) At { return HWMAt{Mark: mark} }
 
-func (hwmPaging) request(pg spec.Pagination, pos At, q url.Values) string {
+func (hwmPaging) Request(pg spec.Pagination, pos At, q url.Values) string {
 	if m := hwmOf(pos).Mark; m != "" {
 		q.Set(pg.Param, m)
 	}
 	return ""
 }
 
-func (hwmPaging) step(in stepIn) (stepOut, error) {
-	pos, n, size := hwmOf(in.pos), in.resp.Raw, in.size
-	if n > 0 && CompareMarks(in.hwmMax, pos.Mark) <= 0 {
-		if pos.Size > 0 && pos.Size < in.p.job.Pagination.Size && n >= size {
-			return stepOut{next: pos, own: cappedTie}, nil // decideEnd asks again at pagination.size
+func (hwmPaging) Step(in StepIn) (StepOut, error) {
+	pos, n, size := hwmOf(in.Pos), in.Resp.Raw, in.Size
+	if n > 0 && CompareMarks(in.HWMMax, pos.Mark) <= 0 {
+		if pos.Size > 0 && pos.Size < in.Pg.Size && n >= size {
+			return StepOut{Next: pos, Own: CappedTie}, nil // decideEnd asks again at pagination.size
 		}
 		if size > 0 && n >= size {
-			return stepOut{}, &contract.Error{Class: contract.Permanent,
+			return StepOut{}, &contract.Error{Class: contract.Permanent,
 				Msg:  fmt.Sprintf("a full page of %d records made no progress past mark %s", n, pos.Mark),
 				Hint: "more than pagination.size records share one mark: raise pagination.size"}
 		}
-		return stepOut{next: pos, own: styleEnd, why: fmt.Sprintf("makes no progress (%d of %d records)", n, size)}, nil
+		return StepOut{Next: pos, Own: StyleEnd, Why: fmt.Sprintf("makes no progress (%d of %d records)", n, size)}, nil
 	}
-	return stepOut{next: hwmAt{Mark: in.hwmMax, Size: pos.Size}, own: in.own, why: in.why}, nil
+	return StepOut{Next: HWMAt{Mark: in.HWMMax, Size: pos.Size}, Own: in.Own, Why: in.Why}, nil
 }
 
-func (hwmPaging) describe(pos At, _ *Redactor) string {
+func (hwmPaging) describe(pos At, _ Redacter) string {
 	if m := hwmOf(pos).Mark; m != "" {
 		return "mark " + m
 	}
@@ -95,17 +95,17 @@ func (hwmPaging) describe(pos At, _ *Redactor) string {
 func (hwmPaging) parse(v string) (At, error) {
 	m, err := CheckMark(v)
 	if err != nil {
-		return hwmAt{}, err
+		return HWMAt{}, err
 	}
-	return hwmAt{Mark: m}, nil
+	return HWMAt{Mark: m}, nil
 }
 
 func (hwmPaging) lastBefore(_, next, to At) bool {
 	return CompareMarks(hwmOf(next).Mark, hwmOf(to).Mark) > 0
 }
 
-func (hwmPaging) decode(b json.RawMessage) (At, error) { return decodeAt[hwmAt](b) }
+func (hwmPaging) decode(b json.RawMessage) (At, error) { return decodeAt[HWMAt](b) }
 
 func (hwmPaging) legacy(l legacyAt) (At, bool) {
-	return hwmAt{Mark: l.Mark, Size: l.Size}, l.Mark != ""
+	return HWMAt{Mark: l.Mark, Size: l.Size}, l.Mark != ""
 }

@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -9,29 +9,29 @@ import (
 	"github.com/idemsync/idemsync/jobfile/spec"
 )
 
-// pagingStyle is one pagination style: everything idemsync does
+// Style is one pagination style: everything idemsync does
 // differently for it. Each style is one type in its own file
 // (style_page.go, style_offset.go, ...), listed once in styleTable.
-type pagingStyle interface {
+type Style interface {
 	// traits are the style's fixed properties.
-	traits() styleTraits
+	Traits() Traits
 	// fill fills the pagination block's defaults for the style and reports
 	// through bad the keys it lacks or does not use.
 	fill(pg *spec.Pagination, bad badFunc)
 	// start is the style's position of a new run's first page; mark is
 	// the hwm style's starting mark.
-	start(pg spec.Pagination, mark string) At
+	Start(pg spec.Pagination, mark string) At
 	// request sets the style's query parameters for the page at pos on q.
 	// It returns the URL the position holds (a next URL), "" to request
 	// source.url.
-	request(pg spec.Pagination, pos At, q url.Values) string
+	Request(pg spec.Pagination, pos At, q url.Values) string
 	// step is the position after a fetched page and what the style alone
 	// says about the end (see pager.step).
-	step(in stepIn) (stepOut, error)
+	Step(in StepIn) (StepOut, error)
 	// describe returns pos as a person reads it, without " (end)". Like
 	// every method here it reads a position of another style, or nil, as
 	// its own zero position.
-	describe(pos At, r *Redactor) string
+	describe(pos At, r Redacter) string
 	// parse reads a user-given position (replay --from/--to).
 	parse(v string) (At, error)
 	// lastBefore reports whether the page at pos, followed by next, is the
@@ -46,37 +46,37 @@ type pagingStyle interface {
 	legacy(l legacyAt) (At, bool)
 }
 
-// numberedStyle is a style whose pages are addressed by number (page,
+// Numbered is a style whose pages are addressed by number (page,
 // offset): the position k pages ahead is known before fetching, so pages
 // are fetched concurrently, and the records up to a page are counted.
-type numberedStyle interface {
-	pagingStyle
+type Numbered interface {
+	Style
 	// ahead is the position k pages of size records after pos.
-	ahead(pos At, k int64, size int) At
+	Ahead(pos At, k int64, size int) At
 	// seenThrough is how many records the walk holds up to and including
 	// a page of n records at pos (false when the style cannot tell).
-	seenThrough(pg spec.Pagination, pos At, size, n int) (int64, bool)
+	SeenThrough(pg spec.Pagination, pos At, size, n int) (int64, bool)
 }
 
-// styleTraits are the fixed properties of a pagination style.
-type styleTraits struct {
+// Traits are the fixed properties of a pagination style.
+type Traits struct {
 	name string
 	// keepsMark: the style keeps its own mark (hwm): incremental is not
 	// used with it, and it has pagination.max_future.
-	keepsMark bool
+	KeepsMark bool
 	// ordered: positions compare, so replay --to can come before --from.
-	ordered bool
+	Ordered bool
 	// pageNumbers: pages are numbered by one size (page): a page after a
 	// short one cannot skip what it lacked, a page-size cap is only taken
 	// from the first page, and a replay's --to counts its pages.
-	pageNumbers bool
+	PageNumbers bool
 	// trustsEnd: the style's end is a missing next cursor, URL or link, not
 	// a short page: a full first page that ends the walk earns a warning
 	// (unprovenFullEnd).
-	trustsEnd bool
+	TrustsEnd bool
 	// ownsLink: a Link rel="next" header is the style's own signal, not
 	// evidence of more pages.
-	ownsLink bool
+	OwnsLink bool
 	// uses are the optional pagination keys the style reads; the loader
 	// rejects the others of pagingKeys when set.
 	uses []string
@@ -92,23 +92,23 @@ type badFunc func(key, format string, args ...any)
 
 // styleTable is the one table of pagination styles, in the order errors
 // and the JSON Schema list them.
-var styleTable = []pagingStyle{pagePaging{}, offsetPaging{}, cursorPaging{}, linkPaging{}, hwmPaging{}, nonePaging{}}
+var styleTable = []Style{pagePaging{}, OffsetPaging{}, cursorPaging{}, linkPaging{}, hwmPaging{}, nonePaging{}}
 
-// styleOf returns the named style; an unknown name (a spec the loader
+// Of returns the named style; an unknown name (a spec the loader
 // rejects) gets none.
-func styleOf(name string) pagingStyle {
+func Of(name string) Style {
 	for _, s := range styleTable {
-		if s.traits().name == name {
+		if s.Traits().name == name {
 			return s
 		}
 	}
 	return nonePaging{}
 }
 
-// knownStyle reports whether name is a pagination style.
-func knownStyle(name string) bool {
+// Known reports whether name is a pagination style.
+func Known(name string) bool {
 	for _, s := range styleTable {
-		if s.traits().name == name {
+		if s.Traits().name == name {
 			return true
 		}
 	}
@@ -128,18 +128,18 @@ type StyleRule struct {
 func StyleRules() []StyleRule {
 	out := make([]StyleRule, 0, len(styleTable))
 	for _, s := range styleTable {
-		t := s.traits()
+		t := s.Traits()
 		out = append(out, StyleRule{Name: t.name, Required: t.required, OneOf: t.oneOf, SizeNeedsParam: t.sizeNeedsParam})
 	}
 	return out
 }
 
 // styleNames returns the names of the styles with a trait, in table order.
-func styleNames(with func(pagingStyle) bool) []string {
+func styleNames(with func(Style) bool) []string {
 	var out []string
 	for _, s := range styleTable {
 		if with(s) {
-			out = append(out, s.traits().name)
+			out = append(out, s.Traits().name)
 		}
 	}
 	return out
@@ -148,7 +148,7 @@ func styleNames(with func(pagingStyle) bool) []string {
 // concurrentStyles is how the loader names the styles that fetch pages
 // concurrently: "page and offset".
 func concurrentStyles() string {
-	return strings.Join(styleNames(func(s pagingStyle) bool { _, ok := s.(numberedStyle); return ok }), " and ")
+	return strings.Join(styleNames(func(s Style) bool { _, ok := s.(Numbered); return ok }), " and ")
 }
 
 // pagingKey is a pagination key that only some styles use, and whether
@@ -172,7 +172,7 @@ func pagingKeys(pg *spec.Pagination) []pagingKey {
 // rejectUnused reports each key of pagingKeys the spec sets but the style
 // does not use (fill only sets defaults of keys its style uses).
 func rejectUnused(pg *spec.Pagination, bad badFunc) {
-	t := styleOf(pg.Style).traits()
+	t := Of(pg.Style).Traits()
 	for _, k := range pagingKeys(pg) {
 		if k.set && !slices.Contains(t.uses, k.name) {
 			bad("pagination."+k.name, "is not used with style %s", t.name)

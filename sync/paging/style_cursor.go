@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -20,17 +20,17 @@ const StyleCursor = "cursor"
 // cursorPaging is the cursor style.
 type cursorPaging struct{}
 
-// cursorAt is a cursor style position: the token the page before gave
+// CursorAt is a cursor style position: the token the page before gave
 // (next, next_header), or the next URL it gave (next_url); neither = the
 // first page.
-type cursorAt struct {
+type CursorAt struct {
 	Cursor string `json:"cursor,omitempty"`
 	URL    string `json:"url,omitempty"`
 }
 
-func (cursorAt) Style() string { return StyleCursor }
+func (CursorAt) Style() string { return StyleCursor }
 
-func (a cursorAt) loopKey() string {
+func (a CursorAt) loopKey() string {
 	switch {
 	case a.URL != "":
 		return "u:" + a.URL
@@ -42,10 +42,10 @@ func (a cursorAt) loopKey() string {
 
 // cursorOf is pos as a cursor style position (the zero one for another
 // style).
-func cursorOf(pos At) cursorAt { a, _ := pos.(cursorAt); return a }
+func cursorOf(pos At) CursorAt { a, _ := pos.(CursorAt); return a }
 
-func (cursorPaging) traits() styleTraits {
-	return styleTraits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, trustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
+func (cursorPaging) Traits() Traits {
+	return Traits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, TrustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
 }
 
 func (cursorPaging) fill(pg *spec.Pagination, bad badFunc) {
@@ -62,9 +62,9 @@ func (cursorPaging) fill(pg *spec.Pagination, bad badFunc) {
 	sizeNeedsParam(pg, bad)
 }
 
-func (cursorPaging) start(spec.Pagination, string) At { return cursorAt{} }
+func (cursorPaging) Start(spec.Pagination, string) At { return CursorAt{} }
 
-func (cursorPaging) request(pg spec.Pagination, at At, q url.Values) string {
+func (cursorPaging) Request(pg spec.Pagination, at At, q url.Values) string {
 	pos := cursorOf(at)
 	if pos.URL == "" && pos.Cursor != "" {
 		q.Set(pg.Param, pos.Cursor)
@@ -72,8 +72,8 @@ func (cursorPaging) request(pg spec.Pagination, at At, q url.Values) string {
 	return pos.URL
 }
 
-func (cursorPaging) step(in stepIn) (stepOut, error) {
-	pg, pos, resp := in.p.job.Pagination, cursorOf(in.pos), in.resp
+func (cursorPaging) Step(in StepIn) (StepOut, error) {
+	pg, pos, resp := in.Pg, cursorOf(in.Pos), in.Resp
 	var v, where string
 	switch {
 	case pg.Next != "":
@@ -85,27 +85,27 @@ func (cursorPaging) step(in stepIn) (stepOut, error) {
 		if v != "" {
 			abs, err := resolveURL(resp.URL, v)
 			if err != nil {
-				return stepOut{}, fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
+				return StepOut{}, fmt.Errorf("next URL at %s: %w", pg.NextURL, err)
 			}
-			v = in.p.src.CheckpointURL(abs)
+			v = in.CheckpointURL(abs)
 		}
 	}
 	if v == "" {
-		return stepOut{next: pos, own: styleEnd, why: where}, nil
+		return StepOut{Next: pos, Own: StyleEnd, Why: where}, nil
 	}
 	if pg.NextURL == "" && v == pos.Cursor && resp.Raw <= 1 {
 		// A keyset API whose filter is inclusive (id >= N) answers the
 		// last cursor with the one record it names: nothing after it.
 		// More records under the same cursor are a loop (commit refuses it).
-		return stepOut{next: pos, own: styleEnd, why: "gives its own cursor again with no record after it (an inclusive filter at the last record)"}, nil
+		return StepOut{Next: pos, Own: StyleEnd, Why: "gives its own cursor again with no record after it (an inclusive filter at the last record)"}, nil
 	}
 	if pg.NextURL != "" {
-		return stepOut{next: cursorAt{URL: v}, own: goesOn}, nil
+		return StepOut{Next: CursorAt{URL: v}, Own: goesOn}, nil
 	}
-	return stepOut{next: cursorAt{Cursor: v}, own: goesOn}, nil
+	return StepOut{Next: CursorAt{Cursor: v}, Own: goesOn}, nil
 }
 
-func (cursorPaging) describe(at At, r *Redactor) string {
+func (cursorPaging) describe(at At, r Redacter) string {
 	switch pos := cursorOf(at); {
 	case pos.URL != "":
 		return r.Redact(pos.URL)
@@ -117,9 +117,9 @@ func (cursorPaging) describe(at At, r *Redactor) string {
 
 func (cursorPaging) parse(v string) (At, error) {
 	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-		return cursorAt{URL: v}, nil
+		return CursorAt{URL: v}, nil
 	}
-	return cursorAt{Cursor: v}, nil
+	return CursorAt{Cursor: v}, nil
 }
 
 // lastBefore: cursors do not compare, so the page at pos is the last when
@@ -136,9 +136,9 @@ func (cursorPaging) lastBefore(at, _, to At) bool {
 	return false
 }
 
-func (cursorPaging) decode(b json.RawMessage) (At, error) { return decodeAt[cursorAt](b) }
+func (cursorPaging) decode(b json.RawMessage) (At, error) { return decodeAt[CursorAt](b) }
 
 // legacy: format 1 guessed a position with only a URL as link's.
 func (cursorPaging) legacy(l legacyAt) (At, bool) {
-	return cursorAt{Cursor: l.Cursor, URL: l.URL}, l.Cursor != ""
+	return CursorAt{Cursor: l.Cursor, URL: l.URL}, l.Cursor != ""
 }

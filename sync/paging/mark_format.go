@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"fmt"
@@ -43,9 +43,9 @@ func FormatMark(mark, format string) (string, error) {
 	if mark == "" || format == "" || format == FormatAsReceived {
 		return mark, nil
 	}
-	t, ok := parseTime(mark)
+	t, ok := ParseTime(mark)
 	if !ok {
-		if isDecimal(mark) && (format == FormatUnix || format == FormatUnixMS) {
+		if IsDecimal(mark) && (format == FormatUnix || format == FormatUnixMS) {
 			return mark, nil
 		}
 		return "", fmt.Errorf("mark %q is not a timestamp, so incremental.format %s cannot write it", Elide(mark, 40), format)
@@ -64,12 +64,12 @@ func FormatMark(mark, format string) (string, error) {
 	return t.Format(format), nil
 }
 
-// formatLike writes t in the form of sample, an RFC 3339 mark: the same
+// FormatLike writes t in the form of sample, an RFC 3339 mark: the same
 // number of fractional digits (extra precision is cut, which rounds down)
 // and the same offset (Z, or sample's numeric offset). A sample that is
 // not a timestamp gives RFC 3339 in UTC with nanoseconds trimmed.
-func formatLike(t time.Time, sample string) string {
-	st, ok := parseTime(sample)
+func FormatLike(t time.Time, sample string) string {
+	st, ok := ParseTime(sample)
 	if !ok {
 		return t.UTC().Format(time.RFC3339Nano)
 	}

@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"strings"
@@ -19,24 +19,24 @@ func FillPagination(pg *spec.Pagination, concurrency int, bad BadFunc) {
 	if pg.Style == "" {
 		pg.Style = StyleNone
 	}
-	if knownStyle(pg.Style) {
-		styleOf(pg.Style).fill(pg, bad)
+	if Known(pg.Style) {
+		Of(pg.Style).fill(pg, bad)
 		rejectUnused(pg, bad)
 	} else {
-		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(pagingStyle) bool { return true }), ", "))
+		bad("pagination.style", "%q is not one of %s", pg.Style, strings.Join(styleNames(func(Style) bool { return true }), ", "))
 	}
-	if !styleOf(pg.Style).traits().keepsMark && pg.MaxFuture.Duration != 0 {
+	if !Of(pg.Style).Traits().KeepsMark && pg.MaxFuture.Duration != 0 {
 		bad("pagination.max_future", "is not used with style %s (incremental.max_future is)", pg.Style)
 	}
 	if h, ok := strings.CutPrefix(pg.Total, "header:"); ok && strings.TrimSpace(h) == "" {
 		bad("pagination.total", "header: needs a header name, e.g. header:X-Total-Count")
 	}
 	checkPlacement(pg, bad)
-	if _, numbered := styleOf(pg.Style).(numberedStyle); concurrency > 1 && !numbered {
+	if _, numbered := Of(pg.Style).(Numbered); concurrency > 1 && !numbered {
 		bad("source.concurrency", "only %s styles fetch pages concurrently", concurrentStyles())
 	}
 }
 
 // StyleKeepsMark reports whether the named style keeps its own mark (hwm),
 // so that an incremental block does not apply to it.
-func StyleKeepsMark(style string) bool { return styleOf(style).traits().keepsMark }
+func StyleKeepsMark(style string) bool { return Of(style).Traits().KeepsMark }

@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"fmt"
@@ -19,20 +19,20 @@ import (
 // years 0000–9999 once in UTC) nor a number. The text is not rewritten.
 func CheckMark(s string) (string, error) {
 	s = strings.TrimSpace(s)
-	if t, ok := parseTime(s); ok {
+	if t, ok := ParseTime(s); ok {
 		if t.UTC().Year() < 0 || t.UTC().Year() > 9999 {
 			return "", fmt.Errorf("%q is out of range once in UTC", Elide(s, 40))
 		}
 		return s, nil
 	}
-	if isDecimal(s) {
+	if IsDecimal(s) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%q is neither an RFC 3339 timestamp nor a number", Elide(s, 40))
 }
 
-// markFromJSON reads a mark from a record's field value, verbatim.
-func markFromJSON(v gjson.Result) (string, error) {
+// MarkFromJSON reads a mark from a record's field value, verbatim.
+func MarkFromJSON(v gjson.Result) (string, error) {
 	switch v.Type {
 	case gjson.String:
 		return CheckMark(v.Str)
@@ -53,12 +53,12 @@ func CompareMarks(a, b string) int {
 	case b == "":
 		return 1
 	}
-	if ta, ok := parseTime(a); ok {
-		if tb, ok := parseTime(b); ok {
+	if ta, ok := ParseTime(a); ok {
+		if tb, ok := ParseTime(b); ok {
 			return ta.Compare(tb)
 		}
 	}
-	if isDecimal(a) && isDecimal(b) {
+	if IsDecimal(a) && IsDecimal(b) {
 		ra, _ := new(big.Rat).SetString(a)
 		rb, _ := new(big.Rat).SetString(b)
 		return ra.Cmp(rb)
@@ -82,7 +82,7 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 	if mark == "" || overlap == "" {
 		return mark, nil
 	}
-	if t, ok := parseTime(mark); ok {
+	if t, ok := ParseTime(mark); ok {
 		d, err := time.ParseDuration(overlap)
 		if err != nil {
 			return "", fmt.Errorf("overlap %q must be a duration for timestamp marks", overlap)
@@ -91,7 +91,7 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 		if m.UTC().Year() < 0 { // RFC 3339 has no earlier instants
 			m = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
 		}
-		return formatLike(m, mark), nil
+		return FormatLike(m, mark), nil
 	}
 	m, ok := new(big.Rat).SetString(mark)
 	if !ok {
@@ -110,7 +110,7 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 	if r.IsInt() {
 		out = r.Num().String()
 	}
-	if !isDecimal(out) {
+	if !IsDecimal(out) {
 		// 1e2000 is a mark, but written out exactly minus the overlap it
 		// has more digits than a mark may: refuse rather than send a mark
 		// that was not moved back.
@@ -138,8 +138,8 @@ func CheckOverlap(s string) error {
 	return fmt.Errorf("%q must be a duration (10m) or a number", s)
 }
 
-// parseTime parses RFC 3339 timestamps with any offset.
-func parseTime(s string) (time.Time, bool) {
+// ParseTime parses RFC 3339 timestamps with any offset.
+func ParseTime(s string) (time.Time, bool) {
 	if len(s) < 20 || s[4] != '-' {
 		return time.Time{}, false
 	}
@@ -149,3 +149,5 @@ func parseTime(s string) (time.Time, bool) {
 	}
 	return t, true
 }
+
+const DefaultMaxFuture = time.Hour // incremental.max_future, pagination.max_future (hwm)

@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -18,29 +18,29 @@ const StyleNone = "none"
 // nonePaging is the none style, and the style of an unknown name.
 type nonePaging struct{}
 
-// noneAt is the none style's one position: source.url.
-type noneAt struct{}
+// NoneAt is the none style's one position: source.url.
+type NoneAt struct{}
 
-func (noneAt) Style() string { return StyleNone }
+func (NoneAt) Style() string { return StyleNone }
 
-func (nonePaging) traits() styleTraits {
-	return styleTraits{name: StyleNone, uses: []string{"one_page"}}
+func (nonePaging) Traits() Traits {
+	return Traits{name: StyleNone, uses: []string{"one_page"}}
 }
 
 // fill has nothing to fill: none uses no key of pagingKeys.
 func (nonePaging) fill(*spec.Pagination, badFunc) {}
 
-func (nonePaging) start(spec.Pagination, string) At { return noneAt{} }
+func (nonePaging) Start(spec.Pagination, string) At { return NoneAt{} }
 
-func (nonePaging) request(spec.Pagination, At, url.Values) string { return "" }
+func (nonePaging) Request(spec.Pagination, At, url.Values) string { return "" }
 
-// step ends the walk at the one page, unless the page says the list goes
+// Step ends the walk at the one page, unless the page says the list goes
 // on (pagesignal.More) and the job did not say one_page: a run never
 // completes a list that says it has more (docs/guarantees.md).
-func (nonePaging) step(in stepIn) (stepOut, error) {
-	only := stepOut{next: in.pos, own: styleEnd, why: "is the only page"}
-	p, resp := in.p, in.resp
-	if p.job.Pagination.OnePage {
+func (nonePaging) Step(in StepIn) (StepOut, error) {
+	only := StepOut{Next: in.Pos, Own: StyleEnd, Why: "is the only page"}
+	resp := in.Resp
+	if in.Pg.OnePage {
 		return only, nil
 	}
 	var query url.Values
@@ -53,25 +53,25 @@ func (nonePaging) step(in stepIn) (stepOut, error) {
 	}
 	says := make([]string, len(signs))
 	for i, s := range signs {
-		says[i] = p.job.Secrets.Redact(s.String())
+		says[i] = in.Redact(s.String())
 	}
-	return stepOut{}, &contract.Error{Class: contract.Permanent,
+	return StepOut{}, &contract.Error{Class: contract.Permanent,
 		Msg:  fmt.Sprintf("style none: the one page says the list goes on (%s); nothing was committed", strings.Join(says, "; ")),
 		Hint: moreHint(signs[0]) + "; or, when this API echoes it on a page that is the whole list, set pagination.one_page: true (docs/guarantees.md)"}
 }
 
-func (nonePaging) describe(At, *Redactor) string { return "start" }
+func (nonePaging) describe(At, Redacter) string { return "start" }
 
 func (nonePaging) parse(string) (At, error) {
-	return noneAt{}, fmt.Errorf("style %s has no positions to replay from", StyleNone)
+	return NoneAt{}, fmt.Errorf("style %s has no positions to replay from", StyleNone)
 }
 
 // lastBefore: none has one page, the last of any walk.
 func (nonePaging) lastBefore(_, _, _ At) bool { return false }
 
-func (nonePaging) decode(json.RawMessage) (At, error) { return noneAt{}, nil }
+func (nonePaging) decode(json.RawMessage) (At, error) { return NoneAt{}, nil }
 
-func (nonePaging) legacy(legacyAt) (At, bool) { return noneAt{}, false }
+func (nonePaging) legacy(legacyAt) (At, bool) { return NoneAt{}, false }
 
 // moreHint names the style that follows the first sign of more.
 func moreHint(s pagesignal.Sign) string {

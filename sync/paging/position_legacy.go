@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 // legacyAt is a style's position as format 1 stored it: one union of the
 // fields of every style. Each style reads its own fields from it
-// (pagingStyle.legacy).
+// (Style.legacy).
 type legacyAt struct {
 	Page   int64  `json:"page,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
@@ -30,7 +30,7 @@ type legacyPosition struct {
 
 // legacyFlight is format 1's windows in flight.
 type legacyFlight struct {
-	windowState
+	Flight
 	Pos map[string]legacyAt `json:"pos,omitempty"`
 }
 
@@ -52,7 +52,7 @@ func decodeLegacy(style string, b []byte) (Position, error) {
 	if err := json.Unmarshal([]byte(l.Fly), &f); err != nil {
 		return Position{}, fmt.Errorf("decode windows in flight: %w", err)
 	}
-	ws := f.windowState
+	ws := f.Flight
 	for k, a := range f.Pos {
 		i, err := strconv.Atoi(k)
 		if err != nil {
@@ -68,9 +68,9 @@ func decodeLegacy(style string, b []byte) (Position, error) {
 }
 
 // legacyStyle is the style a format 1 position is read with.
-func legacyStyle(style string, a legacyAt) pagingStyle {
-	if knownStyle(style) {
-		return styleOf(style)
+func legacyStyle(style string, a legacyAt) Style {
+	if Known(style) {
+		return Of(style)
 	}
 	for _, s := range styleTable {
 		if _, holds := s.legacy(a); holds {

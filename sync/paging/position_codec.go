@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -28,10 +28,10 @@ type encodedPosition struct {
 	Fly    *encodedFlight  `json:"fly,omitempty"`
 }
 
-// encodedFlight is windowState as stored: each window's position is the
+// encodedFlight is Flight as stored: each window's position is the
 // style's own (the same style as the envelope's).
 type encodedFlight struct {
-	windowState
+	Flight
 	Pos map[int]json.RawMessage `json:"pos,omitempty"`
 }
 
@@ -42,7 +42,7 @@ func (p Position) Encode() string {
 		e.Style, e.At = p.At.Style(), encodeAt(p.At)
 	}
 	if p.Fly != nil {
-		e.Fly = &encodedFlight{windowState: *p.Fly}
+		e.Fly = &encodedFlight{Flight: *p.Fly}
 		if len(p.Fly.Pos) > 0 {
 			e.Fly.Pos = map[int]json.RawMessage{}
 			for k, a := range p.Fly.Pos {
@@ -86,19 +86,19 @@ func DecodePosition(style, s string) (Position, error) {
 		return Position{}, fmt.Errorf("decode checkpoint: %w", err)
 	}
 	p := Position{Win: e.Win, Parent: e.Parent, End: e.End}
-	var st pagingStyle
+	var st Style
 	if e.Style != "" {
-		if !knownStyle(e.Style) {
+		if !Known(e.Style) {
 			return Position{}, fmt.Errorf("decode checkpoint: unknown pagination style %q", e.Style)
 		}
-		st = styleOf(e.Style)
+		st = Of(e.Style)
 		var err error
 		if p.At, err = st.decode(e.At); err != nil {
 			return Position{}, fmt.Errorf("decode checkpoint: %s position: %w", e.Style, err)
 		}
 	}
 	if e.Fly != nil {
-		ws := e.Fly.windowState
+		ws := e.Fly.Flight
 		if len(e.Fly.Pos) > 0 && st == nil {
 			return Position{}, fmt.Errorf("decode windows in flight: no pagination style")
 		}

@@ -1,4 +1,4 @@
-package sync
+package paging
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 // At is one style's position of a page: what the style needs to ask for
 // that page, nothing else. Each style owns its type, in its own file
 // (pageAt in style_page.go, ...), and reads it back from its encoded form
-// (pagingStyle.decode); Position is the envelope the engine adds around it.
+// (Style.decode); Position is the envelope the engine adds around it.
 type At interface {
 	// Style is the name of the style the position belongs to: the
 	// encoded form says it, so no one guesses it from the fields set.
@@ -24,7 +24,7 @@ type sized interface {
 	// served is that size; 0 = pagination.size.
 	served() int
 	// serving is the same position asked at n records per page.
-	serving(n int) At
+	Serving(n int) At
 }
 
 // Position is where a page is in a run: the style's position (At) in the
@@ -39,8 +39,8 @@ type Position struct {
 	Win int
 	// Fly is the other windows of the run in flight or done beyond Win
 	// when several are walked at once (incremental.concurrency, a child's
-	// parents): see windowState. nil for a run walked one window at a time.
-	Fly *windowState
+	// parents): see Flight. nil for a run walked one window at a time.
+	Fly *Flight
 	// Parent, in a child run (docs/job-file.md, "Parent → child fan-out"),
 	// names the parent row of window Win by its key ("id=42") for people;
 	// "" otherwise.
@@ -49,41 +49,41 @@ type Position struct {
 	End bool
 }
 
-// size is the page size the API serves at p as p records it (0 =
+// Size is the page size the API serves at p as p records it (0 =
 // pagination.size, or a style that records none).
-func (p Position) size() int {
+func (p Position) Size() int {
 	if s, ok := p.At.(sized); ok {
 		return s.served()
 	}
 	return 0
 }
 
-// serving is p asked at n records per page (p itself for a style that
+// Serving is p asked at n records per page (p itself for a style that
 // records no size).
-func (p Position) serving(n int) Position {
+func (p Position) Serving(n int) Position {
 	if s, ok := p.At.(sized); ok {
-		p.At = s.serving(n)
+		p.At = s.Serving(n)
 	}
 	return p
 }
 
-// sameSpot reports whether a and b address the same page whatever page
+// SameSpot reports whether a and b address the same page whatever page
 // size each records.
-func sameSpot(a, b At) bool {
+func SameSpot(a, b At) bool {
 	if s, ok := a.(sized); ok {
-		a = s.serving(0)
+		a = s.Serving(0)
 	}
 	if s, ok := b.(sized); ok {
-		b = s.serving(0)
+		b = s.Serving(0)
 	}
 	return a == b
 }
 
-// windows is the run's windows in flight beyond Win as p records them:
+// Windows is the run's windows in flight beyond Win as p records them:
 // none, and Win+1 started, for a run walked one window at a time.
-func (p Position) windows() windowState {
+func (p Position) Windows() Flight {
 	if p.Fly == nil {
-		return windowState{Started: p.Win + 1}
+		return Flight{Started: p.Win + 1}
 	}
 	return *p.Fly
 }
@@ -92,13 +92,13 @@ func (p Position) windows() windowState {
 // 200", "cursor abc", a URL, or a mark, in its window or parent. style
 // describes a position without At ("start" for none or an unknown style).
 // r redacts secrets that a next URL may carry.
-func (p Position) Describe(style string, r *Redactor) string {
+func (p Position) Describe(style string, r Redacter) string {
 	if p.At != nil {
 		style = p.At.Style()
 	}
-	s := styleOf(style).describe(p.At, r)
+	s := Of(style).describe(p.At, r)
 	switch {
-	case p.Parent == noParents:
+	case p.Parent == NoParents:
 		return "no parent rows (end)"
 	case p.Parent != "" && p.End:
 		return fmt.Sprintf("parent %d (%s) (end)", p.Win+1, p.Parent)
@@ -125,26 +125,26 @@ func (p Position) Describe(style string, r *Redactor) string {
 // It fails for a value the style cannot read, and for none or an unknown
 // style.
 func ParsePosition(style, v string) (Position, error) {
-	if !knownStyle(style) {
+	if !Known(style) {
 		return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
 	}
-	at, err := styleOf(style).parse(strings.TrimSpace(v))
+	at, err := Of(style).parse(strings.TrimSpace(v))
 	return Position{At: at}, err
 }
 
-// lastBefore reports whether the page at pos is the last one a replay
+// LastBefore reports whether the page at pos is the last one a replay
 // bounded by to re-reads, next being the position after it: for page,
 // offset and hwm styles when next lies past to (a mark equal to to may
 // still have records to come); for cursor and link styles when pos is to
 // itself (URLs compared whatever the order of their query parameters).
-func lastBefore(style string, pos, next, to Position) bool {
-	return styleOf(style).lastBefore(pos.At, next.At, to.At)
+func LastBefore(style string, pos, next, to Position) bool {
+	return Of(style).lastBefore(pos.At, next.At, to.At)
 }
 
-// loopKey identifies a position for loop detection: a style whose next
+// LoopKey identifies a position for loop detection: a style whose next
 // page is named by the API (cursor, link) says how; "" for the others,
 // whose positions always advance.
-func loopKey(p Position) string {
+func LoopKey(p Position) string {
 	if k, ok := p.At.(interface{ loopKey() string }); ok {
 		return k.loopKey()
 	}
@@ -179,3 +179,26 @@ func sameURL(a, b string) bool {
 	ua.RawQuery, ub.RawQuery = ua.Query().Encode(), ub.Query().Encode()
 	return ua.String() == ub.String()
 }
+
+// Flight is Position.Fly: the windows of a run beyond Win. Its
+// positions are stored in their style's form (position_codec.go).
+type Flight struct {
+	Pos     map[int]At `json:"-"`              // windows after Win in flight: their next page
+	Done    []int      `json:"done,omitempty"` // windows after Win completed
+	Started int        `json:"started"`        // windows started (the next to start)
+	// A child run's walk of its parents (parent_stream.go): the parent row
+	// of each window in flight (Win's included), the row of the last
+	// window started, and the parent_rows: changed start ("" for none).
+	Rows  map[string]string `json:"rows,omitempty"`
+	Last  string            `json:"last,omitempty"`
+	Since string            `json:"since,omitempty"`
+}
+
+// NoParents is Position.Parent of a child run without parent rows: it
+// completes as it starts.
+const NoParents = "-"
+
+// Redacter hides a job's secrets in what is shown to people (the engine's
+// Redactor); describing a position takes one, as a next URL may carry a
+// secret.
+type Redacter interface{ Redact(string) string }
