@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/feed"
 	"github.com/idemsync/idemsync/jobfile"
 	"github.com/idemsync/idemsync/serve"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -121,6 +122,36 @@ func (b *serveBackend) Key(ctx context.Context, action string, k serve.KeyReques
 	return b.call(func(g *globalOpts, ios *IOStreams) error {
 		o.g, o.io = g, ios
 		return runKey(ctx, o)
+	})
+}
+
+// Changes is `idemsync changes FILE` (next), `changes ack FILE` or
+// `changes status FILE` with the request's fields for their flags, the
+// flags' defaults for those left out, and their usage checks.
+func (b *serveBackend) Changes(ctx context.Context, file, action string, c serve.ChangesRequest) serve.Reply {
+	o := &changesOptions{file: file, consumer: c.Consumer, resources: c.Resources, ops: c.Ops, limit: c.Limit,
+		lease: feed.DefaultLease, batch: c.Batch, through: c.Through}
+	if o.limit == 0 {
+		o.limit = feed.DefaultLimit
+	}
+	if c.Lease != "" {
+		o.lease, _ = time.ParseDuration(c.Lease) // the server checked it
+	}
+	return b.call(func(g *globalOpts, ios *IOStreams) error {
+		o.g, o.io = g, ios
+		switch action {
+		case "next":
+			if err := o.checkNext(); err != nil {
+				return err
+			}
+			return runChanges(ctx, o)
+		case "ack":
+			if err := o.checkAck(); err != nil {
+				return err
+			}
+			return runChangesAck(ctx, o)
+		}
+		return runChangesStatus(ctx, o)
 	})
 }
 

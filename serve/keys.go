@@ -51,7 +51,7 @@ const maxKeyWait = 5 * time.Minute
 func keyCall(action string) func(*Server, http.ResponseWriter, *http.Request) {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
 		var req KeyRequest
-		if err := decodeKeyBody(r, action, &req); err != nil {
+		if err := decodeFields(r, action, keyFields[action], &req); err != nil {
 			writeBodyError(w, err)
 			return
 		}
@@ -86,25 +86,25 @@ func (s *Server) keyGet(w http.ResponseWriter, r *http.Request) {
 	writeReply(w, s.cfg.Backend.Key(r.Context(), "get", KeyRequest{NS: q.Get("ns"), Key: q.Get("key")}))
 }
 
-// decodeKeyBody reads a ledger call's body into req, refusing a field the
-// call does not take.
-func decodeKeyBody(r *http.Request, action string, req *KeyRequest) error {
-	var fields map[string]json.RawMessage
-	if err := decodeBody(r, &fields); err != nil {
+// decodeFields reads a call's JSON body into v, refusing a field that
+// call does not take (fields).
+func decodeFields(r *http.Request, call string, fields []string, v any) error {
+	var got map[string]json.RawMessage
+	if err := decodeBody(r, &got); err != nil {
 		return err
 	}
 	var bad []string
-	for name := range fields {
-		if !slices.Contains(keyFields[action], name) {
+	for name := range got {
+		if !slices.Contains(fields, name) {
 			bad = append(bad, name)
 		}
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return fmt.Errorf("request body: %s takes %s, not %s", action, strings.Join(keyFields[action], ", "), strings.Join(bad, ", "))
+		return fmt.Errorf("request body: %s takes %s, not %s", call, strings.Join(fields, ", "), strings.Join(bad, ", "))
 	}
-	b, _ := json.Marshal(fields)
-	if err := json.NewDecoder(bytes.NewReader(b)).Decode(req); err != nil {
+	b, _ := json.Marshal(got)
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
 		return fmt.Errorf("request body: %w", err)
 	}
 	return nil

@@ -85,6 +85,11 @@ func TestOpenAPIMatchesReplies(t *testing.T) {
 		{"POST", "/keys/fail", testToken, `{"key":"k","token":"t","permanent":true}`, 200},
 		{"POST", "/keys/heartbeat", testToken, `{"key":"k","token":"t"}`, 200},
 		{"GET", "/keys/get?key=k", testToken, "", 200},
+		{"POST", "/jobs/a/changes", testToken, `{"consumer":"c","ops":["I"],"limit":10,"lease":"1m"}`, 200},
+		{"POST", "/jobs/a/changes", testToken, `{"consumer":"c","batch":"b1"}`, 400},
+		{"POST", "/jobs/a/changes/ack", testToken, `{"consumer":"c","batch":"b1","through":2}`, 200},
+		{"POST", "/jobs/nope/changes/ack", testToken, `{"consumer":"c","batch":"b1"}`, 404},
+		{"GET", "/jobs/a/changes/status", testToken, "", 200},
 	} {
 		req, _ := http.NewRequest(c.method, url+c.path, strings.NewReader(c.body))
 		if c.body != "" {

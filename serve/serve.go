@@ -47,6 +47,9 @@ type Backend interface {
 	// get) with the request's fields as its flags, on the ledger of the
 	// state store the CLI would open.
 	Key(ctx context.Context, action string, k KeyRequest) Reply
+	// Changes is `idemsync changes FILE` (action next), `changes ack FILE`
+	// or `changes status FILE` with the request's fields as their flags.
+	Changes(ctx context.Context, file, action string, c ChangesRequest) Reply
 	// Metrics appends the Prometheus text exposition of the jobs' metrics
 	// (docs/operations.md, Metrics) to b; running names the job files with
 	// a run in progress in this server.

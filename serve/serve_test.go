@@ -51,6 +51,19 @@ func (b *recorder) Key(ctx context.Context, action string, k KeyRequest) Reply {
 	return Reply{Body: []byte(`{"status":"acquired","ns":"default","key":"k","token":"t"}`), Code: 0}
 }
 
+func (b *recorder) Changes(ctx context.Context, file, action string, c ChangesRequest) Reply {
+	b.mu.Lock()
+	b.keys = append(b.keys, "changes "+action+" "+c.Consumer)
+	b.mu.Unlock()
+	switch action {
+	case "next":
+		return Reply{Body: []byte(`{"job":"a","consumer":"c","batch":"b1","after":0,"through":2,"events":[]}`), Code: 0}
+	case "ack":
+		return Reply{Body: []byte(`{"job":"a","consumer":"c","batch":"b1","acked":2}`), Code: 0}
+	}
+	return Reply{Body: []byte(`{"job":"a","events":0,"consumers":[]}`), Code: 0}
+}
+
 func (b *recorder) Metrics(ctx context.Context, files []string, running map[string]bool) ([]byte, error) {
 	return []byte("# HELP x y\n"), nil
 }
@@ -308,4 +321,33 @@ func (b *recorder) keyCalls() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.keys...)
+}
+
+// A feed call takes its own fields only and a lease that parses; the job
+// name resolves as for a run.
+func TestChangesRequests(t *testing.T) {
+	b := &recorder{}
+	_, url, _ := newTestServer(t, "", b)
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/jobs/a/changes", `{"consumer":"mail","resources":["r"],"ops":["I","U"],"limit":5,"lease":"30s"}`, 200},
+		{"/jobs/a/changes/ack", `{"consumer":"mail","batch":"b1","through":3}`, 200},
+		{"/jobs/a/changes", `{"consumer":"mail","through":3}`, 400},
+		{"/jobs/a/changes/ack", `{"consumer":"mail","batch":"b1","lease":"1m"}`, 400},
+		{"/jobs/a/changes", `{"consumer":"mail","lease":"soon"}`, 400},
+		{"/jobs/..%2Fa/changes", `{"consumer":"mail"}`, 404},
+	} {
+		if code, body := call(t, "POST", url+c.path, "", c.body); code != c.want {
+			t.Errorf("POST %s %s: %d %v, want %d", c.path, c.body, code, body, c.want)
+		}
+	}
+	if code, body := call(t, "GET", url+"/jobs/a/changes/status", "", ""); code != 200 {
+		t.Errorf("status: %d %v", code, body)
+	}
+	want := []string{"changes next mail", "changes ack mail", "changes status "}
+	if got := b.keyCalls(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("feed calls %v, want %v", got, want)
+	}
 }
