@@ -32,13 +32,13 @@ func newCmdServe(f *Factory, runF func(*serveOptions) error) *cobra.Command {
 	o := &serveOptions{io: f.IOStreams, g: f.globals}
 	c := &cobra.Command{
 		Use:   "serve --jobs DIR [--listen 127.0.0.1:8787]",
-		Short: "Serve run and status of the job files in a folder, and the ledger, over HTTP+JSON (for n8n's HTTP Request node)",
+		Short: "Serve run, status and the change feed of the job files in a folder, and the ledger, over HTTP+JSON (for n8n)",
 		Long: `Serve the job files of --jobs over HTTP: POST /jobs/NAME/run is
 "idemsync run NAME.yaml --json", GET /jobs/NAME/status is "status --json",
 POST /keys/claim|complete|fail|heartbeat and GET /keys/get are "idemsync
-key", with the same JSON and exit codes (the HTTP status follows from the
-exit code); /healthz, /metrics (Prometheus) and /openapi.json describe the
-rest.
+key", POST /jobs/NAME/changes and changes/ack are "idemsync changes", with
+the same JSON and exit codes (the HTTP status follows from the exit code);
+/healthz, /metrics (Prometheus) and /openapi.json describe the rest.
 
 The bearer token is read from $` + serve.TokenEnv + `; it is required unless
 --listen is a loopback address. SIGTERM or SIGINT interrupts the runs in
