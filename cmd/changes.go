@@ -45,17 +45,8 @@ least once). Consumers are independent. See docs/changes.md.`,
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.file = args[0]
-			if err := o.check(true); err != nil {
+			if err := o.checkNext(); err != nil {
 				return err
-			}
-			if o.limit < 1 || o.limit > feed.MaxLimit {
-				return &usageError{err: fmt.Errorf("--limit must be between 1 and %d", feed.MaxLimit)}
-			}
-			if o.lease <= 0 {
-				return &usageError{err: fmt.Errorf("--lease must be positive")}
-			}
-			if err := feed.CheckOps(o.ops); err != nil {
-				return &usageError{err: err}
 			}
 			if runF != nil {
 				return runF(o)
@@ -71,6 +62,25 @@ least once). Consumers are independent. See docs/changes.md.`,
 	fl.DurationVar(&o.lease, "lease", feed.DefaultLease, "how long the batch is the consumer's before it is delivered again")
 	c.AddCommand(newCmdChangesAck(f, nil), newCmdChangesStatus(f, nil), newCmdChangesReset(f, nil))
 	return c
+}
+
+// checkNext refuses a read of the next batch without a consumer, or
+// with a limit, lease or operation out of range (also serve's,
+// cmd/serve.go).
+func (o *changesOptions) checkNext() error {
+	if err := o.check(true); err != nil {
+		return err
+	}
+	if o.limit < 1 || o.limit > feed.MaxLimit {
+		return &usageError{err: fmt.Errorf("--limit must be between 1 and %d", feed.MaxLimit)}
+	}
+	if o.lease <= 0 {
+		return &usageError{err: fmt.Errorf("--lease must be positive")}
+	}
+	if err := feed.CheckOps(o.ops); err != nil {
+		return &usageError{err: err}
+	}
+	return nil
 }
 
 // check refuses a command line without a consumer (when it needs one).
@@ -94,21 +104,13 @@ refused (exit 1) and nothing moves.`,
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.file = args[0]
-			if err := o.check(true); err != nil {
+			if err := o.checkAck(); err != nil {
 				return err
-			}
-			if o.batch == "" {
-				return &usageError{err: fmt.Errorf("--batch is required")}
-			}
-			if o.through < 0 {
-				return &usageError{err: fmt.Errorf("--through must not be negative")}
 			}
 			if runF != nil {
 				return runF(o)
 			}
-			return withFeed(c.Context(), o, func(ctx context.Context, j *feed.Job) (any, error) {
-				return feed.Ack(ctx, j.DB, j.Name, o.consumer, o.batch, o.through)
-			})
+			return runChangesAck(c.Context(), o)
 		},
 	}
 	fl := c.Flags()
@@ -130,9 +132,7 @@ func newCmdChangesStatus(f *Factory, runF func(*changesOptions) error) *cobra.Co
 			if runF != nil {
 				return runF(o)
 			}
-			return withFeed(c.Context(), o, func(ctx context.Context, j *feed.Job) (any, error) {
-				return feed.Status(ctx, j.DB, j.Name, time.Now())
-			})
+			return runChangesStatus(c.Context(), o)
 		},
 	}
 	return c
@@ -175,6 +175,35 @@ func runChanges(ctx context.Context, o *changesOptions) error {
 			return nil, err
 		}
 		return feed.Next(ctx, j.DB, j.Name, feed.Options{Consumer: o.consumer, Resources: o.resources, Ops: o.ops, Limit: o.limit, Lease: o.lease})
+	})
+}
+
+// checkAck refuses an ack without a consumer or batch, or through a
+// negative event.
+func (o *changesOptions) checkAck() error {
+	if err := o.check(true); err != nil {
+		return err
+	}
+	if o.batch == "" {
+		return &usageError{err: fmt.Errorf("--batch is required")}
+	}
+	if o.through < 0 {
+		return &usageError{err: fmt.Errorf("--through must not be negative")}
+	}
+	return nil
+}
+
+// runChangesAck acknowledges the consumer's batch.
+func runChangesAck(ctx context.Context, o *changesOptions) error {
+	return withFeed(ctx, o, func(ctx context.Context, j *feed.Job) (any, error) {
+		return feed.Ack(ctx, j.DB, j.Name, o.consumer, o.batch, o.through)
+	})
+}
+
+// runChangesStatus prints the feed's events and consumers.
+func runChangesStatus(ctx context.Context, o *changesOptions) error {
+	return withFeed(ctx, o, func(ctx context.Context, j *feed.Job) (any, error) {
+		return feed.Status(ctx, j.DB, j.Name, time.Now())
 	})
 }
 

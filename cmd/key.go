@@ -129,6 +129,9 @@ nothing is claimed.`,
 	return c
 }
 
+// keyPoll is how often claim --wait claims again by default.
+const keyPoll = 200 * time.Millisecond
+
 func claimFlags(c *cobra.Command, o *keyOptions) {
 	fl := c.Flags()
 	fl.StringVar(&o.ttl, "ttl", ledger.DefaultTTL.String(), "lease: another claimer may take the key this long after the claim (heartbeat renews it)")
@@ -137,7 +140,7 @@ func claimFlags(c *cobra.Command, o *keyOptions) {
 	fl.StringVar(&o.owner, "owner", "", "who claims (e.g. the n8n execution id): the same owner gets its own claim back")
 	fl.StringVar(&o.onExpired, "on-expired", contract.OnExpiredRetry, "when the last lease expired without an outcome: retry (acquire, previous: expired_unknown) or hold (for key resolve)")
 	fl.DurationVar(&o.wait, "wait", 0, "while another holder has the key, claim again until it ends or this long passed")
-	fl.DurationVar(&o.poll, "poll", 200*time.Millisecond, "with --wait: how often to claim again")
+	fl.DurationVar(&o.poll, "poll", keyPoll, "with --wait: how often to claim again")
 	fl.BoolVar(&o.batch, "batch", false, "read JSON lines ({\"key\":...} with ns, params, fingerprint, owner, ttl, on_expired) on stdin; print one result line each")
 }
 

@@ -69,7 +69,13 @@ func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	g := f.globals
 	root := newCmdRoot(f)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	return exitAfter(ios, g, root.ExecuteContext(ctx))
+}
+
+// exitAfter is the exit code of a command that returned err, printing the
+// error unless the command printed it: what Execute does for the command
+// line and serve for each request (cmd/serve.go).
+func exitAfter(ios *IOStreams, g *globalOpts, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -146,6 +152,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newCmdVersion(f, nil),
 		newCmdSchema(f, nil),
 		newCmdCompletion(f, nil),
+		newCmdServe(f, nil),
 	)
 	registerFlagCompletions(root)
 	return root

@@ -12,7 +12,7 @@ import (
 // each thing the binary must get right end to end (a clean run of every
 // style, a kill and its resume, partial runs, the lock, bad job files and
 // their exit codes, the end proof, secrets, deletions, several resources,
-// PostgreSQL). The model, crash, chaos and every other test need minutes
+// PostgreSQL, serve). The model, crash, chaos and every other test need minutes
 // of subprocesses and run in the default tier, which CI runs
 // (docs/fault-tolerance.md).
 var shortTier = []string{
@@ -26,6 +26,7 @@ var shortTier = []string{
 	"TestDeletesBetweenRuns",
 	"TestResourcesAggregateJSON",
 	"TestPostgresEndToEnd",
+	"TestServeRunStatusShutdown",
 }
 
 // shortTierOnly narrows the run to shortTier under -short, unless -run

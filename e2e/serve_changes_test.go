@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/idemsync/idemsync/feed"
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// The change feed over HTTP is `idemsync changes` (SQLite and PostgreSQL
+// targets): after a run through the server, a consumer reads a leased
+// batch, a second read under the lease is 409 (exit 4), the ack moves the
+// consumer, a repeated ack is stale (exit 1), and the CLI's changes status
+// sees what the server acknowledged.
+func TestServeChanges(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 60})
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			jobs := filepath.Join(dir, "jobs")
+			if err := os.Mkdir(jobs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spec := styleJob("page", url, "sqlite:"+filepath.Join(dir, "out.db"))
+			if name == "postgres" {
+				pg := postgresURL(t)
+				spec = pgJob("page", url, pg, freshSchema(t, pg))
+			}
+			job := writeJob(t, jobs, "orders.yaml", spec+"  changes: true\n")
+			s := startServe(t, dir, jobs, nil)
+			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
+				t.Fatalf("run: %d %s", code, body)
+			}
+			code, body := s.do(t, "POST", "/jobs/orders/changes", `{"consumer":"mail","limit":50,"ops":["I","U"]}`)
+			var b feed.Batch
+			if err := json.Unmarshal([]byte(body), &b); code != 200 || err != nil || len(b.Events) != 50 || b.ID == "" ||
+				b.Events[0].Op != "I" || !strings.HasPrefix(b.Events[0].LedgerKey, "orders-page:1:") {
+				t.Fatalf("first batch: %d %v %s", code, err, body)
+			}
+			code, body = s.do(t, "POST", "/jobs/orders/changes", `{"consumer":"mail"}`)
+			if code != 409 || !strings.Contains(body, `"exit_code":4`) || !strings.Contains(body, b.ID) {
+				t.Errorf("a second read under the lease: %d %s", code, body)
+			}
+			ack := `{"consumer":"mail","batch":"` + b.ID + `"}`
+			if code, body = s.do(t, "POST", "/jobs/orders/changes/ack", ack); code != 200 || !strings.Contains(body, `"acked":50`) {
+				t.Errorf("ack: %d %s", code, body)
+			}
+			if code, body = s.do(t, "POST", "/jobs/orders/changes/ack", ack); code != 500 || !strings.Contains(body, `"exit_code":1`) || !strings.Contains(body, "stale") {
+				t.Errorf("a repeated ack: %d %s", code, body)
+			}
+			if code, body = s.do(t, "POST", "/jobs/orders/changes", `{"consumer":"mail","ops":["X"]}`); code != 400 || !strings.Contains(body, `"exit_code":2`) {
+				t.Errorf("ops X: %d %s", code, body)
+			}
+			var st feed.Report
+			if code, body = s.do(t, "GET", "/jobs/orders/changes/status", ""); code != 200 || json.Unmarshal([]byte(body), &st) != nil ||
+				st.Events != 60 || len(st.Consumers) != 1 || st.Consumers[0].Acked != 50 || st.Consumers[0].Pending != 10 {
+				t.Errorf("status over HTTP: %d %s", code, body)
+			}
+			r := idemsync(t, dir, nil, "changes", "status", job)
+			if r.code != 0 || !strings.Contains(r.stdout, `"acked":50`) {
+				t.Errorf("the CLI's changes status: exit %d %s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
