@@ -67,7 +67,7 @@ func TestHardenedLockFollowsStateFile(t *testing.T) {
 			state := filepath.Join(dir, ".idemsync", "state.db")
 			first, out := hardStart(t, dir, "run", job, "--state", state)
 			hardWaitRunning(t, dir, job)
-			second := []string{"run", job}
+			second := []string{"run", job, "--if-running", "fail"}
 			switch tc {
 			case "symlink":
 				link := filepath.Join(t.TempDir(), "state-link.db")

@@ -1,0 +1,12 @@
+-- 0003: run keys (docs/operations.md, "Run keys"), as the SQLite state's
+-- migration 0019. A run started with --run-key K records here what it
+-- ended with; a second start with the same key reports that result and
+-- fetches nothing. result is the command line's JSON, opaque to the store.
+
+CREATE TABLE {S}.run_keys (
+    job    text NOT NULL,
+    key    text NOT NULL,
+    result text NOT NULL,
+    at     timestamptz NOT NULL,
+    PRIMARY KEY (job, key)
+);
