@@ -237,6 +237,13 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
 	}
+	// A state holding leases fences the target; one in the target's
+	// database commits each checkpoint in its rows' transaction
+	// (docs/guarantees.md, "One transaction per page", "Fenced targets").
+	if fs, ok := baseStore(store).(contract.FencedStore); ok {
+		eng.Fenced = fs
+		eng.JoinState = stateJoinsTarget(g.statePath(job), job.Target.URL)
+	}
 	eng.OnStart = hooks.Start
 	if hooks.Page != nil {
 		barPage := eng.OnPage

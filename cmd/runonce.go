@@ -201,3 +201,11 @@ func (s heldStore) Lock(ctx context.Context, job string) (func(), error) {
 	}
 	return s.Store.Lock(ctx, job)
 }
+
+// baseStore is the store under a heldStore.
+func baseStore(s contract.Store) contract.Store {
+	if h, ok := s.(heldStore); ok {
+		return h.Store
+	}
+	return s
+}

@@ -58,6 +58,7 @@ type Sink struct {
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
+	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)
@@ -106,6 +107,7 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 		user:     cfg.User,
 		password: cfg.Password,
 		logger:   logger,
+		fenced:   map[string]bool{},
 	}
 	if strings.HasPrefix(cfg.Host, "/") {
 		p.addr = cfg.Host // unix socket directory

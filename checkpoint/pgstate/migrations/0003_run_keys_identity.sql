@@ -10,3 +10,9 @@ CREATE TABLE {S}.run_keys (
     at     timestamptz NOT NULL,
     PRIMARY KEY (job, key)
 );
+
+-- The state's identity: a random id that names this state in the fencing
+-- rows it leaves in target databases (docs/guarantees.md, "Fenced
+-- targets"), whatever URL reaches it.
+CREATE TABLE {S}.identity (id text NOT NULL);
+INSERT INTO {S}.identity (id) VALUES (md5(random()::text || clock_timestamp()::text));
