@@ -140,6 +140,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newInitCmd(g, ios),
 		newCmdPrune(f, nil),
 		newCmdClaim(f, nil),
+		newCmdState(f),
 		newCmdValidate(f, nil),
 		newCmdVersion(f, nil),
 		newCmdSchema(f, nil),
