@@ -20,7 +20,7 @@ import (
 
 // The multi-host model (docs/operations.md, "Leases"): 3 hosts, each its
 // own working folder and its own TCP proxy to one PostgreSQL holding the
-// state and the target, run one job file while the test SIGKILLs them,
+// state (and, reached directly, the fenced target), run one job file while the test SIGKILLs them,
 // pauses them past their lease (SIGSTOP, SIGCONT), and drops, stalls and
 // resets their connections (also right after a COMMIT). The database's own
 // history (triggers on the leases and pages) is checked after every exit:
@@ -114,7 +114,12 @@ func multiHost(t *testing.T, pg string, seed uint64) {
 	hosts := make([]*mhHost, 3)
 	for i := range hosts {
 		h := &mhHost{dir: t.TempDir(), proxy: startProxy(t, u.Host)}
-		h.env = []string{"IDEMSYNC_STATE=" + stateVia(viaProxy(h.proxy)), "MH_TARGET=" + viaProxy(h.proxy)}
+		// The state goes through the host's proxy. The target is named by
+		// one URL on every host (the walk's identity holds it: a host
+		// reaching it by another address would not continue another
+		// host's run), so its connections go direct, and the state being
+		// elsewhere by its URL, the target is fenced.
+		h.env = []string{"IDEMSYNC_STATE=" + stateVia(viaProxy(h.proxy)), "MH_TARGET=" + pg}
 		writeJob(t, h.dir, "job.yaml", jobBody)
 		hosts[i] = h
 	}
@@ -141,7 +146,7 @@ func multiHost(t *testing.T, pg string, seed uint64) {
 			}
 		case code == 0, code == 3, code == 4, code == -1:
 		default:
-			fail("host %d exited %d: %s", i, code, h.errs)
+			fail("host %d exited %d: %s %s", i, code, h.out, h.errs)
 		}
 		checkHistory(t, conn, H, seed)
 		h.cmd = nil
