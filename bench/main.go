@@ -9,6 +9,7 @@
 //	go run ./bench -fanout-only         # the parent → child fan-out figures alone
 //	go run ./bench -sweep 1000000       # deletes keep/hard/soft: re-sync overhead and sweep time
 //	go run ./bench -parents 1000000     # a child run over 1,000,000 parents: peak RSS, state growth
+//	go run ./bench -pg URL -pgstate     # the state in PostgreSQL: lease and fence per page, one transaction per page
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -41,8 +42,16 @@ func main() {
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
+		pgstate = flag.Bool("pgstate", false, "only the state-in-PostgreSQL figures (lease and fence per page, one transaction per page; needs -pg)")
 	)
 	flag.Parse()
+	if *pgstate {
+		if err := leaseFigures(*pg, *records, *size, *repeat); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *fanout {
 		if err := fanoutOnly(*quick); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
