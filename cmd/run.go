@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -91,6 +92,9 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 			return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 		}
 		if name == contract.KindRun {
+			if v := os.Getenv("IDEMSYNC_IF_RUNNING"); v != "" && !c.Flags().Changed("if-running") {
+				o.ifRunning = v
+			}
 			if err := o.gate.parseIfRunning(o.ifRunning); err != nil {
 				return err
 			}
@@ -112,7 +116,7 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	if name == contract.KindRun {
 		fl.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 		fl.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
-		fl.StringVar(&o.ifRunning, "if-running", ifRunningSkip, "when another run holds the job: skip (exit 0, status skipped), fail (exit 4), wait or wait=DURATION")
+		fl.StringVar(&o.ifRunning, "if-running", ifRunningSkip, "when another run holds the job: skip (exit 0, status skipped), fail (exit 4), wait or wait=DURATION (default $IDEMSYNC_IF_RUNNING, else skip)")
 		fl.StringVar(&o.gate.key, "run-key", "", "run once per key: a later start with the same key reports the first's result and fetches nothing (default $IDEMSYNC_RUN_KEY)")
 	}
 	if name != contract.KindReplay {

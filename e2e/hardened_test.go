@@ -19,7 +19,7 @@ func hardStart(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buff
 	t.Helper()
 	c := exec.Command(binary, append(args, "--json")...)
 	c.Dir = dir
-	c.Env = cleanEnv()
+	c.Env = testEnv(dir)
 	var out bytes.Buffer
 	c.Stdout = &out
 	if err := c.Start(); err != nil {

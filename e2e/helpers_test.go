@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	dropTestStates()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -81,7 +82,7 @@ func idemsync(t *testing.T, dir string, env []string, args ...string) result {
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, args...)
 	c.Dir = dir
-	c.Env = append(cleanEnv(), env...)
+	c.Env = append(testEnv(dir), env...)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	err := c.Run()
