@@ -125,7 +125,10 @@ func multiHost(t *testing.T, pg string, seed uint64) {
 	}
 	want := sourceRows(api)
 	table := pgx.Identifier{schema, "orders"}
-	fail := func(format string, args ...any) { t.Helper(); t.Fatalf("seed %d: "+format, append([]any{seed}, args...)...) }
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d: "+format, append([]any{seed}, args...)...)
+	}
 
 	// exited checks one finished run.
 	completed, exits := 0, map[int]int{}
