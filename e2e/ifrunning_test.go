@@ -83,7 +83,7 @@ func TestIfRunning(t *testing.T) {
 				t.Errorf("--if-running wait=400ms gave up after %s", d)
 			}
 
-			waiter, waitOut, waitDone := startIdemsync(t, dir, env, "run", job, "--if-running", "wait", "--quiet")
+			_, waitOut, waitDone := startIdemsync(t, dir, env, "run", job, "--if-running", "wait", "--quiet")
 			select {
 			case err := <-waitDone:
 				t.Fatalf("--if-running wait ended while the first run held the job (%v): %s", err, waitOut)
@@ -96,7 +96,6 @@ func TestIfRunning(t *testing.T) {
 			if err := <-waitDone; err != nil {
 				t.Fatalf("--if-running wait after the first ended: %v: %s", err, waitOut)
 			}
-			_ = waiter
 			var stateArgs []string
 			if len(env) > 0 {
 				stateArgs = []string{"--state", strings.TrimPrefix(env[0], "IDEMSYNC_STATE=")}
@@ -125,13 +124,12 @@ func TestRunKey(t *testing.T) {
 			key := "2026-11-26T10:00:00Z"
 
 			// Started together: one runs, the other waits and reports it.
-			first, errOut, done := startIdemsync(t, dir, env, "run", job, "--run-key", key, "--quiet")
+			_, errOut, done := startIdemsync(t, dir, env, "run", job, "--run-key", key, "--quiet")
 			select {
 			case <-g.arrived:
 			case err := <-done:
 				t.Fatalf("first run ended before page 2 (%v): %s", err, errOut)
 			}
-			_ = first
 			secondDone := make(chan result, 1)
 			go func() {
 				secondDone <- idemsync(t, dir, append(env, "IDEMSYNC_RUN_KEY="+key), "run", job, "--if-running", "wait", "--json")
