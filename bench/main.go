@@ -11,6 +11,7 @@
 //	go run ./bench -parents 1000000     # a child run over 1,000,000 parents: peak RSS, state growth
 //	go run ./bench -feed 200000         # the change feed: first load on vs off, events of a re-sync
 //	go run ./bench -ledger              # the side-effect ledger: per-call latency, batch, 16 claimers (docs/ledger.md)
+//	go run ./bench -pg URL -pgstate     # the state in PostgreSQL: lease and fence per page, one transaction per page
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -46,10 +47,18 @@ func main() {
 		feedN   = flag.Int("feed", 0, "only the change feed figures (docs/changes.md) on a table of this many rows")
 		ledger  = flag.Bool("ledger", false, "only the side-effect ledger's figures (docs/ledger.md), on SQLite and with -pg PostgreSQL")
 		prof    = flag.String("cpuprofile", "", "write a CPU profile of every idemsync run to this folder (NAME.pprof)")
+		pgstate = flag.Bool("pgstate", false, "only the state-in-PostgreSQL figures (lease and fence per page, one transaction per page; needs -pg)")
 	)
 	flag.Parse()
 	profiles = *prof
 	if childMain(*size) {
+		return
+	}
+	if *pgstate {
+		if err := leaseFigures(*pg, *records, *size, *repeat); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if *ledger {

@@ -29,6 +29,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 			`DELETE FROM runs WHERE job = ?`,
 			`DELETE FROM locks WHERE job = ?`,
 			`DELETE FROM auth_credentials WHERE job = ?`,
+			`DELETE FROM run_keys WHERE job = ?`,
 			`DELETE FROM jobs WHERE name = ?`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, job); err != nil {

@@ -39,6 +39,9 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 	if err := checkJob(job); err != nil {
 		return nil, s.wrap(op, err)
 	}
+	if err := s.refuseMoved(ctx, job); err != nil {
+		return nil, err
+	}
 	var release func() error
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {

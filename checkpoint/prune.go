@@ -53,6 +53,11 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete runs: %w", err)
 		}
 		st.Runs, _ = res.RowsAffected()
+		// Run keys answer a second start of the same schedule: they go
+		// with the runs they stood for (docs/operations.md, "Run keys").
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_keys WHERE job = ? AND at < ?`, job, cutoff); err != nil {
+			return fmt.Errorf("delete run keys: %w", err)
+		}
 		return tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE job = ?`, job).Scan(&st.Kept)
 	})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // runResources runs the selected resources of jf (every one when only is
 // empty) through a runner.Runner, each resource with runOne, and prints
 // the job's result.
-func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfile.File, opts idsync.Options, metricsFile string, only []string, started time.Time) error {
+func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfile.File, opts idsync.Options, metricsFile string, only []string, started time.Time, gate runGate) error {
 	red := idsync.NewRedactor()
 	for _, r := range jf.Resources {
 		red.Merge(r.Job.Secrets)
@@ -36,8 +36,11 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	defer store.Close()
 	// One lock per job file: two invocations of the same file, whatever
 	// resources they select, never overlap.
-	unlock, err := store.Lock(ctx, jf.Name)
-	if err != nil {
+	unlock, err := gate.acquire(ctx, store, jf.Name, opts.Kind)
+	if done, err := gate.reported(ios, g, err); done || err != nil {
+		if err == nil {
+			return nil
+		}
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
 	defer unlock()
@@ -62,6 +65,9 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
 	writeResourceMetrics(ctx, metricsFile, jf, store, totals, log)
+	if kerr := gate.remember(ctx, store, jf.Name, out.ExitCode, out); kerr != nil {
+		log.Warn("run key not recorded: a second start with it runs again", "key", gate.key, "err", kerr)
+	}
 	printJob(ios, g, out)
 	if out.ExitCode != 0 {
 		return &reportedError{code: out.ExitCode}

@@ -148,6 +148,7 @@ func newCmdRoot(f *Factory) *cobra.Command {
 		newCmdPrune(f, nil),
 		newCmdClaim(f, nil),
 		newCmdKey(f, nil),
+		newCmdState(f),
 		newCmdValidate(f, nil),
 		newCmdVersion(f, nil),
 		newCmdSchema(f, nil),

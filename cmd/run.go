@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -31,6 +32,8 @@ type runOptions struct {
 	metrics   string   // --metrics-file
 	resources []string // --resource
 	verify    bool     // --verify
+	gate      runGate  // --if-running, --run-key (run only)
+	ifRunning string
 }
 
 // newCmdRun is run: continue the job's unfinished run or start one.
@@ -88,10 +91,21 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 		if o.maxPages < 0 || o.timeLimit < 0 {
 			return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 		}
+		if name == contract.KindRun {
+			if v := os.Getenv("IDEMSYNC_IF_RUNNING"); v != "" && !c.Flags().Changed("if-running") {
+				o.ifRunning = v
+			}
+			if err := o.gate.parseIfRunning(o.ifRunning); err != nil {
+				return err
+			}
+			if err := o.gate.checkKey(); err != nil {
+				return err
+			}
+		}
 		if runF != nil {
 			return runF(o)
 		}
-		return runJob(c.Context(), o.g, o.io, o.file, o.engineOptions(), o.metrics, o.resources)
+		return runJob(c.Context(), o.g, o.io, o.file, o.engineOptions(), o.metrics, o.resources, o.gate)
 	}
 	fl := c.Flags()
 	fl.IntVar(&o.maxPages, "max-pages", 0, "stop cleanly after N pages (the run stays unfinished; exit 0, status partial)")
@@ -102,6 +116,8 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 	if name == contract.KindRun {
 		fl.BoolVar(&o.restart, "restart", false, "abandon the unfinished run and start over from the beginning (forgets the saved mark)")
 		fl.BoolVar(&o.full, "full", false, "make this run a full pass: no lower bound, from the first page; with target.deletes, sweep at its end")
+		fl.StringVar(&o.ifRunning, "if-running", "", "when another run holds the job: skip (exit 0, status skipped), fail (exit 4), wait or wait=DURATION (default $IDEMSYNC_IF_RUNNING, else skip on a PostgreSQL state and fail on a state file)")
+		fl.StringVar(&o.gate.key, "run-key", "", "run once per key: a later start with the same key reports the first's result and fetches nothing (default $IDEMSYNC_RUN_KEY)")
 	}
 	if name != contract.KindReplay {
 		fl.BoolVar(&o.allowMass, "allow-mass-delete", false, "let this run's sweep remove more than target.max_delete_ratio of the table's rows")
@@ -126,7 +142,7 @@ func (o *runOptions) engineOptions() idsync.Options {
 	return opts
 }
 
-func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string, only []string) error {
+func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opts idsync.Options, metricsFile string, only []string, gate runGate) error {
 	started := time.Now()
 	jf, err := jobfile.LoadResourcesFile(file)
 	if err != nil {
@@ -141,7 +157,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
 	if jf.Multi {
-		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started)
+		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started, gate)
 	}
 	job := jf.Resources[0].Job
 	skeleton := func() *idsync.Result {
@@ -157,6 +173,15 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, skeleton(), err, job.Secrets)
 	}
 	defer store.Close()
+	unlock, err := gate.acquire(ctx, store, job.Name, opts.Kind)
+	if done, err := gate.reported(ios, g, err); done || err != nil {
+		if err == nil {
+			return nil
+		}
+		return failed(ios, g, skeleton(), err, job.Secrets)
+	}
+	defer unlock()
+	store = heldStore{Store: store, job: job.Name}
 	var track func(idsync.PageEvent)
 	if g.json {
 		gate := &jsonGate{}
@@ -171,6 +196,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	res.ExitCode = code
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
+	}
+	if kerr := gate.remember(ctx, store, job.Name, code, res); kerr != nil {
+		log.Warn("run key not recorded: a second start with it runs again", "key", gate.key, "err", kerr)
 	}
 	printResult(ios, g, res, err)
 	if code != 0 {
@@ -212,6 +240,13 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		eng.OnPage = bar.page
 		eng.PageLogLevel = slog.LevelDebug // the bar shows the pages
 		fetcher.OnRetry = bar.retry
+	}
+	// A state holding leases fences the target; one in the target's
+	// database commits each checkpoint in its rows' transaction
+	// (docs/guarantees.md, "One transaction per page", "Fenced targets").
+	if fs, ok := baseStore(store).(contract.FencedStore); ok {
+		eng.Fenced = fs
+		eng.JoinState = stateJoinsTarget(g.statePath(job), job.Target.URL)
 	}
 	eng.OnStart = hooks.Start
 	if hooks.Page != nil {

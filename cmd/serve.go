@@ -98,7 +98,9 @@ func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions
 		o.timeLimit, _ = time.ParseDuration(so.TimeLimit) // the server checked it
 	}
 	return b.call(func(g *globalOpts, ios *IOStreams) error {
-		return runJob(ctx, g, ios, file, o.engineOptions(), "", o.resources)
+		// A run already going answers 409 (exit 4), never a second run
+		// (docs/serve.md).
+		return runJob(ctx, g, ios, file, o.engineOptions(), "", o.resources, runGate{ifRunning: ifRunningFail})
 	})
 }
 

@@ -33,6 +33,13 @@ func openStore(ctx context.Context, path string, log *slog.Logger) (contract.Sto
 	return checkpoint.Open(ctx, path, log)
 }
 
+// stateJoinsTarget reports whether the state at path lives in the target
+// database at target, so that a page's checkpoint commits in its rows'
+// transaction (docs/guarantees.md, "One transaction per page").
+func stateJoinsTarget(path, target string) bool {
+	return pgstate.SameDatabase(path, target)
+}
+
 // stateMissing reports whether no state exists at path yet: the commands
 // that only read it (status, prune) never create a state file. A state in
 // PostgreSQL is opened (its schema created when missing) to know.

@@ -110,6 +110,9 @@ type JobState struct {
 	LastSync    *RunInfo // most recent run of kind run (not a replay), nil when none
 	DeadLetters int64
 	Holder      string // "pid N on HOST since T" while a run holds the lock
+	// LeaseUntil is when the holder's lease ends unless renewed, on a
+	// store whose lock is a lease (zero otherwise).
+	LeaseUntil time.Time
 	// FullPassAt is when the job's last completed full pass started
 	// (zero: none completed).
 	FullPassAt time.Time

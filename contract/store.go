@@ -36,6 +36,7 @@ type Store interface {
 	CycleStore
 	MetricsStore
 	TokenStore
+	RunKeyStore
 	Maintenance
 }
 
@@ -148,6 +149,17 @@ type TokenStore interface {
 	// in keep, and those stored before tokens were kept per credential
 	// whose seed is not in seeds; it returns how many it removed.
 	DropRefreshTokens(ctx context.Context, job string, keep, seeds []string) (int, error)
+}
+
+// RunKeyStore remembers what the runs started under a run key ended with
+// (docs/operations.md, "Run keys"): two starts with one key run once.
+type RunKeyStore interface {
+	// RunKey returns the result recorded under job and key (opaque to the
+	// store: the command line's JSON), found false when none was.
+	RunKey(ctx context.Context, job, key string) (result string, found bool, err error)
+	// SaveRunKey records result under job and key at t; the first result
+	// recorded stays.
+	SaveRunKey(ctx context.Context, job, key, result string, t time.Time) error
 }
 
 // Maintenance is what prune and removed resources need.

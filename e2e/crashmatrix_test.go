@@ -203,7 +203,7 @@ func runKilled(t *testing.T, dir, job string, env ...string) error {
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, "run", job)
 	c.Dir = dir
-	c.Env = append(cleanEnv(), env...)
+	c.Env = append(testEnv(dir), env...)
 	var errOut bytes.Buffer
 	c.Stderr = &errOut
 	err := c.Run()

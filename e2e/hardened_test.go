@@ -19,7 +19,7 @@ func hardStart(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buff
 	t.Helper()
 	c := exec.Command(binary, append(args, "--json")...)
 	c.Dir = dir
-	c.Env = cleanEnv()
+	c.Env = testEnv(dir)
 	var out bytes.Buffer
 	c.Stdout = &out
 	if err := c.Start(); err != nil {
@@ -67,7 +67,7 @@ func TestHardenedLockFollowsStateFile(t *testing.T) {
 			state := filepath.Join(dir, ".idemsync", "state.db")
 			first, out := hardStart(t, dir, "run", job, "--state", state)
 			hardWaitRunning(t, dir, job)
-			second := []string{"run", job}
+			second := []string{"run", job, "--if-running", "fail"}
 			switch tc {
 			case "symlink":
 				link := filepath.Join(t.TempDir(), "state-link.db")

@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	dropTestStates()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -87,7 +88,7 @@ func idemsyncStdin(t *testing.T, dir string, env []string, stdin string, args ..
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, args...)
 	c.Dir = dir
-	c.Env = append(cleanEnv(), env...)
+	c.Env = append(testEnv(dir), env...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut

@@ -134,7 +134,7 @@ func modelInvoke(t *testing.T, dir string, kill func() bool, args ...string) mod
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, append(args, "--json")...)
 	c.Dir = dir
-	c.Env = cleanEnv()
+	c.Env = testEnv(dir)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Start(); err != nil {

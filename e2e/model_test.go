@@ -214,7 +214,7 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 			pre, prePres := api.Snapshot(), api.Presence()
 			var wg gosync.WaitGroup
 			wg.Add(1)
-			go func() { defer wg.Done(); other = modelInvoke(t, dir, nil, "run", job) }()
+			go func() { defer wg.Done(); other = modelInvoke(t, dir, nil, "run", job, "--if-running", "fail") }()
 			ex = modelInvoke(t, dir, kill, args...)
 			wg.Wait()
 			if other.code != 4 {

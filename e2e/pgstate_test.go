@@ -80,7 +80,7 @@ func TestPostgresStateCrashResume(t *testing.T) {
 			<-done
 			kills++
 		}
-		if r := idemsync(t, dir, env, "run", job, "--quiet"); r.code == 4 {
+		if r := idemsync(t, dir, env, "run", job, "--quiet", "--if-running", "fail"); r.code == 4 {
 			lockedOut++
 			if !strings.Contains(r.stderr, "locked by pid "+strconv.Itoa(c.Process.Pid)) {
 				t.Errorf("exit 4 does not name the killed holder (pid %d): %s", c.Process.Pid, r.stderr)
@@ -165,7 +165,7 @@ func TestPostgresStateLeaseTakeover(t *testing.T) {
 		t.Fatal("first run never asked for page 5")
 	}
 	time.Sleep(300 * time.Millisecond) // the page before commits
-	r := idemsync(t, dir, env, "run", job, "--quiet")
+	r := idemsync(t, dir, env, "run", job, "--quiet", "--if-running", "fail")
 	if r.code != 4 || !strings.Contains(r.stderr, "locked by pid "+strconv.Itoa(first.Process.Pid)) {
 		t.Fatalf("second run while the first holds the lease: exit %d, want 4 naming pid %d: %s", r.code, first.Process.Pid, r.stderr)
 	}

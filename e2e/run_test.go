@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,15 +56,32 @@ func TestCleanRunEqualsSource(t *testing.T) {
 	}
 }
 
-// Several runs of one job at once: exactly one proceeds, the others exit 4
-// at once and change nothing.
+// Several runs of one job at once: exactly one proceeds, the others skip
+// at once (exit 0, status skipped naming the holder: --if-running skip, the
+// default) and change nothing.
 func TestOverlappingRuns(t *testing.T) {
+	// A state file keeps v2's contract: an overlapping plain run exits 4
+	// at once. --if-running skip exits 0 with "skipped" and the holder
+	// (docs/operations.md, "A second host").
+	for _, mode := range []string{"", "skip"} {
+		t.Run("if-running="+mode, func(t *testing.T) {
+			t.Parallel()
+			overlap(t, mode)
+		})
+	}
+}
+
+func overlap(t *testing.T, mode string) {
 	// 9 requests of 250 ms: the winner's run outlasts the start of the
 	// other four processes even on a loaded machine (at 20 ms a late
 	// starter found the run over and ran again).
 	api, url := startAPI(t, fakeapi.Options{Records: 200, Latency: 250 * time.Millisecond})
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	args := []string{"run", job, "--json"}
+	if mode != "" {
+		args = append(args, "--if-running", mode)
+	}
 	const n = 5
 	results := make([]result, n)
 	var wg sync.WaitGroup
@@ -71,26 +89,40 @@ func TestOverlappingRuns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = idemsync(t, dir, nil, "run", job, "--json")
+			results[i] = idemsync(t, dir, nil, args...)
 		}()
 	}
 	wg.Wait()
 	ok, locked := 0, 0
 	for _, r := range results {
-		switch r.code {
-		case 0:
-			ok++
-		case 4:
+		switch {
+		case r.code == 0:
+			var sk skipJSON
+			if err := json.Unmarshal([]byte(r.stdout), &sk); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v: %s", err, r.stdout)
+			}
+			if sk.Status != "skipped" {
+				ok++
+				continue
+			}
+			if mode != "skip" {
+				t.Errorf("a plain run on a state file was skipped (exit 0), want exit 4: %s", r.stdout)
+			}
 			locked++
-			if j := parseRun(t, r); j.Status != "locked" || j.Job != "orders-page" {
-				t.Errorf("exit 4 without a locked status: %s", r.stdout)
+			if sk.Job != "orders-page" || !strings.Contains(sk.Holder, "pid ") {
+				t.Errorf("a skipped run does not name the job and its holder: %s", r.stdout)
+			}
+		case r.code == 4 && mode == "":
+			locked++
+			if !strings.Contains(r.stdout+r.stderr, "locked") {
+				t.Errorf("exit 4 without naming the lock: %s %s", r.stdout, r.stderr)
 			}
 		default:
 			t.Errorf("unexpected exit %d: %s %s", r.code, r.stdout, r.stderr)
 		}
 	}
 	if ok != 1 || locked != n-1 {
-		t.Fatalf("%d runs succeeded and %d were locked out, want 1 and %d", ok, locked, n-1)
+		t.Fatalf("%d runs succeeded and %d locked out, want 1 and %d", ok, locked, n-1)
 	}
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 	// 200 records in pages of 25 plus the empty last page: the locked-out runs sent nothing.

@@ -44,13 +44,40 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	}
 
 	// 3. Upsert the page in one target transaction, under wctx: a signal
-	// or the time limit cancels it only after WriteGrace.
-	counts, cols, err := e.writeTarget(wctx, sink, rows, changed, where)
+	// or the time limit cancels it only after WriteGrace. With the state
+	// in the target's database the checkpoint commits in that transaction
+	// (its checks then come first); with a lease elsewhere, the target
+	// fences the page (docs/guarantees.md, "One transaction per page",
+	// "Fenced targets").
+	cols, err := e.prepareTarget(wctx, sink, rows, changed)
+	if err != nil {
+		return false, err
+	}
+	pw := e.pageWrite(sink, rows)
+	var keys []string
+	if pw.joined {
+		if keys, err = e.checkPage(ctx, wctx, rs, sink, &fp, rows, dead, where); err != nil {
+			return false, err
+		}
+	}
+	var pc *contract.PageCommit
+	build := func(counts contract.Counts) *contract.PageCommit {
+		skipped := int64(len(dead)) + counts.Dropped
+		ckpt := fp.checkpoint()
+		pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
+			Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
+			Skipped: skipped, Columns: EncodeColumns(cols), Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
+		e.saveMarks(rs, &fp, pc)
+		if ckpt.End && !e.sweeps(rs) {
+			pc.FinishedAt = time.Now().UTC()
+		}
+		return pc
+	}
+	counts, err := e.upsertTarget(ctx, wctx, sink, rows, where, pw, build, &pc)
 	if err != nil {
 		return false, err
 	}
 	failpoint.Hit("target-committed")
-	skipped := int64(len(dead)) + counts.Dropped
 	if counts.Dropped > 0 {
 		log.Warn("the target database kept rows of the page out of the table although the write succeeded (a trigger returning NULL?); counted as skipped",
 			"position", where, "rows", counts.Dropped)
@@ -60,35 +87,22 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	// sweeps at its end. The last page completes the run in the same
 	// transaction, except for a run that sweeps: its last page leaves it
 	// unfinished at its end, and finishPass sweeps and completes it.
-	keys, err := e.pageKeys(wctx, rs, sink, rows, dead, where)
-	if err != nil {
-		return false, fmt.Errorf("keys of %s: %w", where, err)
+	if !pw.joined {
+		if keys, err = e.checkPage(ctx, wctx, rs, sink, &fp, rows, dead, where); err != nil {
+			return false, err
+		}
 	}
-	rs.noProof(fp.noProof)
-	e.checkShift(rs, keys, fp.parent, where)
-	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
-	if err := e.checkDistinct(rs, &fp, rows, where); err != nil {
-		return false, err
-	}
-	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
-		return false, fmt.Errorf("before the checkpoint of %s: %w", where, err)
-	}
-	ckpt := fp.checkpoint()
-	pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
-		Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
-		Skipped: skipped, Columns: EncodeColumns(cols), Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
-	e.saveMarks(rs, &fp, pc)
-	if ckpt.End && !e.sweeps(rs) {
-		pc.FinishedAt = time.Now().UTC()
-	}
-	if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
-		return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
+	if pc == nil { // not joined, or no row to write
+		pc = build(counts)
+		if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
+			return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
+		}
 	}
 	failpoint.Hit("checkpoint-committed")
 
 	// 5. Move the run past the page and report it.
 	e.advance(ctx, rs, log, &fp, pc, counts, where)
-	return ckpt.End, nil
+	return fp.checkpoint().End, nil
 }
 
 // checkLoop fails with Permanent when the page repeats the previous one
@@ -109,29 +123,39 @@ func (e *Engine) checkLoop(rs *runState, fp *fetched, where string) error {
 	return nil
 }
 
-// writeTarget adds the columns inferred on this page to the table (changed:
-// the page added or widened columns) and upserts rows in one target
-// transaction, which widens the columns the page widened. It returns the
-// counts and, when columns changed, the table's new columns for the
-// checkpoint; a failed write names the page and table.
-func (e *Engine) writeTarget(wctx context.Context, sink contract.Sink, rows []contract.Row, changed bool, where string) (contract.Counts, []contract.Column, error) {
+// prepareTarget adds the columns inferred on this page to the table
+// (changed: the page added or widened columns) and returns, when columns
+// changed, the table's new columns for the checkpoint.
+func (e *Engine) prepareTarget(wctx context.Context, sink contract.Sink, rows []contract.Row, changed bool) ([]contract.Column, error) {
 	job := e.Job
-	var cols []contract.Column
-	if changed {
-		PadRows(&job.Table, rows)
-		if err := sink.Prepare(wctx, &job.Table); err != nil {
-			return contract.Counts{}, nil, err
-		}
-		cols = append([]contract.Column(nil), job.Table.Columns...)
+	if !changed {
+		return nil, nil
 	}
-	var counts contract.Counts
-	if len(rows) > 0 {
-		var err error
-		if counts, err = sink.Upsert(wctx, &job.Table, rows); err != nil {
-			return contract.Counts{}, nil, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
-		}
+	PadRows(&job.Table, rows)
+	if err := sink.Prepare(wctx, &job.Table); err != nil {
+		return nil, err
 	}
-	return counts, cols, nil
+	return append([]contract.Column(nil), job.Table.Columns...), nil
+}
+
+// checkPage computes the page's keys when the run sweeps and checks what
+// they and the response prove (shifts, totals, distinct keys), saving a
+// reason found that voids the pass's proof.
+func (e *Engine) checkPage(ctx, wctx context.Context, rs *runState, sink contract.Sink, fp *fetched, rows []contract.Row, dead []contract.DeadLetter, where string) ([]string, error) {
+	keys, err := e.pageKeys(wctx, rs, sink, rows, dead, where)
+	if err != nil {
+		return nil, fmt.Errorf("keys of %s: %w", where, err)
+	}
+	rs.noProof(fp.noProof)
+	e.checkShift(rs, keys, fp.parent, where)
+	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
+	if err := e.checkDistinct(rs, fp, rows, where); err != nil {
+		return nil, err
+	}
+	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
+		return nil, fmt.Errorf("before the checkpoint of %s: %w", where, err)
+	}
+	return keys, nil
 }
 
 // saveMarks sets the marks pc saves for a run of kind run: the job's mark

@@ -87,8 +87,16 @@ type Engine struct {
 	// Store is the state store: the engine's part of it (contract.RunStore).
 	Store    contract.RunStore
 	OpenSink func(ctx context.Context) (contract.Sink, error)
-	Source   contract.PageSource // fetches the pages: source/http's Fetcher in the binary
-	Logger   *slog.Logger
+	// Fenced, when set, is the state store as a holder of leases with
+	// fencing tokens: a sink that can fence refuses the pages of a holder
+	// another took over (docs/guarantees.md, "Fenced targets").
+	Fenced contract.FencedStore
+	// JoinState: the state lives in the target's database, so each page's
+	// checkpoint commits in its rows' transaction (docs/guarantees.md,
+	// "One transaction per page"). It needs Fenced.
+	JoinState bool
+	Source    contract.PageSource // fetches the pages: source/http's Fetcher in the binary
+	Logger    *slog.Logger
 	// OnPage, when set, is called after each committed page.
 	OnPage func(PageEvent)
 	// OnStart, when set, is called once the run is picked, before its

@@ -27,6 +27,7 @@ func (s *Store) Job(ctx context.Context, job string) (*contract.JobState, error)
 	}
 	if who != "" {
 		st.Holder = fmt.Sprintf("%s (lease until %s)", who, until.UTC().Format(time.RFC3339))
+		st.LeaseUntil = until.UTC()
 	}
 	return st, nil
 }

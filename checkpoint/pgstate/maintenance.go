@@ -42,6 +42,10 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete runs: %w", err)
 		}
 		st.Runs = tag.RowsAffected()
+		// Run keys go with the runs they stood for (docs/operations.md, "Run keys").
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {S}.run_keys WHERE job = $1 AND at < $2`), job, cutoff); err != nil {
+			return fmt.Errorf("delete run keys: %w", err)
+		}
 		return tx.QueryRow(ctx, s.q(`SELECT count(*) FROM {S}.runs WHERE job = $1`), job).Scan(&st.Kept)
 	})
 	if err != nil {
@@ -69,6 +73,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 			`DELETE FROM {S}.dead_letters WHERE job = $1`,
 			`DELETE FROM {S}.runs WHERE job = $1`,
 			`DELETE FROM {S}.auth_credentials WHERE job = $1`,
+			`DELETE FROM {S}.run_keys WHERE job = $1`,
 			`DELETE FROM {S}.jobs WHERE name = $1`,
 		} {
 			if _, err := tx.Exec(ctx, s.q(q), job); err != nil {

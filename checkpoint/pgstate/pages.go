@@ -20,72 +20,10 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	if p == nil {
 		return s.wrap(op, errors.New("no page given"))
 	}
-	now := s.now().UTC()
 	var seq int64
-	err := s.inJobTx(ctx, job, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.q(`
-			UPDATE {S}.runs SET
-				pages = pages + 1, records = records + $1,
-				inserted = inserted + $2, updated = updated + $3,
-				unchanged = unchanged + $4, skipped = skipped + $5, deleted = deleted + $6,
-				checkpoint = $7, last_pos = $8,
-				max_mark = CASE WHEN $9 <> '' THEN $9 ELSE max_mark END
-			WHERE id = $10 AND job = $11 AND status = 'running' AND owner = $12`),
-			p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
-			p.Next, p.Position, p.MaxMark, p.RunID, job, s.token)
-		if err != nil {
-			return fmt.Errorf("update run: %w", err)
-		}
-		if tag.RowsAffected() != 1 {
-			return s.notRunning(ctx, tx, p.RunID, job)
-		}
-		err = tx.QueryRow(ctx, s.q(`
-			INSERT INTO {S}.pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
-			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM {S}.pages WHERE run_id = $1
-			RETURNING seq`),
-			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys)).Scan(&seq)
-		if err != nil {
-			return fmt.Errorf("insert page: %w", err)
-		}
-		if err := s.touchJob(ctx, tx, job, now); err != nil {
-			return err
-		}
-		if err := s.addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
-			return err
-		}
-		if p.HWM != "" {
-			if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job); err != nil {
-				return fmt.Errorf("save high-water mark: %w", err)
-			}
-		}
-		if p.Columns != "" {
-			if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job); err != nil {
-				return fmt.Errorf("save columns: %w", err)
-			}
-		}
-		for i, d := range p.Dead {
-			pos := d.Position
-			if pos == "" {
-				pos = p.Position
-			}
-			if _, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.dead_letters (job, run_id, position, idx, reason, raw, at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`), job, p.RunID, pos, d.Index, clean(d.Reason), []byte(d.Raw), now); err != nil {
-				return fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
-			}
-		}
-		if !p.FinishedAt.IsZero() {
-			var full bool
-			var started time.Time
-			err := tx.QueryRow(ctx, s.q(`UPDATE {S}.runs SET status = 'completed', finished_at = $1 WHERE id = $2
-				RETURNING full_pass, started_at`), p.FinishedAt.UTC(), p.RunID).Scan(&full, &started)
-			if err != nil {
-				return fmt.Errorf("complete run: %w", err)
-			}
-			if full {
-				return s.recordFullPass(ctx, tx, job, started, now)
-			}
-		}
-		return nil
+	err := s.inJobTx(ctx, job, func(tx pgx.Tx) (err error) {
+		seq, err = s.commitPage(ctx, tx, job, p)
+		return err
 	})
 	if err != nil {
 		return s.wrap(op, err)
@@ -93,6 +31,76 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	s.log.Debug("page checkpointed", "job", job, "run_id", p.RunID, "seq", seq,
 		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
 	return nil
+}
+
+// commitPage records p in tx (CommitPage's transaction, or the page's
+// target transaction: CommitPageIn) and returns the page's seq.
+func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contract.PageCommit) (int64, error) {
+	now := s.now().UTC()
+	var seq int64
+	tag, err := tx.Exec(ctx, s.q(`
+		UPDATE {S}.runs SET
+			pages = pages + 1, records = records + $1,
+			inserted = inserted + $2, updated = updated + $3,
+			unchanged = unchanged + $4, skipped = skipped + $5, deleted = deleted + $6,
+			checkpoint = $7, last_pos = $8,
+			max_mark = CASE WHEN $9 <> '' THEN $9 ELSE max_mark END
+		WHERE id = $10 AND job = $11 AND status = 'running' AND owner = $12`),
+		p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
+		p.Next, p.Position, p.MaxMark, p.RunID, job, s.token)
+	if err != nil {
+		return 0, fmt.Errorf("update run: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return 0, s.notRunning(ctx, tx, p.RunID, job)
+	}
+	err = tx.QueryRow(ctx, s.q(`
+		INSERT INTO {S}.pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
+		SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM {S}.pages WHERE run_id = $1
+		RETURNING seq`),
+		p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys)).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("insert page: %w", err)
+	}
+	if err := s.touchJob(ctx, tx, job, now); err != nil {
+		return 0, err
+	}
+	if err := s.addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
+		return 0, err
+	}
+	if p.HWM != "" {
+		if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job); err != nil {
+			return 0, fmt.Errorf("save high-water mark: %w", err)
+		}
+	}
+	if p.Columns != "" {
+		if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job); err != nil {
+			return 0, fmt.Errorf("save columns: %w", err)
+		}
+	}
+	for i, d := range p.Dead {
+		pos := d.Position
+		if pos == "" {
+			pos = p.Position
+		}
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.dead_letters (job, run_id, position, idx, reason, raw, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`), job, p.RunID, pos, d.Index, clean(d.Reason), []byte(d.Raw), now); err != nil {
+			return 0, fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
+		}
+	}
+	if !p.FinishedAt.IsZero() {
+		var full bool
+		var started time.Time
+		err := tx.QueryRow(ctx, s.q(`UPDATE {S}.runs SET status = 'completed', finished_at = $1 WHERE id = $2
+			RETURNING full_pass, started_at`), p.FinishedAt.UTC(), p.RunID).Scan(&full, &started)
+		if err != nil {
+			return 0, fmt.Errorf("complete run: %w", err)
+		}
+		if full {
+			return seq, s.recordFullPass(ctx, tx, job, started, now)
+		}
+	}
+	return seq, nil
 }
 
 // notRunning explains why a page cannot be committed to runID.

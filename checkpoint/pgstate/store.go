@@ -59,6 +59,9 @@ type Store struct {
 	// token identifies this Store as the owner of the runs it starts or
 	// reopens (runs.owner), as in the SQLite store.
 	token string
+	// id is the state's identity (its identity table), the first part of
+	// the fencing keys it leaves in targets.
+	id string
 
 	mu     sync.Mutex
 	leases map[string]*lease // by job: the leases this Store holds
@@ -140,6 +143,10 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 		leases:  make(map[string]*lease),
 	}
 	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, s.wrap("open", err)
+	}
+	if err := s.readIdentity(ctx); err != nil {
 		pool.Close()
 		return nil, s.wrap("open", err)
 	}

@@ -60,6 +60,8 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, passCases()...)
 	cases = append(cases, pendingCases()...)
 	cases = append(cases, sideCases()...)
+	cases = append(cases, runKeyCases()...)
+	cases = append(cases, dumpCases()...)
 	cases = append(cases, maintenanceCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,6 +60,7 @@ type Sink struct {
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
 	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
 	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
+	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)
@@ -108,6 +109,7 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 		user:     cfg.User,
 		password: cfg.Password,
 		logger:   logger,
+		fenced:   map[string]bool{},
 	}
 	if strings.HasPrefix(cfg.Host, "/") {
 		p.addr = cfg.Host // unix socket directory

@@ -31,6 +31,18 @@ import (
 // Permanent for every other database error (with its SQLSTATE) and for a
 // value that does not fit its column. A cancelled ctx is returned wrapped.
 func (p *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Row) (contract.Counts, error) {
+	return p.upsert(ctx, t, rows, nil)
+}
+
+// UpsertIn is Upsert calling before in the page's transaction just before
+// its commit (contract.TxSink): a state in the same database commits the
+// page's checkpoint there, a state elsewhere fences the page
+// (docs/guarantees.md, "One transaction per page", "Fenced targets").
+func (p *Sink) UpsertIn(ctx context.Context, t *contract.Table, rows []contract.Row, before func(context.Context, contract.PageTx, contract.Counts) error) (contract.Counts, error) {
+	return p.upsert(ctx, t, rows, before)
+}
+
+func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Row, before func(context.Context, contract.PageTx, contract.Counts) error) (contract.Counts, error) {
 	var n contract.Counts
 	if len(rows) == 0 {
 		return n, nil
@@ -83,10 +95,19 @@ func (p *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		}
 	}
 	n.Deleted = deleted
+	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
+	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
+	if before != nil {
+		if err := before(ctx, ptx, n); err != nil {
+			return contract.Counts{}, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return contract.Counts{}, p.dbError(op, err)
 	}
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
+	if ptx.created != "" {
+		p.fenced[ptx.created] = true
+	}
 	return n, nil
 }
 
