@@ -60,7 +60,17 @@ func TestIfRunning(t *testing.T) {
 			}
 			pid := "pid " + strconv.Itoa(first.Process.Pid)
 
-			r := idemsync(t, dir, env, "run", job, "--json")
+			// By default a state file keeps exit 4; a PostgreSQL state skips.
+			if name != "postgres" {
+				if j := runCode(t, dir, env, 4, "run", job); j.Status != "locked" {
+					t.Errorf("second run by default on a state file: %+v, want locked", j)
+				}
+			}
+			args := []string{"run", job, "--json"}
+			if name != "postgres" {
+				args = append(args, "--if-running", "skip")
+			}
+			r := idemsync(t, dir, env, args...)
 			var sk skipJSON
 			if err := json.Unmarshal([]byte(r.stdout), &sk); err != nil || r.code != 0 {
 				t.Fatalf("second run by default: exit %d, %v: %s %s", r.code, err, r.stdout, r.stderr)
@@ -71,7 +81,8 @@ func TestIfRunning(t *testing.T) {
 			if (sk.LeaseUntil != nil) != (name == "postgres") {
 				t.Errorf("skip status on %s: lease_until %v", name, sk.LeaseUntil)
 			}
-			if r := idemsync(t, dir, env, "run", job); r.code != 0 || !strings.Contains(r.stdout, "skipped") {
+			plain := append([]string{"run", job}, args[3:]...) // without --json
+			if r := idemsync(t, dir, env, plain...); r.code != 0 || !strings.Contains(r.stdout, "skipped") {
 				t.Errorf("second run without --json: exit %d: %s %s", r.code, r.stdout, r.stderr)
 			}
 			if j := runCode(t, dir, env, 4, "run", job, "--if-running", "fail"); j.Status != "locked" {

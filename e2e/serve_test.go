@@ -163,7 +163,7 @@ func testServe(t *testing.T, env []string) {
 		len(busy.JobStatus.Jobs) != 1 || busy.JobStatus.Jobs[0].Status != "running" {
 		t.Errorf("a second run request during the run: %d %s", code, body)
 	}
-	cli := runCode(t, dir, env, 4, "run", job)
+	cli := runCode(t, dir, env, 4, "run", job, "--if-running", "fail")
 	if cli.Status != "locked" {
 		t.Errorf("a CLI run during the server's: %+v", cli)
 	}
