@@ -100,3 +100,38 @@ func TestChangesFeed(t *testing.T) {
 		})
 	}
 }
+
+// Retention through the binary (docs/changes.md, "Retention"): a run
+// prunes the events every consumer acknowledged that are older than the
+// job's retention, and no more; a consumer that comes after them gets an
+// explicit gap (exit 1 naming the events) until reset --to oldest.
+func TestChangesRetention(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 60})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", "retention: 1s\n"+styleJob("page", url, "sqlite:"+filepath.Join(dir, "out.db"))+"  changes: true\n")
+	runCode(t, dir, nil, 0, "run", job)
+	var b feed.Batch
+	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "fast")
+	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "fast", "--batch", b.ID)
+	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "slow", "--limit", "10")
+	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "slow", "--batch", b.ID)
+	time.Sleep(1200 * time.Millisecond)
+	runCode(t, dir, nil, 0, "run", job)
+	var st feed.Report
+	changesOut(t, dir, 0, &st, "changes", "status", job)
+	if st.Events != 50 || st.PrunedThrough != 10 || st.First != 11 {
+		t.Fatalf("after the run: %+v, want the 10 events both consumers acknowledged pruned", st)
+	}
+	if r := idemsync(t, dir, nil, "changes", job, "--consumer", "late"); r.code != 1 || !strings.Contains(r.stderr, "events 1 to 10 were pruned") {
+		t.Fatalf("a consumer after the pruning: exit %d, want 1 and the gap\n%s", r.code, r.stderr)
+	}
+	changesOut(t, dir, 0, &st, "changes", "status", job)
+	if c := st.Consumers[1]; c.Name != "late" || c.State != feed.StateGap {
+		t.Fatalf("late's status: %+v", st.Consumers)
+	}
+	changesOut(t, dir, 0, nil, "changes", "reset", job, "--consumer", "late", "--to", "oldest")
+	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "late", "--limit", "5")
+	if b.Events[0].Seq != 11 {
+		t.Fatalf("late after reset --to oldest starts at %d, want 11", b.Events[0].Seq)
+	}
+}

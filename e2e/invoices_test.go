@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,8 +33,8 @@ type invoiceRig struct {
 }
 
 // run starts the sync (sync) or the sender, SIGKILLs its process group
-// after kill (0: never) and returns its exit code (-1: killed).
-func (r *invoiceRig) run(sync bool, kill time.Duration) int {
+// when kill fires (nil: never) and returns its exit code (-1: killed).
+func (r *invoiceRig) run(sync bool, kill <-chan time.Time) int {
 	c := exec.Command(binary, "run", r.job, "--quiet")
 	if !sync {
 		c = exec.Command("bash", r.script)
@@ -47,10 +49,10 @@ func (r *invoiceRig) run(sync bool, kill time.Duration) int {
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	var err error
-	if kill > 0 {
+	if kill != nil {
 		select {
 		case err = <-done:
-		case <-time.After(kill):
+		case <-kill:
 			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 			<-done
 			return -1
@@ -84,7 +86,8 @@ func (r *invoiceRig) run(sync bool, kill time.Duration) int {
 // sync's pages, the sender's changes, claim, email or ack. The billing
 // API fails and hangs past the sync's timeout; the email API fails
 // before accepting, and after accepting (a 500, or a hang past curl's
-// timeout: the sender cannot tell the reminder went out). After the
+// timeout: the sender cannot tell the reminder went out); each night
+// one sender is killed during such a hang. After the
 // chaos, runs catch up: a sync that completes, then senders until one
 // finds the feed drained. Invariant, checked after every chaotic step:
 // no invoice ever got two reminders; after each night's catch-up: every
@@ -114,25 +117,51 @@ func TestInvoicesAcceptance(t *testing.T) {
 			billing.FailRate, billing.HangRate, billing.Hang = 0.05, 0.03, 1500*time.Millisecond
 			email := fakes.NewEmail(seed)
 			email.FailBefore, email.FailAfter, email.HangAfter, email.Hang = 0.1, 0.1, 0.05, 1500*time.Millisecond
+			// armed, when set, hears of the next email request 300ms after
+			// it arrived: accepted, and hanging.
+			var armed atomic.Pointer[chan time.Time]
+			mail := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if p := armed.Load(); p != nil {
+					ch := *p
+					time.AfterFunc(300*time.Millisecond, func() {
+						select {
+						case ch <- time.Now():
+						default:
+						}
+					})
+				}
+				email.ServeHTTP(w, req)
+			})
 			job, _ := filepath.Abs("../examples/invoices/invoices.yaml")
 			script, _ := filepath.Abs("../examples/invoices/reminders.sh")
 			state, report := filepath.Join(dir, "state.db"), filepath.Join(dir, "expired_unknown.log")
 			r := &invoiceRig{t: t, job: job, script: script, dir: dir, env: append(cleanEnv(),
 				"PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"BILLING_URL="+serve(t, billing), "EMAIL_URL="+serve(t, email),
+				"BILLING_URL="+serve(t, billing), "EMAIL_URL="+serve(t, mail),
 				"INVOICES_TARGET="+target, "INVOICES_TABLE="+table, "IDEMSYNC_STATE="+state,
 				"JOB="+job, "REPORT="+report, "LEASE=2s", "CLAIM_TTL=2s")}
 			for night := 1; night <= nights; night++ {
 				billing.Add(5 + rnd.IntN(10))
 				billing.Update(3)
+				// A sender killed while the email API, having accepted its
+				// reminder, hangs: the claim's lease ends without an
+				// outcome (expired_unknown), which must be reported.
+				for r.run(true, nil) != 0 {
+				}
+				email.Faults(0, 0, 1)
+				accepted := make(chan time.Time, 1)
+				armed.Store(&accepted)
+				r.run(false, accepted)
+				armed.Store(nil)
+				email.Faults(0.1, 0.1, 0.05)
 				var killed int
 				for step := range 6 {
 					var wg gosync.WaitGroup
 					var mu gosync.Mutex
 					for range 1 + rnd.IntN(2) { // one, or two overlapping
-						sync, kill := rnd.IntN(2) == 0, time.Duration(0)
+						sync, kill := rnd.IntN(2) == 0, (<-chan time.Time)(nil)
 						if rnd.IntN(4) > 0 {
-							kill = time.Duration(50+rnd.IntN(1500)) * time.Millisecond
+							kill = time.After(time.Duration(50+rnd.IntN(2500)) * time.Millisecond)
 						}
 						wg.Add(1)
 						go func() {
@@ -158,6 +187,9 @@ func TestInvoicesAcceptance(t *testing.T) {
 				}
 				t.Logf("night %d: %d invoices, each reminded once; %d processes killed; %d expired_unknown reported", night, len(billing.IDs()), killed, len(reported))
 			}
+			if len(readReport(t, report)) == 0 {
+				t.Error("no expired_unknown was ever reported: the nights never killed a sender between an accepted email and its complete")
+			}
 		})
 	}
 }
@@ -168,12 +200,12 @@ func TestInvoicesAcceptance(t *testing.T) {
 func (r *invoiceRig) catchUp(night int, billing *fakes.Billing, email *fakes.Email) {
 	t := r.t
 	deadline := time.Now().Add(2 * time.Minute)
-	for code := r.run(true, 0); code != 0; code = r.run(true, 0) {
+	for code := r.run(true, nil); code != 0; code = r.run(true, nil) {
 		if time.Now().After(deadline) {
 			t.Fatalf("night %d: the sync never completed (last exit %d)", night, code)
 		}
 	}
-	for code := r.run(false, 0); code != 0; code = r.run(false, 0) {
+	for code := r.run(false, nil); code != 0; code = r.run(false, nil) {
 		if time.Now().After(deadline) {
 			t.Fatalf("night %d: the sender never caught up (last exit %d); delivered %v", night, code, email.Delivered())
 		}

@@ -3,7 +3,9 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -35,20 +37,45 @@ CREATE TABLE IF NOT EXISTS idemsync_change_consumers (
 	batch text, batch_through bigint, lease_until bigint, acked_at bigint,
 	PRIMARY KEY (job, consumer));`
 
-// pgFeedFunc is the statement trigger every fed table calls, with its
-// arguments: job, resource, key columns (a text[] literal), version
-// column ("" for none), whether events carry the row. Statement-level
-// with transition tables: one counter update per statement, none for a
-// statement that changed no row (an unchanged re-sync locks nothing). An
-// UPDATE that sets the deletion mark (deletes: soft) is a 'D'.
-const pgFeedFunc = `
-CREATE OR REPLACE FUNCTION %[1]s.idemsync_feed_v1() RETURNS trigger LANGUAGE plpgsql AS $f$
+// pgFeedBody returns the body of t's feed trigger function, which every
+// trigger of the table calls with the job and the resource as arguments.
+// Statement-level with transition tables: one counter update per
+// statement, none for a statement that changed no row (an unchanged
+// re-sync locks nothing). It names t's key, hash and version columns
+// (reading each row through jsonb cost twice as much). An UPDATE that
+// sets the deletion mark (deletes: soft) is a 'D'.
+func pgFeedBody(t *contract.Table, sch string) string {
+	col := func(rec, name string) string { return rec + "." + sqlkit.QuoteIdent(name) }
+	key := func(rec string) string {
+		if len(t.Key) == 1 {
+			return col(rec, t.Key[0]) + "::text"
+		}
+		parts := make([]string, len(t.Key))
+		for i, k := range t.Key {
+			parts[i] = "to_json(" + col(rec, k) + ")::text"
+		}
+		return "'[' || " + strings.Join(parts, " || ',' || ") + " || ']'"
+	}
+	version := func(rec string) string {
+		if t.Version == "" {
+			return "NULL"
+		}
+		return col(rec, t.Version) + "::text"
+	}
+	row, upd := "NULL", "'U'"
+	if t.Changes.Rows {
+		row = "(to_jsonb(w) - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text"
+	}
+	if t.Soft() {
+		upd = "CASE WHEN " + col("w", contract.ColDeletedAt) + " IS NOT NULL THEN 'D' ELSE 'U' END"
+	}
+	ins := "INSERT INTO " + sch + ".idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)\n\t\t"
+	return fmt.Sprintf(`
 DECLARE
-	j text := TG_ARGV[0];
-	keys text[] := TG_ARGV[2]::text[];
 	n bigint;
 	hi bigint;
 	r bigint;
+	ts bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 BEGIN
 	IF TG_OP = 'DELETE' THEN
 		SELECT count(*) INTO n FROM old_rows;
@@ -58,30 +85,25 @@ BEGIN
 	IF n = 0 THEN
 		RETURN NULL;
 	END IF;
-	INSERT INTO %[1]s.idemsync_change_jobs AS c (job, last) VALUES (j, n)
+	INSERT INTO %[1]s.idemsync_change_jobs AS c (job, last) VALUES (TG_ARGV[0], n)
 		ON CONFLICT (job) DO UPDATE SET last = c.last + n RETURNING c.last, c.run INTO hi, r;
 	IF TG_OP = 'DELETE' THEN
-		INSERT INTO %[1]s.idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)
-		SELECT j, hi - n + row_number() OVER (), TG_ARGV[1], %[1]s.idemsync_feed_key(x, keys), 'D',
-			x->>'_idemsync_hash', CASE WHEN TG_ARGV[3] <> '' THEN x->>TG_ARGV[3] END, r, NULL,
-			(extract(epoch FROM clock_timestamp()) * 1000)::bigint
-		FROM (SELECT to_jsonb(o) AS x FROM old_rows o) d;
+		%[2]sSELECT TG_ARGV[0], hi - n + row_number() OVER (), TG_ARGV[1], %[3]s, 'D', o.%[4]s, %[5]s, r, NULL, ts FROM old_rows o;
 	ELSE
-		INSERT INTO %[1]s.idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)
-		SELECT j, hi - n + row_number() OVER (), TG_ARGV[1], %[1]s.idemsync_feed_key(x, keys),
-			CASE WHEN TG_OP = 'INSERT' THEN 'I' WHEN x->>'_idemsync_deleted_at' IS NOT NULL THEN 'D' ELSE 'U' END,
-			x->>'_idemsync_hash', CASE WHEN TG_ARGV[3] <> '' THEN x->>TG_ARGV[3] END, r,
-			CASE WHEN TG_ARGV[4] = 'true' THEN (x - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text END,
-			(extract(epoch FROM clock_timestamp()) * 1000)::bigint
-		FROM (SELECT to_jsonb(w) AS x FROM new_rows w) d;
+		%[2]sSELECT TG_ARGV[0], hi - n + row_number() OVER (), TG_ARGV[1], %[6]s,
+			CASE WHEN TG_OP = 'INSERT' THEN 'I' ELSE %[7]s END, w.%[4]s, %[8]s, r, %[9]s, ts FROM new_rows w;
 	END IF;
 	RETURN NULL;
 END
-$f$;
-CREATE OR REPLACE FUNCTION %[1]s.idemsync_feed_key(x jsonb, keys text[]) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
-	SELECT CASE WHEN cardinality(keys) = 1 THEN x->>keys[1]
-		ELSE (SELECT '[' || string_agg((x->k)::text, ',' ORDER BY o) || ']' FROM unnest(keys) WITH ORDINALITY u(k, o)) END
-$f$;`
+`, sch, ins, key("o"), sqlkit.QuoteIdent(contract.ColHash), version("o"), key("w"), upd, version("w"), row)
+}
+
+// pgFeedFuncName is the name of t's feed trigger function: one per table
+// (the name is a hash of the table's, which may be long).
+func pgFeedFuncName(t *contract.Table) string {
+	h := sha256.Sum256([]byte(t.Name))
+	return "idemsync_feed_" + hex.EncodeToString(h[:8])
+}
 
 // pgFeedTriggers are the trigger names and their events.
 var pgFeedTriggers = []struct{ name, event, ref string }{
@@ -185,15 +207,17 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		}
 	}
 	sch := sqlkit.QuoteIdent(schema)
-	var fn bool
-	if err := tx.QueryRow(ctx, `SELECT to_regproc($1) IS NOT NULL`, sch+".idemsync_feed_v1").Scan(&fn); err != nil {
+	fn := sch + "." + pgFeedFuncName(t)
+	body := pgFeedBody(t, sch)
+	var src string
+	if err := tx.QueryRow(ctx, `SELECT COALESCE((SELECT prosrc FROM pg_proc WHERE oid = to_regproc($1)), '')`, fn).Scan(&src); err != nil {
 		return err
 	}
-	if !fn {
+	if src != body {
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+sch+"; "+pgFeedDDL); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(pgFeedFunc, sch)); err != nil {
+		if _, err := tx.Exec(ctx, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS trigger LANGUAGE plpgsql AS $idemsync_feed$"+body+"$idemsync_feed$"); err != nil {
 			return err
 		}
 	}
@@ -201,11 +225,7 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		ON CONFLICT (job) DO UPDATE SET run = excluded.run`, c.Job, c.Run); err != nil {
 		return err
 	}
-	keys := make([]string, len(t.Key))
-	for i, k := range t.Key {
-		keys[i] = `"` + strings.ReplaceAll(strings.ReplaceAll(k, `\`, `\\`), `"`, `\"`) + `"`
-	}
-	args := []string{c.Job, c.Resource, "{" + strings.Join(keys, ",") + "}", t.Version, fmt.Sprint(c.Rows)}
+	args := []string{c.Job, c.Resource}
 	var want []byte
 	lits := make([]string, len(args))
 	for i, a := range args {
@@ -216,8 +236,8 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		if got, ok := have[tg.name]; ok && bytes.Equal(got, want) {
 			continue
 		}
-		q := fmt.Sprintf("CREATE OR REPLACE TRIGGER %s AFTER %s ON %s REFERENCING %s FOR EACH STATEMENT EXECUTE FUNCTION %s.idemsync_feed_v1(%s)",
-			tg.name, tg.event, tbl, tg.ref, sch, strings.Join(lits, ", "))
+		q := fmt.Sprintf("CREATE OR REPLACE TRIGGER %s AFTER %s ON %s REFERENCING %s FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)",
+			tg.name, tg.event, tbl, tg.ref, fn, strings.Join(lits, ", "))
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return err
 		}

@@ -138,6 +138,13 @@ func NewEmail(seed uint64) *Email {
 	return &Email{rnd: rand.New(rand.NewPCG(seed, 2)), Hang: 2 * time.Second, answered: map[string]string{}, delivered: map[string]int{}}
 }
 
+// Faults sets FailBefore, FailAfter and HangAfter while the API serves.
+func (e *Email) Faults(before, after, hang float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.FailBefore, e.FailAfter, e.HangAfter = before, after, hang
+}
+
 // Delivered returns how many reminders each invoice got.
 func (e *Email) Delivered() map[string]int {
 	e.mu.Lock()
