@@ -3,7 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/idemsync/idemsync/initgen"
 )
@@ -36,7 +39,12 @@ func runInitOpenAPI(ctx context.Context, g *globalOpts, ios *IOStreams, o *initO
 		return err
 	}
 	decide := sum["decide"].([]string)
-	fmt.Fprintf(ios.Out, "wrote %s: %v resources %v\n", out, sum["resources"], sum["styles"])
+	styles := sum["styles"].(map[string]string)
+	names := slices.Sorted(maps.Keys(styles))
+	for i, n := range names {
+		names[i] = n + ": " + styles[n]
+	}
+	fmt.Fprintf(ios.Out, "wrote %s: %v resources (%s)\n", out, sum["resources"], strings.Join(names, ", "))
 	if len(decide) > 0 {
 		fmt.Fprintf(ios.Out, "%d decision(s) left open, which validate and run refuse until made:\n", len(decide))
 		for _, d := range decide {

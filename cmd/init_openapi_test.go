@@ -74,8 +74,13 @@ func TestInitOpenAPISyncs(t *testing.T) {
 	base := petstoreAPI(t, "s3cret")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "jobs", "pets.yaml")
-	if r := execute(t, false, "init", "--openapi", base+"/openapi.yaml", "--all", "--out", out); r.code != 0 {
+	r := execute(t, false, "init", "--openapi", base+"/openapi.yaml", "--all", "--out", out)
+	if r.code != 0 {
 		t.Fatalf("init --openapi: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// It says what it wrote as a person reads it, not as Go prints a map.
+	if !strings.Contains(r.stdout, "2 resources (pets: page, pets_visits: cursor)") {
+		t.Errorf("init --openapi's summary:\n%s", r.stdout)
 	}
 	if r := execute(t, false, "validate", out); r.code != 2 || !strings.Contains(r.stderr, "PETSTORE_TOKEN") {
 		t.Errorf("validate without the token: exit %d, want 2 naming PETSTORE_TOKEN\n%s", r.code, r.stderr)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -48,12 +49,14 @@ func TestInitExampleAPI(t *testing.T) {
 		route, style string
 		pag          map[string]string // expected pagination keys
 	}{
-		{"/page", "page", map[string]string{"param": "page", "total_pages": "meta.total_pages"}},
-		{"/page?per_page=30", "page", map[string]string{"size_param": "per_page", "size": "30"}},
+		// The parameters the URL shows are written; a name only a
+		// convention gives is a decision (TestInitGuessesAreDecisions).
+		{"/page?page=1", "page", map[string]string{"param": "page", "total_pages": "meta.total_pages"}},
+		{"/page?page=1&per_page=30", "page", map[string]string{"size_param": "per_page", "size": "30"}},
 		{"/offset?offset=0&limit=40", "offset", map[string]string{"param": "offset", "size_param": "limit", "size": "40", "total": "total"}},
-		{"/cursor?limit=30", "cursor", map[string]string{"param": "cursor", "next": "next_cursor", "size": "30"}},
+		{"/cursor?limit=30&cursor=", "cursor", map[string]string{"param": "cursor", "next": "next_cursor", "size": "30"}},
 		{"/cursor-url", "cursor", map[string]string{"next_url": "links.next"}},
-		{"/cursor-header", "cursor", map[string]string{"next_header": "X-Next-Cursor"}},
+		{"/cursor-header?cursor=", "cursor", map[string]string{"param": "cursor", "next_header": "X-Next-Cursor"}},
 		{"/link?per_page=40", "link", map[string]string{"size_param": "per_page"}},
 		{"/link?relative=1", "link", nil},
 		{"/hwm?since=&limit=40", "hwm", map[string]string{"field": "updated_at", "param": "since", "size": "40"}},
@@ -72,7 +75,7 @@ func TestInitExampleAPI(t *testing.T) {
 					t.Errorf("pagination.%s = %q, want %q (all: %v)", k, got[k], v, got)
 				}
 			}
-			if strings.Contains(job.Source.URL, "offset=") || strings.Contains(job.Source.URL, "limit=") || strings.Contains(job.Source.URL, "since=") {
+			if q := job.Source.URL; strings.Contains(q, "offset=") || strings.Contains(q, "limit=") || strings.Contains(q, "since=") || strings.Contains(q, "cursor=") || strings.Contains(q, "page=") {
 				t.Errorf("source.url keeps a parameter the pagination sets: %s", job.Source.URL)
 			}
 			if job.Table.Key[0] != "id" || !strings.HasSuffix(job.Target.URL, filepath.Join(dir, "orders.db")) {
@@ -148,20 +151,37 @@ func serveRecorded(t *testing.T, name string) string {
 	return srv.URL
 }
 
+// acceptOffers makes the decisions init left open as it offers them: the
+// decide: list goes and each commented key with its offered value is
+// set, as a user who agrees edits the file.
+func acceptOffers(t *testing.T, data string) string {
+	t.Helper()
+	out := regexp.MustCompile(`(?m)^# init could not decide.*\n#.*\ndecide:\n(  - .*\n)+`).ReplaceAllString(data, "")
+	out = regexp.MustCompile(`(?m)^(\s+)# (\w+: \S+)  # decide: .*$`).ReplaceAllString(out, "$1$2")
+	if out == data || strings.Contains(out, "decide") {
+		t.Fatalf("no decision as documented (a decide: list, each key commented with its offer):\n%s", data)
+	}
+	return out
+}
+
 // Recorded first pages of GitHub's and Stripe's lists give the job files
-// docs/pagination.md describes for them, with typed columns.
+// docs/pagination.md describes for them, with typed columns. Stripe's
+// first page does not show the parameter that takes the last id: init
+// offers starting_after as a decision, and validate refuses the file
+// until it is made.
 func TestInitRecordedAPIs(t *testing.T) {
 	tests := []struct {
 		recording, path, name string
 		records               string
+		decide                string // a word of the decision left open
 		pag                   map[string]string
 		types                 map[string]contract.ColumnType
 	}{
-		{"github-issues", "/repos/octocat/Hello-World/issues?state=all&per_page=3", "issues", "",
+		{"github-issues", "/repos/octocat/Hello-World/issues?state=all&per_page=3", "issues", "", "",
 			map[string]string{"style": "link", "size_param": "per_page", "size": "3"},
 			map[string]contract.ColumnType{"id": "integer", "number": "integer", "title": "text", "user": "json", "labels": "json",
 				"locked": "boolean", "created_at": "text", "closed_at": "text", "pull_request": "json", "body": "text"}},
-		{"stripe-customers", "/v1/customers?limit=2", "customers", "data",
+		{"stripe-customers", "/v1/customers?limit=2", "customers", "data", "starting_after",
 			map[string]string{"style": "cursor", "param": "starting_after", "next": "data.@reverse.0.id", "has_more": "has_more", "size": "2"},
 			map[string]contract.ColumnType{"id": "text", "created": "integer", "balance": "integer", "address": "json",
 				"metadata": "json", "delinquent": "boolean", "email": "text", "preferred_locales": "json"}},
@@ -173,6 +193,16 @@ func TestInitRecordedAPIs(t *testing.T) {
 			out := filepath.Join(dir, "job.yaml")
 			if r := execute(t, false, "init", base+tt.path, "--out", out); r.code != 0 {
 				t.Fatalf("init: exit %d\n%s", r.code, r.stderr)
+			}
+			if tt.decide != "" {
+				r := execute(t, false, "validate", out)
+				if r.code != 2 || !strings.Contains(r.stderr, tt.decide) {
+					t.Fatalf("validate of a file with a decision left open: exit %d, want 2 naming %s\n%s", r.code, tt.decide, r.stderr)
+				}
+				data, _ := os.ReadFile(out)
+				if err := os.WriteFile(out, []byte(acceptOffers(t, string(data))), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if r := execute(t, false, "validate", out); r.code != 0 {
 				t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
@@ -237,8 +267,11 @@ func TestInitRefuses(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s", r.code, r.stderr)
 	}
 	data, _ := os.ReadFile(out)
-	if !strings.Contains(string(data), "# check: no id-like field") || !strings.Contains(string(data), "key: [sku]") {
-		t.Errorf("a key guessed from a unique field must be flagged:\n%s", data)
+	if !strings.Contains(string(data), "# key: [sku]  # decide: no id-like field") {
+		t.Errorf("a key only unique on the first page must be a decision:\n%s", data)
+	}
+	if r := execute(t, false, "validate", out); r.code != 2 || !strings.Contains(r.stderr, "target.key") {
+		t.Errorf("validate of a file whose key is a decision: exit %d, want 2 naming target.key\n%s", r.code, r.stderr)
 	}
 	if r := execute(t, false, "init", srv.URL+"/items", "--out", out); r.code != 2 || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("init over an existing file: exit %d\n%s", r.code, r.stderr)
@@ -253,7 +286,7 @@ func TestInitRefuses(t *testing.T) {
 func TestInitCreatesOutFolder(t *testing.T) {
 	_, base := startAPI(t, fakeapi.Options{Records: 10, PageSize: 5})
 	out := filepath.Join(t.TempDir(), "jobs", "nested", "orders.yaml")
-	if r := execute(t, false, "init", base+"/page", "--out", out); r.code != 0 {
+	if r := execute(t, false, "init", base+"/page?page=1", "--out", out); r.code != 0 {
 		t.Fatalf("init into a missing folder: exit %d\n%s", r.code, r.stderr)
 	}
 	if r := execute(t, false, "validate", out); r.code != 0 {

@@ -95,4 +95,12 @@ func TestN8nCommandPathsFromOneVariable(t *testing.T) {
 			t.Errorf("the n8n setup steps do not name %s", want)
 		}
 	}
+	// The HTTP path comes first where it exists (issue 28 item 10): the
+	// page leads with idemsync serve and links its docs.
+	head := string(readme)[:strings.Index(string(readme), "## Set it up: three steps")]
+	for _, want := range []string{"idemsync serve", "(../../docs/serve.md)"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the n8n README does not offer %s before the Execute Command steps", want)
+		}
+	}
 }

@@ -269,7 +269,7 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 			pg.set("next_url", next, "")
 		} else {
 			pg.set("param", param, "")
-			pg.leave("next", "which response field holds the next "+param+"? The response schema names none")
+			pg.leave("next", "", "which response field holds the next "+param+"? The response schema names none")
 		}
 		withSize()
 	case hasAny(op, "page", "page_number", "pageNumber"):
@@ -288,10 +288,10 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 		pg.style, pg.why = paging.StyleOffset, "the operation takes "+param
 		pg.set("param", param, "")
 		if !hasSize {
-			pg.leave("size_param", "which query parameter takes the page size (the operation names none), and pagination.size?")
+			pg.leave("size_param", "", "which query parameter takes the page size (the operation names none), and pagination.size?")
 		} else if pageSize(sizeP) == 0 {
 			pg.set("size_param", sizeName, "")
-			pg.leave("size", "how many records a page holds (the description gives no maximum or default for "+sizeName+")")
+			pg.leave("size", "", "how many records a page holds (the description gives no maximum or default for "+sizeName+")")
 		} else {
 			withSize()
 		}

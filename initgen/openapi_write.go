@@ -50,25 +50,35 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	info := mapOf(d.root["info"])
 	w("# Job file written by `idemsync init --openapi` from %s %s\n", str(info["title"]), str(info["version"]))
 	w("# (%s): one resource per list operation.\n", d.from)
-	w("# Read the lines marked \"check\"; validate and run refuse the file while a\n")
-	w("# decide: list has an entry. Reference: docs/job-file.md.\n")
+	w("# Every parameter name below is declared by the description; validate and\n")
+	w("# run refuse the file while a decide: list has an entry. Reference: docs/job-file.md.\n")
 	w("name: %s\n", name)
 	w("defaults:\n  source:\n")
-	base, baseNote := d.baseURL()
-	w("    base_url: %s%s\n", yamlString(base), baseNote)
+	base, baseQ := d.baseURL()
+	note := ""
+	if baseQ != "" {
+		note = "  # decide: a placeholder, see the decide: list" // which refuses the file until it goes
+	}
+	w("    base_url: %s%s\n", yamlString(base), note)
 	auth, authDecide := d.auth(chosen[0].security, name)
 	w("%s", auth)
 	w("  target:\n    url: sqlite:%s.db\n", name)
+	var decisions []string
+	if baseQ != "" {
+		decisions = append(decisions, "defaults.source.base_url: "+baseQ)
+	}
 	if authDecide != "" {
-		w("decide:\n  - %s\n", strconv.Quote(authDecide))
+		decisions = append(decisions, authDecide)
+	}
+	if len(decisions) > 0 {
+		w("decide:\n")
+		for _, q := range decisions {
+			w("  - %s\n", strconv.Quote(q))
+		}
 	}
 	w("resources:\n")
 	sum := map[string]any{"job": name, "resources": len(chosen)}
 	styles := map[string]string{}
-	var decisions []string
-	if authDecide != "" {
-		decisions = append(decisions, authDecide)
-	}
 	for _, op := range chosen {
 		ds := d.writeResource(w, op)
 		decisions = append(decisions, ds...)
@@ -97,12 +107,13 @@ func (op *listOp) nameIn(used map[string]bool) string {
 	return n
 }
 
-// baseURL is the first server's URL, with a comment when it has
-// variables or is relative.
+// baseURL is the first server's URL, its variables at their defaults,
+// and the question left when there is none or it is relative: a made-up
+// host would validate.
 func (d *apiDoc) baseURL() (string, string) {
 	servers := list(d.root["servers"])
 	if len(servers) == 0 {
-		return "https://api.example.com", "  # check: the description names no server"
+		return "https://api.example.com", "the description names no server: which URL serves the API?"
 	}
 	s := mapOf(servers[0])
 	u := str(s["url"])
@@ -111,7 +122,7 @@ func (d *apiDoc) baseURL() (string, string) {
 	}
 	u = strings.TrimSuffix(u, "/")
 	if !strings.HasPrefix(u, "http") {
-		return "https://api.example.com" + u, "  # check: the description's server is relative (" + u + ")"
+		return "https://api.example.com" + u, "the description's server is relative (" + u + "): which host serves it?"
 	}
 	return u, ""
 }
@@ -192,7 +203,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("      %s: %s", s.key, yamlValue(s.value))
 		if s.open {
-			line = fmt.Sprintf("      # %s:", s.key)
+			line = strings.TrimSuffix(fmt.Sprintf("      # %s: %s", s.key, yamlValue(s.value)), " ")
 		}
 		if s.note != "" {
 			line += "  # " + s.note

@@ -12,8 +12,9 @@ import (
 )
 
 // setting is one key of the generated pagination block, with an optional
-// comment ("check: …") printed after it. An open setting is written
-// commented out: its value is a decision left to the user.
+// comment printed after it. An open setting is written commented out
+// (with the value offered, if any): a decision left to the user, or an
+// option.
 type setting struct {
 	key, value, note string
 	open             bool
@@ -36,10 +37,11 @@ func (p *pagination) set(key, value, note string) {
 	p.settings = append(p.settings, setting{key: key, value: value, note: note})
 }
 
-// leave writes key commented out, with the question it leaves, and adds
-// the decision to the file's decide list.
-func (p *pagination) leave(key, question string) {
-	p.settings = append(p.settings, setting{key: key, note: "decide: " + question, open: true})
+// leave writes key commented out, with the value offered (if any) and
+// the question it leaves, and adds the decision to the file's decide
+// list.
+func (p *pagination) leave(key, offer, question string) {
+	p.settings = append(p.settings, setting{key: key, value: offer, note: "decide: " + question, open: true})
 	p.decide = append(p.decide, "pagination."+key+": "+question)
 }
 
@@ -63,9 +65,8 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 	for k := range p.header {
 		if n := normKey(k); strings.Contains(n, "nextcursor") || strings.Contains(n, "nextpagetoken") || n == "xnexttoken" {
 			pg.style, pg.why = paging.StyleCursor, "the response has a "+k+" header"
-			pg.set("param", "cursor", "check: the query parameter the API reads the cursor from")
+			p.takeParam(pg, "the "+k+" header", p.header.Get(k), "cursor")
 			pg.set("next_header", k, "")
-			pg.owned = append(pg.owned, "cursor")
 			p.sizeParam(pg)
 			return pg
 		}
@@ -98,7 +99,7 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 	}
 	if hasMore && !hasPage && records != "" && allHave(recs, "id") {
 		pg.style, pg.why = paging.StyleCursor, "the body has "+more.Path+" and no page number: the next page starts after the last record's id (Stripe's lists)"
-		pg.set("param", "starting_after", "check: the query parameter taking the last id seen")
+		p.takeParam(pg, "the last record's id (the body has "+more.Path+" and no page number)", recs[len(recs)-1].Get("id").String(), "starting_after")
 		pg.set("next", records+".@reverse.0.id", "the id of the page's last record")
 		pg.set("has_more", more.Path, "")
 		pg.owned = append(pg.owned, "starting_after")
@@ -109,7 +110,7 @@ func detectPagination(p *Page, records string, recs []gjson.Result) *pagination 
 		detectPages(p, pg, page, more, hasMore)
 		return pg
 	}
-	if detectOffset(p, pg, len(recs)) || detectHWM(p, pg, recs) {
+	if detectOffset(p, pg) || detectHWM(p, pg, recs) {
 		return pg
 	}
 	pg.style = paging.StyleNone
@@ -137,16 +138,16 @@ func tokenValue(v gjson.Result) bool {
 }
 
 // nextCursor fills in the cursor style for a next position at f: the
-// query parameter that takes it is the API's convention for the field's
-// name when there is one, else a decision left to the user.
+// query parameter that takes it is one the page shows (takeParam), else a
+// decision left to the user, offering the convention for the field's
+// name when there is one.
 func nextCursor(p *Page, pg *pagination, f pagesignal.Field, why string) {
 	pg.style, pg.why = paging.StyleCursor, why
+	var conv []string
 	if param, ok := cursorParam(f.Key()); ok {
-		pg.set("param", param, "check: the query parameter the API reads the cursor from")
-		pg.owned = append(pg.owned, param)
-	} else {
-		pg.leave("param", fmt.Sprintf("which query parameter takes %s (%s on the first page)?", f.Path, excerpt(f.Val)))
+		conv = []string{param}
 	}
+	p.takeParam(pg, f.Path, f.Val.String(), conv...)
 	pg.set("next", f.Path, "")
 	p.sizeParam(pg)
 }
@@ -162,29 +163,26 @@ func nextNumber(p *Page, pg *pagination, f pagesignal.Field) {
 			pg.set("param", qk, "")
 			pg.owned = append(pg.owned, qk)
 		} else {
-			pg.leave("param", fmt.Sprintf("which query parameter takes the page number (%s is %s on the first page)?", f.Path, f.Val.Raw))
+			pg.leave("param", "page", fmt.Sprintf("which query parameter takes the page number (%s is %s on the first page)? The URL sends none", f.Path, f.Val.Raw))
 		}
-		if !p.sizeParam(pg) {
-			bodySize(p, pg)
-		}
+		pageSizeHint(p, pg)
 	case strings.Contains(n, "offset") || strings.Contains(n, "start") || strings.Contains(n, "skip"):
 		pg.style, pg.why = paging.StyleOffset, "the body gives the next offset at "+f.Path
 		if qk, _, ok := p.queryParam("offset", "skip", "start", "startAt"); ok {
 			pg.set("param", qk, "")
 			pg.owned = append(pg.owned, qk)
 		} else {
-			pg.leave("param", fmt.Sprintf("which query parameter takes the offset (%s is %s on the first page)?", f.Path, f.Val.Raw))
+			pg.leave("param", "offset", fmt.Sprintf("which query parameter takes the offset (%s is %s on the first page)? The URL sends none", f.Path, f.Val.Raw))
 		}
-		if !p.sizeParam(pg) && !bodySize(p, pg) {
-			pg.leave("size_param", "which query parameter takes the page size, and pagination.size: how many records a page holds?")
-		}
+		walkSize(p, pg)
 	default:
 		nextCursor(p, pg, f, "the body holds the next page's position at "+f.Path)
 	}
 }
 
 // cursorParam is the query parameter an API reads a cursor found under
-// key from, by the conventions of the well-known APIs: next_cursor →
+// key from, by the conventions of the well-known APIs, offered in the
+// decision when the page does not show it: next_cursor →
 // cursor (Slack), nextPageToken → pageToken (Google), endCursor → after
 // (GraphQL), NextMarker → marker (S3), and a token under its own name
 // (after, starting_after, cursor, offset as Airtable's, continue as
@@ -210,16 +208,6 @@ func cursorParam(key string) (string, bool) {
 	return "", false
 }
 
-// excerpt is a value as the file's comments quote it, cut at 40
-// characters.
-func excerpt(v gjson.Result) string {
-	s := v.Raw
-	if len(s) > 40 {
-		s = s[:37] + "..."
-	}
-	return s
-}
-
 // allHave reports whether every record has a scalar at key.
 func allHave(recs []gjson.Result, key string) bool {
 	for _, r := range recs {
@@ -234,23 +222,17 @@ func allHave(recs []gjson.Result, key string) bool {
 // the query, a total page count or has_more flag, and a page size.
 func detectPages(p *Page, pg *pagination, page, more pagesignal.Field, hasMore bool) {
 	pg.style = paging.StylePage
-	param := page.Key()
-	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber", param); ok {
-		param = qk
-	}
 	pg.why = "the page is numbered (" + page.Path + ")"
-	note := ""
-	if _, _, ok := p.queryParam(param); !ok && param != "page" {
-		note = "check: the query parameter taking the page number"
+	if qk, _, ok := p.queryParam("page", "page_number", "pageNumber", page.Key()); ok {
+		pg.set("param", qk, "")
+		pg.owned = append(pg.owned, qk)
+	} else {
+		pg.leave("param", "page", fmt.Sprintf("which query parameter takes the page number (the body gives it at %s, %s on the first page)? The URL sends none", page.Path, page.Val.Raw))
 	}
-	pg.set("param", param, note)
-	pg.owned = append(pg.owned, param)
 	if page.Val.Exists() && page.Val.Int() == 0 {
 		pg.set("start", "0", "the first page is number 0")
 	}
-	if !p.sizeParam(pg) {
-		bodySize(p, pg)
-	}
+	pageSizeHint(p, pg)
 	if f, ok := pagesignal.Find(p.body, pagesignal.PageCount, pagesignal.IsNumber); ok {
 		pg.set("total_pages", f.Path, "")
 		pg.why += "; the body tells the number of pages"
@@ -261,23 +243,21 @@ func detectPages(p *Page, pg *pagination, page, more pagesignal.Field, hasMore b
 
 // detectOffset fills in the offset style from an offset in the body or
 // the query; it reports false when there is none.
-func detectOffset(p *Page, pg *pagination, n int) bool {
+func detectOffset(p *Page, pg *pagination) bool {
 	param, _, inQuery := p.queryParam("offset", "skip", "startAt", "start")
 	f, inBody := pagesignal.Find(p.body, pagesignal.In("offset", "skip", "startat", "start"), pagesignal.IsNumber)
 	if !inQuery && !inBody {
 		return false
 	}
-	if !inQuery {
-		param = f.Key()
+	if inQuery {
+		pg.style, pg.why = paging.StyleOffset, "the request carries an offset ("+param+")"
+		pg.set("param", param, "")
+		pg.owned = append(pg.owned, param)
+	} else {
+		pg.style, pg.why = paging.StyleOffset, "the body carries an offset ("+f.Path+")"
+		pg.leave("param", f.Key(), fmt.Sprintf("which query parameter takes the offset (the body gives it at %s, %s on the first page)? The URL sends none", f.Path, f.Val.Raw))
 	}
-	pg.style, pg.why = paging.StyleOffset, "the request or the body carries an offset ("+param+")"
-	pg.set("param", param, "")
-	pg.owned = append(pg.owned, param)
-	if !p.sizeParam(pg) && !bodySize(p, pg) {
-		pg.set("size_param", "limit", "check: the query parameter taking the page size")
-		pg.set("size", strconv.Itoa(max(n, 1)), "the records on the first page")
-		pg.owned = append(pg.owned, "limit")
-	}
+	walkSize(p, pg)
 	if t, ok := pagesignal.Find(p.body, pagesignal.Total, pagesignal.IsNumber); ok {
 		pg.set("total", t.Path, "")
 	}
@@ -305,24 +285,6 @@ func detectHWM(p *Page, pg *pagination, recs []gjson.Result) bool {
 	pg.set("field", escapePath(mark), "")
 	pg.set("param", param, "")
 	pg.owned = append(pg.owned, param)
-	if !p.sizeParam(pg) {
-		pg.set("size_param", "limit", "check: the query parameter taking the page size")
-		pg.set("size", strconv.Itoa(max(len(recs), 1)), "the records on the first page")
-		pg.owned = append(pg.owned, "limit")
-	}
-	return true
-}
-
-// bodySize sets size_param and size from a page size the body reports
-// (per_page, page_size, limit, maxResults), and reports whether it did.
-func bodySize(p *Page, pg *pagination) bool {
-	f, ok := pagesignal.Find(p.body, pagesignal.In("perpage", "pagesize", "limit", "size", "maxresults"), pagesignal.IsNumber)
-	if !ok || f.Val.Int() <= 0 {
-		return false
-	}
-	k := f.Key()
-	pg.set("size_param", k, "check: the query parameter taking the page size")
-	pg.set("size", fmt.Sprint(f.Val.Int()), "")
-	pg.owned = append(pg.owned, k)
+	walkSize(p, pg)
 	return true
 }

@@ -25,6 +25,10 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	pg := detectPagination(p, records, recs)
 	cols := detectColumns(recs)
 	key, guessed := detectKey(recs, cols)
+	decide := append([]string{}, pg.decide...)
+	if guessed {
+		decide = append(decide, fmt.Sprintf("target.key: no id-like field is unique on the first page; %s is, there: which fields identify a record?", key.name))
+	}
 	table := strings.ReplaceAll(name, "-", "_")
 	if table == "" || table[0] >= '0' && table[0] <= '9' {
 		table = "t_" + table
@@ -36,11 +40,11 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
 	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
 	w("name: %s\n", name)
-	if len(pg.decide) > 0 {
+	if len(decide) > 0 {
 		w("# init could not decide what follows: validate and run refuse this file\n")
 		w("# until each entry is settled in the file below and deleted from this list.\n")
 		w("decide:\n")
-		for _, d := range pg.decide {
+		for _, d := range decide {
 			w("  - %s\n", strconv.Quote(d))
 		}
 	}
@@ -59,7 +63,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("  %s: %s", s.key, yamlValue(s.value))
 		if s.open {
-			line = fmt.Sprintf("  # %s:", s.key)
+			line = strings.TrimSuffix(fmt.Sprintf("  # %s: %s", s.key, yamlValue(s.value)), " ")
 		}
 		if s.note != "" {
 			line += "  # " + s.note
@@ -71,11 +75,11 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("  url: sqlite:%s.db\n", name)
 	w("  table: %s\n", table)
 	if guessed {
-		w("  # check: no id-like field is unique on the first page; %s is, there. The key must identify a record.\n", key.name)
+		w("  # key: [%s]  # decide: no id-like field is unique on the first page; %s is, there\n", key.name, key.name)
 	} else {
 		w("  # %s identifies a record (unique on the first page).\n", key.name)
+		w("  key: [%s]\n", key.name)
 	}
-	w("  key: [%s]\n", key.name)
 	w("  # One column per field of the records, typed from the first page's values\n")
 	w("  # (check the types; mixed scalars are text, json holds objects and arrays).\n")
 	w("  columns:\n")
@@ -83,7 +87,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
-		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": append([]string{}, pg.decide...)}
+		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": decide}
 	return b.String(), sum, nil
 }
 

@@ -80,3 +80,44 @@ resources:
 		t.Errorf("the unknown key took its mapping with it (source.url reported missing):\n%s", err)
 	}
 }
+
+// A value a field's own parser refuses (a duration, a byte size, a column
+// entry) is one problem among the others: it does not stop the decoding,
+// so the keys after it are neither hidden (the style and column type
+// errors) nor reported missing (target.url, table, key).
+func TestFieldParseErrorHidesNothing(t *testing.T) {
+	const spec = `name: b
+source:
+  url: "http://x/y"
+  timeout: notaduration
+  max_body: lots
+pagination:
+  style: pages
+target:
+  url: "sqlite:o.db"
+  table: t
+  key: [id]
+  columns:
+    id: {path: id, type: integr}
+    name: {path: name, colour: red}
+`
+	_, err := Load([]byte(spec), "", func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"line 4: source.timeout: invalid duration",
+		"line 5: source.max_body: invalid size",
+		"line 7: pagination.style",
+		"unknown key target.columns.name.colour",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not report %q:\n%s", want, err)
+		}
+	}
+	for _, false_ := range []string{"target.url: is required", "target.table: is required", "target.key: is required"} {
+		if strings.Contains(err.Error(), false_) {
+			t.Errorf("a key that is there is reported missing (%q):\n%s", false_, err)
+		}
+	}
+}

@@ -195,13 +195,21 @@ type ColumnSpec struct {
 	Line   int    `json:"-"`
 }
 
+// fieldError is a value a field's own UnmarshalYAML refuses. As a
+// *yaml.TypeError the decoder records it and goes on, so that the keys
+// after it are decoded and checked too: validate reports every problem
+// together (docs/job-file.md, General rules).
+func fieldError(format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf(format, args...)}}
+}
+
 // Columns is the ordered target.columns mapping.
 type Columns []ColumnSpec
 
 // UnmarshalYAML keeps the order the user wrote the columns in.
 func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: target.columns must be a mapping of column name to path or {path, type}", n.Line)
+		return fieldError("line %d: target.columns must be a mapping of column name to path or {path, type}", n.Line)
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -213,7 +221,7 @@ func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				ck, cv := v.Content[j], v.Content[j+1]
 				if cv.Kind != yaml.ScalarNode {
-					return fmt.Errorf("line %d: target.columns.%s.%s must be a string", cv.Line, k.Value, ck.Value)
+					return fieldError("line %d: target.columns.%s.%s must be a string", cv.Line, k.Value, ck.Value)
 				}
 				switch ck.Value {
 				case "path":
@@ -223,11 +231,11 @@ func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
 				case "parent":
 					col.Parent = cv.Value
 				default:
-					return fmt.Errorf("line %d: unknown key target.columns.%s.%s (want path, type or parent)", ck.Line, k.Value, ck.Value)
+					return fieldError("line %d: unknown key target.columns.%s.%s (want path, type or parent)", ck.Line, k.Value, ck.Value)
 				}
 			}
 		default:
-			return fmt.Errorf("line %d: target.columns.%s must be a path or {path, type}", v.Line, k.Value)
+			return fieldError("line %d: target.columns.%s must be a path or {path, type}", v.Line, k.Value)
 		}
 		*c = append(*c, col)
 	}
@@ -242,10 +250,10 @@ type Duration struct{ time.Duration }
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: invalid duration %q (want a Go duration such as 30s, 5m or 7d)", n.Line, n.Value)
+		return fieldError("line %d: invalid duration %q (want a Go duration such as 30s, 5m or 7d)", n.Line, n.Value)
 	}
 	if v < 0 {
-		return fmt.Errorf("line %d: duration %q must not be negative", n.Line, n.Value)
+		return fieldError("line %d: duration %q must not be negative", n.Line, n.Value)
 	}
 	d.Duration = v
 	return nil
@@ -310,7 +318,7 @@ func ParseByteSize(s string) (ByteSize, error) {
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseByteSize(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: invalid size %q (want e.g. 64MiB, 512KiB, 10MB)", n.Line, n.Value)
+		return fieldError("line %d: invalid size %q (want e.g. 64MiB, 512KiB, 10MB)", n.Line, n.Value)
 	}
 	*b = v
 	return nil
@@ -330,14 +338,14 @@ func (q *QueryValue) UnmarshalYAML(n *yaml.Node) error {
 		out := make(QueryValue, 0, len(n.Content))
 		for _, c := range n.Content {
 			if c.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: a query value is a string or a list of strings", c.Line)
+				return fieldError("line %d: a query value is a string or a list of strings", c.Line)
 			}
 			out = append(out, c.Value)
 		}
 		*q = out
 		return nil
 	}
-	return fmt.Errorf("line %d: a query value is a string or a list of strings", n.Line)
+	return fieldError("line %d: a query value is a string or a list of strings", n.Line)
 }
 
 // BodyText is source.body as sent: a YAML mapping or list is sent as
@@ -356,7 +364,7 @@ func (b *BodyText) UnmarshalYAML(n *yaml.Node) error {
 	}
 	data, err := json.Marshal(jsonable(v))
 	if err != nil {
-		return fmt.Errorf("line %d: source.body: %v", n.Line, err)
+		return fieldError("line %d: source.body: %v", n.Line, err)
 	}
 	*b = BodyText(data)
 	return nil
