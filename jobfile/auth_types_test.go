@@ -13,7 +13,7 @@ import (
 )
 
 // The table holds exactly the types of the enum, names only keys of
-// idsync.Auth, and every key but type is taken by some type (a key no
+// spec.Auth, and every key but type is taken by some type (a key no
 // type takes could never be set).
 func TestAuthTableComplete(t *testing.T) {
 	if got, want := slices.Sorted(maps.Keys(authTable)), slices.Sorted(slices.Values(idsync.AuthTypes)); !slices.Equal(got, want) {

@@ -16,7 +16,7 @@ import (
 
 // authKeys says, for every key of source.auth, whether its value is a
 // secret (docs/job-file.md, "What is and is not a secret"). A key added to
-// idsync.Auth without an entry here fails TestAuthSecretsRegistered.
+// spec.Auth without an entry here fails TestAuthSecretsRegistered.
 var authKeys = map[string]bool{
 	"type": false, "token": true, "username": false, "password": true, "name": false, "value": true, "in": false,
 	"token_url": false, "client_id": false, "client_secret": true, "scopes": false, "auth_style": false,

@@ -147,7 +147,7 @@ func JSON() []byte {
 const (
 	// durationPattern is a non-negative Go duration (time.ParseDuration).
 	durationPattern = `^\s*\+?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`
-	// sizePattern is a byte size (idsync.ParseByteSize).
+	// sizePattern is a byte size (spec.ParseByteSize).
 	sizePattern = `^\s*[0-9]+\s*(KiB|MiB|GiB|KB|MB|GB|K|M|G|B)?\s*$`
 )
 
@@ -314,7 +314,7 @@ func overlap() *Schema {
 }
 
 // addPaginationRules adds the keys a style requires, as the loader does
-// (idsync.FillPagination, from the style table).
+// (paging.FillPagination, from the style table).
 func addPaginationRules(p *Schema) {
 	when := func(styles []any, then *Schema) *Schema {
 		cond := &Schema{Properties: &Properties{{Name: "style", Schema: &Schema{Enum: styles}}}, Required: []string{"style"}}

@@ -26,7 +26,7 @@ type columnType struct {
 	array func(data [][]any, j int) any
 	// key maps key values PostgreSQL holds equal to one Go value; nil
 	// where Go's equality is PostgreSQL's.
-	key sqlkit.KeyForm
+	key keyCanon
 	// problem, when set, says why PostgreSQL cannot store text s in the
 	// column ("" when it can), checked after UTF-8; nil refuses NUL
 	// characters, as text does.
@@ -40,14 +40,14 @@ var columnTypes = map[contract.ColumnType]columnType{
 		value: func(v any) (any, bool) { s, ok := v.(string); return s, ok }},
 	contract.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64],
 		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
-	contract.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: sqlkit.RealKey,
+	contract.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: realKey,
 		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
 	// Sent exactly: parsed from the decimal string, never through float64.
-	contract.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: sqlkit.NumericKey,
+	contract.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: numericKey,
 		value: numericValue},
 	contract.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool],
 		value: func(v any) (any, bool) { b, ok := v.(bool); return b, ok }},
-	contract.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: sqlkit.TimeKey,
+	contract.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: timeKey,
 		value: timestampValue},
 	// Sent as text, parsed by jsonb.
 	contract.TypeJSON: {decl: "jsonb", problem: jsonProblem,
@@ -66,8 +66,8 @@ func typeOf(t contract.ColumnType) columnType {
 // pgType maps a column type to its PostgreSQL type.
 func pgType(t contract.ColumnType) string { return typeOf(t).decl }
 
-// keyForm is the sqlkit.KeyForm of a column type, for CanonicalKeys.
-func keyForm(t contract.ColumnType) sqlkit.KeyForm { return typeOf(t).key }
+// keyForm is the keyCanon of a column type, for canonicalKeys.
+func keyForm(t contract.ColumnType) keyCanon { return typeOf(t).key }
 
 // binaryParam reports whether column c has, in the table, the type idemsync
 // gives its column type (so its values can be sent in binary form).

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
-	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
 // Every column type has an entry in the table, with what each entry needs.
@@ -26,8 +25,8 @@ func TestCanonicalKeys(t *testing.T) {
 	tbl := &contract.Table{Name: "t", Key: []string{"k"}, Columns: []contract.Column{
 		{Name: "k", Type: contract.TypeNumeric}, {Name: "v", Type: contract.TypeText}}}
 	rows := []contract.Row{{Values: []any{"1.0", "a"}}, {Values: []any{"2", "b"}}, {Values: []any{"1", "c"}}}
-	kept, dropped := sqlkit.CanonicalKeys(tbl, rows, keyForm)
+	kept, dropped := canonicalKeys(tbl, rows, keyForm)
 	if dropped != 1 || len(kept) != 2 || kept[0].Values[1] != "b" || kept[1].Values[1] != "c" {
-		t.Fatalf("CanonicalKeys = %v, %d; want [2 b] [1 c], 1 dropped", kept, dropped)
+		t.Fatalf("canonicalKeys = %v, %d; want [2 b] [1 c], 1 dropped", kept, dropped)
 	}
 }

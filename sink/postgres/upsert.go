@@ -48,7 +48,7 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		return n, nil
 	}
 	op := "upsert into " + t.String()
-	kept, _ := sqlkit.CanonicalKeys(t, rows, keyForm)
+	kept, _ := canonicalKeys(t, rows, keyForm)
 	kept, tombs := splitTombstones(kept)
 	data, err := pageValues(op, t, kept)
 	if err != nil {

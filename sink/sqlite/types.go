@@ -19,7 +19,7 @@ type columnType struct {
 	value func(v any) (any, bool)
 	// order compares an engine value with a stored one, for the version
 	// guard.
-	order sqlkit.Compare
+	order compare
 	// keyText, when set, is the one text form of a key value: what a
 	// key column that keeps text is bound with, and what stored keys an
 	// earlier version wrote differently are rewritten to. False leaves
@@ -34,22 +34,22 @@ type columnType struct {
 // columnTypes is the table of column types; a new column type is one entry
 // here.
 var columnTypes = map[contract.ColumnType]columnType{
-	contract.TypeText: {decl: "TEXT", value: textValue, order: sqlkit.CompareTexts},
-	contract.TypeInteger: {decl: "INTEGER", order: sqlkit.CompareNumbers,
+	contract.TypeText: {decl: "TEXT", value: textValue, order: compareTexts},
+	contract.TypeInteger: {decl: "INTEGER", order: compareNumbers,
 		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
-	contract.TypeReal: {decl: "REAL", order: sqlkit.CompareNumbers,
+	contract.TypeReal: {decl: "REAL", order: compareNumbers,
 		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
 	// Exact decimal text: NUMERIC affinity would turn it into a REAL or
 	// INTEGER and lose digits.
-	contract.TypeNumeric: {decl: "TEXT", value: numericValue, order: sqlkit.CompareNumbers, keyText: numericKeyText,
+	contract.TypeNumeric: {decl: "TEXT", value: numericValue, order: compareNumbers, keyText: numericKeyText,
 		earlier: "typeof(%[1]s) = 'text' AND (%[1]s GLOB '*[^0-9.-]*' OR %[1]s GLOB '?*-*' OR %[1]s GLOB '*.*.*'" +
 			" OR %[1]s GLOB '*.*0' OR %[1]s GLOB '*.' OR %[1]s GLOB '0[0-9]*' OR %[1]s GLOB '-0[0-9]*'" +
 			" OR %[1]s GLOB '.*' OR %[1]s GLOB '-.*' OR %[1]s = '-0')"},
-	contract.TypeBoolean: {decl: "INTEGER", value: booleanValue, order: sqlkit.CompareNumbers},
+	contract.TypeBoolean: {decl: "INTEGER", value: booleanValue, order: compareNumbers},
 	// Earlier versions wrote as few fractional digits as needed.
-	contract.TypeTimestamp: {decl: "TEXT", value: timestampValue, order: sqlkit.CompareTimes, keyText: timestampKeyText,
+	contract.TypeTimestamp: {decl: "TEXT", value: timestampValue, order: compareTimes, keyText: timestampKeyText,
 		earlier: "typeof(%[1]s) = 'text' AND length(%[1]s) <> 30"},
-	contract.TypeJSON: {decl: "TEXT", order: sqlkit.CompareTexts,
+	contract.TypeJSON: {decl: "TEXT", order: compareTexts,
 		value: func(v any) (any, bool) { return sqlkit.CompactJSON(v) }},
 }
 

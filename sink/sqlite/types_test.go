@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
-	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
 // Every column type has an entry in the table, with what each entry needs.
@@ -45,9 +44,9 @@ func TestVersionNewer(t *testing.T) {
 		{&contract.Column{Name: "v", Type: contract.TypeInteger}, int64(2), int64(10), false},
 		{&contract.Column{Name: "v", Type: contract.TypeBoolean}, true, int64(0), true},
 	} {
-		got, err := sqlkit.VersionNewer(tc.c, typeOf(tc.c.Type).order, tc.next, tc.stored)
+		got, err := versionNewer(tc.c, typeOf(tc.c.Type).order, tc.next, tc.stored)
 		if err != nil || got != tc.want {
-			t.Errorf("VersionNewer(%s, %v, %v) = %v, %v; want %v", tc.c.Type, tc.next, tc.stored, got, err, tc.want)
+			t.Errorf("versionNewer(%s, %v, %v) = %v, %v; want %v", tc.c.Type, tc.next, tc.stored, got, err, tc.want)
 		}
 	}
 }

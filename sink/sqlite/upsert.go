@@ -15,7 +15,7 @@ import (
 
 // sqliteVersionFunc is the SQL function the version guard calls:
 // idemsync_version_ge(type, column, next, stored) is 1 when next >= stored
-// in the column type (sqlkit.VersionNewer's comparison: numerics by value,
+// in the column type (versionNewer's comparison: numerics by value,
 // timestamps by instant whatever their stored form), 0 otherwise.
 const sqliteVersionFunc = "idemsync_version_ge"
 
@@ -24,7 +24,7 @@ func init() {
 		func(_ *sqlitedrv.FunctionContext, args []driver.Value) (driver.Value, error) {
 			typ, _ := args[0].(string)
 			name, _ := args[1].(string)
-			ok, err := sqlkit.VersionNewer(&contract.Column{Name: name}, typeOf(contract.ColumnType(typ)).order, args[2], args[3])
+			ok, err := versionNewer(&contract.Column{Name: name}, typeOf(contract.ColumnType(typ)).order, args[2], args[3])
 			if err != nil || !ok {
 				return int64(0), err
 			}

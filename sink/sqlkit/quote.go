@@ -33,9 +33,9 @@ func QuoteList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-// CheckIdent rejects identifiers neither backend can store: empty, NUL bytes,
+// checkIdent rejects identifiers neither backend can store: empty, NUL bytes,
 // invalid UTF-8, and names longer than maxLen bytes when maxLen > 0.
-func CheckIdent(kind, s string, maxLen int) error {
+func checkIdent(kind, s string, maxLen int) error {
 	switch {
 	case s == "":
 		return contract.Errorf(contract.Invalid, "empty %s name", kind)
@@ -50,17 +50,17 @@ func CheckIdent(kind, s string, maxLen int) error {
 }
 
 // CheckTable validates the names of t before any SQL is built from them:
-// every identifier must pass CheckIdent, every key and the version column
+// every identifier must pass checkIdent, every key and the version column
 // must be mapped columns, no column may be mapped twice or use the reserved
 // bookkeeping names, and every column type must be valid. Errors are
 // *contract.Error with Invalid.
 func CheckTable(t *contract.Table, maxLen int) error {
 	if t.Schema != "" {
-		if err := CheckIdent("schema", t.Schema, maxLen); err != nil {
+		if err := checkIdent("schema", t.Schema, maxLen); err != nil {
 			return err
 		}
 	}
-	if err := CheckIdent("table", t.Name, maxLen); err != nil {
+	if err := checkIdent("table", t.Name, maxLen); err != nil {
 		return err
 	}
 	if len(t.Key) == 0 {
@@ -68,7 +68,7 @@ func CheckTable(t *contract.Table, maxLen int) error {
 	}
 	seen := make(map[string]bool, len(t.Columns))
 	for _, c := range t.Columns {
-		if err := CheckIdent("column", c.Name, maxLen); err != nil {
+		if err := checkIdent("column", c.Name, maxLen); err != nil {
 			return err
 		}
 		if seen[c.Name] {
@@ -134,11 +134,11 @@ func ASCIILower(s string) string {
 // read of the table's state needs; its columns may not be known yet).
 func CheckTableName(t *contract.Table, maxLen int) error {
 	if t.Schema != "" {
-		if err := CheckIdent("schema", t.Schema, maxLen); err != nil {
+		if err := checkIdent("schema", t.Schema, maxLen); err != nil {
 			return err
 		}
 	}
-	return CheckIdent("table", t.Name, maxLen)
+	return checkIdent("table", t.Name, maxLen)
 }
 
 // IsKey reports whether name is one of t's key columns.

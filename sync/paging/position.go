@@ -9,7 +9,7 @@ import (
 
 // At is one style's position of a page: what the style needs to ask for
 // that page, nothing else. Each style owns its type, in its own file
-// (pageAt in style_page.go, ...), and reads it back from its encoded form
+// (PageAt in style_page.go, ...), and reads it back from its encoded form
 // (Style.decode); Position is the envelope the engine adds around it.
 type At interface {
 	// Style is the name of the style the position belongs to: the

@@ -13,19 +13,19 @@ import (
 // differently for it. Each style is one type in its own file
 // (style_page.go, style_offset.go, ...), listed once in styleTable.
 type Style interface {
-	// traits are the style's fixed properties.
+	// Traits are the style's fixed properties.
 	Traits() Traits
 	// fill fills the pagination block's defaults for the style and reports
 	// through bad the keys it lacks or does not use.
-	fill(pg *spec.Pagination, bad badFunc)
-	// start is the style's position of a new run's first page; mark is
+	fill(pg *spec.Pagination, bad BadFunc)
+	// Start is the style's position of a new run's first page; mark is
 	// the hwm style's starting mark.
 	Start(pg spec.Pagination, mark string) At
-	// request sets the style's query parameters for the page at pos on q.
+	// Request sets the style's query parameters for the page at pos on q.
 	// It returns the URL the position holds (a next URL), "" to request
 	// source.url.
 	Request(pg spec.Pagination, pos At, q url.Values) string
-	// step is the position after a fetched page and what the style alone
+	// Step is the position after a fetched page and what the style alone
 	// says about the end (see pager.step).
 	Step(in StepIn) (StepOut, error)
 	// describe returns pos as a person reads it, without " (end)". Like
@@ -86,9 +86,6 @@ type Traits struct {
 	oneOf          []string
 	sizeNeedsParam bool
 }
-
-// badFunc reports a problem with a key of the job spec.
-type badFunc func(key, format string, args ...any)
 
 // styleTable is the one table of pagination styles, in the order errors
 // and the JSON Schema list them.
@@ -171,7 +168,7 @@ func pagingKeys(pg *spec.Pagination) []pagingKey {
 
 // rejectUnused reports each key of pagingKeys the spec sets but the style
 // does not use (fill only sets defaults of keys its style uses).
-func rejectUnused(pg *spec.Pagination, bad badFunc) {
+func rejectUnused(pg *spec.Pagination, bad BadFunc) {
 	t := Of(pg.Style).Traits()
 	for _, k := range pagingKeys(pg) {
 		if k.set && !slices.Contains(t.uses, k.name) {
@@ -181,7 +178,7 @@ func rejectUnused(pg *spec.Pagination, bad badFunc) {
 }
 
 // sizeNeedsParam reports a pagination.size without pagination.size_param.
-func sizeNeedsParam(pg *spec.Pagination, bad badFunc) {
+func sizeNeedsParam(pg *spec.Pagination, bad BadFunc) {
 	if pg.Size > 0 && pg.SizeParam == "" {
 		bad("pagination.size_param", "is required when pagination.size is set")
 	}

@@ -48,7 +48,7 @@ func (cursorPaging) Traits() Traits {
 	return Traits{name: StyleCursor, uses: []string{"param", "total", "continue", "next", "next_header", "next_url", "in", "template"}, TrustsEnd: true, oneOf: []string{"next", "next_header", "next_url"}, sizeNeedsParam: true}
 }
 
-func (cursorPaging) fill(pg *spec.Pagination, bad badFunc) {
+func (cursorPaging) fill(pg *spec.Pagination, bad BadFunc) {
 	setParam(pg, "cursor")
 	n := 0
 	for _, s := range []string{pg.Next, pg.NextHeader, pg.NextURL} {

@@ -36,7 +36,7 @@ func (hwmPaging) Traits() Traits {
 	return Traits{name: StyleHWM, uses: []string{"param", "field", "initial", "overlap", "in", "template"}, KeepsMark: true, Ordered: true, required: []string{"field", "param", "size"}, sizeNeedsParam: true}
 }
 
-func (hwmPaging) fill(pg *spec.Pagination, bad badFunc) {
+func (hwmPaging) fill(pg *spec.Pagination, bad BadFunc) {
 	if pg.Field == "" {
 		bad("pagination.field", "is required with style hwm (path of the mark in each record)")
 	}

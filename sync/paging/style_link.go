@@ -36,7 +36,7 @@ func (linkPaging) Traits() Traits {
 	return Traits{name: StyleLink, uses: []string{"total", "continue"}, TrustsEnd: true, OwnsLink: true, sizeNeedsParam: true}
 }
 
-func (linkPaging) fill(pg *spec.Pagination, bad badFunc) {
+func (linkPaging) fill(pg *spec.Pagination, bad BadFunc) {
 	sizeNeedsParam(pg, bad)
 }
 

@@ -28,7 +28,7 @@ func (nonePaging) Traits() Traits {
 }
 
 // fill has nothing to fill: none uses no key of pagingKeys.
-func (nonePaging) fill(*spec.Pagination, badFunc) {}
+func (nonePaging) fill(*spec.Pagination, BadFunc) {}
 
 func (nonePaging) Start(spec.Pagination, string) At { return NoneAt{} }
 

@@ -36,7 +36,7 @@ func (OffsetPaging) Traits() Traits {
 	return Traits{name: StyleOffset, uses: []string{"param", "total", "continue", "in", "template"}, Ordered: true, required: []string{"size"}}
 }
 
-func (OffsetPaging) fill(pg *spec.Pagination, bad badFunc) {
+func (OffsetPaging) fill(pg *spec.Pagination, bad BadFunc) {
 	setParam(pg, "offset")
 	if pg.SizeParam == "" {
 		pg.SizeParam = "limit"

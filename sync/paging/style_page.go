@@ -35,7 +35,7 @@ func (pagePaging) Traits() Traits {
 	return Traits{name: StylePage, uses: []string{"param", "start", "total_pages", "total", "continue", "in", "template"}, Ordered: true, PageNumbers: true, sizeNeedsParam: true}
 }
 
-func (pagePaging) fill(pg *spec.Pagination, bad badFunc) {
+func (pagePaging) fill(pg *spec.Pagination, bad BadFunc) {
 	setParam(pg, "page")
 	if pg.Start == nil {
 		one := int64(1)
