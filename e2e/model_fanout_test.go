@@ -202,12 +202,18 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 
 	var start *fakeapi.ShopSnapshot // the data when the current chain of invocations began
 	// pending holds the rows a completed invocation may leave although
-	// the source lost their records: those the source held when the
-	// previous completed invocation began (that pass may have seen them;
-	// a row goes at the second proving pass that misses it,
-	// docs/deletions.md "Two passes"), and, after a pass that skipped its
-	// sweep, those the pass before it allowed.
+	// the source lost their records: those the source held at any moment
+	// of the previous chain of invocations, up to its completed one (its
+	// pass may have seen them; a row goes at the second proving pass that
+	// misses it, docs/deletions.md "Two passes"), and, after a pass that
+	// skipped its sweep, those the pass before it allowed.
 	pending := map[string]bool{}
+	held := map[string]bool{} // the keys the source held during the current chain
+	hold := func() {
+		for k := range shopKeys(shop.Snapshot()) {
+			held[k] = true
+		}
+	}
 	completed := 0
 	for step := 0; step < 40; step++ {
 		if sc.Mutations && rng.Intn(100) < 30 {
@@ -220,10 +226,12 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			snap := shop.Snapshot()
 			start = &snap
 		}
+		hold()
 		args, kill := fanoutStep(rng, shop, job)
 		args, selected := hh.selection(args)
 		hh.arm(t)
 		ex := modelInvoke(t, dir, kill, args...)
+		hold() // what a hostile source changed during the invocation
 		status := fanoutStatus(ex.stdout)
 		sum.exit(ex.code, ex.code == 0 && status != "completed")
 		exits[ex.code]++
@@ -249,9 +257,10 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 			if !strings.Contains(ex.stdout, `"sweep":"skipped"`) {
 				pending = map[string]bool{}
 			}
-			for k := range shopKeys(*start) {
+			for k := range held {
 				pending[k] = true
 			}
+			held = map[string]bool{}
 			start = nil
 			guard.from = shop.Presence()
 		case ex.code == 0 && status != "":
