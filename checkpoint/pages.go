@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idemsync/idemsync/checkpoint/keylist"
 	"github.com/idemsync/idemsync/contract"
 )
 
@@ -55,7 +56,7 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
 			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
 			RETURNING seq`,
-			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys), p.RunID).Scan(&seq)
+			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), keylist.Encode(p.Keys), p.RunID).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("insert page: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idemsync/idemsync/checkpoint/keylist"
 	"github.com/idemsync/idemsync/contract"
 )
 
@@ -65,7 +66,7 @@ func (s *Store) SightedKeys(ctx context.Context, runID, fromID int64, fn func(ke
 		if err := rows.Scan(&run, &seq, &b); err != nil {
 			return s.wrap(op, err)
 		}
-		if err := decodeKeys(b, fn); err != nil {
+		if err := keylist.Decode(b, fn); err != nil {
 			return s.wrap(op, fmt.Errorf("run %d page %d: %w", run, seq, err))
 		}
 	}

@@ -2,11 +2,11 @@ package pgstate
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/idemsync/idemsync/checkpoint/keylist"
 	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
 )
@@ -58,7 +58,7 @@ func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contra
 		INSERT INTO {S}.pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
 		SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM {S}.pages WHERE run_id = $1
 		RETURNING seq`),
-		p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), encodeKeys(p.Keys)).Scan(&seq)
+		p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), keylist.Encode(p.Keys)).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("insert page: %w", err)
 	}
@@ -170,43 +170,6 @@ func (s *Store) DeadLetters(ctx context.Context, job string, n int) ([]contract.
 	return nil, s.wrap("job "+job+": list dead letters", err)
 }
 
-// keysFormat is the first byte of an encoded key list (as in the SQLite
-// store, so a state moves between stores byte for byte).
-const keysFormat = 1
-
-// encodeKeys packs a page's keys into one bytea: a format byte, then each
-// key as its length (uvarint) and its bytes, so any byte (NUL too) may
-// occur in a key. nil gives NULL (not recorded).
-func encodeKeys(keys []string) []byte {
-	if keys == nil {
-		return nil
-	}
-	b := make([]byte, 1, 1+8*len(keys))
-	b[0] = keysFormat
-	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-	}
-	return b
-}
-
-func decodeKeys(b []byte, fn func(string) error) error {
-	if len(b) == 0 || b[0] != keysFormat {
-		return errors.New("unknown key list format")
-	}
-	for b = b[1:]; len(b) > 0; {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < n {
-			return errors.New("corrupt key list")
-		}
-		if err := fn(string(b[w : w+int(n)])); err != nil {
-			return err
-		}
-		b = b[w+int(n):]
-	}
-	return nil
-}
-
 // SeenKeys calls fn with the key of every row of every page committed to
 // runID, in page order; complete is false when a page was committed
 // without its keys.
@@ -228,7 +191,7 @@ func (s *Store) SeenKeys(ctx context.Context, runID int64, fn func(key string) e
 			complete = false
 			continue
 		}
-		if err := decodeKeys(b, fn); err != nil {
+		if err := keylist.Decode(b, fn); err != nil {
 			return false, s.wrap(op, fmt.Errorf("page %d: %w", seq, err))
 		}
 	}
