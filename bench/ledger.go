@@ -42,6 +42,9 @@ func ledgerOnly(pgURL string, quick bool) error {
 		defer drop()
 		states = append(states, [2]string{"PostgreSQL", state})
 	}
+	if err := b.ledgerFloor(pgURL, pairs); err != nil {
+		return err
+	}
 	goals := map[string][2]float64{"SQLite": {15, 5000}, "PostgreSQL": {25, 2000}}
 	for _, s := range states {
 		name, state := s[0], s[1]
