@@ -77,23 +77,14 @@ func checkHeader(path string) error {
 // checkOwner refuses a SQLite database that belongs to another application:
 // one with another application_id, or with tables of its own and no
 // application_id. It only reads, so a refused file is left as it was.
-func checkOwner(ctx context.Context, db *sql.DB) error {
-	// One statement, so that another process creating the same new state
-	// file cannot commit its schema between the two readings.
-	var appID int64
-	var tables int
-	err := db.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id),
-		(SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\')`).Scan(&appID, &tables)
-	if err != nil {
-		return fmt.Errorf("read application id: %w", err)
-	}
+func (p probe) checkOwner() error {
 	switch {
-	case appID == ApplicationID:
+	case p.appID == ApplicationID:
 		return nil
-	case appID != 0:
-		return fmt.Errorf("%w: it is another application's SQLite database (application_id %d)", errNotOurs, appID)
-	case tables > 0:
-		return fmt.Errorf("%w: it is another application's SQLite database (%d tables, no idemsync application_id)", errNotOurs, tables)
+	case p.appID != 0:
+		return fmt.Errorf("%w: it is another application's SQLite database (application_id %d)", errNotOurs, p.appID)
+	case p.tables > 0:
+		return fmt.Errorf("%w: it is another application's SQLite database (%d tables, no idemsync application_id)", errNotOurs, p.tables)
 	}
 	return nil
 }

@@ -85,25 +85,6 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, nil
 }
 
-// checkNotNewer refuses a file whose schema is newer than this build's:
-// a schema version above the highest it knows, or a migration applied
-// that it does not know.
-func checkNotNewer(ctx context.Context, db *sql.DB) error {
-	ms, err := loadMigrations()
-	if err != nil {
-		return err
-	}
-	v, err := schemaVersion(ctx, db)
-	if err != nil {
-		return err
-	}
-	applied, _, err := appliedMigrations(ctx, db, v, ms)
-	if err != nil {
-		return err
-	}
-	return notNewer(v, applied, ms)
-}
-
 // migrate brings the schema up to date in one transaction. It does nothing
 // (and needs no write access) when the file is current, and refuses a file
 // written by a newer idemsync. BEGIN IMMEDIATE (the DSN's _txlock) makes two

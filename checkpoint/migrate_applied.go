@@ -20,36 +20,43 @@ type querier interface {
 // each number lets migrations be numbered side by side: a build that adds
 // 0004 after another added 0005 still applies 0004 to a file already at 5.
 func appliedMigrations(ctx context.Context, q querier, v int, ms []migration) (map[int]bool, bool, error) {
-	applied := map[int]bool{}
 	var n int
 	err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
 	if err != nil {
 		return nil, false, fmt.Errorf("read applied migrations: %w", err)
 	}
-	if n == 0 {
+	applied, err := readApplied(ctx, q, v, n > 0, ms)
+	return applied, n > 0, err
+}
+
+// readApplied is appliedMigrations once it is known whether the file
+// records them.
+func readApplied(ctx context.Context, q querier, v int, recorded bool, ms []migration) (map[int]bool, error) {
+	applied := map[int]bool{}
+	if !recorded {
 		for _, m := range ms {
 			if m.version <= v {
 				applied[m.version] = true
 			}
 		}
-		return applied, false, nil
+		return applied, nil
 	}
 	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
-		return nil, false, fmt.Errorf("read applied migrations: %w", err)
+		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var ver int
 		if err := rows.Scan(&ver); err != nil {
-			return nil, false, fmt.Errorf("read applied migrations: %w", err)
+			return nil, fmt.Errorf("read applied migrations: %w", err)
 		}
 		applied[ver] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read applied migrations: %w", err)
+		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
-	return applied, true, nil
+	return applied, nil
 }
 
 // notNewer returns errNewer when the file's schema version is above every

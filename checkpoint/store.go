@@ -101,18 +101,37 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 }
 
 // init checks that the file is ours and not from a newer idemsync before
-// anything writes to it, then turns on WAL and migrates.
+// anything writes to it, then turns on WAL and migrates. A current file —
+// every open but the first after an upgrade — costs two statements: the
+// probe and the applied migrations' numbers.
 func (s *Store) init(ctx context.Context) error {
-	if err := checkOwner(ctx, s.db); err != nil {
+	p, err := readProbe(ctx, s.db)
+	if err != nil {
 		return err
 	}
-	if err := checkNotNewer(ctx, s.db); err != nil {
+	if err := p.checkOwner(); err != nil {
 		return err
 	}
-	if err := setWAL(ctx, s.db); err != nil {
+	ms, err := loadMigrations()
+	if err != nil {
 		return err
 	}
-	return s.migrate(ctx)
+	applied, err := readApplied(ctx, s.db, p.version, p.recorded, ms)
+	if err != nil {
+		return err
+	}
+	if err := notNewer(p.version, applied, ms); err != nil {
+		return err
+	}
+	if !p.wal() {
+		if err := setWAL(ctx, s.db); err != nil {
+			return err
+		}
+	}
+	if p.version == latestVersion(ms) && len(pending(applied, ms)) == 0 && (p.recorded || p.version == 0) {
+		return nil
+	}
+	return s.migrateTo(ctx, ms)
 }
 
 // Path returns the state file's path as given to Open.
