@@ -67,7 +67,7 @@ func Main() int {
 func Execute(ctx context.Context, args []string, ios *IOStreams) int {
 	f := newFactory(ios)
 	g := f.globals
-	root := newCmdRoot(f)
+	root := newCmdRootFor(f, args)
 	root.SetArgs(args)
 	return exitAfter(ios, g, root.ExecuteContext(ctx))
 }
@@ -134,30 +134,7 @@ func writeJSON(ios *IOStreams, v any) {
 }
 
 // newCmdRoot is the idemsync command with every subcommand.
-func newCmdRoot(f *Factory) *cobra.Command {
-	g, ios := f.globals, f.IOStreams
-	root := newRootBase(f)
-	root.AddCommand(
-		newCmdRun(f, nil),
-		newCmdResume(f, nil),
-		newCmdReplay(f, nil),
-		newCmdStatus(f, nil),
-		newCmdShow(f, nil),
-		newCmdChanges(f, nil),
-		newInitCmd(g, ios),
-		newCmdPrune(f, nil),
-		newCmdClaim(f, nil),
-		newCmdKey(f, nil),
-		newCmdState(f),
-		newCmdValidate(f, nil),
-		newCmdVersion(f, nil),
-		newCmdSchema(f, nil),
-		newCmdCompletion(f, nil),
-		newCmdServe(f, nil),
-	)
-	registerFlagCompletions(root)
-	return root
-}
+func newCmdRoot(f *Factory) *cobra.Command { return newCmdRootFor(f, nil) }
 
 // newRootBase is the idemsync command with its global flags and no
 // subcommand (tests add the one they parse).
