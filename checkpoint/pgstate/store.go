@@ -147,13 +147,20 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 		token:   newToken(),
 		leases:  make(map[string]*lease),
 	}
-	if err := s.migrate(ctx); err != nil {
+	current, err := s.openCurrent(ctx)
+	if err != nil {
 		pool.Close()
 		return nil, s.wrap("open", err)
 	}
-	if err := s.readIdentity(ctx); err != nil {
-		pool.Close()
-		return nil, s.wrap("open", err)
+	if !current {
+		if err := s.migrate(ctx); err != nil {
+			pool.Close()
+			return nil, s.wrap("open", err)
+		}
+		if err := s.readIdentity(ctx); err != nil {
+			pool.Close()
+			return nil, s.wrap("open", err)
+		}
 	}
 	logger.Debug("state opened", "state", display, "schema", schema)
 	return s, nil
