@@ -80,7 +80,16 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, err
 	}
+	copied := false
 	if len(kept) > 0 {
+		if copied, err = p.copyFresh(ctx, tx, op, t, types, data); err != nil {
+			return n, err
+		}
+		if copied {
+			n.Inserted = int64(len(kept))
+		}
+	}
+	if len(kept) > 0 && !copied {
 		args, err := mergeArgs(op, t, kept, data, types)
 		if err != nil {
 			return n, err
