@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// A 2xx body was read four times over before its records were mapped: the
+// A 2xx body was read five times over before its records were mapped: the
 // depth guard, gjson's validation, the error-payload check's lookup of the
 // records value and the records' extraction (a lookup again, then a split
 // of the array), together more than twice the cost of mapping the records
-// (issue 31). scanBody does the depth guard and, for a records path of
+// (docs/performance.md, "The body read once"). scanBody does the depth guard and, for a records path of
 // plain keys, finds the records value and the bounds of its elements in
 // the same pass; gjson's validation stays the authority on validity and
 // runs after it (a body nested too deep never reaches gjson, whose
