@@ -17,9 +17,12 @@ import (
 // (fetching includes mapping, which the pipeline does beside the fetch).
 var profileCategories = []struct{ name, fn string }{
 	{"fetch, body checks, records and mapping (pipeline)", "sync.(*Engine).fetchPage"},
+	{"  of which body checks (depth, validity, error payload)", "source/http.(*Fetcher).checkBody"},
+	{"  of which the records array (records path)", "source/http.(*Fetcher).records"},
 	{"  of which record mapping (columns, conversion, hash)", "sync.(*Engine).mapRecords"},
-	{"target write (Upsert)", "sync.(*Engine).writeTarget"},
+	{"target write (Upsert)", "sync.(*Engine).upsertTarget"},
 	{"  of which SQLite unchanged-rows lookup", "sink/sqlite.unchangedRows"},
+	{"  of which PostgreSQL COPY into an empty table", "sink/postgres.(*Sink).copyFresh"},
 	{"checkpoint commit (state file)", "checkpoint.(*Store).CommitPage"},
 	{"seen keys of a page (deletes)", "sync.(*Engine).pageKeys"},
 	{"end of a full pass (sweep)", "sync.(*Engine).finishPass"},

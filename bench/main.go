@@ -39,7 +39,7 @@ func main() {
 		quick   = flag.Bool("quick", false, "small sizes: a smoke test of the harness, not figures to report")
 		skipRSS = flag.Bool("skip-rss", false, "skip the peak-memory figures (the 1,000,000-record run)")
 		only    = flag.Bool("throughput-only", false, "only the throughput figures (no latency, windows or memory), to compare two trees quickly")
-		repeat  = flag.Int("repeat", 3, "runs of each throughput figure; the median is printed")
+		repeat  = flag.Int("repeat", 5, "runs of each throughput figure; the median is printed")
 		seen    = flag.Int("seen-design", 0, "only the seen-in-pass design figures (docs/deletions.md) on a table of this many rows")
 		fanout  = flag.Bool("fanout-only", false, "only the fan-out figures (1,000 orders × 3 pages of items at 20 ms, fanout_concurrency 1 and 8)")
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
@@ -184,9 +184,10 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 	fmt.Printf("ratio: first load %.2fx the loader's records/s (goal >= 1.3 quiet, >= 1.0 busy), CPU per record %.2fx the loader's (goal <= 1); re-sync %.2fx the fetch-only ceiling (goal >= 0.8), wrote %d rows (goal 0)\n",
 		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds(),
 		fetch.wall.Seconds()/again.wall.Seconds(), again.written)
+	ceilingCPU(fetches, agains)
 	b.categories("sqlite-first-0", "sqlite-again-0")
 	if pgURL != "" {
-		if err := b.postgres(api, pgURL, records, pages, size, repeat, median(fetches).wall); err != nil {
+		if err := b.postgres(api, pgURL, records, pages, size, repeat, fetches); err != nil {
 			return err
 		}
 	}

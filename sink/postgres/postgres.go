@@ -60,6 +60,7 @@ type Sink struct {
 	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
 	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
 	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
+	plain    map[string]bool              // whether the table has no trigger and no rule, by quoted table, until Prepare (copy.go)
 	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
 }
 

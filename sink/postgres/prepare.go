@@ -33,7 +33,7 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	op := "prepare table " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.types, p.triggers, p.own = nil, nil, nil // columns, triggers and rows may change
+	p.types, p.triggers, p.own, p.plain = nil, nil, nil, nil // columns, triggers and rows may change
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return err

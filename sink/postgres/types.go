@@ -76,21 +76,9 @@ func binaryParam(c *contract.Column, types map[string]string) bool {
 	return b != "" && types[c.Name] == b
 }
 
-// binaryArray is column j of data (pgValue results) as a typed array.
+// binaryArray is column j of data (pageValues results) as a typed array.
 func binaryArray(c *contract.Column, data [][]any, j int) any {
 	return typeOf(c.Type).array(data, j)
-}
-
-// pgValue converts an engine value to what pgx encodes for the column (nil
-// is NULL). It fails with sqlkit.ValueError when v does not fit.
-func pgValue(c *contract.Column, v any) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	if out, ok := typeOf(c.Type).value(v); ok {
-		return out, nil
-	}
-	return nil, sqlkit.ValueError(c, v)
 }
 
 // ptrArray is column j of data as []*T, nil where a value is not a T

@@ -379,17 +379,27 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string, ar
 // their stored form (sqliteKeyValue).
 func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]any, error) {
 	all := make([][]any, len(rows))
+	// Each column's conversion, looked up once a page rather than once a
+	// value (sqliteValue's lookup by type name, per value, showed in the
+	// profile of a first load).
+	conv := make([]func(any) (any, bool), len(t.Columns))
+	for i := range t.Columns {
+		conv[i] = typeOf(t.Columns[i].Type).value
+	}
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
 			return nil, contract.Errorf(contract.Permanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
 		}
 		vals := make([]any, len(t.Columns))
-		for i := range t.Columns {
-			v, err := sqliteValue(&t.Columns[i], r.Values[i])
-			if err != nil {
-				return nil, err
+		for i, v := range r.Values {
+			if v == nil {
+				continue
 			}
-			vals[i] = v
+			out, ok := conv[i](v)
+			if !ok {
+				return nil, sqlkit.ValueError(&t.Columns[i], v)
+			}
+			vals[i] = out
 		}
 		for k, i := range st.keyIdx {
 			vals[i] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], vals[i])

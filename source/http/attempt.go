@@ -28,6 +28,7 @@ type attempt struct {
 	tooDeep     bool
 	notJSON     bool   // a 2xx body that is no JSON at all (an HTML page)
 	refused     string // why a 2xx error payload is a GraphQL request error (errorPayload)
+	scan        bodyScan
 }
 
 // attemptBody is the body of a response attemptTransport read: the bytes,
@@ -130,7 +131,7 @@ func (f *Fetcher) checkBody(at *attempt, data []byte, rerr error) {
 		at.reason = "body cut short: " + f.redact(shortErr(rerr))
 	case at.status == http.StatusNoContent:
 		// no body: an empty page
-	case jsonDepthExceeds(data, MaxJSONDepth):
+	case f.scanBody(at, data):
 		// gjson validates and queries recursively: a body nested millions
 		// of levels deep would overflow the stack and kill the process,
 		// so such a body is refused before gjson sees it.
@@ -144,6 +145,14 @@ func (f *Fetcher) checkBody(at *attempt, data []byte, rerr error) {
 	default:
 		f.errorPayload(at, data)
 	}
+}
+
+// scanBody scans data once (scan.go): it reports whether data nests too
+// deep, and keeps where the records are in at.scan.
+func (f *Fetcher) scanBody(at *attempt, data []byte) bool {
+	comps, _ := recordsComps(f.cfg.Source.Records)
+	at.scan = scanBody(data, comps, MaxJSONDepth)
+	return at.scan.tooDeep
 }
 
 // errUnusable stops the retries of an answer that is no page and that

@@ -43,7 +43,11 @@ func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 	// A missing records value is a permanent error already (records), one
 	// that names the body's top-level keys.
 	if r := f.cfg.Source.Records; r != "" {
-		if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
+		if sc := st.scan; sc.located {
+			if !sc.found || data[sc.start] != 'n' {
+				return
+			}
+		} else if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
 			return
 		}
 		for _, k := range nullPageErrorKeys {

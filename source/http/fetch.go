@@ -181,7 +181,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Resp
 		out.Body = nil // an empty page
 		return out, nil
 	}
-	recs, err := f.records(at.body)
+	recs, err := f.recordsOf(at.body, at.scan)
 	if err != nil {
 		return nil, contract.Errorf(contract.Permanent, "%s: %w", where, err)
 	}

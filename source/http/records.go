@@ -134,6 +134,21 @@ func describeContentType(ct string, body []byte) string {
 	return " (Content-Type " + mt + ")"
 }
 
+// recordsOf extracts the records array from a valid JSON body, from
+// where scanBody located it (sc) when it could.
+func (f *Fetcher) recordsOf(body []byte, sc bodyScan) ([]gjson.Result, error) {
+	if !sc.located || !sc.found || body[sc.start] != '[' {
+		return f.records(body) // and its errors
+	}
+	s := string(body)
+	recs := make([]gjson.Result, len(sc.elems))
+	for i, e := range sc.elems {
+		recs[i] = gjson.Parse(s[e[0]:e[1]])
+		recs[i].Index = e[0]
+	}
+	return recs, nil
+}
+
 // records extracts the records array from a valid JSON body.
 func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
 	path := f.cfg.Source.Records

@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A first load into an empty table is written with COPY instead of the
+// merge (docs/performance.md, "COPY into an empty table"): the merge's
+// speculative insertion (ON CONFLICT) writes more WAL and costs more CPU
+// on both sides than COPY's batched inserts, and into a table holding
+// only rows this sink inserted into it empty (fresh.go) every record of
+// a page is an insert unless a later page lists a key again. COPY runs
+// under a savepoint in the page's transaction: when it fails — a key met
+// again (unique violation), or any value the server refuses — the page is
+// rolled back to the savepoint and written by the merge, which decides
+// for the key met again and reports a refused value as it always does;
+// COPY is then off for the table until the next Prepare. A crash
+// mid-COPY loses the page's transaction whole, as for the merge.
+//
+// COPY is only used where it does exactly what the merge would:
+//   - not with the change feed on (t.Changes): its events come from the
+//     feed's triggers, and with any trigger or rule on the table at all
+//     COPY is not used (COPY ignores rules; a BEFORE trigger may keep a
+//     row out, which the merge counts as Dropped);
+//   - not for a verifying run (ownRowsOnly is false then);
+//   - only when every column has the type idemsync creates (binaryParam,
+//     or jsonb for json), so that the values are encoded as for the
+//     merge's binary arrays.
+
+// copySavepoint is the savepoint a page's COPY runs under.
+const copySavepoint = "idemsync_copy"
+
+// copyFresh writes the deduplicated page (data: pageValues, each row
+// followed by its hash) with COPY when t holds only rows this sink
+// inserted into it empty, and reports whether it did; false leaves the
+// transaction as it found it, for the merge.
+func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, data [][]any) (bool, error) {
+	if t.Changes != nil || !copyTypes(t, types) {
+		return false, nil
+	}
+	own, err := p.ownRowsOnly(ctx, tx, t)
+	if err != nil || !own {
+		return false, p.errOrNil(op, err)
+	}
+	key := sqlkit.QuoteTable(t)
+	plain, err := p.plainTable(ctx, tx, key)
+	if err != nil || !plain {
+		return false, p.errOrNil(op, err)
+	}
+	if _, err := tx.Exec(ctx, "SAVEPOINT "+copySavepoint); err != nil {
+		return false, p.dbError(op, err)
+	}
+	cols := make([]string, 0, len(t.Columns)+2)
+	for _, c := range t.Columns {
+		cols = append(cols, c.Name)
+	}
+	cols = append(cols, contract.ColHash, contract.ColSyncedAt)
+	src := &copyRows{data: data, i: -1, synced: time.Now().UTC(), row: make([]any, len(cols))}
+	n, err := tx.CopyFrom(ctx, copyIdent(t), cols, src)
+	if err == nil && n == int64(len(data)) {
+		p.logger.Debug("copied a page into a table holding only rows this run inserted", "table", t.String(), "rows", n)
+		return true, nil
+	}
+	var pgErr *pgconn.PgError
+	if err != nil && !errors.As(err, &pgErr) {
+		return false, p.dbError(op, err) // the connection, a cancelled ctx: the page fails
+	}
+	// A key met again, a value refused: the merge writes the page.
+	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+copySavepoint); err != nil {
+		return false, p.dbError(op, err)
+	}
+	why := fmt.Sprintf("copied %d of %d rows", n, len(data))
+	if pgErr != nil {
+		why = "postgres error " + pgErr.Code + ": " + p.scrub(pgErr.Message)
+	}
+	p.logger.Debug("COPY refused the page: the merge writes it, and every later page until the next prepare", "table", t.String(), "why", why)
+	p.own[key] = false
+	return false, nil
+}
+
+// errOrNil is dbError(op, err), nil for a nil err.
+func (p *Sink) errOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return p.dbError(op, err)
+}
+
+// copyTypes reports whether every column of t, the hash and the
+// synced-at time have the types idemsync creates them with.
+func copyTypes(t *contract.Table, types map[string]string) bool {
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if !binaryParam(c, types) && !(c.Type == contract.TypeJSON && types[c.Name] == "jsonb") {
+			return false
+		}
+	}
+	return types[contract.ColHash] == "text" && types[contract.ColSyncedAt] == "timestamp with time zone"
+}
+
+// plainTable reports whether the table (quoted) has no trigger and no
+// rule, asking once until the next Prepare.
+func (p *Sink) plainTable(ctx context.Context, tx pgx.Tx, key string) (bool, error) {
+	if plain, ok := p.plain[key]; ok {
+		return plain, nil
+	}
+	var plain bool
+	err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal)
+		AND NOT EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class = to_regclass($1))`, key).Scan(&plain)
+	if err != nil {
+		return false, err
+	}
+	if p.plain == nil {
+		p.plain = map[string]bool{}
+	}
+	p.plain[key] = plain
+	return plain, nil
+}
+
+// copyIdent is t's name for CopyFrom.
+func copyIdent(t *contract.Table) pgx.Identifier {
+	if t.Schema != "" {
+		return pgx.Identifier{t.Schema, t.Name}
+	}
+	return pgx.Identifier{t.Name}
+}
+
+// copyRows is a page's rows as a pgx.CopyFromSource: data's values and
+// hash, then the synced-at time, in one reused slice.
+type copyRows struct {
+	data   [][]any
+	i      int
+	synced time.Time
+	row    []any
+}
+
+func (r *copyRows) Next() bool { r.i++; return r.i < len(r.data) }
+
+func (r *copyRows) Values() ([]any, error) {
+	n := copy(r.row, r.data[r.i])
+	r.row[n] = r.synced
+	return r.row, nil
+}
+
+func (r *copyRows) Err() error { return nil }
