@@ -275,6 +275,10 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
 		return n, s.wrap(op, err)
 	}
+	kids, err := s.childStatements(ctx, t) // children.go
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return n, s.wrap(op, err)
@@ -285,6 +289,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	deleted, err := bury(ctx, tx, t, st, all, tombs)
 	if err != nil {
+		return n, s.wrap(op, err)
+	}
+	if err := pruneTree(ctx, tx, t, st, all, tombs, true); err != nil { // children.go
 		return n, s.wrap(op, err)
 	}
 	own, err := st.ownRowsOnly(ctx, tx, t)
@@ -308,6 +315,12 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	if own && n.Inserted < int64(len(write)) {
 		st.empty = emptyNo
+	}
+	if t.Verify { // a verifying run rewrites every kept row's children (children.go)
+		write = kept
+	}
+	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write); err != nil {
+		return contract.Counts{}, s.wrap(op, err)
 	}
 	n.Deleted = deleted
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
