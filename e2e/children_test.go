@@ -164,7 +164,8 @@ func childMutate(rng *rand.Rand, api *fakeapi.API, next *int, n int) []int {
 				r.Lines = append(r.Lines, fakeapi.Line{ID: *next, SKU: "new", Qty: 1, Discounts: drawCodes(rng)})
 			case 1: // shrink
 				if len(r.Lines) > 0 {
-					r.Lines = slices.Delete(r.Lines, rng.IntN(len(r.Lines)), rng.IntN(len(r.Lines))+1)
+					i := rng.IntN(len(r.Lines))
+					r.Lines = slices.Delete(r.Lines, i, i+1+rng.IntN(len(r.Lines)-i))
 				}
 			case 2: // reorder
 				rng.Shuffle(len(r.Lines), func(i, j int) { r.Lines[i], r.Lines[j] = r.Lines[j], r.Lines[i] })
