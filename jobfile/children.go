@@ -40,6 +40,9 @@ func childTables(parent *contract.Table, inherited, rootKey int, specs spec.Chil
 		if cs.Line > 0 {
 			lines[at] = cs.Line
 		}
+		for k, l := range cs.Lines {
+			lines[at+"."+k] = l
+		}
 		if cs.Path == "" {
 			bad(at+".path", "is required (the GJSON path of the array in the parent's record)")
 		}

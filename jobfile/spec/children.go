@@ -27,6 +27,8 @@ type ChildSpec struct {
 	// (target.children.line_items.children.taxes).
 	Line  int    `json:"-"`
 	Where string `json:"-"`
+	// Lines holds the line of each key the child sets.
+	Lines map[string]int `json:"-"`
 }
 
 // UnmarshalYAML keeps the order the user wrote the children in and
@@ -42,13 +44,14 @@ func (c *Children) decode(n *yaml.Node, where string) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		at := where + "." + k.Value
-		ch := ChildSpec{Name: k.Value, Line: k.Line, Where: at}
+		ch := ChildSpec{Name: k.Value, Line: k.Line, Where: at, Lines: map[string]int{}}
 		if v.Kind != yaml.MappingNode {
 			return fieldError("line %d: %s must be a mapping with path, table, key, columns, children", v.Line, at)
 		}
 		for j := 0; j+1 < len(v.Content); j += 2 {
 			ck, cv := v.Content[j], v.Content[j+1]
 			var err error
+			ch.Lines[ck.Value] = ck.Line
 			switch ck.Value {
 			case "path", "table":
 				if cv.Kind != yaml.ScalarNode {
