@@ -482,7 +482,10 @@ func TestChildTablesTombstone(t *testing.T) {
 					api, url := startAPI(t, fakeapi.Options{Records: 30, Seed: 5})
 					rng, next := rand.New(rand.NewPCG(5, 5)), 0
 					childLines(rng, api, &next)
-					api.Update(4, func(r *fakeapi.Record) { r.Lines = drawLines(rng, &next); r.Lines = append(r.Lines, fakeapi.Line{ID: 9999, SKU: "t", Qty: 1}) })
+					api.Update(4, func(r *fakeapi.Record) {
+						r.Lines = drawLines(rng, &next)
+						r.Lines = append(r.Lines, fakeapi.Line{ID: 9999, SKU: "t", Qty: 1})
+					})
 					job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, mode, "  tombstone: {field: name, value: gone}\n"))
 					delRun(t, dir, 0, "run", job)
 					api.Update(4, func(r *fakeapi.Record) { r.Name = "gone" })
