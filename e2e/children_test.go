@@ -589,3 +589,156 @@ func TestChildTablesModel(t *testing.T) {
 		})
 	}
 }
+
+// linesPerOrder counts the live lines of each order (by the key columns
+// named in by) in the target.
+func linesPerOrder(t *testing.T, tg childTarget, by string) map[string]int {
+	t.Helper()
+	db := tg.open(t)
+	defer db.Close()
+	rows, err := db.Query(`SELECT ` + by + `, count(*) FROM ` + tg.tbl("order_lines") + ` GROUP BY ` + by)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var k string
+		var n int
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// A replay rewrites the parents of its pages, and with them their child
+// rows; show lists the child tables after the job's table.
+func TestChildTablesReplayShow(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range childTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 11})
+			rng, next := rand.New(rand.NewPCG(11, 11)), 0
+			childLines(rng, api, &next)
+			job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, "keep", ""))
+			delRun(t, dir, 0, "run", job)
+			for _, r := range api.Records() { // every order gains a line
+				api.Update(r.ID, func(r *fakeapi.Record) { next++; r.Lines = append(r.Lines, fakeapi.Line{ID: next, SKU: "replayed", Qty: 1}) })
+			}
+			delRun(t, dir, 0, "replay", job, "--from", "1", "--to", "2") // ids 1..50
+			childCheck(t, tg, "after the replay")
+			got := linesPerOrder(t, tg, "orders_id")
+			for _, r := range api.Records() {
+				want := len(r.Lines)
+				if r.ID > 50 {
+					want-- // page 3 was not replayed
+				}
+				if got[fmt.Sprint(r.ID)] != want {
+					t.Fatalf("order %d: %d lines stored, want %d", r.ID, got[fmt.Sprint(r.ID)], want)
+				}
+			}
+
+			var shown struct {
+				Table    string `json:"table"`
+				Children []struct {
+					Table   string              `json:"table"`
+					Columns []string            `json:"columns"`
+					Rows    []map[string]string `json:"rows"`
+				} `json:"children"`
+			}
+			r := delRun(t, dir, 0, "show", job, "--limit", "3")
+			if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+				t.Fatalf("show --json: %v\n%s", err, r.stdout)
+			}
+			var names []string
+			for _, c := range shown.Children {
+				names = append(names, c.Table[strings.LastIndexByte(c.Table, '.')+1:])
+				if len(c.Rows) == 0 || !slices.Contains(c.Columns, "orders_id") {
+					t.Fatalf("show: child table %s: columns %v, %d rows", c.Table, c.Columns, len(c.Rows))
+				}
+			}
+			if !slices.Equal(names, []string{"order_lines", "order_line_discounts", "order_tags"}) {
+				t.Fatalf("show lists the child tables %v", names)
+			}
+			if out := idemsync(t, dir, nil, "show", job, "--limit", "2"); out.code != 0 || !strings.Contains(out.stdout, "child table ") || !strings.Contains(out.stdout, "order_line_discounts") {
+				t.Fatalf("show: exit %d\n%s", out.code, out.stdout)
+			}
+		})
+	}
+}
+
+// A fan-out child's own nested arrays: each store's orders (the child
+// resource, keyed by store and order) carry their lines into a child
+// table keyed by both and the line's id.
+func TestChildTablesFanout(t *testing.T) {
+	dir := t.TempDir()
+	for _, tg := range childTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			_, storesURL := startAPI(t, fakeapi.Options{Records: 3, Seed: 1})
+			api, url := startAPI(t, fakeapi.Options{Records: 20, Seed: 2})
+			rng, next := rand.New(rand.NewPCG(2, 2)), 0
+			childLines(rng, api, &next)
+			prefix := ""
+			if tg.schema != "" {
+				prefix = tg.schema + "."
+			}
+			job := writeJob(t, dir, tg.name+"-fanout.yaml", fmt.Sprintf(`name: stores
+state: %s-fanout.db
+defaults:
+  retry: {attempts: 3, min_wait: 5ms, max_wait: 50ms}
+  target: {url: %q}
+resources:
+  - name: stores
+    source: {url: %q, records: data, timeout: 5s}
+    pagination: {style: page, size_param: per_page, size: 10}
+    target:
+      table: %sstores
+      key: [id]
+      columns: {id: {path: id, type: integer}}
+  - name: orders
+    parent: stores
+    parent_rows: all
+    source: {url: "%s/page?store={parent.id}", records: data, timeout: 5s}
+    pagination: {style: page, size_param: per_page, size: 7}
+    target:
+      table: %sorders
+      key: [store_id, id]
+      columns:
+        store_id: {parent: id}
+        id: {path: id, type: integer}
+        lines_json: {path: lines, type: json}
+      children:
+        lines:
+          path: lines
+          table: order_lines
+          key: id
+          columns:
+            id: {path: id, type: integer}
+            sku: sku
+`, tg.name, tg.url, storesURL+"/page", prefix, url, prefix))
+			check := func(what string) {
+				t.Helper()
+				got := linesPerOrder(t, tg, "orders_store_id || '|' || orders_id")
+				total := 0
+				for store := 1; store <= 3; store++ {
+					for _, r := range api.Records() {
+						if n := got[fmt.Sprintf("%d|%d", store, r.ID)]; n != len(r.Lines) {
+							t.Fatalf("%s: store %d order %d: %d lines stored, want %d", what, store, r.ID, n, len(r.Lines))
+						}
+						total += len(r.Lines)
+					}
+				}
+				if total == 0 {
+					t.Fatalf("%s: no lines at all: the test proves nothing", what)
+				}
+			}
+			delRun(t, dir, 0, "run", job)
+			check("first run")
+			childMutate(rng, api, &next, 10)
+			delRun(t, dir, 0, "run", job)
+			check("after the arrays changed")
+		})
+	}
+}

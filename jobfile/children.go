@@ -113,3 +113,21 @@ func childTables(parent *contract.Table, inherited, rootKey int, specs spec.Chil
 	}
 	return out
 }
+
+// childKeyTypes gives the columns that carry a parent's key in its child
+// tables, at every depth, the type of the parent's column: a key column
+// taking its value from a fan-out parent ({parent: COL}) is typed only
+// when the resources are linked (linkParent), after targetChildren.
+func childKeyTypes(t *contract.Table) {
+	for i := range t.Children {
+		c := &t.Children[i]
+		for k, name := range t.Key {
+			if k < len(c.Table.Columns) && c.Table.Columns[k].Type == "" {
+				if pc := t.Column(name); pc != nil {
+					c.Table.Columns[k].Type = pc.Type
+				}
+			}
+		}
+		childKeyTypes(&c.Table)
+	}
+}
