@@ -625,7 +625,10 @@ func TestChildTablesReplayShow(t *testing.T) {
 			job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, "keep", ""))
 			delRun(t, dir, 0, "run", job)
 			for _, r := range api.Records() { // every order gains a line
-				api.Update(r.ID, func(r *fakeapi.Record) { next++; r.Lines = append(r.Lines, fakeapi.Line{ID: next, SKU: "replayed", Qty: 1}) })
+				api.Update(r.ID, func(r *fakeapi.Record) {
+					next++
+					r.Lines = append(r.Lines, fakeapi.Line{ID: next, SKU: "replayed", Qty: 1})
+				})
 			}
 			delRun(t, dir, 0, "replay", job, "--from", "1", "--to", "2") // ids 1..50
 			childCheck(t, tg, "after the replay")
