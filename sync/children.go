@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -123,4 +124,31 @@ func elementRows(index int, c *contract.Child, inherited []any, parent gjson.Res
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// checkChildren runs v on every child row of r, at every depth: a value
+// the target would refuse in a child table makes the parent's record bad,
+// like one in its own columns. The column is named with its child table
+// and the element's key (order_lines.sku (orders_id=7, id=3)).
+func checkChildren(v contract.RowValidator, t *contract.Table, r contract.Row) error {
+	for i := range t.Children {
+		if i >= len(r.Children) {
+			break
+		}
+		c := &t.Children[i]
+		for _, cr := range r.Children[i] {
+			if err := v.CheckRow(&c.Table, cr); err != nil {
+				var bad *contract.BadRecord
+				if !errors.As(err, &bad) {
+					bad = &contract.BadRecord{Reason: err.Error()}
+				}
+				bad.Column = fmt.Sprintf("%s.%s (%s)", c.Table.Name, bad.Column, describeKey(&c.Table, cr))
+				return bad
+			}
+			if err := checkChildren(v, &c.Table, cr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

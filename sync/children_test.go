@@ -102,3 +102,39 @@ func TestChildBadRecords(t *testing.T) {
 		}
 	}
 }
+
+// refuseBad is a target that cannot store the text "bad".
+type refuseBad struct{}
+
+func (refuseBad) CheckRow(t *contract.Table, r contract.Row) error {
+	for i, v := range r.Values {
+		if v == "bad" {
+			return &contract.BadRecord{Column: t.Columns[i].Name, Reason: "refused"}
+		}
+	}
+	return nil
+}
+
+// A value the target would refuse in a child row, at any depth, makes the
+// parent's record bad, naming the child table, column and element.
+func TestCheckChildRows(t *testing.T) {
+	m := &Mapper{Table: childTable()}
+	for rec, want := range map[string]string{
+		`{"id": 7, "lines": [{"id": 3, "discounts": ["ok", "bad"]}]}`: "order_line_discounts.code (orders_id=7, order_lines_id=3, _idemsync_pos=1)",
+		`{"id": 7, "name": "bad"}`:                                    "name",
+		`{"id": 7, "lines": [{"id": 3, "discounts": ["ok"]}]}`:        "",
+	} {
+		row, err := m.Map(0, gjson.Parse(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkRow(refuseBad{}, m.Table, row, 4)
+		var bad *contract.BadRecord
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", rec, err)
+		case want != "" && (!errors.As(err, &bad) || bad.Column != want || bad.Index != 4 || bad.Key != "id=7"):
+			t.Errorf("%s: %+v, want a bad record of column %s", rec, err, want)
+		}
+	}
+}
