@@ -298,8 +298,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	var same map[int]bool            // nil: into a table holding only rows this load inserted, nothing is asked (fresh.go)
-	if !own || len(t.Children) > 0 { // children.go: child rows are written for the rows written only
+	var same map[int]bool // nil: into a table holding only rows this load inserted, nothing is asked (fresh.go)
+	// With child tables, asked anyway: children are written for the rows written only (children.go).
+	if !own || len(t.Children) > 0 {
 		if same, err = unchangedRows(ctx, tx, st, rows, all, kept); err != nil {
 			return n, s.wrap(op, err)
 		}
