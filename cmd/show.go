@@ -78,11 +78,15 @@ func runShow(ctx context.Context, o *showOptions) error {
 	}
 	var objs []map[string]any
 	for i, r := range rs {
-		cols, rows, err := latestRows(ctx, g, ios, r.Job, limit)
+		tables, err := latestRows(ctx, g, ios, r.Job, limit)
 		if err != nil {
 			return err
 		}
+		cols, rows := tables[0].cols, tables[0].rows
 		obj := showJSON(jf.Name, r.Name, r.Job, cols, rows)
+		if len(tables) > 1 {
+			obj["children"] = childrenJSON(tables[1:])
+		}
 		objs = append(objs, obj)
 		if g.json {
 			continue
@@ -94,6 +98,7 @@ func runShow(ctx context.Context, o *showOptions) error {
 			fmt.Fprintf(ios.Out, "%s (table %s)\n", r.Name, r.Job.Table.String())
 		}
 		printRows(ios, cols, rows)
+		printChildren(ios, tables[1:])
 	}
 	switch {
 	case !g.json:
@@ -105,18 +110,19 @@ func runShow(ctx context.Context, o *showOptions) error {
 	return nil
 }
 
-// latestRows reads the latest rows of job's table.
-func latestRows(ctx context.Context, g *globalOpts, ios *IOStreams, job *idsync.Job, limit int) ([]string, [][]*string, error) {
+// latestRows reads the latest rows of job's table, then of each of its
+// child tables (show_children.go).
+func latestRows(ctx context.Context, g *globalOpts, ios *IOStreams, job *idsync.Job, limit int) ([]shownTable, error) {
 	log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
 	if err != nil {
-		return nil, nil, &usageError{err: err}
+		return nil, &usageError{err: err}
 	}
 	target, err := sink.OpenRead(ctx, job.Target.Conn(), log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer target.Close()
-	return target.LatestRows(ctx, &job.Table, limit)
+	return readShown(ctx, target, &job.Table, limit)
 }
 
 // showJSON is show's --json object for one resource: the job, the

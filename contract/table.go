@@ -49,6 +49,11 @@ type Table struct {
 	// Changes, when set, keeps the table's change feed (target.changes,
 	// docs/changes.md).
 	Changes *Changes
+	// Children are the child tables filled from the records' nested
+	// arrays (target.children, docs/job-file.md "Child tables"). A sink
+	// writes, deletes and marks a row's child rows in the row's own
+	// transaction.
+	Children []Child
 }
 
 // Soft reports whether the table marks deleted rows (deletes: soft)
@@ -81,6 +86,10 @@ type Row struct {
 	// row with its key is deleted or, on a soft table, marked, instead of
 	// written.
 	Tombstone bool
+	// Children holds, aligned with Table.Children, the rows of each child
+	// table that this row's record holds: its whole set, which replaces
+	// the stored one when the row is written. The row's Hash covers them.
+	Children [][]Row
 }
 
 // Counts tallies what an upsert did. Inserted+Updated+Unchanged+Dropped+Deleted

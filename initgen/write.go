@@ -86,8 +86,13 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	for _, c := range cols {
 		w("    %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
+	children := detectChildren(recs, cols, table) // children.go
+	writeChildren(w, children)
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
 		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": decide}
+	if len(children) > 0 {
+		sum["children"] = childNames(children)
+	}
 	return b.String(), sum, nil
 }
 

@@ -141,6 +141,7 @@ func childProblems(job *idsync.Job, prefix string) []string {
 			}
 		}
 	}
+	childKeyTypes(&job.Table) // children.go: a {parent: COL} key column's type is known now
 	return p
 }
 

@@ -198,6 +198,15 @@ var rules = map[string]Rule{
 	"target.changes_rows": {Doc: "With changes: each insert and update event carries the row's mapped columns as a JSON object. Needs changes: true."},
 	"target.mode": {Doc: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
 		"an octal string letting the owner read and write. An existing file keeps its mode.", Default: "0600", Examples: []any{"0640"}},
+
+	"target.children": {Doc: "Child tables from nested arrays: name → {path, table, key, columns, children}. Each element of the array at path becomes a row of table, " +
+		"keyed by the parent's key columns (named <parent table>_<column>) plus key (or _idemsync_pos, the element's position, without key); " +
+		"a parent's child rows are replaced in the parent's own write when the parent changed, deleted or marked with it. See docs/job-file.md, \"Child tables\"."},
+	"target.children.*.path":     {Doc: "Required. GJSON path of the array in the parent's record (or element)."},
+	"target.children.*.table":    {Doc: "Required. The child table's name (in the parent's schema)."},
+	"target.children.*.key":      {Doc: "The element's columns that identify it within its parent's array. Omitted: its position (_idemsync_pos)."},
+	"target.children.*.columns":  {Doc: "Required. The element's columns, as target.columns, paths relative to the element (@this for an array of scalars)."},
+	"target.children.*.children": {Doc: "Child tables of the element's own nested arrays, as target.children."},
 }
 
 // sizeText writes a byte size the way users write it (64MiB).

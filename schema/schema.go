@@ -125,6 +125,7 @@ func Job() *Schema {
 		{Name: "env", Schema: &Schema{Type: "string", Pattern: EnvPattern,
 			Description: "A ${VAR} or ${VAR:-default} reference, expanded from the environment before the value is checked."}},
 	}
+	*root.Definitions = append(*root.Definitions, Property{Name: "child", Schema: child()})
 	addPaginationRules(root.Properties.Get("pagination"))
 	g.addResources(root)
 	strictSchema(root)
@@ -247,6 +248,22 @@ func scalarText() *Schema {
 	return &Schema{AnyOf: []*Schema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}}}
 }
 
+// child is the schema of one entry of target.children, whose own
+// children refer back to it.
+func child() *Schema {
+	doc := func(k string) string { return rules["target.children.*."+k].Doc }
+	return &Schema{
+		Type: "object", AdditionalProperties: false, Required: []string{"path", "table", "columns"},
+		Properties: &Properties{
+			{Name: "path", Schema: &Schema{Type: "string", Description: doc("path")}},
+			{Name: "table", Schema: &Schema{Type: "string", Description: doc("table")}},
+			{Name: "key", Schema: &Schema{Description: doc("key"), AnyOf: []*Schema{{Type: "string"}, {Type: "array", Items: &Schema{Type: "string"}, MinItems: intp(1)}}}},
+			{Name: "columns", Schema: func() *Schema { s := columns(); s.Description = doc("columns"); return s }()},
+			{Name: "children", Schema: &Schema{Type: "object", Description: doc("children"), AdditionalProperties: &Schema{Ref: "#/definitions/child"}}},
+		},
+	}
+}
+
 func columns() *Schema {
 	col := &Schema{
 		Type: "object", AdditionalProperties: false,
@@ -282,6 +299,9 @@ var shapes = map[string]func() *Schema{
 	"incremental.overlap": overlap,
 	// A boolean, a number or a string, compared with the record's value.
 	"target.tombstone.value": scalarText,
+	"target.children": func() *Schema {
+		return &Schema{Type: "object", AdditionalProperties: &Schema{Ref: "#/definitions/child"}}
+	},
 	"source.body": func() *Schema {
 		return &Schema{AnyOf: []*Schema{{Type: "string"}, {Type: "object"}, {Type: "array"}}}
 	},

@@ -79,6 +79,11 @@ func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 		hashed = row.Values
 	}
 	row.Hash = m.hash(hashed)
+	if len(t.Children) > 0 { // children.go
+		if err := m.mapChildren(index, rec, &row); err != nil {
+			return contract.Row{}, err
+		}
+	}
 	return row, nil
 }
 

@@ -15,6 +15,9 @@ func checkRow(v contract.RowValidator, t *contract.Table, r contract.Row, index 
 		return nil
 	}
 	err := v.CheckRow(t, r)
+	if err == nil && len(t.Children) > 0 {
+		err = checkChildren(v, t, r) // children.go
+	}
 	if err == nil {
 		return nil
 	}

@@ -23,6 +23,18 @@ type Record struct {
 	Active    bool      `json:"active"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Tags      []string  `json:"tags"`
+	// Lines, when a test sets them (Update), are the record's line items:
+	// an array of objects with an array of their own, for child tables.
+	// Absent from the JSON when nil.
+	Lines []Line `json:"lines,omitempty"`
+}
+
+// Line is a line item of a Record.
+type Line struct {
+	ID        int      `json:"id"`
+	SKU       string   `json:"sku"`
+	Qty       int      `json:"qty"`
+	Discounts []string `json:"discounts"`
 }
 
 // Customer is the nested object of a Record, so that tests can map a nested
@@ -114,6 +126,14 @@ func generate(seed int64, id int, updatedAt time.Time) Record {
 // clone returns a copy of r that shares no memory with it.
 func (r Record) clone() Record {
 	r.Tags = slices.Clone(r.Tags)
+	if r.Lines != nil {
+		lines := make([]Line, len(r.Lines))
+		for i, l := range r.Lines {
+			l.Discounts = slices.Clone(l.Discounts)
+			lines[i] = l
+		}
+		r.Lines = lines
+	}
 	if r.Tags == nil {
 		r.Tags = []string{}
 	}

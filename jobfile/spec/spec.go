@@ -181,6 +181,9 @@ type Target struct {
 	// (docs/changes.md); ChangesRows puts the row itself in each event.
 	Changes     bool `yaml:"changes,omitempty" json:"changes,omitempty"`
 	ChangesRows bool `yaml:"changes_rows,omitempty" json:"changes_rows,omitempty"`
+	// Children are child tables filled from the records' nested arrays
+	// (docs/job-file.md, "Child tables").
+	Children Children `yaml:"children,omitempty" json:"children,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

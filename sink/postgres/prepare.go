@@ -30,6 +30,9 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	if err := sqlkit.CheckTable(t, pgMaxIdent); err != nil {
 		return err
 	}
+	if err := p.prepareChildren(ctx, t); err != nil { // children.go
+		return err
+	}
 	op := "prepare table " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()

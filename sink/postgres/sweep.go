@@ -126,6 +126,11 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 	}
 	res.Pending = gone - res.Deleted
+	if res.Deleted > 0 {
+		if err := p.sweepChildren(ctx, tx, op, t); err != nil { // children.go
+			return contract.SweepResult{}, err
+		}
+	}
 	failpoint.Hit("sweep-applied")
 	if err := tx.Commit(ctx); err != nil {
 		return contract.SweepResult{}, p.dbError(op, err)

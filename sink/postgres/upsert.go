@@ -80,6 +80,12 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, err
 	}
+	if err := p.pruneTree(ctx, tx, op, t, types, tombs, true); err != nil { // children.go
+		return n, err
+	}
+	if err := p.writeChildren(ctx, tx, op, t, types, kept); err != nil { // children.go, before the merge
+		return n, err
+	}
 	copied := false
 	if len(kept) > 0 {
 		if copied, err = p.copyFresh(ctx, tx, op, t, types, data); err != nil {

@@ -27,6 +27,7 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, testCase{"live rows", liveRows})
 	cases = append(cases, testCase{"two passes", twoPasses})
 	cases = append(cases, changeCases()...)
+	cases = append(cases, childCases()...)
 	cases = append(cases, testCase{"sweep counts when every live row was seen", seenLive})
 	cases = append(cases, testCase{"first load counts a record listed twice", freshLoad})
 	for _, tc := range cases {

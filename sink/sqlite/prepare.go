@@ -24,6 +24,9 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	if err := sqlkit.CheckTable(t, 0); err != nil {
 		return err
 	}
+	if err := s.prepareChildren(ctx, t); err != nil { // children.go
+		return err
+	}
 	if t.Schema != "" && !strings.EqualFold(t.Schema, "main") {
 		return &contract.Error{
 			Class: contract.Invalid,

@@ -112,6 +112,11 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 	}
 	res.Pending = gone - res.Deleted
+	if res.Deleted > 0 {
+		if err := sweepChildren(ctx, tx, t); err != nil { // children.go
+			return contract.SweepResult{}, s.wrap(op, err)
+		}
+	}
 	failpoint.Hit("sweep-applied")
 	for _, tmp := range []string{seenTable, priorTable} {
 		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+tmp); err != nil {

@@ -275,6 +275,10 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err := s.prepareSame(ctx, st, len(kept)); err != nil {
 		return n, s.wrap(op, err)
 	}
+	kids, err := s.childStatements(ctx, t) // children.go
+	if err != nil {
+		return n, s.wrap(op, err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return n, s.wrap(op, err)
@@ -287,12 +291,16 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
+	if err := pruneTree(ctx, tx, t, st, all, tombs, true); err != nil { // children.go
+		return n, s.wrap(op, err)
+	}
 	own, err := st.ownRowsOnly(ctx, tx, t)
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
 	var same map[int]bool // nil: into a table holding only rows this load inserted, nothing is asked (fresh.go)
-	if !own {
+	// With child tables, asked anyway: children are written for the rows written only (children.go).
+	if !own || len(t.Children) > 0 {
 		if same, err = unchangedRows(ctx, tx, st, rows, all, kept); err != nil {
 			return n, s.wrap(op, err)
 		}
@@ -308,6 +316,12 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	if own && n.Inserted < int64(len(write)) {
 		st.empty = emptyNo
+	}
+	if t.Verify { // a verifying run rewrites every kept row's children (children.go)
+		write = kept
+	}
+	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write); err != nil {
+		return contract.Counts{}, s.wrap(op, err)
 	}
 	n.Deleted = deleted
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted

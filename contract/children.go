@@ -1,0 +1,50 @@
+package contract
+
+// ColPos is the bookkeeping column of a child table whose elements have
+// no key of their own: the element's index in its parent's array, from 0
+// (docs/job-file.md, "Child tables").
+const ColPos = "_idemsync_pos"
+
+// Child is one child table of a target table: the elements of an array
+// of each parent record, one row each (docs/job-file.md, "Child tables").
+// Its Table's first columns carry the parent row's key (named after the
+// parent table, see ChildKeyName) and start its Key; the element's key (or
+// ColPos) completes it. Its Deletes, Create and Schema are the parent's.
+type Child struct {
+	Table
+	// Name is the child's name in target.children.
+	Name string
+	// Path is the GJSON path of the array in the parent's record (or
+	// element).
+	Path string
+	// Root names, in order, this table's columns holding the root table's
+	// key (the top-level target table's Key): every descendant row of one
+	// root row shares these values, so a root row's whole tree is found,
+	// replaced, deleted or marked by them.
+	Root []string
+}
+
+// ChildKeyName is the name, in a child table of parent, of the parent's
+// key column col: a column the parent itself inherited keeps its name,
+// the parent's own key columns get the parent table's name as a prefix
+// (orders.id → order_line_items.orders_id).
+func ChildKeyName(parent *Table, col string, inherited int) string {
+	for i := 0; i < inherited && i < len(parent.Columns); i++ {
+		if parent.Columns[i].Name == col {
+			return col
+		}
+	}
+	return parent.Name + "_" + col
+}
+
+// Descendants returns every child table under t, depth first (a child
+// before its own children).
+func (t *Table) Descendants() []*Child {
+	var out []*Child
+	for i := range t.Children {
+		c := &t.Children[i]
+		out = append(out, c)
+		out = append(out, c.Table.Descendants()...)
+	}
+	return out
+}

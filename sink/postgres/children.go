@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/jackc/pgx/v5"
+)
+
+// Child tables (docs/job-file.md, "Child tables"): each is prepared like
+// a target table, and written, deleted and marked in its root row's
+// page transaction, by the root row's key, which every descendant row
+// carries (contract.Child.Root).
+
+// prepareChildren prepares the child tables of t, at every depth, before
+// t itself (Prepare).
+func (p *Sink) prepareChildren(ctx context.Context, t *contract.Table) error {
+	for i := range t.Children {
+		if err := p.Prepare(ctx, &t.Children[i].Table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeChildren replaces, in tx, the child rows at every depth of the
+// rows of kept that the page changes (all of them when t.Verify): every
+// descendant row of those root rows is deleted, then the rows their
+// records hold are written, so an element gone from its array is gone
+// from its table. An unchanged row (stored with the same hash, and not
+// marked) keeps its children untouched. It runs before the merge, which
+// would make every row look unchanged.
+func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) error {
+	if len(t.Children) == 0 || len(kept) == 0 {
+		return nil
+	}
+	changed, err := p.changedRows(ctx, tx, op, t, types, kept)
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	if err := p.pruneTree(ctx, tx, op, t, types, changed, false); err != nil {
+		return err
+	}
+	idx := make([]int, len(changed))
+	for i := range idx {
+		idx[i] = i
+	}
+	tree := sqlkit.GatherTree(t, changed, idx)
+	for _, d := range t.Descendants() {
+		drows := tree[d]
+		if len(drows) == 0 {
+			continue
+		}
+		dop := op + ": child table " + d.Table.String()
+		drows, _ = canonicalKeys(&d.Table, drows, keyForm)
+		dtypes, err := p.columnTypes(ctx, tx, &d.Table)
+		if err != nil {
+			return p.dbError(dop, err)
+		}
+		data, err := pageValues(dop, &d.Table, drows)
+		if err != nil {
+			return err
+		}
+		args, err := mergeArgs(dop, &d.Table, drows, data, dtypes)
+		if err != nil {
+			return err
+		}
+		if _, err := p.merge(ctx, tx, dop, &d.Table, dtypes, args, len(drows)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyArrays returns the key values of rows as one text array per key
+// column (the parameters $first…), the casts of their unnest aliases
+// (u.k0::type …) and the aliases.
+func keyArrays(op string, t *contract.Table, types map[string]string, rows []contract.Row, first int) (args []any, casts, params, alias []string, err error) {
+	for k, i := range keyIndexes(t) {
+		c := &t.Columns[i]
+		typ := types[c.Name]
+		if typ == "" {
+			typ = pgType(c.Type)
+		}
+		col := make([]*string, len(rows))
+		for j, r := range rows {
+			if col[j], err = pgText(c, r.Values[i]); err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		args = append(args, col)
+		casts = append(casts, fmt.Sprintf("u.k%d::%s", k, typ))
+		params = append(params, fmt.Sprintf("$%d::text[]", first+k))
+		alias = append(alias, fmt.Sprintf("k%d", k))
+	}
+	return args, casts, params, alias, nil
+}
+
+// changedRows returns the rows of kept that the table does not hold as
+// they are: absent, stored with another hash, or marked deleted.
+func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) ([]contract.Row, error) {
+	if t.Verify {
+		return kept, nil
+	}
+	args, casts, params, alias, err := keyArrays(op, t, types, kept, 1)
+	if err != nil {
+		return nil, err
+	}
+	hashes := make([]string, len(kept))
+	for i, r := range kept {
+		hashes[i] = r.Hash
+	}
+	args = append(args, hashes)
+	on := make([]string, 0, len(t.Key)+2)
+	for k, name := range t.Key {
+		on = append(on, fmt.Sprintf(`"_s".%s = %s`, sqlkit.QuoteIdent(name), casts[k]))
+	}
+	on = append(on, fmt.Sprintf(`"_s".%s = u.h`, sqlkit.QuoteIdent(contract.ColHash)))
+	if t.Soft() {
+		on = append(on, fmt.Sprintf(`"_s".%s IS NULL`, sqlkit.QuoteIdent(contract.ColDeletedAt)))
+	}
+	q := fmt.Sprintf(`SELECT u.i FROM unnest(%s, $%d::text[]) WITH ORDINALITY AS u(%s, h, i) WHERE NOT EXISTS (SELECT 1 FROM %s AS "_s" WHERE %s)`,
+		strings.Join(params, ", "), len(params)+1, strings.Join(alias, ", "), sqlkit.QuoteTable(t), strings.Join(on, " AND "))
+	res, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, p.dbError(op, err)
+	}
+	defer res.Close()
+	var out []contract.Row
+	for res.Next() {
+		var i int64
+		if err := res.Scan(&i); err != nil {
+			return nil, p.dbError(op, err)
+		}
+		out = append(out, kept[i-1])
+	}
+	if err := res.Err(); err != nil {
+		return nil, p.dbError(op, err)
+	}
+	return out, nil
+}
+
+// pruneTree deletes, or with mark set on a soft table marks, every
+// descendant row of the root rows roots of t, in tx.
+func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, roots []contract.Row, mark bool) error {
+	if len(t.Children) == 0 || len(roots) == 0 {
+		return nil
+	}
+	args, casts, params, alias, err := keyArrays(op, t, types, roots, 1)
+	if err != nil {
+		return err
+	}
+	if mark && t.Soft() {
+		args = append(args, time.Now().UTC().Truncate(time.Microsecond))
+	}
+	for _, d := range t.Descendants() {
+		where := fmt.Sprintf("(%s) IN (SELECT %s FROM unnest(%s) AS u(%s))", sqlkit.QuoteList(d.Root),
+			strings.Join(casts, ", "), strings.Join(params, ", "), strings.Join(alias, ", "))
+		q := "DELETE FROM " + sqlkit.QuoteTable(&d.Table) + " WHERE " + where
+		if mark && t.Soft() {
+			q = fmt.Sprintf("UPDATE %s SET %s = $%d WHERE %[2]s IS NULL AND %[4]s", sqlkit.QuoteTable(&d.Table), sqlkit.QuoteIdent(contract.ColDeletedAt), len(params)+1, where)
+		}
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
+			return p.dbError(op+": child table "+d.Table.String(), err)
+		}
+	}
+	return nil
+}
+
+// sweepChildren, after a sweep removed or marked rows of t in tx, deletes
+// the descendant rows whose root row is gone and, on a soft table, marks
+// those whose root row is marked.
+func (p *Sink) sweepChildren(ctx context.Context, tx pgx.Tx, op string, t *contract.Table) error {
+	for _, d := range t.Descendants() {
+		q := sqlkit.OrphansSQL(t, d)
+		if t.Soft() {
+			q = sqlkit.MarkSQL(t, d)
+		}
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return p.dbError(op+": child table "+d.Table.String(), err)
+		}
+	}
+	return nil
+}
