@@ -181,6 +181,9 @@ type Target struct {
 	// (docs/changes.md); ChangesRows puts the row itself in each event.
 	Changes     bool `yaml:"changes,omitempty" json:"changes,omitempty"`
 	ChangesRows bool `yaml:"changes_rows,omitempty" json:"changes_rows,omitempty"`
+	// Schema is what a page may change of inferred columns: new columns
+	// and type changes (docs/job-file.md, "The schema contract").
+	Schema *SchemaContract `yaml:"schema,omitempty" json:"schema,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path
