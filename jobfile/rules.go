@@ -195,7 +195,7 @@ var rules = map[string]Rule{
 	"target.tombstone.field": {Doc: "Required. GJSON path of the flag in each record.", Examples: []any{"deleted", "meta.is_deleted"}},
 	"target.tombstone.value": {Doc: "Required. The value that flags a deleted record: a boolean, a number or a string, compared with the field's JSON value.",
 		Examples: []any{true, "deleted"}},
-	"target.changes":      {Doc: "Record an event for every row a run inserts, updates or deletes (unchanged rows record none) in the target database, in the rows' own transaction, numbered in commit order; read them with idemsync changes. See docs/changes.md."},
+	"target.changes": {Doc: "Record an event for every row a run inserts, updates or deletes (unchanged rows record none) in the target database, in the rows' own transaction, numbered in commit order; read them with idemsync changes. See docs/changes.md."},
 	"target.schema": {Doc: "What a page may change of a table whose columns are inferred (no columns): new columns and column types. " +
 		"A record the contract refuses or trims goes to the dead letters with the reason. See docs/job-file.md#the-schema-contract."},
 	"target.schema.new_columns": {Fill: true, Default: spec.NewColumnsEvolve, Enum: []string{spec.NewColumnsEvolve, spec.NewColumnsFreeze, spec.NewColumnsDiscard},
