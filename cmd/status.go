@@ -62,9 +62,9 @@ type runStatus struct {
 
 // statusOptions are the parsed command line of status.
 type statusOptions struct {
-	io   *IOStreams
-	g    *globalOpts
-	args []string // the job file, or none
+	io     *IOStreams
+	g      *globalOpts
+	args   []string // the job file, or none
 	runs   int
 	dead   bool
 	schema bool
