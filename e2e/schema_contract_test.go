@@ -277,3 +277,48 @@ func TestSchemaWidenKilled(t *testing.T) {
 		})
 	}
 }
+
+// validate --connect reports the schema changes the next run would make
+// (a column the first page adds, one its values widen), writing nothing,
+// and the run then makes exactly those.
+func TestSchemaValidatePending(t *testing.T) {
+	for _, db := range widenDBs {
+		t.Run(db, func(t *testing.T) {
+			dir, tg, api, job := contractSetup(t, db, "    type_change: widen\n")
+			api.set(4, `{"id":5,"name":"n5","price":79.19,"note":"x"}`)
+			r := idemsync(t, dir, nil, "validate", job, "--connect", "--json")
+			var out struct {
+				Pending  []schemaChangeJSON `json:"pending_schema_changes"`
+				Warnings []string           `json:"warnings"`
+			}
+			if r.code != 0 || json.Unmarshal([]byte(r.stdout), &out) != nil {
+				t.Fatalf("validate --connect: exit %d: %s %s", r.code, r.stdout, r.stderr)
+			}
+			got := map[string]schemaChangeJSON{}
+			for _, c := range out.Pending {
+				got[c.Column] = c
+			}
+			if p := got["price"]; len(out.Pending) != 2 || p.From != declOf(db, "integer") || p.To != "numeric" || !strings.Contains(p.Reason, "widens") {
+				t.Errorf("pending %+v, want price widened from %s to numeric", out.Pending, declOf(db, "integer"))
+			}
+			if n := got["note"]; n.From != "" || n.To != "text" || !strings.Contains(n.Reason, "adds") {
+				t.Errorf("pending %+v, want note added as text", out.Pending)
+			}
+			if len(out.Warnings) != 0 {
+				t.Errorf("warnings %v for a small table", out.Warnings)
+			}
+			if d := tg.decls(t); d["price"] != declOf(db, "integer") || d["note"] != "" {
+				t.Errorf("validate changed the table: %v", d)
+			}
+			text := idemsync(t, dir, nil, "validate", job, "--connect")
+			wantMentions(t, "validate --connect", text.stdout, "pending schema changes (2):", ".price: "+declOf(db, "integer")+" → numeric", ".note: add text")
+
+			run := runContract(t, dir, job, 0)
+			if len(run.SchemaChanges) != 2 {
+				t.Errorf("the run's schema_changes %+v, want the two validate reported", run.SchemaChanges)
+			}
+			again := idemsync(t, dir, nil, "validate", job, "--connect")
+			wantMentions(t, "validate --connect after the run", again.stdout, "no pending schema change")
+		})
+	}
+}
