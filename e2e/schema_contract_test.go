@@ -132,7 +132,7 @@ func TestSchemaFreezeNewColumn(t *testing.T) {
 			if text := idemsync(t, dir, nil, "run", job); text.code != 1 {
 				t.Errorf("run again: exit %d, want 1", text.code)
 			} else {
-				wantMentions(t, "stderr", text.stderr, `error: page at page 2: record 4 (key id=15) has field "tags"`, "hint: nothing of the page was written", "new_columns: evolve")
+				wantMentions(t, "stderr", text.stderr, `error: page at page 2: record 4 (key id=15) has field "tags"`, "hint: nothing of the page was written", "target.schema.new_columns to evolve")
 			}
 			got := tg.read(t, "name", "price")
 			if got["3"]["name"] != "changed3" || got["15"]["name"] != "n15" {

@@ -91,11 +91,11 @@ func (e *Engine) checkSchema(recs []gjson.Result, t *contract.Table, m *Mapper, 
 		}
 		if len(newFields) > 0 && sc.NewColumns == spec.NewColumnsFreeze {
 			return sp, e.frozen(where, i, r, t, fmt.Sprintf("has field %q, which table %s has no column for", newFields[0], t),
-				"target.schema.new_columns", sc.NewColumnsLine, "new_columns: evolve adds the column, discard keeps the record without the field")
+				"target.schema.new_columns", sc.NewColumnsLine, "new_columns to evolve (add the column) or discard (store the record without the field)")
 		}
 		if len(misfits) > 0 && sc.TypeChange == spec.TypeChangeFreeze {
 			return sp, e.frozen(where, i, r, t, "has a value of another type: column "+misfits[0],
-				"target.schema.type_change", sc.TypeChangeLine, "type_change: widen widens the column, discard_value stores NULL, discard_row dead-letters the record")
+				"target.schema.type_change", sc.TypeChangeLine, "type_change to widen (widen the column), discard_value (store NULL) or discard_row (dead-letter the record)")
 		}
 		var why []string
 		if len(newFields) > 0 {
@@ -140,8 +140,8 @@ func (e *Engine) frozen(where string, i int, r gjson.Result, t *contract.Table, 
 	}
 	return &contract.Error{Class: contract.Permanent,
 		Msg: e.Job.Secrets.Redact(fmt.Sprintf("page at %s: record %d (key %s) %s, and %s is freeze", where, i, recordKey(r, t), what, setting)),
-		Hint: "nothing of the page was written and the checkpoint stays before it; to take the change, set target.schema." +
-			hint + ", then run again (docs/job-file.md, \"The schema contract\")"}
+		Hint: "nothing of the page was written and the checkpoint stays before it: set target.schema." + hint +
+			", or fix the source, then run again (docs/job-file.md, \"The schema contract\")"}
 }
 
 // recordKey is the key of record r as "id=7" (several: "a=1, b=2").
