@@ -233,7 +233,7 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 	}
 	for i, rec := range fp.resp.Records {
 		if why, ok := fp.schema.drop[i]; ok {
-			dead = append(dead, contract.DeadLetter{Job: job.Name, Position: where, Index: i, Reason: why, Raw: job.Secrets.Redact(rec.Raw)})
+			dead = append(dead, contract.DeadLetter{Job: job.Name, Position: where, Index: i, Reason: job.Secrets.Redact(why), Raw: job.Secrets.Redact(rec.Raw)})
 			continue
 		}
 		row, err := mapper.Map(i, rec)
@@ -261,7 +261,8 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 		}
 		rows = append(rows, row)
 		if why, ok := fp.schema.trim[i]; ok {
-			fp.schema.kept = append(fp.schema.kept, contract.DeadLetter{Job: job.Name, Position: where, Index: i, Reason: why, Raw: job.Secrets.Redact(rec.Raw)})
+			fp.schema.kept = append(fp.schema.kept, contract.DeadLetter{Job: job.Name, Position: where, Index: i,
+				Reason: job.Secrets.Redact(why), Raw: job.Secrets.Redact(rec.Raw)})
 		}
 	}
 	return rows, dead, changed, nil
