@@ -97,21 +97,19 @@ func (e *Engine) checkSchema(recs []gjson.Result, t *contract.Table, m *Mapper, 
 			return sp, e.frozen(where, i, r, t, "has a value of another type: column "+misfits[0],
 				"target.schema.type_change", sc.TypeChangeLine, "type_change to widen (widen the column), discard_value (store NULL) or discard_row (dead-letter the record)")
 		}
+		if len(misfits) > 0 && sc.TypeChange == spec.TypeChangeDiscardRow {
+			sp.note(&sp.drop, i, "record not stored (target.schema.type_change: discard_row): column "+strings.Join(misfits, "; column "))
+			sp.discards.Rows++
+			continue
+		}
 		var why []string
 		if len(newFields) > 0 {
 			why = append(why, fmt.Sprintf("new field(s) %s not stored (target.schema.new_columns: discard)", strings.Join(quoted(newFields), ", ")))
 			sp.discards.NewFields++
 		}
-		if len(misfits) > 0 {
-			switch sc.TypeChange {
-			case spec.TypeChangeDiscardRow:
-				sp.note(&sp.drop, i, "record not stored (target.schema.type_change: discard_row): column "+strings.Join(misfits, "; column "))
-				sp.discards.Rows++
-				continue
-			case spec.TypeChangeDiscardValue:
-				why = append(why, "value(s) stored as NULL (target.schema.type_change: discard_value): column "+strings.Join(misfits, "; column "))
-				sp.discards.Values++
-			}
+		if len(misfits) > 0 && sc.TypeChange == spec.TypeChangeDiscardValue {
+			why = append(why, "value(s) stored as NULL (target.schema.type_change: discard_value): column "+strings.Join(misfits, "; column "))
+			sp.discards.Values++
 		}
 		if len(why) > 0 {
 			sp.note(&sp.trim, i, strings.Join(why, "; "))
