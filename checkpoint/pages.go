@@ -79,6 +79,9 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		if err := insertDead(ctx, tx, job, p, now); err != nil {
 			return err
 		}
+		if err := insertSchemaChanges(ctx, tx, job, p, now); err != nil {
+			return err
+		}
 		if !p.FinishedAt.IsZero() {
 			if err := completeRun(ctx, tx, job, p, now); err != nil {
 				return err

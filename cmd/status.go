@@ -29,6 +29,9 @@ type jobStatus struct {
 	Holder      string                `json:"lock_holder,omitempty"`
 	Runs        []runStatus           `json:"runs,omitempty"`
 	Dead        []contract.DeadLetter `json:"dead_letter_records,omitempty"`
+	// Schema (--schema-changes) lists the columns the job's pages added or
+	// widened, newest first (docs/job-file.md, "The schema contract").
+	Schema []contract.SchemaChange `json:"schema_changes,omitempty"`
 	// WalkChanges (status JOB.yaml only) lists what the job file changed
 	// in the walk of the unfinished run (the next run exits 2) or of the
 	// last completed run (the next run starts from the beginning).
@@ -59,11 +62,12 @@ type runStatus struct {
 
 // statusOptions are the parsed command line of status.
 type statusOptions struct {
-	io   *IOStreams
-	g    *globalOpts
-	args []string // the job file, or none
-	runs int
-	dead bool
+	io     *IOStreams
+	g      *globalOpts
+	args   []string // the job file, or none
+	runs   int
+	dead   bool
+	schema bool
 }
 
 func newCmdStatus(f *Factory, runF func(*statusOptions) error) *cobra.Command {
@@ -102,6 +106,7 @@ file; run_number counts the job's runs from 1.`,
 	}
 	c.Flags().IntVar(&o.runs, "runs", 0, "also list the last N runs of each job, newest first")
 	c.Flags().BoolVar(&o.dead, "dead-letters", false, "also list the dead-lettered records (raw JSON and reason)")
+	c.Flags().BoolVar(&o.schema, "schema-changes", false, "also list the columns the job's pages added or widened, and why")
 	return c
 }
 
@@ -223,6 +228,15 @@ func jobState(ctx context.Context, store contract.Store, js *contract.JobState, 
 			s.Dead = []contract.DeadLetter{}
 		}
 	}
+	if o.schema {
+		var err error
+		if s.Schema, err = store.SchemaChanges(ctx, js.Name, 0); err != nil {
+			return s, err
+		}
+		if s.Schema == nil {
+			s.Schema = []contract.SchemaChange{}
+		}
+	}
 	return s, nil
 }
 
@@ -258,7 +272,7 @@ func printStatus(ios *IOStreams, g *globalOpts, jobs []jobStatus, path string, m
 		if w := jobs[len(jobs)-1].lookedIn; w != "" {
 			fmt.Fprintf(ios.Out, "state: %s\n", w)
 		}
-		if jobs[0].Runs == nil && jobs[0].Dead == nil && !anyWalkChanges(jobs) {
+		if jobs[0].Runs == nil && jobs[0].Dead == nil && jobs[0].Schema == nil && !anyWalkChanges(jobs) {
 			return nil
 		}
 		fmt.Fprintln(ios.Out)

@@ -44,6 +44,8 @@ to the target database.`,
 				return err
 			}
 			g.jobName = jf.Name
+			var plan idsync.SchemaPlan // validate --connect's pending schema changes, every resource's
+			plan.Pending = []contract.SchemaChange{}
 			for _, r := range jf.Resources {
 				job := r.Job
 				log, err := newLogger(ios.ErrOut, g.logFormat, g.logLevel, g.quiet, job.Secrets, job.Name)
@@ -51,11 +53,16 @@ to the target database.`,
 					return &usageError{err: err}
 				}
 				if connect {
-					if err := checkConnect(c.Context(), g, job, log); err != nil {
+					p, err := checkConnect(c.Context(), g, job, log)
+					if err != nil {
 						if jf.Multi {
 							return fmt.Errorf("resource %s: %w", r.Name, err)
 						}
 						return err
+					}
+					plan.Pending, plan.Warnings = append(plan.Pending, p.Pending...), append(plan.Warnings, p.Warnings...)
+					for _, w := range p.Warnings {
+						log.Warn(w)
 					}
 				}
 			}
@@ -64,6 +71,12 @@ to the target database.`,
 				out := map[string]any{"job": jf.Name, "valid": true, "connected": connect, "state": stateName(g.statePath(first))}
 				if jf.Multi {
 					out["resources"] = jf.Names()
+				}
+				if connect {
+					out["pending_schema_changes"] = plan.Pending
+					if plan.Warnings != nil {
+						out["warnings"] = plan.Warnings
+					}
 				}
 				writeJSON(ios, out)
 				return nil
@@ -83,6 +96,7 @@ to the target database.`,
 			}
 			if connect {
 				fmt.Fprintln(ios.Out, "  API and database reachable")
+				writePendingSchema(ios, plan)
 			}
 			return nil
 		},
@@ -94,29 +108,63 @@ to the target database.`,
 // checkConnect fetches the first page (writing nothing) and opens the sink.
 // A child resource's requests need a parent row ({parent.COL}): only its
 // database is checked.
-func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) error {
+func checkConnect(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.Logger) (idsync.SchemaPlan, error) {
 	if job.Parent != nil {
 		s, err := openWriting(ctx, g, job, log, contract.TableClaim{Check: true})
 		if err != nil {
-			return err
+			return idsync.SchemaPlan{}, err
 		}
 		log.Info("a child resource's API requests need a parent row: only its database was checked", "parent", job.Parent.Resource)
-		return s.Close()
+		return idsync.SchemaPlan{}, s.Close()
 	}
 	f := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
 	var store contract.Store
-	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken {
-		s, err := openStore(ctx, g.statePath(job), log) // a rotated token must be kept
+	// A rotated token must be kept; inferred columns are compared as the
+	// state saved them. A state that does not exist is not created.
+	if a := job.Source.Auth; a != nil && a.Type == idsync.AuthRefreshToken || job.Infer && !stateMissing(g.statePath(job)) {
+		s, err := openStore(ctx, g.statePath(job), log)
 		if err != nil {
-			return err
+			return idsync.SchemaPlan{}, err
 		}
 		defer s.Close()
 		store = s
 	}
 	if err := installAuth(ctx, g, job, f, store, log); err != nil {
-		return err
+		return idsync.SchemaPlan{}, err
+	}
+	var saved []contract.Column
+	if job.Infer && store != nil {
+		js, err := store.Job(ctx, job.Name)
+		if err != nil {
+			return idsync.SchemaPlan{}, err
+		}
+		if js != nil {
+			if saved, err = idsync.DecodeColumns(js.Columns); err != nil {
+				return idsync.SchemaPlan{}, fmt.Errorf("job %s: the state's saved columns: %w", job.Name, err)
+			}
+		}
 	}
 	return idsync.CheckConnectWith(ctx, job, f, func(ctx context.Context) (contract.Sink, error) {
 		return openWriting(ctx, g, job, log, contract.TableClaim{Check: true})
-	})
+	}, saved)
+}
+
+// writePendingSchema prints validate --connect's pending schema changes
+// (docs/job-file.md, "The schema contract").
+func writePendingSchema(ios *IOStreams, plan idsync.SchemaPlan) {
+	if len(plan.Pending) == 0 {
+		fmt.Fprintln(ios.Out, "  no pending schema change")
+		return
+	}
+	fmt.Fprintf(ios.Out, "  pending schema changes (%d):\n", len(plan.Pending))
+	for _, c := range plan.Pending {
+		change := "add " + c.To
+		if c.From != "" {
+			change = c.From + " → " + c.To
+		}
+		fmt.Fprintf(ios.Out, "    %s.%s: %s: %s\n", c.Table, c.Column, change, c.Reason)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(ios.Out, "  warning: %s\n", w)
+	}
 }

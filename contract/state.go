@@ -136,6 +136,9 @@ type PageCommit struct {
 	HWM                                   string       // job's saved mark after this page ("" = unchanged)
 	Columns                               string       // encoded inferred columns after this page ("" = unchanged)
 	Dead                                  []DeadLetter // bad records skipped on this page
+	// SchemaChanges are the columns the page added or widened, recorded
+	// with the page (their Job, RunID and At are the store's to set).
+	SchemaChanges []SchemaChange
 	// Keys are the key of every row of the page, recorded with the page
 	// so that a full pass knows the keys it saw (docs/deletions.md); nil
 	// records none, which makes the run's set incomplete.

@@ -85,6 +85,9 @@ type RunStore interface {
 	Runs(ctx context.Context, job string, n int) ([]RunInfo, error)
 	// DeadLetters returns the job's dead letters, newest first (n <= 0: all).
 	DeadLetters(ctx context.Context, job string, n int) ([]DeadLetter, error)
+	// SchemaChanges returns the columns the job's pages added or widened,
+	// newest first (n <= 0: all).
+	SchemaChanges(ctx context.Context, job string, n int) ([]SchemaChange, error)
 	// SeenKeys calls fn with the key of every row of every page committed
 	// to runID (docs/deletions.md); complete is false when a page was
 	// committed without its keys.

@@ -49,6 +49,7 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	j.Infer = len(t.Columns) == 0
 	j.targetColumns(bad, lines)
 	j.targetChildren(bad, lines)
+	checkSchemaContract(t, j.Infer, bad, lines)
 }
 
 // targetColumns checks the declared columns, fills their path and type

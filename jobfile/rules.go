@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/jobfile/spec"
 	"github.com/idemsync/idemsync/sink/targets"
 	idsync "github.com/idemsync/idemsync/sync"
 	"github.com/idemsync/idemsync/sync/paging"
@@ -194,7 +195,15 @@ var rules = map[string]Rule{
 	"target.tombstone.field": {Doc: "Required. GJSON path of the flag in each record.", Examples: []any{"deleted", "meta.is_deleted"}},
 	"target.tombstone.value": {Doc: "Required. The value that flags a deleted record: a boolean, a number or a string, compared with the field's JSON value.",
 		Examples: []any{true, "deleted"}},
-	"target.changes":      {Doc: "Record an event for every row a run inserts, updates or deletes (unchanged rows record none) in the target database, in the rows' own transaction, numbered in commit order; read them with idemsync changes. See docs/changes.md."},
+	"target.changes": {Doc: "Record an event for every row a run inserts, updates or deletes (unchanged rows record none) in the target database, in the rows' own transaction, numbered in commit order; read them with idemsync changes. See docs/changes.md."},
+	"target.schema": {Doc: "What a page may change of a table whose columns are inferred (no columns): new columns and column types. " +
+		"A record the contract refuses or trims goes to the dead letters with the reason. See docs/job-file.md#the-schema-contract."},
+	"target.schema.new_columns": {Fill: true, Default: spec.NewColumnsEvolve, Enum: []string{spec.NewColumnsEvolve, spec.NewColumnsFreeze, spec.NewColumnsDiscard},
+		Doc: "A field the table has no column for. evolve: add the column. freeze: fail the page (exit 1), naming the field and record. " +
+			"discard: store the record without the field, with a dead letter saying so."},
+	"target.schema.type_change": {Fill: true, Default: spec.TypeChangeWiden, Enum: []string{spec.TypeChangeWiden, spec.TypeChangeFreeze, spec.TypeChangeDiscardValue, spec.TypeChangeDiscardRow},
+		Doc: "A value its inferred column cannot take. widen: widen the column along integer → numeric → text → json. freeze: fail the page (exit 1). " +
+			"discard_value: store NULL in its place, with a dead letter. discard_row: dead-letter the record."},
 	"target.changes_rows": {Doc: "With changes: each insert and update event carries the row's mapped columns as a JSON object. Needs changes: true."},
 	"target.mode": {Doc: "SQLite targets only: permission of the target file (and its -wal and -shm files) when idemsync creates it, " +
 		"an octal string letting the owner read and write. An existing file keeps its mode.", Default: "0600", Examples: []any{"0640"}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -37,6 +38,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	for i := range dead {
 		dead[i].RunID = rs.info.ID
 	}
+	kept := fp.schema.kept // dead letters of records written trimmed by target.schema (schema.go)
 
 	// 2. Refuse loops before writing.
 	if err := e.checkLoop(rs, &fp, where); err != nil {
@@ -66,7 +68,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		ckpt := fp.checkpoint()
 		pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 			Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
-			Skipped: skipped, Columns: EncodeColumns(cols), Dead: dead, Keys: keys, Elapsed: time.Since(fp.t0)}
+			Skipped: skipped, Columns: EncodeColumns(cols), Dead: append(slices.Clip(dead), kept...), Keys: keys, Elapsed: time.Since(fp.t0),
+			SchemaChanges: fp.schema.changes}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {
 			pc.FinishedAt = time.Now().UTC()
@@ -201,6 +204,7 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 	rs.records += int64(len(resp.Records))
 	rs.skipped += skipped
 	rs.total.Add(counts)
+	rs.schema.add(fp.schema, pc)
 	log.Log(ctx, e.PageLogLevel, "page committed", "position", where, "records", len(resp.Records), "inserted", counts.Inserted,
 		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
@@ -222,9 +226,16 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 		mapper.Parent = gjson.Parse(fp.parent)
 	}
 	if job.Infer {
-		changed = mapper.InferPage(fp.resp.Records)
+		if fp.schema, err = e.inferPage(&mapper, fp.resp.Records, where); err != nil {
+			return nil, nil, false, err
+		}
+		changed = len(fp.schema.changes) > 0
 	}
 	for i, rec := range fp.resp.Records {
+		if why, ok := fp.schema.drop[i]; ok {
+			dead = append(dead, contract.DeadLetter{Job: job.Name, Position: where, Index: i, Reason: job.Secrets.Redact(why), Raw: job.Secrets.Redact(rec.Raw)})
+			continue
+		}
 		row, err := mapper.Map(i, rec)
 		row.Tombstone = job.Target.Tombstone.Matches(rec)
 		if err == nil && fp.marks != nil && fp.marks[i].err != nil {
@@ -249,6 +260,10 @@ func (e *Engine) mapRecords(fp *fetched, t *contract.Table, where string) (rows 
 			continue
 		}
 		rows = append(rows, row)
+		if why, ok := fp.schema.trim[i]; ok {
+			fp.schema.kept = append(fp.schema.kept, contract.DeadLetter{Job: job.Name, Position: where, Index: i,
+				Reason: job.Secrets.Redact(why), Raw: job.Secrets.Redact(rec.Raw)})
+		}
 	}
 	return rows, dead, changed, nil
 }

@@ -62,6 +62,11 @@ type Result struct {
 	// did not see but kept: the next proving pass removes those it misses
 	// too (docs/deletions.md, "Two passes"). Omitted on other runs.
 	PendingDeletes *int64 `json:"pending_deletes,omitempty"`
+	// SchemaChanges are the columns this invocation's pages added or
+	// widened, and SchemaDiscards what target.schema discarded in it
+	// (docs/job-file.md, "The schema contract"); omitted when none.
+	SchemaChanges  []contract.SchemaChange `json:"schema_changes,omitempty"`
+	SchemaDiscards *SchemaDiscards         `json:"schema_discards,omitempty"`
 }
 
 // SweepSkippedOutcome is Result.Sweep of a run whose sweep is skipped.
@@ -136,6 +141,7 @@ type runState struct {
 	records int64
 	proof   proofState // what voids the pass's proof of absence (proof.go)
 	walk    walkKeys   // the distinct keys of the walk in progress (distinct.go)
+	schema  schemaRun  // what target.schema did in this invocation (schema.go)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock
@@ -236,6 +242,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, job.Secrets.Redact(r)
 	}
 	res.PendingDeletes = rs.pending
+	res.SchemaChanges, res.SchemaDiscards = rs.schema.result()
 	log.Info("run finished", "status", status, "pages", rs.pages, "records", rs.records,
 		"inserted", rs.total.Inserted, "updated", rs.total.Updated, "unchanged", rs.total.Unchanged,
 		"skipped", rs.skipped, "deleted", rs.total.Deleted, "checkpoint", res.Checkpoint, "ms", res.DurationMS)

@@ -185,6 +185,12 @@ func (s *memStore) DeadLetters(context.Context, string, int) ([]contract.DeadLet
 	return slices.Clone(s.dead), nil
 }
 
+// SchemaChanges: the in-memory store keeps none; the engine's records of
+// them are tested against the state stores (e2e).
+func (s *memStore) SchemaChanges(context.Context, string, int) ([]contract.SchemaChange, error) {
+	return nil, nil
+}
+
 // SeenKeys: the in-memory store keeps no keys; engine tests that sweep
 // use the checkpoint package's store.
 func (s *memStore) SeenKeys(context.Context, int64, func(string) error) (bool, error) {

@@ -45,6 +45,9 @@ type fetched struct {
 	// noProof, when set, is why this page, the last, cannot prove the
 	// end of the list (endResult.weak): the pass's sweep is skipped.
 	noProof string
+	// schema is what target.schema did to the page (schema.go), set when
+	// the columns are inferred.
+	schema schemaPage
 }
 
 // checkpoint is the run's position after the page: ckpt, or next.

@@ -26,8 +26,13 @@ type Mapper struct {
 	// Parent is the parent row of a child resource's page (a JSON object
 	// of the parent's columns): columns with Column.Parent take its values.
 	Parent gjson.Result
-	buf    []byte
-	plan   *fieldPlan // built for the table's columns (fields.go)
+	// The schema contract's switches (checkSchema, docs/job-file.md "The
+	// schema contract"); all false is evolve and widen. NoNewColumns:
+	// InferPage adds no column; NoWiden: it widens none; NullMisfits: Map
+	// stores NULL for a value its column cannot take (not a key's).
+	NoNewColumns, NoWiden, NullMisfits bool
+	buf                                []byte
+	plan                               *fieldPlan // built for the table's columns (fields.go)
 }
 
 // Map converts one record. It returns the row, or a *BadRecord.
@@ -48,6 +53,9 @@ func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 			v = m.parentValue(c)
 		}
 		val, err := Convert(v, c.Type)
+		if err != nil && m.NullMisfits && !keyOrVersion(t, c.Name) {
+			val, err = nil, nil // discard_value: checkSchema dead-letters the record with the reason
+		}
 		if err != nil {
 			return contract.Row{}, &contract.BadRecord{Index: index, Column: c.Name, Reason: err.Error()}
 		}
@@ -124,7 +132,7 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 	changed := false
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		if keyOrVersion(t, c.Name) {
+		if keyOrVersion(t, c.Name) || m.NoWiden {
 			continue
 		}
 		typ := string(c.Type)
@@ -140,6 +148,9 @@ func (m *Mapper) InferPage(recs []gjson.Result) bool {
 			}
 			c.Type, changed = contract.ColumnType(typ), true
 		}
+	}
+	if m.NoNewColumns {
+		return changed
 	}
 	names, types := infer.Fields(recs)
 	for _, name := range names {

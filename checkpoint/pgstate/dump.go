@@ -66,7 +66,7 @@ func (s *Store) exportTable(ctx context.Context, tx pgx.Tx, t statedump.Table) (
 }
 
 // Import loads d into this state in one transaction, refusing a state
-// that holds a job; the runs' and dead letters' ids go on after the
+// that holds a job; the runs', dead letters' and schema changes' ids go on after the
 // highest imported.
 func (s *Store) Import(ctx context.Context, d *statedump.Dump) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -82,7 +82,7 @@ func (s *Store) Import(ctx context.Context, d *statedump.Dump) error {
 				return fmt.Errorf("%s: %w", t.Name, err)
 			}
 		}
-		for _, t := range []string{"runs", "dead_letters"} {
+		for _, t := range []string{"runs", "dead_letters", "schema_changes"} {
 			if _, err := tx.Exec(ctx, s.q(`SELECT setval(pg_get_serial_sequence($1, 'id'), coalesce(max(id), 0) + 1, false) FROM {S}.`+t),
 				s.schema+"."+t); err != nil {
 				return fmt.Errorf("%s: move the ids on: %w", t, err)
@@ -103,7 +103,7 @@ func (s *Store) importTable(ctx context.Context, tx pgx.Tx, t statedump.Table, r
 		names[i], marks[i] = c.Name, "$"+strconv.Itoa(i+1)
 	}
 	override := ""
-	if t.Name == "runs" || t.Name == "dead_letters" {
+	if t.Name == "runs" || t.Name == "dead_letters" || t.Name == "schema_changes" {
 		override = " OVERRIDING SYSTEM VALUE"
 	}
 	q := s.q(`INSERT INTO {S}.` + t.Name + ` (` + strings.Join(names, ", ") + `)` + override + ` VALUES (` + strings.Join(marks, ", ") + `)`)

@@ -71,6 +71,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		for _, q := range []string{
 			`DELETE FROM {S}.pages WHERE run_id IN (SELECT id FROM {S}.runs WHERE job = $1)`,
 			`DELETE FROM {S}.dead_letters WHERE job = $1`,
+			`DELETE FROM {S}.schema_changes WHERE job = $1`,
 			`DELETE FROM {S}.runs WHERE job = $1`,
 			`DELETE FROM {S}.auth_credentials WHERE job = $1`,
 			`DELETE FROM {S}.run_keys WHERE job = $1`,

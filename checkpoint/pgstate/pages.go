@@ -88,6 +88,9 @@ func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contra
 			return 0, fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
 		}
 	}
+	if err := s.insertSchemaChanges(ctx, tx, job, p, now); err != nil {
+		return 0, err
+	}
 	if !p.FinishedAt.IsZero() {
 		var full bool
 		var started time.Time

@@ -95,6 +95,8 @@ var Tables = []Table{
 		cols(Text, "hash"), cols(Time, "committed_at"), cols(Int, "elapsed_ms"), cols(NBytes, "keys"))},
 	{Name: "dead_letters", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"), cols(Text, "position"),
 		cols(Int, "idx"), cols(Text, "reason"), []Column{{Name: "raw", Kind: Bytes, SQLiteText: true}}, cols(Time, "at"))},
+	{Name: "schema_changes", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"),
+		cols(Text, "tbl", "col", "from_type", "to_type", "reason"), cols(Time, "at"))},
 	{Name: "metrics_totals", Key: "job, resource", Columns: join(cols(Text, "job", "resource"),
 		cols(Int, "pages", "inserted", "updated", "unchanged", "skipped", "deleted", "sweeps_skipped"),
 		[]Column{{Name: "last_run_at", Kind: NTime, SQLiteText: true}}, cols(NTime, "last_success_at"), cols(Int, "last_duration_ms", "last_exit_code"))},

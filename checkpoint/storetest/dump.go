@@ -28,7 +28,8 @@ func Populate(t *testing.T, s contract.Store) (runs []int64) {
 	p.FinishedAt = t0.Add(time.Minute)
 	commit(t, s, "shop.orders", p)
 	b := startRun(t, s, contract.RunInfo{Job: "shop.orders", StartedAt: t0.Add(time.Hour)})
-	commit(t, s, "shop.orders", contract.PageCommit{RunID: b, Position: "q1", Next: "q2", Records: 1, Hash: "h"})
+	commit(t, s, "shop.orders", contract.PageCommit{RunID: b, Position: "q1", Next: "q2", Records: 1, Hash: "h",
+		SchemaChanges: []contract.SchemaChange{{Table: "orders", Column: "price", From: "integer", To: "numeric", Reason: "record 0 holds 1.5"}}})
 	for _, err := range []error{
 		s.OpenCycle(ctx, "shop", t0),
 		s.SaveRefreshToken(ctx, "shop", "oauth", "seed", "refresh-secret", false),
@@ -116,6 +117,9 @@ func toMicros(sn snapshot) snapshot {
 	}
 	for i := range sn.Dead {
 		sn.Dead[i].At = sn.Dead[i].At.Truncate(time.Microsecond)
+	}
+	for i := range sn.Schema {
+		sn.Schema[i].At = sn.Schema[i].At.Truncate(time.Microsecond)
 	}
 	return sn
 }

@@ -93,6 +93,7 @@ type snapshot struct {
 	Pages   map[int64][]contract.PageInfo
 	Keys    map[int64][]string
 	Dead    []contract.DeadLetter
+	Schema  []contract.SchemaChange
 	Metrics contract.MetricsTotals
 }
 
@@ -111,6 +112,9 @@ func takeSnapshot(t *testing.T, s contract.Store, job string) snapshot {
 	}
 	if sn.Dead, err = s.DeadLetters(ctx, job, 0); err != nil {
 		t.Fatalf("DeadLetters: %v", err)
+	}
+	if sn.Schema, err = s.SchemaChanges(ctx, job, 0); err != nil {
+		t.Fatalf("SchemaChanges: %v", err)
 	}
 	if sn.Metrics, err = s.Metrics(ctx, job, job); err != nil {
 		t.Fatalf("Metrics: %v", err)

@@ -20,6 +20,7 @@ func pageCases() []testCase {
 		{"fault before commit changes nothing", faultBeforeCommit},
 		{"committed state survives reopening", survivesReopen},
 		{"dead letters", deadLetters},
+		{"schema changes", schemaChanges},
 		{"seen keys", seenKeys},
 	}
 }
@@ -219,6 +220,48 @@ func deadLetters(t *testing.T, e *env) {
 	}
 	if js := jobState(t, s, "orders"); js.DeadLetters != 3 {
 		t.Errorf("JobState.DeadLetters = %d, want 3", js.DeadLetters)
+	}
+}
+
+// Schema changes are recorded with their page, stamped with job, run and
+// time, listed newest first per job, and go with the job when it is
+// forgotten.
+func schemaChanges(t *testing.T, e *env) {
+	s := e.store(t)
+	ctx := context.Background()
+	id := startRun(t, s, contract.RunInfo{Job: "orders"})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p1", Next: "p2", SchemaChanges: []contract.SchemaChange{
+		{Table: "orders", Column: "price", To: "integer", Reason: "new field"}}})
+	commit(t, s, "orders", contract.PageCommit{RunID: id, Position: "p2", Next: "p3", SchemaChanges: []contract.SchemaChange{
+		{Table: "orders", Column: "price", From: "integer", To: "numeric", Reason: "record 2 holds 79.19"},
+		{Table: "orders", Column: "tags", To: "json", Reason: "new field"}}})
+	other := startRun(t, s, contract.RunInfo{Job: "other"})
+	commit(t, s, "other", contract.PageCommit{RunID: other, Position: "q", Next: "r", SchemaChanges: []contract.SchemaChange{{Table: "t", Column: "c", To: "text", Reason: "elsewhere"}}})
+
+	all, err := s.SchemaChanges(ctx, "orders", 0)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("SchemaChanges = %+v, %v", all, err)
+	}
+	for i, want := range []string{"tags", "price", "price"} {
+		c := all[i]
+		if c.Column != want || c.Job != "orders" || c.RunID != id || c.ID == 0 || c.At.IsZero() || c.Table != "orders" {
+			t.Errorf("schema change %d: %+v, want column %s", i, c, want)
+		}
+	}
+	if c := all[1]; c.From != "integer" || c.To != "numeric" || c.Reason != "record 2 holds 79.19" {
+		t.Errorf("schema change fields: %+v", c)
+	}
+	if one, err := s.SchemaChanges(ctx, "orders", 1); err != nil || len(one) != 1 || one[0].Column != "tags" {
+		t.Errorf("SchemaChanges(1) = %+v, %v", one, err)
+	}
+	if _, err := s.Forget(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.SchemaChanges(ctx, "orders", 0); err != nil || len(left) != 0 {
+		t.Errorf("after Forget: %+v, %v", left, err)
+	}
+	if kept, err := s.SchemaChanges(ctx, "other", 0); err != nil || len(kept) != 1 {
+		t.Errorf("other job's after Forget: %+v, %v", kept, err)
 	}
 }
 

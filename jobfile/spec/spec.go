@@ -184,6 +184,9 @@ type Target struct {
 	// Children are child tables filled from the records' nested arrays
 	// (docs/job-file.md, "Child tables").
 	Children Children `yaml:"children,omitempty" json:"children,omitempty"`
+	// Schema is what a page may change of inferred columns: new columns
+	// and type changes (docs/job-file.md, "The schema contract").
+	Schema *SchemaContract `yaml:"schema,omitempty" json:"schema,omitempty"`
 }
 
 // ColumnSpec is one entry of target.columns: a name and either a bare path

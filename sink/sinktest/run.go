@@ -30,6 +30,7 @@ func Run(t *testing.T, newDB func(t *testing.T) *DB) {
 	cases = append(cases, childCases()...)
 	cases = append(cases, testCase{"sweep counts when every live row was seen", seenLive})
 	cases = append(cases, testCase{"first load counts a record listed twice", freshLoad})
+	cases = append(cases, testCase{"schema plan", planSchema})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newDB(t)
