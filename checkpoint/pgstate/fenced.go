@@ -35,9 +35,6 @@ func (s *Store) CommitPageIn(ctx context.Context, ptx contract.PageTx, job strin
 	if !ok || p == nil {
 		return s.wrap(op, errors.New("not a PostgreSQL transaction, or no page"))
 	}
-	if err := s.fence(ctx, tx, job); err != nil {
-		return s.wrap(op, err)
-	}
 	seq, err := s.commitPage(ctx, tx, job, p)
 	if err != nil {
 		return s.wrap(op, err)

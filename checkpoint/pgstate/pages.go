@@ -21,7 +21,7 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		return s.wrap(op, errors.New("no page given"))
 	}
 	var seq int64
-	err := s.inJobTx(ctx, job, func(tx pgx.Tx) (err error) {
+	err := s.inTx(ctx, func(tx pgx.Tx) (err error) {
 		seq, err = s.commitPage(ctx, tx, job, p)
 		return err
 	})
@@ -33,12 +33,23 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	return nil
 }
 
+// errNotRunning is the batch's finding that the page's run is not this
+// Store's running run; notRunning says why.
+var errNotRunning = errors.New("run not running")
+
 // commitPage records p in tx (CommitPage's transaction, or the page's
-// target transaction: CommitPageIn) and returns the page's seq.
+// target transaction: CommitPageIn) and returns the page's seq. The
+// lease renewals (fence) and the page's statements go to the database as
+// one batch, one round trip (docs/performance.md, "State in PostgreSQL");
+// a renewal or run update that matches no row fails it, and the caller
+// rolls the transaction back.
 func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contract.PageCommit) (int64, error) {
 	now := s.now().UTC()
-	var seq int64
-	tag, err := tx.Exec(ctx, s.q(`
+	b := &pgx.Batch{}
+	if err := s.queueFence(b, job); err != nil {
+		return 0, err
+	}
+	b.Queue(s.q(`
 		UPDATE {S}.runs SET
 			pages = pages + 1, records = records + $1,
 			inserted = inserted + $2, updated = updated + $3,
@@ -47,46 +58,50 @@ func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contra
 			max_mark = CASE WHEN $9 <> '' THEN $9 ELSE max_mark END
 		WHERE id = $10 AND job = $11 AND status = 'running' AND owner = $12`),
 		p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
-		p.Next, p.Position, p.MaxMark, p.RunID, job, s.token)
-	if err != nil {
-		return 0, fmt.Errorf("update run: %w", err)
+		p.Next, p.Position, p.MaxMark, p.RunID, job, s.token).Fn = func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		switch {
+		case err != nil:
+			return fmt.Errorf("update run: %w", err)
+		case tag.RowsAffected() != 1:
+			return errNotRunning
+		}
+		return nil
 	}
-	if tag.RowsAffected() != 1 {
-		return 0, s.notRunning(ctx, tx, p.RunID, job)
-	}
-	err = tx.QueryRow(ctx, s.q(`
+	var seq int64
+	b.Queue(s.q(`
 		INSERT INTO {S}.pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
 		SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM {S}.pages WHERE run_id = $1
 		RETURNING seq`),
-		p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), keylist.Encode(p.Keys)).Scan(&seq)
-	if err != nil {
-		return 0, fmt.Errorf("insert page: %w", err)
-	}
-	if err := s.touchJob(ctx, tx, job, now); err != nil {
-		return 0, err
-	}
-	if err := s.addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
-		return 0, err
-	}
-	if p.HWM != "" {
-		if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job); err != nil {
-			return 0, fmt.Errorf("save high-water mark: %w", err)
+		p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), keylist.Encode(p.Keys)).QueryRow(func(r pgx.Row) error {
+		if err := r.Scan(&seq); err != nil {
+			return fmt.Errorf("insert page: %w", err)
 		}
+		return nil
+	})
+	named(b.Queue(s.q(touchJobSQL), job, now), "save job "+job)
+	named(b.Queue(s.q(addCountersSQL), counterArgs(job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped)...), "count metrics")
+	if p.HWM != "" {
+		named(b.Queue(s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job), "save high-water mark")
 	}
 	if p.Columns != "" {
-		if _, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job); err != nil {
-			return 0, fmt.Errorf("save columns: %w", err)
-		}
+		named(b.Queue(s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job), "save columns")
 	}
 	for i, d := range p.Dead {
 		pos := d.Position
 		if pos == "" {
 			pos = p.Position
 		}
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.dead_letters (job, run_id, position, idx, reason, raw, at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`), job, p.RunID, pos, d.Index, clean(d.Reason), []byte(d.Raw), now); err != nil {
-			return 0, fmt.Errorf("insert dead letter %d of %d: %w", i+1, len(p.Dead), err)
-		}
+		named(b.Queue(s.q(`INSERT INTO {S}.dead_letters (job, run_id, position, idx, reason, raw, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`), job, p.RunID, pos, d.Index, clean(d.Reason), []byte(d.Raw), now),
+			fmt.Sprintf("insert dead letter %d of %d", i+1, len(p.Dead)))
+	}
+	err := tx.SendBatch(ctx, b).Close()
+	if errors.Is(err, errNotRunning) {
+		return 0, s.notRunning(ctx, tx, p.RunID, job)
+	}
+	if err != nil {
+		return 0, err
 	}
 	if !p.FinishedAt.IsZero() {
 		var full bool
@@ -101,6 +116,16 @@ func (s *Store) commitPage(ctx context.Context, tx pgx.Tx, job string, p *contra
 		}
 	}
 	return seq, nil
+}
+
+// named makes a batched statement's failure name what it did.
+func named(q *pgx.QueuedQuery, what string) {
+	q.Fn = func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
 }
 
 // notRunning explains why a page cannot be committed to runID.
