@@ -302,7 +302,7 @@ func TestReplayCrashConvergence(t *testing.T) {
 			killed, done := 0, false
 			for killed < kills && !done {
 				c := exec.Command(binary, "replay", job, "--from", from, "--quiet")
-				c.Dir, c.Env = dir, testEnv(dir)
+				c.Dir, c.Env = dir, testEnv(dir, job)
 				if err := c.Start(); err != nil {
 					t.Fatal(err)
 				}
