@@ -184,7 +184,7 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
 // queueFence is fence's renewals queued in b, the first statements of a
 // batch the caller sends in its transaction (a page's: one round trip,
 // docs/performance.md "State in PostgreSQL"). A renewal that matches no
-// row fails the batch, and the caller rolls back.
+// row fails (guarded), which aborts the transaction.
 func (s *Store) queueFence(b *pgx.Batch, job string) error {
 	file, _, _ := strings.Cut(job, ".")
 	s.mu.Lock()
@@ -202,14 +202,14 @@ func (s *Store) queueFence(b *pgx.Batch, job string) error {
 		if lost {
 			return leaseLost(l)
 		}
-		b.Queue(s.q(renewSQL), l.job, l.token, s.lease.Milliseconds()).Fn = func(br pgx.BatchResults) error {
-			tag, err := br.Exec()
+		b.Queue(s.q(guarded(renewSQL)), l.job, l.token, s.lease.Milliseconds()).Fn = func(br pgx.BatchResults) error {
+			_, err := br.Exec()
 			switch {
-			case err != nil:
-				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
-			case tag.RowsAffected() == 0:
+			case refused(err):
 				l.markLost()
 				return leaseLost(l)
+			case err != nil:
+				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
 			}
 			return nil
 		}
