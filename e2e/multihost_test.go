@@ -111,9 +111,26 @@ func multiHost(t *testing.T, pg string, joined bool, seed uint64) {
 				FROM ` + S + `.runs r JOIN ` + S + `.leases l ON l.job = r.job WHERE r.id = NEW.run_id;
 			RETURN NEW; END $$`,
 		`CREATE TRIGGER log_page AFTER INSERT ON ` + S + `.pages FOR EACH ROW EXECUTE FUNCTION ` + H + `.log_page()`,
+		// The fenced target's page commits, in their commit order (the
+		// fence row's lock orders them): the table as idemsync creates it
+		// (sink/postgres/fence.go), created first to carry the trigger.
+		`CREATE TABLE ` + H + `.fences (id bigserial PRIMARY KEY, key text, token bigint, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+		`CREATE FUNCTION ` + H + `.log_fence() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			INSERT INTO ` + H + `.fences (key, token) VALUES (NEW.key, NEW.token);
+			RETURN NEW; END $$`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if !joined {
+		for _, q := range []string{
+			`CREATE TABLE ` + S + `._idemsync_fences (key text PRIMARY KEY, token bigint NOT NULL, at timestamptz NOT NULL DEFAULT now())`,
+			`CREATE TRIGGER log_fence AFTER INSERT OR UPDATE ON ` + S + `._idemsync_fences FOR EACH ROW EXECUTE FUNCTION ` + H + `.log_fence()`,
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
 		}
 	}
 
@@ -255,13 +272,19 @@ func multiHost(t *testing.T, pg string, joined bool, seed uint64) {
 	for _, h := range hosts {
 		resets += h.proxy.resets
 	}
-	// The mode is the one meant: only a fenced target has the fences.
-	var fences bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, S+"._idemsync_fences").Scan(&fences); err != nil {
+	// The mode is the one meant: a fenced target's pages were fenced, a
+	// joined one has no fences table.
+	var fenced int
+	if joined {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)`, S+"._idemsync_fences").Scan(&fenced)
+	} else {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM `+H+`.fences`).Scan(&fenced)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	if fences == joined {
-		fail("joined %v, but the target has a fences table: %v", joined, fences)
+	if (fenced > 0) == joined {
+		fail("joined %v, but %d fences in the target", joined, fenced)
 	}
 	t.Logf("seed %d: %d runs completed, exits %v, %d connections reset after a COMMIT", seed, completed, exits, resets)
 }
@@ -301,6 +324,21 @@ func checkHistory(t *testing.T, conn *pgx.Conn, H string, seed uint64) {
 			t.Fatal(err)
 		}
 		bad = append(bad, fmt.Sprintf("token %d acquired at %s while token %d's lease ran until %s", tok, at.Format(time.RFC3339Nano), tok-1, until.Format(time.RFC3339Nano)))
+	}
+	rows.Close()
+	// A fenced target: no page committed under a token lower than one
+	// that committed before it.
+	rows, err = conn.Query(ctx, `SELECT a.token, b.token FROM `+H+`.fences a
+		JOIN `+H+`.fences b ON b.key = a.key AND b.id < a.id AND b.token > a.token`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tok, newer int64
+		if err := rows.Scan(&tok, &newer); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, fmt.Sprintf("a target page committed with token %d after one with token %d", tok, newer))
 	}
 	rows.Close()
 	if len(bad) > 0 {

@@ -20,7 +20,7 @@ import (
 
 // With IDEMSYNC_TEST_STATE=postgres (and IDEMSYNC_TEST_POSTGRES_URL), the
 // binaries the tests start through testEnv keep their state in PostgreSQL:
-// one schema per working folder, a lease of testLease, and
+// one schema per state file they would have used, a lease of testLease, and
 // $IDEMSYNC_IF_RUNNING set to wait, so that a run started right after a
 // SIGKILL waits for the killed holder's lease instead of skipping. The
 // crash, chaos, model, replay, fan-out and deletion tests run so in
