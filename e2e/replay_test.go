@@ -191,6 +191,7 @@ func TestReplayIsResumable(t *testing.T) {
 			if k.code != -1 && k.code != 137 {
 				t.Fatalf("replay with failpoint: exit %d, want killed: %s", k.code, k.stderr)
 			}
+			outliveKilledLease()
 			st := statusOf(t, dir, job, "--runs", "5")
 			if st.Status != "interrupted" || st.LastRun == nil || st.LastRun.Kind != "replay" || st.Checkpoint != "page 4" {
 				t.Fatalf("status after the killed replay: %+v", st)
