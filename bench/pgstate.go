@@ -80,6 +80,12 @@ func leaseFigures(pgURL string, records, size, repeat int) error {
 	fmt.Printf("ratio: lease and fence %+.1f%% over a SQLite state file (goal <= 5%%); one transaction per page %+.1f%%, %.0f records/s\n",
 		100*(fenced.Seconds()-file.Seconds())/file.Seconds(), 100*(joined.Seconds()-file.Seconds())/file.Seconds(),
 		float64(records)/joined.Seconds())
+	// The client's CPU beside the wall: on a loaded machine the wall
+	// holds other processes' time, the CPU only idemsync's.
+	fileCPU, fencedCPU, joinedCPU := medianCPU(walls["file"]), medianCPU(walls["fenced"]), medianCPU(walls["joined"])
+	fmt.Printf("cpu: %.2fs SQLite state file, %.2fs lease and fence (%+.1f%%), %.2fs one transaction per page (%+.1f%%)\n",
+		fileCPU.Seconds(), fencedCPU.Seconds(), 100*(fencedCPU.Seconds()-fileCPU.Seconds())/fileCPU.Seconds(),
+		joinedCPU.Seconds(), 100*(joinedCPU.Seconds()-fileCPU.Seconds())/fileCPU.Seconds())
 	for _, m := range modes {
 		_ = dropPostgresTable(pgURL, "bench_lease_"+m.name)
 	}

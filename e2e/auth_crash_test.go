@@ -15,7 +15,7 @@ func authStart(t *testing.T, dir string, env []string, args ...string) *exec.Cmd
 	t.Helper()
 	c := exec.Command(binary, args...)
 	c.Dir = dir
-	c.Env = append(cleanEnv(), env...)
+	c.Env = append(testEnv(dir, args...), env...)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

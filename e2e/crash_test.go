@@ -35,7 +35,7 @@ func crashLoop(t *testing.T, dir, job string, kills int, seed uint64, minDelay, 
 	for st.kills < kills {
 		c := exec.Command(binary, "run", job, "--quiet")
 		c.Dir = dir
-		c.Env = append(testEnv(dir), extraEnv...)
+		c.Env = append(testEnv(dir, job), extraEnv...)
 		var errOut bytes.Buffer
 		c.Stderr = &errOut
 		if err := c.Start(); err != nil {
@@ -154,7 +154,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
 	c := exec.Command(binary, "run", job, "--json")
 	c.Dir = dir
-	c.Env = testEnv(dir)
+	c.Env = testEnv(dir, job)
 	var out bytes.Buffer
 	c.Stdout = &out
 	stderr, err := c.StderrPipe()

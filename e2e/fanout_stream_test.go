@@ -39,7 +39,9 @@ func TestFanoutParentsStreamed(t *testing.T) {
 		}
 		// A copy of 5,000 parent rows is over 150 KiB; four runs, their
 		// pages and checkpoints are a few KiB.
-		if grew := stateSize(t, dir) - before; grew > 64<<10 {
+		if pgState() {
+			t.Log("IDEMSYNC_TEST_STATE=postgres: the state file's growth is not measured")
+		} else if grew := stateSize(t, dir) - before; grew > 64<<10 {
 			t.Errorf("the state file grew %d KiB over 4 child runs of one page each", grew>>10)
 		}
 

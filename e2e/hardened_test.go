@@ -19,7 +19,7 @@ func hardStart(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buff
 	t.Helper()
 	c := exec.Command(binary, append(args, "--json")...)
 	c.Dir = dir
-	c.Env = testEnv(dir)
+	c.Env = testEnv(dir, args...)
 	var out bytes.Buffer
 	c.Stdout = &out
 	if err := c.Start(); err != nil {

@@ -88,7 +88,7 @@ func idemsyncStdin(t *testing.T, dir string, env []string, stdin string, args ..
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, args...)
 	c.Dir = dir
-	c.Env = append(testEnv(dir), env...)
+	c.Env = append(testEnv(dir, args...), env...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut

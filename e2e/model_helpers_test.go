@@ -134,7 +134,7 @@ func modelInvoke(t *testing.T, dir string, kill func() bool, args ...string) mod
 	defer cancel()
 	c := exec.CommandContext(ctx, binary, append(args, "--json")...)
 	c.Dir = dir
-	c.Env = testEnv(dir)
+	c.Env = testEnv(dir, args...)
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	if err := c.Start(); err != nil {
@@ -340,21 +340,17 @@ func modelMissing(start, end map[int]fakeapi.ModelRecord, table map[int]modelRow
 // job committed, unless that run completed (nil then).
 func modelCommitted(t *testing.T, dir string) []string {
 	t.Helper()
-	path := filepath.Join(dir, ".idemsync", "state.db")
-	if _, err := os.Stat(path); err != nil {
+	db := stateDB(t, dir)
+	if db == nil {
 		return nil
-	}
-	db, err := sql.Open("sqlite", path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT p.position FROM pages p WHERE p.run_id =
 		(SELECT max(id) FROM runs WHERE job = 'model') AND
 		(SELECT status FROM runs WHERE id = p.run_id) <> 'completed' ORDER BY p.seq`)
 	if err != nil {
-		if strings.Contains(err.Error(), "no such table") {
-			return nil // killed while creating the state file: nothing committed
+		if noStateYet(err) {
+			return nil // killed while creating the state: nothing committed
 		}
 		t.Fatalf("read state: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,9 +21,13 @@ import (
 
 // The multi-host model (docs/operations.md, "Leases"): 3 hosts, each its
 // own working folder and its own TCP proxy to one PostgreSQL holding the
-// state (and, reached directly, the fenced target), run one job file while the test SIGKILLs them,
+// state and the target, run one job file while the test SIGKILLs them,
 // pauses them past their lease (SIGSTOP, SIGCONT), and drops, stalls and
-// resets their connections (also right after a COMMIT). The database's own
+// resets their connections (also right after a COMMIT). Every connection
+// of a host goes through its proxy: the state's and the target's, which
+// idemsync sees as another database (mode "fenced": the target fences
+// each page) or as the state's own (mode "joined": one transaction per
+// page). The database's own
 // history (triggers on the leases and pages) is checked after every exit:
 // a run that exits 0 completed leaves the table equal to the source; no
 // page commits under a token another acquisition superseded; no lease is
@@ -44,15 +49,17 @@ func TestMultiHostModel(t *testing.T) {
 			seeds = append(seeds, seeds[0]+uint64(i))
 		}
 	}
-	for _, seed := range seeds {
-		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					t.Logf("reproduce: IDEMSYNC_TEST_POSTGRES_URL=… IDEMSYNC_TEST_MULTIHOST_SEED=%d go test ./e2e -run TestMultiHostModel -count=1", seed)
-				}
-			}()
-			multiHost(t, pg, seed)
-		})
+	for _, mode := range []string{"fenced", "joined"} {
+		for _, seed := range seeds {
+			t.Run(mode+"/"+strconv.FormatUint(seed, 10), func(t *testing.T) {
+				defer func() {
+					if t.Failed() {
+						t.Logf("reproduce: IDEMSYNC_TEST_POSTGRES_URL=… IDEMSYNC_TEST_MULTIHOST_SEED=%d go test ./e2e -run 'TestMultiHostModel/%s' -count=1", seed, mode)
+					}
+				}()
+				multiHost(t, pg, mode == "joined", seed)
+			})
+		}
 	}
 }
 
@@ -67,7 +74,7 @@ type mhHost struct {
 	done  chan error
 }
 
-func multiHost(t *testing.T, pg string, seed uint64) {
+func multiHost(t *testing.T, pg string, joined bool, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e37))
 	const lease = time.Second
 	ctx := context.Background()
@@ -104,22 +111,49 @@ func multiHost(t *testing.T, pg string, seed uint64) {
 				FROM ` + S + `.runs r JOIN ` + S + `.leases l ON l.job = r.job WHERE r.id = NEW.run_id;
 			RETURN NEW; END $$`,
 		`CREATE TRIGGER log_page AFTER INSERT ON ` + S + `.pages FOR EACH ROW EXECUTE FUNCTION ` + H + `.log_page()`,
+		// The fenced target's page commits, in their commit order (the
+		// fence row's lock orders them): the table as idemsync creates it
+		// (sink/postgres/fence.go), created first to carry the trigger.
+		`CREATE TABLE ` + H + `.fences (id bigserial PRIMARY KEY, key text, token bigint, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+		`CREATE FUNCTION ` + H + `.log_fence() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			INSERT INTO ` + H + `.fences (key, token) VALUES (NEW.key, NEW.token);
+			RETURN NEW; END $$`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	if !joined {
+		for _, q := range []string{
+			`CREATE TABLE ` + S + `._idemsync_fences (key text PRIMARY KEY, token bigint NOT NULL, at timestamptz NOT NULL DEFAULT now())`,
+			`CREATE TRIGGER log_fence AFTER INSERT OR UPDATE ON ` + S + `._idemsync_fences FOR EACH ROW EXECUTE FUNCTION ` + H + `.log_fence()`,
+		} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
 
-	jobBody := pgJob("cursor", apiURL, "${MH_TARGET}", schema)
+	// The target is named by one URL on every host, without a port (the
+	// walk's identity holds the URL: a host reaching it by another one
+	// would not continue another host's run); PGPORT sends each host's
+	// connections to its proxy. Fenced, the target names the proxy as
+	// localhost and the state as 127.0.0.1: another database to idemsync
+	// (docs/guarantees.md, "Fenced targets").
+	target := *u
+	target.Host = "127.0.0.1"
+	if !joined {
+		target.Host = "localhost"
+	}
+	jobBody := pgJob("cursor", apiURL, target.String(), schema)
 	hosts := make([]*mhHost, 3)
 	for i := range hosts {
 		h := &mhHost{dir: t.TempDir(), proxy: startProxy(t, u.Host)}
-		// The state goes through the host's proxy. The target is named by
-		// one URL on every host (the walk's identity holds it: a host
-		// reaching it by another address would not continue another
-		// host's run), so its connections go direct, and the state being
-		// elsewhere by its URL, the target is fenced.
-		h.env = []string{"IDEMSYNC_STATE=" + stateVia(viaProxy(h.proxy)), "MH_TARGET=" + pg}
+		_, port, err := net.SplitHostPort(h.proxy.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.env = []string{"IDEMSYNC_STATE=" + stateVia(viaProxy(h.proxy)), "PGPORT=" + port}
 		writeJob(t, h.dir, "job.yaml", jobBody)
 		hosts[i] = h
 	}
@@ -238,6 +272,20 @@ func multiHost(t *testing.T, pg string, seed uint64) {
 	for _, h := range hosts {
 		resets += h.proxy.resets
 	}
+	// The mode is the one meant: a fenced target's pages were fenced, a
+	// joined one has no fences table.
+	var fenced int
+	if joined {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)`, S+"._idemsync_fences").Scan(&fenced)
+	} else {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM `+H+`.fences`).Scan(&fenced)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (fenced > 0) == joined {
+		fail("joined %v, but %d fences in the target", joined, fenced)
+	}
 	t.Logf("seed %d: %d runs completed, exits %v, %d connections reset after a COMMIT", seed, completed, exits, resets)
 }
 
@@ -276,6 +324,21 @@ func checkHistory(t *testing.T, conn *pgx.Conn, H string, seed uint64) {
 			t.Fatal(err)
 		}
 		bad = append(bad, fmt.Sprintf("token %d acquired at %s while token %d's lease ran until %s", tok, at.Format(time.RFC3339Nano), tok-1, until.Format(time.RFC3339Nano)))
+	}
+	rows.Close()
+	// A fenced target: no page committed under a token lower than one
+	// that committed before it.
+	rows, err = conn.Query(ctx, `SELECT a.token, b.token FROM `+H+`.fences a
+		JOIN `+H+`.fences b ON b.key = a.key AND b.id < a.id AND b.token > a.token`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tok, newer int64
+		if err := rows.Scan(&tok, &newer); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, fmt.Sprintf("a target page committed with token %d after one with token %d", tok, newer))
 	}
 	rows.Close()
 	if len(bad) > 0 {

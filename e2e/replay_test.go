@@ -191,6 +191,7 @@ func TestReplayIsResumable(t *testing.T) {
 			if k.code != -1 && k.code != 137 {
 				t.Fatalf("replay with failpoint: exit %d, want killed: %s", k.code, k.stderr)
 			}
+			outliveKilledLease()
 			st := statusOf(t, dir, job, "--runs", "5")
 			if st.Status != "interrupted" || st.LastRun == nil || st.LastRun.Kind != "replay" || st.Checkpoint != "page 4" {
 				t.Fatalf("status after the killed replay: %+v", st)
@@ -302,7 +303,7 @@ func TestReplayCrashConvergence(t *testing.T) {
 			killed, done := 0, false
 			for killed < kills && !done {
 				c := exec.Command(binary, "replay", job, "--from", from, "--quiet")
-				c.Dir, c.Env = dir, testEnv(dir)
+				c.Dir, c.Env = dir, testEnv(dir, job)
 				if err := c.Start(); err != nil {
 					t.Fatal(err)
 				}

@@ -35,14 +35,14 @@ func (s *Store) CommitPageIn(ctx context.Context, ptx contract.PageTx, job strin
 	if !ok || p == nil {
 		return s.wrap(op, errors.New("not a PostgreSQL transaction, or no page"))
 	}
-	if err := s.fence(ctx, tx, job); err != nil {
-		return s.wrap(op, err)
-	}
-	seq, err := s.commitPage(ctx, tx, job, p)
+	b, seq, err := s.pageBatch(job, p)
 	if err != nil {
 		return s.wrap(op, err)
 	}
-	s.log.Debug("page checkpointed in the rows' transaction", "job", job, "run_id", p.RunID, "seq", seq)
+	if err := s.sendPage(ctx, tx, job, p, b); err != nil {
+		return s.wrap(op, err)
+	}
+	s.log.Debug("page checkpointed in the rows' transaction", "job", job, "run_id", p.RunID, "seq", *seq)
 	return nil
 }
 

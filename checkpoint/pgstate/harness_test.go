@@ -20,7 +20,7 @@ import (
 // IDEMSYNC_TEST_POSTGRES_URL; without it the test is skipped, and fails
 // where IDEMSYNC_TEST_REQUIRE_POSTGRES=1 says it must run (CI, .ci/run),
 // as the PostgreSQL target's tests do.
-func testURL(t *testing.T) string {
+func testURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
 	if u == "" {
@@ -34,7 +34,7 @@ func testURL(t *testing.T) string {
 
 // newSchema returns the state URL of a new schema of its own, dropped
 // when the test ends, with query parameters extra added.
-func newSchema(t *testing.T, extra url.Values) string {
+func newSchema(t testing.TB, extra url.Values) string {
 	t.Helper()
 	base := testURL(t)
 	b := make([]byte, 6)

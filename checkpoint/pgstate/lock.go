@@ -11,7 +11,6 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // lease is a run lock this Store holds (docs/operations.md, "Leases"): the
@@ -111,7 +110,7 @@ func (s *Store) heartbeat(l *lease) {
 			continue
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), l.trustedUntil())
-		err := s.renew(ctx, s.pool, l)
+		err := s.renew(ctx, l)
 		cancel()
 		switch {
 		case errors.Is(err, errLeaseLost):
@@ -142,17 +141,17 @@ func (l *lease) markLost() {
 // errLeaseLost is the renewal's finding that the token changed.
 var errLeaseLost = errors.New("lease lost")
 
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+// renewSQL extends the lease of job $1 by $3 ms from the database's now,
+// on condition that its token is still $2.
+const renewSQL = `UPDATE {S}.leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+	WHERE job = $1 AND token = $2`
 
 // renew extends l by a lease from the database's now, on condition that
-// its token is unchanged; a changed token marks it lost. Outside a
-// transaction (q the pool), a renewal moves the trusted time on.
-func (s *Store) renew(ctx context.Context, q execer, l *lease) error {
+// its token is unchanged, and moves the trusted time on; a changed token
+// marks it lost.
+func (s *Store) renew(ctx context.Context, l *lease) error {
 	sent := time.Now()
-	tag, err := q.Exec(ctx, s.q(`UPDATE {S}.leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-		WHERE job = $1 AND token = $2`), l.job, l.token, s.lease.Milliseconds())
+	tag, err := s.pool.Exec(ctx, s.q(renewSQL), l.job, l.token, s.lease.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -160,13 +159,11 @@ func (s *Store) renew(ctx context.Context, q execer, l *lease) error {
 		l.markLost()
 		return errLeaseLost
 	}
-	if _, inTx := q.(pgx.Tx); !inTx {
-		l.mu.Lock()
-		if t := sent.Add(s.lease - margin(s.lease)); t.After(l.trusted) {
-			l.trusted = t
-		}
-		l.mu.Unlock()
+	l.mu.Lock()
+	if t := sent.Add(s.lease - margin(s.lease)); t.After(l.trusted) {
+		l.trusted = t
 	}
+	l.mu.Unlock()
 	return nil
 }
 
@@ -177,6 +174,18 @@ func (s *Store) renew(ctx context.Context, q execer, l *lease) error {
 // holder incremented matches no row. A lease lost (by the heartbeat's
 // finding or its trusted time running out) refuses at once, exit 4.
 func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
+	b := &pgx.Batch{}
+	if err := s.queueFence(b, job); err != nil {
+		return err
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueFence is fence's renewals queued in b, the first statements of a
+// batch the caller sends in its transaction (a page's: one round trip,
+// docs/performance.md "State in PostgreSQL"). A renewal that matches no
+// row fails (guarded), which aborts the transaction.
+func (s *Store) queueFence(b *pgx.Batch, job string) error {
 	file, _, _ := strings.Cut(job, ".")
 	s.mu.Lock()
 	var ls []*lease
@@ -190,23 +199,32 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
 		l.mu.Lock()
 		lost := l.lost || time.Now().After(l.trusted)
 		l.mu.Unlock()
-		if !lost {
-			err := s.renew(ctx, tx, l)
-			if err == nil {
-				continue
-			}
-			if !errors.Is(err, errLeaseLost) {
+		if lost {
+			return leaseLost(l)
+		}
+		b.Queue(s.q(guarded(renewSQL)), l.job, l.token, s.lease.Milliseconds()).Fn = func(br pgx.BatchResults) error {
+			_, err := br.Exec()
+			switch {
+			case refused(err):
+				l.markLost()
+				return leaseLost(l)
+			case err != nil:
 				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
 			}
-		}
-		return &contract.Error{
-			Class: contract.Locked,
-			Msg:   fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
-			Hint:  "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
-			Err:   contract.ErrLocked,
+			return nil
 		}
 	}
 	return nil
+}
+
+// leaseLost is the refusal to write for a job whose lease l was lost.
+func leaseLost(l *lease) error {
+	return &contract.Error{
+		Class: contract.Locked,
+		Msg:   fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
+		Hint:  "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
+		Err:   contract.ErrLocked,
+	}
 }
 
 // release ends l's heartbeat and expires its lease now, if its token is

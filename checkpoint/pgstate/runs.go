@@ -77,12 +77,15 @@ func (s *Store) runStatus(ctx context.Context, q queryRower, runID int64) (job, 
 	return job, status, owner, err
 }
 
+// touchJobSQL makes sure the job's row ($1) exists and stamps its update
+// time ($2).
+const touchJobSQL = `
+	INSERT INTO {S}.jobs (name, created_at, updated_at) VALUES ($1, $2, $2)
+	ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at`
+
 // touchJob makes sure the job's row exists and stamps its update time.
 func (s *Store) touchJob(ctx context.Context, tx pgx.Tx, job string, now time.Time) error {
-	_, err := tx.Exec(ctx, s.q(`
-		INSERT INTO {S}.jobs (name, created_at, updated_at) VALUES ($1, $2, $2)
-		ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at`), job, now)
-	if err != nil {
+	if _, err := tx.Exec(ctx, s.q(touchJobSQL), job, now); err != nil {
 		return fmt.Errorf("save job %s: %w", job, err)
 	}
 	return nil

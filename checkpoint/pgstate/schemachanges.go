@@ -10,16 +10,14 @@ import (
 	"github.com/idemsync/idemsync/contract"
 )
 
-// insertSchemaChanges records the columns the page added or widened, in
-// its checkpoint transaction (docs/job-file.md, "The schema contract").
-func (s *Store) insertSchemaChanges(ctx context.Context, tx pgx.Tx, job string, p *contract.PageCommit, now time.Time) error {
+// queueSchemaChanges queues the columns the page added or widened into
+// its checkpoint batch (docs/job-file.md, "The schema contract").
+func (s *Store) queueSchemaChanges(b *pgx.Batch, job string, p *contract.PageCommit, now time.Time) {
 	for i, c := range p.SchemaChanges {
-		if _, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.schema_changes (job, run_id, tbl, col, from_type, to_type, reason, at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`), job, p.RunID, clean(c.Table), clean(c.Column), c.From, c.To, clean(c.Reason), now); err != nil {
-			return fmt.Errorf("insert schema change %d of %d: %w", i+1, len(p.SchemaChanges), err)
-		}
+		named(b.Queue(s.q(`INSERT INTO {S}.schema_changes (job, run_id, tbl, col, from_type, to_type, reason, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`), job, p.RunID, clean(c.Table), clean(c.Column), c.From, c.To, clean(c.Reason), now),
+			fmt.Sprintf("insert schema change %d of %d", i+1, len(p.SchemaChanges)))
 	}
-	return nil
 }
 
 // SchemaChanges returns the job's schema changes, newest first (n <= 0:

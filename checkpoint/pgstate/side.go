@@ -47,18 +47,23 @@ func metricsKey(job string) (string, string) {
 	return job, job
 }
 
+// addCountersSQL adds to the job's metrics counters (counterArgs).
+const addCountersSQL = `INSERT INTO {S}.metrics_totals AS m (job, resource, pages, inserted, updated, unchanged, skipped, deleted)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT (job, resource) DO UPDATE SET
+		pages = m.pages + excluded.pages, inserted = m.inserted + excluded.inserted,
+		updated = m.updated + excluded.updated, unchanged = m.unchanged + excluded.unchanged,
+		skipped = m.skipped + excluded.skipped, deleted = m.deleted + excluded.deleted`
+
+func counterArgs(job string, pages, inserted, updated, unchanged, deleted, skipped int64) []any {
+	file, resource := metricsKey(job)
+	return []any{file, resource, pages, inserted, updated, unchanged, skipped, deleted}
+}
+
 // addCounters adds a page's (or sweep's) figures to the counters of job
 // in the transaction that commits them.
 func (s *Store) addCounters(ctx context.Context, tx pgx.Tx, job string, pages, inserted, updated, unchanged, deleted, skipped int64) error {
-	file, resource := metricsKey(job)
-	_, err := tx.Exec(ctx, s.q(`INSERT INTO {S}.metrics_totals AS m (job, resource, pages, inserted, updated, unchanged, skipped, deleted)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (job, resource) DO UPDATE SET
-			pages = m.pages + excluded.pages, inserted = m.inserted + excluded.inserted,
-			updated = m.updated + excluded.updated, unchanged = m.unchanged + excluded.unchanged,
-			skipped = m.skipped + excluded.skipped, deleted = m.deleted + excluded.deleted`),
-		file, resource, pages, inserted, updated, unchanged, skipped, deleted)
-	if err != nil {
+	if _, err := tx.Exec(ctx, s.q(addCountersSQL), counterArgs(job, pages, inserted, updated, unchanged, deleted, skipped)...); err != nil {
 		return fmt.Errorf("count metrics: %w", err)
 	}
 	return nil
