@@ -265,10 +265,10 @@ func pruneFeed(ctx context.Context, job *idsync.Job, log *slog.Logger) {
 	defer s.Close()
 	fd, err := s.FeedDB(ctx, &job.Table)
 	if err == nil {
-		var n int64
-		n, err = feed.Prune(ctx, fd, job.Table.Changes.Job, time.Now().Add(-job.Retention.Duration))
-		if n > 0 {
-			log.Info("pruned the change feed", "events", n)
+		var p feed.Pruned
+		p, err = feed.Prune(ctx, fd, job.Table.Changes.Job, time.Now().Add(-job.Retention.Duration))
+		if p.Deleted > 0 {
+			log.Info("pruned the change feed", "events", p.Deleted)
 		}
 	}
 	if err != nil {

@@ -119,48 +119,59 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 	return at, wrapNil("reset", tx.Commit())
 }
 
+// Pruned is what Prune did: the events it deleted and how far the feed
+// is pruned now (the highest number deleted, ever).
+type Pruned struct {
+	Job           string `json:"job"`
+	Deleted       int64  `json:"events_deleted"`
+	PrunedThrough int64  `json:"pruned_through"`
+}
+
 // Prune deletes job's events that every consumer has acknowledged and
 // that were recorded before before, and records how far it went: a
 // consumer behind that point (created later, or reset below it) is in a
-// gap. With no consumer, every event recorded before before goes. It
-// returns how many events it deleted.
-func Prune(ctx context.Context, fd contract.FeedDB, job string, before time.Time) (int64, error) {
+// gap. With no consumer, every event recorded before before goes.
+func Prune(ctx context.Context, fd contract.FeedDB, job string, before time.Time) (Pruned, error) {
+	p := Pruned{Job: job}
 	tx, err := fd.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	defer tx.Rollback()
 	// The job's row is locked first, so a concurrent prune waits.
 	if _, err := tx.ExecContext(ctx, q(fd, `INSERT INTO idemsync_change_jobs (job) VALUES (?) ON CONFLICT (job) DO NOTHING`), job); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
-	var pruned int64
-	if err := tx.QueryRowContext(ctx, q(fd, `SELECT pruned_through FROM idemsync_change_jobs WHERE job = ?`+fd.ForUpdate), job).Scan(&pruned); err != nil {
-		return 0, wrap("prune the change feed", err)
+	if err := tx.QueryRowContext(ctx, q(fd, `SELECT pruned_through FROM idemsync_change_jobs WHERE job = ?`+fd.ForUpdate), job).Scan(&p.PrunedThrough); err != nil {
+		return p, wrap("prune the change feed", err)
 	}
 	var old, acked sql.NullInt64
 	if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM idemsync_changes WHERE job = ? AND at < ?`), job, before.UnixMilli()).Scan(&old); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	if err := tx.QueryRowContext(ctx, q(fd, `SELECT min(acked) FROM idemsync_change_consumers WHERE job = ?`), job).Scan(&acked); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	bound := old.Int64
 	if acked.Valid {
 		bound = min(bound, acked.Int64)
 	}
-	if bound <= pruned {
-		return 0, nil
+	if bound <= p.PrunedThrough {
+		return p, nil
 	}
 	res, err := tx.ExecContext(ctx, q(fd, `DELETE FROM idemsync_changes WHERE job = ? AND seq <= ?`), job, bound)
 	if err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	n, _ := res.RowsAffected()
 	if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_jobs SET pruned_through = ? WHERE job = ?`), bound, job); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
-	return n, wrapNil("prune the change feed", tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return Pruned{Job: job}, wrap("prune the change feed", err)
+	}
+	p.Deleted, p.PrunedThrough = n, bound
+	return p, nil
 }
 
 // wrapNil is wrap for an error that may be nil.
