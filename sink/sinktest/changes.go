@@ -44,8 +44,10 @@ func readFeed(t *testing.T, s contract.Sink, tbl *contract.Table, job string, af
 	}
 	q := `SELECT seq, op, key, COALESCE(hash, ''), COALESCE(run, 0), COALESCE(row, ''), resource, COALESCE(version, '')
 		FROM ` + fd.Events + ` e ORDER BY seq`
-	for i := 1; strings.Contains(q, "?"); i++ {
-		q = strings.Replace(q, "?", fd.Param(i), 1)
+	parts := strings.Split(q, "?")
+	q = parts[0]
+	for i, p := range parts[1:] {
+		q += fd.Param(i+1) + p
 	}
 	rows, err := fd.DB.Query(q, job, after, math.MaxInt64)
 	if err != nil {
