@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -221,11 +222,32 @@ func withFeed(ctx context.Context, o *changesOptions, fn func(context.Context, *
 	defer j.Close()
 	o.g.jobName = j.Name
 	v, err := fn(ctx, j)
+	if st := feedRefusal(err); st != "" && o.g.json {
+		// Its own status word, so that serve answers 409 rather than a
+		// permanent failure's 500 (docs/serve.md, "Statuses").
+		code := exitCode(err)
+		writeJSON(o.io, &idsync.Result{Job: j.Name, Status: st, Error: err.Error(), ExitCode: code})
+		return &reportedError{code: code}
+	}
 	if err != nil {
 		return err
 	}
 	writeJSON(o.io, v)
 	return nil
+}
+
+// feedRefusal is the status word of a refusal the consumer resolves
+// itself (docs/changes.md): "stale" for an ack of a batch no longer its
+// own, "gap" for a consumer behind the pruned events; "" for any other
+// error.
+func feedRefusal(err error) string {
+	switch {
+	case errors.Is(err, feed.ErrStaleBatch):
+		return "stale"
+	case errors.Is(err, feed.ErrGap):
+		return "gap"
+	}
+	return ""
 }
 
 // pruneFeed deletes, after a run of a fed job, the events every consumer
@@ -243,10 +265,10 @@ func pruneFeed(ctx context.Context, job *idsync.Job, log *slog.Logger) {
 	defer s.Close()
 	fd, err := s.FeedDB(ctx, &job.Table)
 	if err == nil {
-		var n int64
-		n, err = feed.Prune(ctx, fd, job.Table.Changes.Job, time.Now().Add(-job.Retention.Duration))
-		if n > 0 {
-			log.Info("pruned the change feed", "events", n)
+		var p feed.Pruned
+		p, err = feed.Prune(ctx, fd, job.Table.Changes.Job, time.Now().Add(-job.Retention.Duration))
+		if p.Deleted > 0 {
+			log.Info("pruned the change feed", "events", p.Deleted)
 		}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -12,15 +13,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/feed"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // pruneOptions are the parsed command line of prune.
 type pruneOptions struct {
-	io   *IOStreams
-	g    *globalOpts
-	args []string // the job file, or none
-	keep string
+	io      *IOStreams
+	g       *globalOpts
+	args    []string // the job file, or none
+	keep    string
+	keepSet bool // --keep given: it bounds the change feed's events too
 }
 
 func newCmdPrune(f *Factory, runF func(*pruneOptions) error) *cobra.Command {
@@ -37,7 +40,13 @@ job file, every job of the state file (--state, $IDEMSYNC_STATE, or
 afterwards, the file is rewritten (VACUUM) to give the space back to the
 file system, and prune says how much it freed (or that the file had no
 free space to give back). run and resume prune their job at their
-retention after every run, without rewriting the file.`,
+retention after every run, without rewriting the file.
+
+With a job file that keeps a change feed (target.changes), prune also
+deletes the feed's events that every consumer acknowledged and that are
+older than the job's retention (or --keep when given), and says how many
+went and how far the feed is pruned; a consumer behind that point is then
+in a gap (docs/changes.md, "Retention and gaps").`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return &usageError{err: fmt.Errorf("prune takes at most one job file")}
@@ -47,6 +56,7 @@ retention after every run, without rewriting the file.`,
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.args = args
+			o.keepSet = c.Flags().Changed("keep")
 			if runF != nil {
 				return runF(o)
 			}
@@ -95,7 +105,13 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	}
 	path := g.statePath(job)
 	if stateMissing(path) {
-		return printPrune(ios, g, nil, 0, 0, path) // nothing to prune; never create the file
+		return printPrune(ios, g, nil, nil, 0, 0, path) // nothing to prune; never create the file
+	}
+	var fed *feed.Pruned
+	if jf != nil && keepsFeed(jf) {
+		if fed, err = pruneJobFeed(ctx, args[0], keep, o.keepSet, log); err != nil {
+			return err
+		}
 	}
 	store, err := openStore(ctx, path, log)
 	if err != nil {
@@ -128,7 +144,36 @@ func prune(ctx context.Context, g *globalOpts, ios *IOStreams, args []string, o 
 	if err := store.Compact(ctx); err != nil {
 		return err
 	}
-	return printPrune(ios, g, out, before, store.Size(ctx), path)
+	return printPrune(ios, g, out, fed, before, store.Size(ctx), path)
+}
+
+// keepsFeed reports whether a resource of jf keeps a change feed.
+func keepsFeed(jf *jobfile.File) bool {
+	for _, r := range jf.Resources {
+		if r.Job.Table.Changes != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// pruneJobFeed prunes the change feed of the job file at path: the events
+// every consumer acknowledged that are older than the job's retention, or
+// than keep when --keep was given (docs/changes.md, "Retention and gaps").
+func pruneJobFeed(ctx context.Context, path string, keep time.Duration, keepSet bool, log *slog.Logger) (*feed.Pruned, error) {
+	j, err := feed.Open(ctx, path, log)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	if !keepSet {
+		keep = j.Retention
+	}
+	p, err := feed.Prune(ctx, j.DB, j.Name, time.Now().Add(-keep))
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // forgetRemoved removes the state of the resources of jf's job that the file no
@@ -162,18 +207,28 @@ func forgetRemoved(ctx context.Context, store contract.Store, jf *jobfile.File, 
 	return out, nil
 }
 
-func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, before, after int64, path string) error {
+// printPrune prints what prune did: per job, the runs and page rows it
+// deleted; the change feed's events (fed is nil for a job without one);
+// the state file's size.
+func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, fed *feed.Pruned, before, after int64, path string) error {
 	path = stateName(path)
 	if g.json {
 		if jobs == nil {
 			jobs = []contract.PruneStats{}
 		}
-		writeJSON(ios, map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after,
-			"bytes_freed": max(before-after, 0), "exit_code": 0})
+		out := map[string]any{"jobs": jobs, "state": path, "bytes_before": before, "bytes_after": after,
+			"bytes_freed": max(before-after, 0), "exit_code": 0}
+		if fed != nil {
+			out["feed"] = fed
+		}
+		writeJSON(ios, out)
 		return nil
 	}
 	for _, j := range jobs {
 		fmt.Fprintf(ios.Out, "%s: deleted %s and %s; %s kept\n", j.Job, plural(j.Runs, "run"), plural(j.Pages, "page row"), plural(j.Kept, "run"))
+	}
+	if fed != nil {
+		fmt.Fprintf(ios.Out, "change feed %s: deleted %s; pruned through event %d\n", fed.Job, plural(fed.Deleted, "event"), fed.PrunedThrough)
 	}
 	if jobs == nil {
 		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)

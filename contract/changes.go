@@ -35,6 +35,23 @@ type FeedDB struct {
 	// then updates (" FOR UPDATE" on PostgreSQL; "" on SQLite, whose
 	// write transactions lock the whole file when they begin).
 	ForUpdate string
+	// Events is a FROM item of one job's events numbered above a given
+	// number, the lowest n of them at least (all when there are fewer),
+	// in no order, with the columns seq, resource, key, op, hash, version,
+	// run, row and at; its three placeholders are the job, the number and
+	// n. (PostgreSQL keeps a statement's events in one row and expands
+	// them here, the fewest rows that hold n events: docs/changes.md,
+	// "Cost".)
+	Events string
+	// RecordedBefore selects the highest number of a job's events
+	// recorded before a time (placeholders: the job, Unix milliseconds);
+	// NULL when there is none.
+	RecordedBefore string
+	// Delete deletes a job's events numbered up to a number
+	// (placeholders: the job, the number). Events it leaves in place
+	// below that number (PostgreSQL: in a row holding later ones too)
+	// are never read again: readers start above the pruned number.
+	Delete string
 }
 
 // ChangeFeeder is the part of a Sink that keeps a change feed

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/feed"
 	"github.com/idemsync/idemsync/internal/fakeapi"
@@ -14,8 +15,10 @@ import (
 // The change feed over HTTP is `idemsync changes` (SQLite and PostgreSQL
 // targets): after a run through the server, a consumer reads a leased
 // batch, a second read under the lease is 409 (exit 4), the ack moves the
-// consumer, a repeated ack is stale (exit 1), and the CLI's changes status
-// sees what the server acknowledged.
+// consumer, a repeated ack is stale (exit 1, 409 with status stale), the
+// CLI's changes status sees what the server acknowledged, and after a run
+// pruned the acknowledged events a new consumer is in a gap (exit 1, 409
+// with status gap).
 func TestServeChanges(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 60})
 	for _, name := range []string{"sqlite", "postgres"} {
@@ -30,7 +33,7 @@ func TestServeChanges(t *testing.T) {
 				pg := postgresURL(t)
 				spec = pgJob("page", url, pg, freshSchema(t, pg))
 			}
-			job := writeJob(t, jobs, "orders.yaml", spec+"  changes: true\n")
+			job := writeJob(t, jobs, "orders.yaml", "retention: 1s\n"+spec+"  changes: true\n")
 			s := startServe(t, dir, jobs, nil)
 			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
 				t.Fatalf("run: %d %s", code, body)
@@ -49,7 +52,7 @@ func TestServeChanges(t *testing.T) {
 			if code, body = s.do(t, "POST", "/jobs/orders/changes/ack", ack); code != 200 || !strings.Contains(body, `"acked":50`) {
 				t.Errorf("ack: %d %s", code, body)
 			}
-			if code, body = s.do(t, "POST", "/jobs/orders/changes/ack", ack); code != 500 || !strings.Contains(body, `"exit_code":1`) || !strings.Contains(body, "stale") {
+			if code, body = s.do(t, "POST", "/jobs/orders/changes/ack", ack); code != 409 || !strings.Contains(body, `"exit_code":1`) || !strings.Contains(body, `"status":"stale"`) {
 				t.Errorf("a repeated ack: %d %s", code, body)
 			}
 			if code, body = s.do(t, "POST", "/jobs/orders/changes", `{"consumer":"mail","ops":["X"]}`); code != 400 || !strings.Contains(body, `"exit_code":2`) {
@@ -63,6 +66,14 @@ func TestServeChanges(t *testing.T) {
 			r := idemsync(t, dir, nil, "changes", "status", job)
 			if r.code != 0 || !strings.Contains(r.stdout, `"acked":50`) {
 				t.Errorf("the CLI's changes status: exit %d %s%s", r.code, r.stdout, r.stderr)
+			}
+			time.Sleep(1200 * time.Millisecond) // past the retention: the next run prunes events 1 to 50
+			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
+				t.Fatalf("second run: %d %s", code, body)
+			}
+			code, body = s.do(t, "POST", "/jobs/orders/changes", `{"consumer":"late"}`)
+			if code != 409 || !strings.Contains(body, `"exit_code":1`) || !strings.Contains(body, `"status":"gap"`) || !strings.Contains(body, "events 1 to 50 were pruned") {
+				t.Errorf("a consumer behind the pruning: %d %s", code, body)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -39,20 +40,22 @@ type Report struct {
 	Consumers     []ConsumerStatus `json:"consumers"`
 }
 
+// all is the n of contract.FeedDB.Events that asks for every event.
+const all = math.MaxInt64
+
 // Status reports job's feed and every consumer's position.
 func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) (*Report, error) {
 	r := &Report{Job: job, Consumers: []ConsumerStatus{}}
-	var first, last sql.NullInt64
-	if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT count(*), min(seq), max(seq) FROM idemsync_changes WHERE job = ?`), job).Scan(&r.Events, &first, &last); err != nil {
-		return nil, wrap("read the change feed", err)
-	}
-	r.First, r.Last = first.Int64, last.Int64
 	if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT COALESCE(max(pruned_through), 0) FROM idemsync_change_jobs WHERE job = ?`), job).Scan(&r.PrunedThrough); err != nil {
 		return nil, wrap("read the change feed", err)
 	}
-	rows, err := fd.DB.QueryContext(ctx, q(fd, `SELECT c.consumer, c.acked, c.batch, c.batch_through, c.lease_until,
-		(SELECT count(*) FROM idemsync_changes e WHERE e.job = c.job AND e.seq > c.acked)
-		FROM idemsync_change_consumers c WHERE c.job = ? ORDER BY c.consumer`), job)
+	var first, last sql.NullInt64
+	if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT count(*), min(seq), max(seq) FROM `+fd.Events+` e`), job, r.PrunedThrough, all).Scan(&r.Events, &first, &last); err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	r.First, r.Last = first.Int64, last.Int64
+	rows, err := fd.DB.QueryContext(ctx, q(fd, `SELECT consumer, acked, batch, batch_through, lease_until
+		FROM idemsync_change_consumers WHERE job = ? ORDER BY consumer`), job)
 	if err != nil {
 		return nil, wrap("read the change feed", err)
 	}
@@ -60,7 +63,7 @@ func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) 
 	for rows.Next() {
 		var s ConsumerStatus
 		var c consumer
-		if err := rows.Scan(&s.Name, &c.acked, &c.batch, &c.batchThrough, &c.leaseUntil, &s.Pending); err != nil {
+		if err := rows.Scan(&s.Name, &c.acked, &c.batch, &c.batchThrough, &c.leaseUntil); err != nil {
 			return nil, wrap("read the change feed", err)
 		}
 		s.Acked, s.State = c.acked, StateOK
@@ -76,7 +79,17 @@ func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) 
 		}
 		r.Consumers = append(r.Consumers, s)
 	}
-	return r, wrapNil("read the change feed", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	rows.Close()
+	for i := range r.Consumers {
+		c := &r.Consumers[i]
+		if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT count(*) FROM `+fd.Events+` e`), job, max(c.Acked, r.PrunedThrough), all).Scan(&c.Pending); err != nil {
+			return nil, wrap("read the change feed", err)
+		}
+	}
+	return r, nil
 }
 
 // Reset moves a consumer (created when missing) to after event to:
@@ -103,7 +116,7 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 		at = pruned
 	case "latest":
 		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM idemsync_changes WHERE job = ?`), job).Scan(&last); err != nil {
+		if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM `+fd.Events+` e`), job, pruned, all).Scan(&last); err != nil {
 			return 0, wrap("reset", err)
 		}
 		at = max(last.Int64, pruned)
@@ -119,48 +132,61 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 	return at, wrapNil("reset", tx.Commit())
 }
 
+// Pruned is what Prune did: the events it deleted and how far the feed
+// is pruned now (the highest number deleted, ever).
+type Pruned struct {
+	Job           string `json:"job"`
+	Deleted       int64  `json:"events_deleted"`
+	PrunedThrough int64  `json:"pruned_through"`
+}
+
 // Prune deletes job's events that every consumer has acknowledged and
 // that were recorded before before, and records how far it went: a
 // consumer behind that point (created later, or reset below it) is in a
-// gap. With no consumer, every event recorded before before goes. It
-// returns how many events it deleted.
-func Prune(ctx context.Context, fd contract.FeedDB, job string, before time.Time) (int64, error) {
+// gap. With no consumer, every event recorded before before goes.
+func Prune(ctx context.Context, fd contract.FeedDB, job string, before time.Time) (Pruned, error) {
+	p := Pruned{Job: job}
 	tx, err := fd.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	defer tx.Rollback()
 	// The job's row is locked first, so a concurrent prune waits.
 	if _, err := tx.ExecContext(ctx, q(fd, `INSERT INTO idemsync_change_jobs (job) VALUES (?) ON CONFLICT (job) DO NOTHING`), job); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
-	var pruned int64
-	if err := tx.QueryRowContext(ctx, q(fd, `SELECT pruned_through FROM idemsync_change_jobs WHERE job = ?`+fd.ForUpdate), job).Scan(&pruned); err != nil {
-		return 0, wrap("prune the change feed", err)
+	if err := tx.QueryRowContext(ctx, q(fd, `SELECT pruned_through FROM idemsync_change_jobs WHERE job = ?`+fd.ForUpdate), job).Scan(&p.PrunedThrough); err != nil {
+		return p, wrap("prune the change feed", err)
 	}
 	var old, acked sql.NullInt64
-	if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM idemsync_changes WHERE job = ? AND at < ?`), job, before.UnixMilli()).Scan(&old); err != nil {
-		return 0, wrap("prune the change feed", err)
+	if err := tx.QueryRowContext(ctx, q(fd, fd.RecordedBefore), job, before.UnixMilli()).Scan(&old); err != nil {
+		return p, wrap("prune the change feed", err)
 	}
 	if err := tx.QueryRowContext(ctx, q(fd, `SELECT min(acked) FROM idemsync_change_consumers WHERE job = ?`), job).Scan(&acked); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
 	bound := old.Int64
 	if acked.Valid {
 		bound = min(bound, acked.Int64)
 	}
-	if bound <= pruned {
-		return 0, nil
+	if bound <= p.PrunedThrough {
+		return p, nil
 	}
-	res, err := tx.ExecContext(ctx, q(fd, `DELETE FROM idemsync_changes WHERE job = ? AND seq <= ?`), job, bound)
-	if err != nil {
-		return 0, wrap("prune the change feed", err)
+	var n int64
+	if err := tx.QueryRowContext(ctx, q(fd, `SELECT count(*) FROM `+fd.Events+` e WHERE seq <= ?`), job, p.PrunedThrough, bound-p.PrunedThrough, bound).Scan(&n); err != nil {
+		return p, wrap("prune the change feed", err)
 	}
-	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, q(fd, fd.Delete), job, bound); err != nil {
+		return p, wrap("prune the change feed", err)
+	}
 	if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_jobs SET pruned_through = ? WHERE job = ?`), bound, job); err != nil {
-		return 0, wrap("prune the change feed", err)
+		return p, wrap("prune the change feed", err)
 	}
-	return n, wrapNil("prune the change feed", tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return Pruned{Job: job}, wrap("prune the change feed", err)
+	}
+	p.Deleted, p.PrunedThrough = n, bound
+	return p, nil
 }
 
 // wrapNil is wrap for an error that may be nil.

@@ -269,7 +269,7 @@ func filter(o Options) func(Event) bool {
 
 // readEvents reads up to n of job's events after seq, in order.
 func readEvents(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job string, after int64, n int) ([]Event, error) {
-	rows, err := tx.QueryContext(ctx, q(fd, `SELECT seq, resource, key, op, hash, version, run, row, at FROM idemsync_changes WHERE job = ? AND seq > ? ORDER BY seq LIMIT `+strconv.Itoa(n)), job, after)
+	rows, err := tx.QueryContext(ctx, q(fd, `SELECT seq, resource, key, op, hash, version, run, row, at FROM `+fd.Events+` e ORDER BY seq LIMIT `+strconv.Itoa(n)), job, after, n)
 	if err != nil {
 		return nil, err
 	}

@@ -104,12 +104,12 @@ func TestPruneAndGap(t *testing.T) {
 		if _, err := feed.Ack(ctx, fd, tg.job, "fast", b.ID, 0); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := feed.Prune(ctx, fd, tg.job, time.Now().Add(-time.Hour)); err != nil || n != 0 {
-			t.Fatalf("prune of events younger than retention: %d, %v; want 0", n, err)
+		if p, err := feed.Prune(ctx, fd, tg.job, time.Now().Add(-time.Hour)); err != nil || p.Deleted != 0 || p.PrunedThrough != 0 {
+			t.Fatalf("prune of events younger than retention: %+v, %v; want 0", p, err)
 		}
-		n, err := feed.Prune(ctx, fd, tg.job, time.Now().Add(time.Second))
-		if err != nil || n != 2 {
-			t.Fatalf("prune: %d, %v; want the 2 events fast acknowledged", n, err)
+		p, err := feed.Prune(ctx, fd, tg.job, time.Now().Add(time.Second))
+		if err != nil || p.Deleted != 2 || p.PrunedThrough != b.Through {
+			t.Fatalf("prune: %+v, %v; want the 2 events fast acknowledged, through %d", p, err, b.Through)
 		}
 		if b, err := feed.Next(ctx, fd, tg.job, feed.Options{Consumer: "fast"}); err != nil || keysOf(b) != "I:3" {
 			t.Fatalf("fast after prune: %+v, %v", b, err)

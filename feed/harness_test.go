@@ -50,7 +50,7 @@ func eachTarget(t *testing.T, fn func(t *testing.T, tg *target)) {
 				return
 			}
 			fd.DB.Exec(`DROP TABLE IF EXISTS "` + tg.tbl.Name + `"`)
-			for _, tb := range []string{"idemsync_changes", "idemsync_change_jobs", "idemsync_change_consumers"} {
+			for _, tb := range []string{"idemsync_change_packs", "idemsync_change_jobs", "idemsync_change_consumers"} {
 				fd.DB.Exec(`DELETE FROM `+tb+` WHERE job = $1`, tg.job)
 			}
 		})

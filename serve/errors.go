@@ -71,8 +71,28 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// writeReply answers with what the CLI printed, under the status of its
-// exit code.
+// conflicts are the status words of the change feed's refusals that the
+// consumer resolves itself, exit 1 on the command line: a stale ack and a
+// gap (docs/serve.md, "Statuses"). They answer 409, not a permanent
+// failure's 500: nothing is broken, the consumer reads again or resets.
+var conflicts = map[string]bool{"stale": true, "gap": true}
+
+// replyStatus is the HTTP status of r: its exit code's, or 409 for a
+// permanent failure whose status word is one of conflicts.
+func replyStatus(r Reply) int {
+	if r.Code == exitPermanent {
+		var body struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(r.Body, &body) == nil && conflicts[body.Status] {
+			return http.StatusConflict
+		}
+	}
+	return statusOf(r.Code)
+}
+
+// writeReply answers with what the CLI printed, under its status
+// (replyStatus).
 func writeReply(w http.ResponseWriter, r Reply) {
-	writeBody(w, statusOf(r.Code), r.Body)
+	writeBody(w, replyStatus(r), r.Body)
 }

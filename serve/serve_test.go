@@ -351,3 +351,24 @@ func TestChangesRequests(t *testing.T) {
 		t.Errorf("feed calls %v, want %v", got, want)
 	}
 }
+
+// The change feed's refusals that the consumer resolves itself (a stale
+// ack, a gap) answer 409; any other exit 1 stays a permanent failure's 500.
+func TestReplyStatusOfFeedRefusals(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		code int
+		want int
+	}{
+		{`{"status":"stale","exit_code":1}`, 1, 409},
+		{`{"status":"gap","exit_code":1}`, 1, 409},
+		{`{"status":"failed","exit_code":1}`, 1, 500},
+		{`{"status":"gap","exit_code":0}`, 0, 200},
+		{`not json`, 1, 500},
+		{`{"status":"locked","exit_code":4}`, 4, 409},
+	} {
+		if got := replyStatus(Reply{Body: []byte(c.body), Code: c.code}); got != c.want {
+			t.Errorf("%s (exit %d): %d, want %d", c.body, c.code, got, c.want)
+		}
+	}
+}

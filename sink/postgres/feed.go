@@ -15,8 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// The change feed's tables (docs/changes.md), in the fed table's schema. idemsync_change_jobs holds, per feed, the last number handed
-// out, the run its events belong to and how far pruning went.
+// The change feed's tables (docs/changes.md), in the fed table's schema.
+// idemsync_change_jobs holds, per feed, the last number handed out, the
+// run its events belong to and how far pruning went.
 //
 // Numbers are allocated from that row, never from a sequence: the trigger
 // updates it in the writing transaction, whose row lock makes every other
@@ -25,25 +26,74 @@ import (
 // gone with its transaction, and a reader of "seq > last" never sees a
 // number before a smaller one becomes visible (a sequence's values can
 // commit out of order and such a reader would skip the late one forever).
+//
+// A write statement's events are one row of idemsync_change_packs,
+// numbered seq..hi, their keys, hashes, versions and rows in arrays and
+// their operations one letter each in ops: one row and one index entry
+// per page instead of one per written row (docs/changes.md, "Cost").
+// idemsync_events(job, after, n) expands a job's packs above a number (the
+// readers' FROM item: contract.FeedDB.Events); the view idemsync_changes
+// expands them all, one row per event, for people and tests. A feed
+// created before packs (a table idemsync_changes of single events) is
+// moved into packs of one.
 const pgFeedDDL = `
-CREATE TABLE IF NOT EXISTS idemsync_changes (
-	job text NOT NULL, seq bigint NOT NULL, resource text NOT NULL, key text NOT NULL, op text NOT NULL,
-	hash text, version text, run bigint, row text, at bigint NOT NULL,
-	PRIMARY KEY (job, seq));
+CREATE TABLE IF NOT EXISTS idemsync_change_packs (
+	job text NOT NULL, hi bigint NOT NULL, seq bigint NOT NULL, resource text NOT NULL, run bigint, at bigint NOT NULL,
+	ops text NOT NULL, keys text[] NOT NULL, hashes text[], versions text[], rows text[],
+	PRIMARY KEY (job, hi));
 CREATE TABLE IF NOT EXISTS idemsync_change_jobs (
 	job text PRIMARY KEY, last bigint NOT NULL DEFAULT 0, run bigint, pruned_through bigint NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS idemsync_change_consumers (
 	job text NOT NULL, consumer text NOT NULL, acked bigint NOT NULL DEFAULT 0,
 	batch text, batch_through bigint, lease_until bigint, acked_at bigint,
-	PRIMARY KEY (job, consumer));`
+	PRIMARY KEY (job, consumer));
+DO $idemsync_ddl$ BEGIN
+	IF EXISTS (SELECT 1 FROM pg_class WHERE oid = to_regclass('idemsync_changes') AND relkind = 'r') THEN
+		INSERT INTO idemsync_change_packs (job, hi, seq, resource, run, at, ops, keys, hashes, versions, rows)
+			SELECT job, seq, seq, resource, run, at, op, ARRAY[key], ARRAY[hash], ARRAY[version], ARRAY[row] FROM idemsync_changes;
+		DROP TABLE idemsync_changes;
+	END IF;
+	-- A pack's arrays are tens of kilobytes: pglz, the default, spent
+	-- more than the rest of the feed compressing them; lz4 (PostgreSQL 14
+	-- built with it) a tenth of that. Elsewhere the default stays.
+	IF current_setting('server_version_num')::int >= 140000 AND EXISTS (SELECT 1 FROM pg_attribute
+			WHERE attrelid = to_regclass('idemsync_change_packs') AND attname = 'keys' AND attcompression <> 'l') THEN
+		BEGIN
+			ALTER TABLE idemsync_change_packs ALTER keys SET COMPRESSION lz4, ALTER hashes SET COMPRESSION lz4,
+				ALTER versions SET COMPRESSION lz4, ALTER rows SET COMPRESSION lz4;
+		EXCEPTION WHEN feature_not_supported OR invalid_parameter_value THEN
+			NULL;
+		END;
+	END IF;
+	-- Each pack above p_after holds at least one event above it, so the
+	-- first p_n packs hold the first p_n events: a reader far behind
+	-- expands a batch's worth, not the whole backlog.
+	IF to_regprocedure('idemsync_events(text, bigint, bigint)') IS NULL THEN
+		CREATE FUNCTION idemsync_events(p_job text, p_after bigint, p_n bigint)
+			RETURNS TABLE (seq bigint, resource text, key text, op text, hash text, version text, run bigint, "row" text, at bigint)
+			LANGUAGE sql STABLE AS $f$
+			SELECT p.seq + e.i - 1, p.resource, e.k, substr(p.ops, e.i::int, 1), e.h, e.v, p.run, e.r, p.at
+			FROM (SELECT * FROM idemsync_change_packs q WHERE q.job = p_job AND q.hi > p_after ORDER BY q.hi LIMIT p_n) p
+				CROSS JOIN LATERAL unnest(p.keys, p.hashes, p.versions, p.rows) WITH ORDINALITY AS e(k, h, v, r, i)
+			WHERE p.seq + e.i - 1 > p_after $f$;
+	END IF;
+	IF to_regclass('idemsync_changes') IS NULL THEN
+		CREATE VIEW idemsync_changes AS
+			SELECT p.job, p.seq + e.i - 1 AS seq, p.resource, e.k AS key, substr(p.ops, e.i::int, 1) AS op, e.h AS hash,
+				e.v AS version, p.run, e.r AS "row", p.at
+			FROM idemsync_change_packs p CROSS JOIN LATERAL unnest(p.keys, p.hashes, p.versions, p.rows) WITH ORDINALITY AS e(k, h, v, r, i);
+	END IF;
+END $idemsync_ddl$;`
 
 // pgFeedBody returns the body of t's feed trigger function, which every
 // trigger of the table calls with the job and the resource as arguments.
-// Statement-level with transition tables: one counter update per
-// statement, none for a statement that changed no row (an unchanged
-// re-sync locks nothing). It names t's key, hash and version columns
-// (reading each row through jsonb cost twice as much). An UPDATE that
-// sets the deletion mark (deletes: soft) is a 'D'.
+// Statement-level with transition tables: one counter update and one
+// pack per statement, none for a statement that changed no row (an
+// unchanged re-sync locks nothing). It names t's key, hash and version
+// columns (reading each row through jsonb cost twice as much). An UPDATE
+// that sets the deletion mark (deletes: soft) is a 'D'. The aggregates of
+// one SELECT see its rows in the same order, so the arrays and ops line
+// up.
 func pgFeedBody(t *contract.Table, sch string) string {
 	col := func(rec, name string) string { return rec + "." + sqlkit.QuoteIdent(name) }
 	key := func(rec string) string {
@@ -56,46 +106,52 @@ func pgFeedBody(t *contract.Table, sch string) string {
 		}
 		return "'[' || " + strings.Join(parts, " || ',' || ") + " || ']'"
 	}
-	version := func(rec string) string {
+	versions := func(rec string) string {
 		if t.Version == "" {
 			return "NULL"
 		}
-		return col(rec, t.Version) + "::text"
+		return "array_agg(" + col(rec, t.Version) + "::text)"
 	}
-	row, upd := "NULL", "'U'"
+	rows, upd := "NULL", "repeat('U', count(*)::int)"
 	if t.Changes.Rows {
-		row = "(to_jsonb(w) - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text"
+		rows = "array_agg((to_jsonb(w) - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text)"
 	}
 	if t.Soft() {
-		upd = "CASE WHEN " + col("w", contract.ColDeletedAt) + " IS NOT NULL THEN 'D' ELSE 'U' END"
+		upd = "string_agg(CASE WHEN " + col("w", contract.ColDeletedAt) + " IS NOT NULL THEN 'D' ELSE 'U' END, '')"
 	}
-	ins := "INSERT INTO " + sch + ".idemsync_changes (job, seq, resource, key, op, hash, version, run, row, at)\n\t\t"
+	hash := sqlkit.QuoteIdent(contract.ColHash)
 	return fmt.Sprintf(`
 DECLARE
 	n bigint;
 	hi bigint;
 	r bigint;
 	ts bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+	v_ops text;
+	v_keys text[];
+	v_hashes text[];
+	v_versions text[];
+	v_rows text[];
 BEGIN
 	IF TG_OP = 'DELETE' THEN
-		SELECT count(*) INTO n FROM old_rows;
+		SELECT count(*), repeat('D', count(*)::int), array_agg(%[2]s), array_agg(o.%[3]s), %[4]s, NULL
+			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM old_rows o;
+	ELSIF TG_OP = 'INSERT' THEN
+		SELECT count(*), repeat('I', count(*)::int), array_agg(%[5]s), array_agg(w.%[3]s), %[6]s, %[7]s
+			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM new_rows w;
 	ELSE
-		SELECT count(*) INTO n FROM new_rows;
+		SELECT count(*), %[8]s, array_agg(%[5]s), array_agg(w.%[3]s), %[6]s, %[7]s
+			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM new_rows w;
 	END IF;
 	IF n = 0 THEN
 		RETURN NULL;
 	END IF;
 	INSERT INTO %[1]s.idemsync_change_jobs AS c (job, last) VALUES (TG_ARGV[0], n)
 		ON CONFLICT (job) DO UPDATE SET last = c.last + n RETURNING c.last, c.run INTO hi, r;
-	IF TG_OP = 'DELETE' THEN
-		%[2]sSELECT TG_ARGV[0], hi - n + row_number() OVER (), TG_ARGV[1], %[3]s, 'D', o.%[4]s, %[5]s, r, NULL, ts FROM old_rows o;
-	ELSE
-		%[2]sSELECT TG_ARGV[0], hi - n + row_number() OVER (), TG_ARGV[1], %[6]s,
-			CASE WHEN TG_OP = 'INSERT' THEN 'I' ELSE %[7]s END, w.%[4]s, %[8]s, r, %[9]s, ts FROM new_rows w;
-	END IF;
+	INSERT INTO %[1]s.idemsync_change_packs (job, hi, seq, resource, run, at, ops, keys, hashes, versions, rows)
+		VALUES (TG_ARGV[0], hi, hi - n + 1, TG_ARGV[1], r, ts, v_ops, v_keys, v_hashes, v_versions, v_rows);
 	RETURN NULL;
 END
-`, sch, ins, key("o"), sqlkit.QuoteIdent(contract.ColHash), version("o"), key("w"), upd, version("w"), row)
+`, sch, key("o"), hash, versions("o"), key("w"), versions("w"), rows, upd)
 }
 
 // pgFeedFuncName is the name of t's feed trigger function: one per table
@@ -150,7 +206,10 @@ func (p *Sink) FeedDB(ctx context.Context, t *contract.Table) (contract.FeedDB, 
 	if err != nil {
 		return contract.FeedDB{}, p.dbError(op, err)
 	}
-	return contract.FeedDB{DB: db, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE"}, nil
+	return contract.FeedDB{DB: db, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE",
+		Events:         `idemsync_events(?, ?, ?)`,
+		RecordedBefore: `SELECT max(hi) FROM idemsync_change_packs WHERE job = ? AND at < ?`,
+		Delete:         `DELETE FROM idemsync_change_packs WHERE job = ? AND hi <= ?`}, nil
 }
 
 // closeFeed closes the handles FeedDB opened.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -41,9 +42,14 @@ func readFeed(t *testing.T, s contract.Sink, tbl *contract.Table, job string, af
 	if err != nil || fd.DB == nil {
 		t.Fatalf("FeedDB: %v (database %v)", err, fd.DB)
 	}
-	q := fmt.Sprintf(`SELECT seq, op, key, COALESCE(hash, ''), COALESCE(run, 0), COALESCE(row, ''), resource, COALESCE(version, '')
-		FROM idemsync_changes WHERE job = %s AND seq > %s ORDER BY seq`, fd.Param(1), fd.Param(2))
-	rows, err := fd.DB.Query(q, job, after)
+	q := `SELECT seq, op, key, COALESCE(hash, ''), COALESCE(run, 0), COALESCE(row, ''), resource, COALESCE(version, '')
+		FROM ` + fd.Events + ` e ORDER BY seq`
+	parts := strings.Split(q, "?")
+	q = parts[0]
+	for i, p := range parts[1:] {
+		q += fd.Param(i+1) + p
+	}
+	rows, err := fd.DB.Query(q, job, after, math.MaxInt64)
 	if err != nil {
 		t.Fatalf("read the feed: %v", err)
 	}

@@ -40,7 +40,10 @@ func (s *Sink) FeedDB(ctx context.Context, _ *contract.Table) (contract.FeedDB, 
 	if _, err := s.db.ExecContext(ctx, sqliteFeedDDL); err != nil {
 		return contract.FeedDB{}, s.wrap("create the change feed's tables", err)
 	}
-	return contract.FeedDB{DB: s.db, Param: func(int) string { return "?" }}, nil
+	return contract.FeedDB{DB: s.db, Param: func(int) string { return "?" },
+		Events:         `(SELECT seq, resource, key, op, hash, version, run, row, at FROM idemsync_changes WHERE job = ? AND seq > ? ORDER BY seq LIMIT ?)`,
+		RecordedBefore: `SELECT max(seq) FROM idemsync_changes WHERE job = ? AND at < ?`,
+		Delete:         `DELETE FROM idemsync_changes WHERE job = ? AND seq <= ?`}, nil
 }
 
 // prepareFeed, in Prepare's transaction, installs t's feed triggers when
