@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -54,6 +55,12 @@ func TestReleaseConfig(t *testing.T) {
 	}
 	if len(c.Kos) != 1 || c.Kos[0].Build != b.ID || len(c.Kos[0].Repositories) == 0 || !slices.Contains(c.Kos[0].Platforms, "linux/amd64") {
 		t.Errorf("want one ko image of build %s for linux/amd64: %+v", b.ID, c.Kos)
+	}
+	// .ci/release narrows the targets to linux/amd64 by these two lines.
+	for _, line := range []string{"\n    goos: [linux, darwin, windows]\n", "\n    goarch: [amd64, arm64]\n"} {
+		if !strings.Contains(string(data), line) {
+			t.Errorf(".goreleaser.yaml has no line %q, which .ci/release narrows to one target: update both", strings.TrimSpace(line))
+		}
 	}
 	gr, err := exec.LookPath("goreleaser")
 	if err != nil {
