@@ -76,7 +76,9 @@ func keyIndexes(t *contract.Table) []int {
 // COMMIT DROP), the rows with no match are removed, and the transaction
 // rolls back when they exceed req.MaxRatio of the live rows. When no live
 // row is missing from req.Keys (an unchanged re-sync), it stops after one
-// count: the prior pass's keys are not even read. Errors are *contract.Error
+// count, or after none when the pass's tally stands for it
+// (contract.SweepRequest.LiveTally): the prior pass's keys are not even
+// read. Errors are *contract.Error
 // as for Upsert, or wrap the error of req.Keys or req.Prior.
 func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
