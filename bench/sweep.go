@@ -149,7 +149,10 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// dropPostgresTable drops a table the sweep figures created.
+// dropPostgresTable drops a table the sweep figures created, and its
+// writers' registration (docs/deletions.md, "One writer per swept table"):
+// each bench run has its own state files, and the writer an earlier run
+// registered would make the next one's first load fail with exit 2.
 func dropPostgresTable(url, table string) error {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -157,6 +160,13 @@ func dropPostgresTable(url, table string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table}.Sanitize())
+	if _, err = conn.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{table}.Sanitize()); err != nil {
+		return err
+	}
+	var owners bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('_idemsync_owners') IS NOT NULL`).Scan(&owners); err != nil || !owners {
+		return err
+	}
+	_, err = conn.Exec(ctx, `DELETE FROM _idemsync_owners WHERE table_name = $1`, table)
 	return err
 }

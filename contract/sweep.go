@@ -44,6 +44,15 @@ type SweepRequest struct {
 	// "The sweep"). 0 says nothing; a wrong value can only make a sweep
 	// remove less.
 	SeenLive int64
+	// LiveTally, when not 0, is the table's live rows at the sweep as the
+	// pass tallied them: those counted when it started (LiveBefore) plus
+	// the rows it inserted, exact for a pass that one invocation ran from
+	// its start and whose writes made no row live otherwise (no soft row
+	// unmarked) nor removed one. Equal to SeenLive, it stands for the
+	// count of live rows (docs/deletions.md, "An unchanged re-sync
+	// counts"). A tally too high never equals a true SeenLive below the
+	// live rows; one too low can only make a sweep remove less.
+	LiveTally int64
 	// MaxRatio is target.max_delete_ratio: a sweep that would remove more
 	// than this share of the live rows the table held before the pass is
 	// refused (docs/deletions.md).

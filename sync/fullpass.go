@@ -243,7 +243,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	if r := job.Target.MaxDeleteRatio; r != nil {
 		ratio = *r
 	}
-	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, SeenLive: seenLive(rs, pk), MaxRatio: ratio,
+	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, SeenLive: seenLive(rs, pk), LiveTally: e.liveTally(rs), MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()}
 	if err := e.priorOf(ctx, rs, &req); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // passKeys is what one read of a full pass's seen keys tells the end of
@@ -80,4 +82,23 @@ func seenLive(rs *runState, pk passKeys) int64 {
 		return 0
 	}
 	return pk.distinct
+}
+
+// liveTally is contract.SweepRequest.LiveTally for the pass rs: the live
+// rows it counted when it started plus the rows it inserted, when that is
+// the table's live rows now (docs/deletions.md, "An unchanged re-sync
+// counts"); 0 otherwise. It is when this invocation ran the pass from its
+// start (a pass continued after a kill between a page's target commit
+// and its checkpoint read that page again, and counted its new rows
+// unchanged), the count is the pass's own (a pass after a refused sweep
+// keeps the chain's), no tombstone of the pass removed or marked a row,
+// and no write may have unmarked one (a soft row whose key comes back
+// counts as updated, so a soft pass must update nothing).
+func (e *Engine) liveTally(rs *runState) int64 {
+	switch {
+	case rs.resumed, rs.info.LiveBefore < 0, !rs.info.RefusedSince.IsZero(), rs.total.Deleted != 0,
+		e.Job.Target.Deletes == contract.DeletesSoft && rs.total.Updated != 0:
+		return 0
+	}
+	return rs.info.LiveBefore + rs.total.Inserted
 }

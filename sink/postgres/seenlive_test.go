@@ -14,7 +14,8 @@ import (
 // a nondeterministic collation "BOB" and "bob" name one row, and a numeric
 // "1.0" and "1" do too. The pass's distinct keys matching the live rows in
 // number then proves nothing: the sweep loads the keys and removes the row
-// no key names (contract.SweepRequest.SeenLive).
+// no key names (contract.SweepRequest.SeenLive), also when the pass's
+// tally of live rows (LiveTally) stands for the count.
 func TestSweepSeenLiveInexactKeys(t *testing.T) {
 	ctx := context.Background()
 	b := newPostgresBackend(t)
@@ -47,7 +48,7 @@ func TestSweepSeenLiveInexactKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, LiveBefore: -1, SeenLive: 2,
+			res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, LiveBefore: -1, SeenLive: 2, LiveTally: 2,
 				Keys: func(fn func(string) error) error {
 					for _, k := range keys {
 						if err := fn(k); err != nil {

@@ -76,7 +76,9 @@ func keyIndexes(t *contract.Table) []int {
 // COMMIT DROP), the rows with no match are removed, and the transaction
 // rolls back when they exceed req.MaxRatio of the live rows. When no live
 // row is missing from req.Keys (an unchanged re-sync), it stops after one
-// count: the prior pass's keys are not even read. Errors are *contract.Error
+// count, or after none when the pass's tally stands for it
+// (contract.SweepRequest.LiveTally): the prior pass's keys are not even
+// read. Errors are *contract.Error
 // as for Upsert, or wrap the error of req.Keys or req.Prior.
 func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
@@ -100,7 +102,7 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	if err != nil {
 		return res, p.dbError(op, err)
 	}
-	switch all, err := seenAll(ctx, tx, t, types, req.SeenLive); {
+	switch all, err := seenAll(ctx, tx, t, types, req); {
 	case err != nil:
 		return res, p.dbError(op, err)
 	case all:
@@ -145,15 +147,17 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 var exactKeyTypes = map[contract.ColumnType]bool{contract.TypeText: true, contract.TypeInteger: true, contract.TypeTimestamp: true}
 
 // seenAll reports whether the pass saw every live row of t, without
-// loading its keys: the pass's seenLive distinct keys each name a live row
-// (contract.SweepRequest.SeenLive), so as many live rows as that are those
-// rows. It holds only where distinct recorded keys are distinct rows: key
-// columns of the types idemsync creates for text, integer and timestamp,
-// under a deterministic built-in collation (default, C or POSIX), and no
-// trigger on t that may have dropped a row the upsert wrote. Otherwise, or
-// when the counts differ, the sweep loads the keys.
-func seenAll(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, seenLive int64) (bool, error) {
-	if seenLive <= 0 {
+// loading its keys: the pass's req.SeenLive distinct keys each name a live
+// row (contract.SweepRequest.SeenLive), so as many live rows as that are
+// those rows. The live rows are the pass's tally when it equals SeenLive
+// (contract.SweepRequest.LiveTally: the table is not even counted), else
+// counted. It holds only where distinct recorded keys are distinct rows:
+// key columns of the types idemsync creates for text, integer and
+// timestamp, under a deterministic built-in collation (default, C or
+// POSIX), and no trigger on t that may have dropped a row the upsert
+// wrote. Otherwise, or when the counts differ, the sweep loads the keys.
+func seenAll(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest) (bool, error) {
+	if req.SeenLive <= 0 {
 		return false, nil
 	}
 	for _, i := range keyIndexes(t) {
@@ -162,14 +166,17 @@ func seenAll(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string
 			return false, nil
 		}
 	}
+	live, args := `(SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+pgLiveWhere(t)+`)`, []any{sqlkit.QuoteTable(t), t.Key}
+	if req.LiveTally == req.SeenLive {
+		live, args = `$3::bigint`, append(args, req.LiveTally)
+	}
 	var exact bool
-	var live int64
+	var n int64
 	err := tx.QueryRow(ctx, `SELECT
 		NOT (SELECT relhastriggers FROM pg_class WHERE oid = to_regclass($1))
 		AND (SELECT bool_and(attcollation IN (0, 100, 950, 951)) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = ANY($2)),
-		(SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+pgLiveWhere(t)+`)`,
-		sqlkit.QuoteTable(t), t.Key).Scan(&exact, &live)
-	return err == nil && exact && live == seenLive, err
+		`+live, args...).Scan(&exact, &n)
+	return err == nil && exact && n == req.SeenLive, err
 }
 
 // removeMissed removes (or marks) the rows of t that this pass missed

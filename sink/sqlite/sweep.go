@@ -68,8 +68,10 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 // declared types (so SQLite compares them as the unique key does), the
 // rows with no match are removed, and the transaction rolls back when
 // they exceed req.MaxRatio of the live rows. When no live row is missing
-// from req.Keys (an unchanged re-sync), it stops after one count: the
-// prior pass's keys are not even read. Errors are *contract.Error as for
+// from req.Keys (an unchanged re-sync), it stops after one count, or
+// after none when the pass's tally stands for it
+// (contract.SweepRequest.LiveTally): the prior pass's keys are not even
+// read. Errors are *contract.Error as for
 // Upsert, or wrap the error of req.Keys or req.Prior.
 func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
@@ -85,7 +87,7 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		return res, s.wrap(op, err)
 	}
 	defer tx.Rollback() // also undoes the temporary tables' creation
-	switch all, err := seenAll(ctx, tx, t, req.SeenLive); {
+	switch all, err := seenAll(ctx, tx, t, req); {
 	case err != nil:
 		return res, s.wrap(op, err)
 	case all:
@@ -130,22 +132,30 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 }
 
 // seenAll reports whether the pass saw every live row of t, without
-// loading its keys: the pass's seenLive distinct keys each name a live row
-// (contract.SweepRequest.SeenLive), so as many live rows as that are those
-// rows. It holds only where distinct recorded keys are distinct rows: no
-// index or column of t compares keys under a collation (COLLATE NOCASE
+// loading its keys: the pass's req.SeenLive distinct keys each name a live
+// row (contract.SweepRequest.SeenLive), so as many live rows as that are
+// those rows. The live rows are the pass's tally when it equals SeenLive
+// (contract.SweepRequest.LiveTally: the table is not even counted), else
+// counted. It holds only where distinct recorded keys are distinct rows:
+// no index or column of t compares keys under a collation (COLLATE NOCASE
 // matches "BOB" and "Bob", one row for two keys) and no trigger may have
 // dropped a row the upsert wrote. Otherwise, or when the counts differ,
 // the sweep loads the keys.
-func seenAll(ctx context.Context, tx *sql.Tx, t *contract.Table, seenLive int64) (bool, error) {
-	if seenLive <= 0 {
+func seenAll(ctx context.Context, tx *sql.Tx, t *contract.Table, req contract.SweepRequest) (bool, error) {
+	if req.SeenLive <= 0 {
 		return false, nil
 	}
-	var inexact, live int64
-	err := tx.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM sqlite_schema WHERE tbl_name = ? COLLATE NOCASE AND (type = 'trigger' OR sql LIKE '%COLLATE%')),
-		(SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+liveWhere(t)+`)`, t.Name).Scan(&inexact, &live)
-	return err == nil && inexact == 0 && live == seenLive, err
+	const inexactQ = `SELECT count(*) FROM sqlite_schema WHERE tbl_name = ? COLLATE NOCASE AND (type = 'trigger' OR sql LIKE '%COLLATE%')`
+	var inexact int64
+	live := req.LiveTally
+	var err error
+	if live == req.SeenLive {
+		err = tx.QueryRowContext(ctx, inexactQ, t.Name).Scan(&inexact)
+	} else {
+		err = tx.QueryRowContext(ctx, `SELECT (`+inexactQ+`), (SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+liveWhere(t)+`)`,
+			t.Name).Scan(&inexact, &live)
+	}
+	return err == nil && inexact == 0 && live == req.SeenLive, err
 }
 
 // removeMissed removes (or marks) the rows of t that this pass missed

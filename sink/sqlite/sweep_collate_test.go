@@ -81,7 +81,8 @@ func TestKeyCaseInsensitiveOnePage(t *testing.T) {
 // Under COLLATE NOCASE two recorded keys ("BOB", "bob") may name one row,
 // so the pass's distinct keys matching the live rows in number does not
 // mean every live row was seen: the sweep loads the keys and removes the
-// row no key names (contract.SweepRequest.SeenLive).
+// row no key names (contract.SweepRequest.SeenLive), also when the pass's
+// tally of live rows (LiveTally) stands for the count.
 func TestSweepSeenLiveUnderCollation(t *testing.T) {
 	ctx := context.Background()
 	b := newSQLiteBackend(t)
@@ -99,7 +100,7 @@ func TestSweepSeenLiveUnderCollation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, LiveBefore: -1, SeenLive: 2,
+	res, err := sw.Sweep(ctx, tbl, contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, LiveBefore: -1, SeenLive: 2, LiveTally: 2,
 		Keys:  func(fn func(string) error) error { return each(keys, fn) },
 		Prior: func(fn func(string) error) error { return nil }, PriorStart: prior, PriorLiveBefore: -1})
 	if err != nil || res.Deleted != 1 {
