@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,10 +21,10 @@ import (
 // imported into a real n8n and executed twice with the n8n CLI: over the
 // Execute Command node (idemsync changes, key, changes ack) and over
 // `idemsync serve` (HTTP Request nodes only). The fake billing API has 5
-// invoices for the first execution. The email API accepts the second
-// reminder and answers 500, and accepts the fourth and hangs past the
+// invoices for the first execution. The email API accepts invoice 2's
+// reminder and answers 500, and accepts invoice 4's and hangs past the
 // workflow's timeout: both are failed as retryable, and the batch is
-// acknowledged through the first invoice only. Then 3 more invoices and 2
+// acknowledged through invoice 1 only. Then 3 more invoices and 2
 // updates are synced; the second execution gets the rest: the two
 // failed reminders are claimed again with the same Idempotency-Key (the
 // email API answers without sending again), the two that went through
@@ -38,21 +41,34 @@ func TestInvoicesN8n(t *testing.T) {
 			dir := t.TempDir()
 			seed := uint64(time.Now().UnixNano())
 			billing, email := fakes.NewBilling(seed), fakes.NewEmail(seed)
-			email.Hang = 5 * time.Second // past EMAIL_TIMEOUT_MS
+			// Invoice 2's first reminder is accepted (the email API sends it
+			// and keeps its answer) and answered 500; invoice 4's is accepted
+			// and never answered (past EMAIL_TIMEOUT_MS). By invoice, not by
+			// request: n8n's HTTP Request node sends its items at once.
 			var mu gosync.Mutex
-			var requests int
+			tries := map[string]int{}
 			mail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var req struct{ Invoice string }
+				json.Unmarshal(body, &req)
 				mu.Lock()
-				defer mu.Unlock()
-				requests++
-				switch requests {
-				case 2:
-					email.Faults(0, 1, 0) // accepted, then a 500
-				case 4:
-					email.Faults(0, 0, 1) // accepted, then no answer
+				tries[req.Invoice]++
+				first := tries[req.Invoice] == 1
+				mu.Unlock()
+				if !first || (req.Invoice != "2" && req.Invoice != "4") {
+					email.ServeHTTP(w, r)
+					return
 				}
-				email.ServeHTTP(w, r)
-				email.Faults(0, 0, 0)
+				email.ServeHTTP(httptest.NewRecorder(), r)
+				if req.Invoice == "2" {
+					http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+					return
+				}
+				select {
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
 			})
 			jobs := filepath.Join(dir, "jobs")
 			data, err := os.ReadFile("../examples/invoices/invoices.yaml")
@@ -87,6 +103,10 @@ func TestInvoicesN8n(t *testing.T) {
 			if fmt.Sprint(first["Branch on status"]) != "[5 0 0]" || fmt.Sprint(first["Send reminder (Idempotency-Key)"]) != "[3 2]" || fmt.Sprint(first["Ack"]) != "[1]" {
 				t.Errorf("first execution: branch %v, send %v, ack %v; want 5 acquired, 3 sent and 2 failed, one ack",
 					first["Branch on status"], first["Send reminder (Idempotency-Key)"], first["Ack"])
+			}
+
+			if got := email.Delivered(); len(got) != 5 || got["2"] != 1 || got["4"] != 1 {
+				t.Errorf("after the first execution the email API delivered %v, want invoices 1 to 5 once (2 and 4 with their answers lost)", got)
 			}
 
 			billing.Add(3)
