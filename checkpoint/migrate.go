@@ -85,18 +85,6 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, nil
 }
 
-// migrate brings the schema up to date in one transaction. It does nothing
-// (and needs no write access) when the file is current, and refuses a file
-// written by a newer idemsync. BEGIN IMMEDIATE (the DSN's _txlock) makes two
-// processes opening a new file at once apply each step exactly once.
-func (s *Store) migrate(ctx context.Context) error {
-	ms, err := loadMigrations()
-	if err != nil {
-		return err
-	}
-	return s.migrateTo(ctx, ms)
-}
-
 // migrateTo applies the migrations of ms the file lacks, in order, records
 // them in schema_migrations and sets user_version to the highest number.
 func (s *Store) migrateTo(ctx context.Context, ms []migration) error {
