@@ -296,7 +296,7 @@ func (b *bench) childFigures(kind string, api *fakeapi.Server, pgURL string, ord
 	defer db.Close()
 	var count0 int64
 	var synced0 any
-	if err := db.QueryRow(`SELECT count(*), max(_idemsync_synced_at) FROM ` + table).Scan(&count0, &synced0); err != nil {
+	if err := db.QueryRow(`SELECT count(*), max(_idemsync_synced_at) FROM `+table).Scan(&count0, &synced0); err != nil {
 		return err
 	}
 	again, err := b.idemsync(fmt.Sprintf("children-%s-first-%d", kind, repeat-1), childrenJob(api.URL, size, target, schema))
