@@ -48,3 +48,28 @@ func (t *Table) Descendants() []*Child {
 	}
 	return out
 }
+
+// ChildCounts is what writes did to one child table: rows inserted, and
+// rows deleted or, under deletes: soft, newly marked (docs/job-file.md,
+// "Child tables"). A written parent's children are replaced, so a changed
+// parent counts its old child rows as deleted and its new ones as
+// inserted.
+type ChildCounts struct {
+	Inserted int64 `json:"inserted"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// AddChild adds inserted and deleted rows of the child table named table
+// to c.Children; nothing is recorded for a table with neither.
+func (c *Counts) AddChild(table string, inserted, deleted int64) {
+	if inserted == 0 && deleted == 0 {
+		return
+	}
+	if c.Children == nil {
+		c.Children = map[string]ChildCounts{}
+	}
+	cc := c.Children[table]
+	cc.Inserted += inserted
+	cc.Deleted += deleted
+	c.Children[table] = cc
+}

@@ -132,6 +132,9 @@ type PageCommit struct {
 	// and the job's metrics counters.
 	Inserted, Updated, Unchanged, Deleted int64
 	Skipped                               int64
+	// Children is what the page did to each child table, added to the
+	// run's counts per child table (nil: nothing).
+	Children map[string]ChildCounts
 	MaxMark                               string       // run's MaxMark after this page ("" = unchanged)
 	HWM                                   string       // job's saved mark after this page ("" = unchanged)
 	Columns                               string       // encoded inferred columns after this page ("" = unchanged)
