@@ -132,9 +132,6 @@ type PageCommit struct {
 	// and the job's metrics counters.
 	Inserted, Updated, Unchanged, Deleted int64
 	Skipped                               int64
-	// Children is what the page did to each child table, added to the
-	// run's counts per child table (nil: nothing).
-	Children map[string]ChildCounts
 	MaxMark                               string       // run's MaxMark after this page ("" = unchanged)
 	HWM                                   string       // job's saved mark after this page ("" = unchanged)
 	Columns                               string       // encoded inferred columns after this page ("" = unchanged)
@@ -142,6 +139,9 @@ type PageCommit struct {
 	// SchemaChanges are the columns the page added or widened, recorded
 	// with the page (their Job, RunID and At are the store's to set).
 	SchemaChanges []SchemaChange
+	// Children is what the page did to each child table, added to the
+	// run's counts per child table (nil: nothing).
+	Children map[string]ChildCounts
 	// Keys are the key of every row of the page, recorded with the page
 	// so that a full pass knows the keys it saw (docs/deletions.md); nil
 	// records none, which makes the run's set incomplete.

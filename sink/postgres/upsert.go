@@ -80,7 +80,8 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, err
 	}
-	var kidCounts contract.Counts // the child tables' (children.go)
+	// What the page does to the child tables (children.go).
+	var kidCounts contract.Counts
 	if err := p.pruneTree(ctx, tx, op, t, types, tombs, true, &kidCounts); err != nil { // children.go
 		return n, err
 	}

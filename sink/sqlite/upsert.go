@@ -291,7 +291,8 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	var kidCounts contract.Counts // the child tables' (children.go)
+	// What the page does to the child tables (children.go).
+	var kidCounts contract.Counts
 	if err := pruneTree(ctx, tx, t, st, all, tombs, true, &kidCounts); err != nil { // children.go
 		return n, s.wrap(op, err)
 	}
