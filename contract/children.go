@@ -1,5 +1,10 @@
 package contract
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // ColPos is the bookkeeping column of a child table whose elements have
 // no key of their own: the element's index in its parent's array, from 0
 // (docs/job-file.md, "Child tables").
@@ -72,4 +77,20 @@ func (c *Counts) AddChild(table string, inserted, deleted int64) {
 	cc.Inserted += inserted
 	cc.Deleted += deleted
 	c.Children[table] = cc
+}
+
+// DecodeChildCounts reads the child counts a store keeps as a JSON object
+// ({"order_lines": {"inserted": 3, "deleted": 1}}); "" and "{}" are nil.
+func DecodeChildCounts(s string) (map[string]ChildCounts, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]ChildCounts
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("child table counts %q: %w", s, err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
 }

@@ -51,6 +51,9 @@ type RunInfo struct {
 	// Deleted counts the rows the run deleted or marked deleted:
 	// tombstones and the sweep of a full pass.
 	Deleted int64 `json:"deleted"`
+	// Children is what the run did to each child table, by its name
+	// (docs/job-file.md, "Child tables"); nil when nothing.
+	Children map[string]ChildCounts `json:"children,omitempty"`
 	// Full: the run is a full pass (docs/deletions.md), fixed when it starts.
 	Full bool `json:"full,omitempty"`
 	// SweepSkipped is the first reason the full pass found that voids its
