@@ -321,7 +321,7 @@ func (b *bench) childFigures(kind string, api *fakeapi.Server, pgURL string, ord
 	fmt.Printf("ratio: first load %.2fx the loader's rows/s (goal >= 0.8), CPU per row %.2fx the loader's\n",
 		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds())
 	fmt.Printf("unchanged re-sync: %d child rows written (read from order_line_items: synced_at later than before, goal 0), %d → %d rows, %d parent rows written\n",
-		rewritten+(count1-count0), count0, count1, again.written)
+		rewritten+max(count1-count0, count0-count1), count0, count1, again.written)
 	return nil
 }
 
