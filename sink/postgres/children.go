@@ -66,6 +66,18 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 		if err != nil {
 			return err
 		}
+		// Into a child table holding only rows this sink inserted (a first
+		// load), COPY, as for the parents: the rows replaced were deleted
+		// above, and an element key met twice makes COPY refuse, for the
+		// merge (fresh.go, copy.go).
+		copied, err := p.copyFresh(ctx, tx, dop, &d.Table, dtypes, data)
+		if err != nil {
+			return err
+		}
+		if copied {
+			n.AddChild(d.Table.Name, int64(len(drows)), 0)
+			continue
+		}
 		args, err := mergeArgs(dop, &d.Table, drows, data, dtypes)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ func childCases() []testCase {
 		{"child rows replaced with their parent", childReplace},
 		{"child rows deleted with their parent (hard)", func(t *testing.T, b *DB) { childDeletes(t, b, contract.DeletesHard) }},
 		{"child rows marked with their parent (soft)", func(t *testing.T, b *DB) { childDeletes(t, b, contract.DeletesSoft) }},
+		{"child elements with the same key keep the last, into empty tables", childSameKey},
 	}
 }
 
@@ -147,6 +149,23 @@ func childReplace(t *testing.T, b *DB) {
 	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Children: kidCounts(0, 2, 0, 2)}, person("a", nil))
 	wantRows(t, "lines after a's emptied", childRows(t, b, lines, false), "c|20|5")
 	wantRows(t, "notes after a's emptied", childRows(t, b, notes, false), "c|20|0|z")
+}
+
+// childSameKey writes, into empty child tables (where PostgreSQL COPYs
+// a first load), a parent whose array holds one key twice: the last
+// element is the row.
+func childSameKey(t *testing.T, b *DB) {
+	s := b.Sink(t)
+	tbl := childTable(b, "")
+	MustPrepare(t, s, tbl)
+	lines := &tbl.Children[0]
+	a := person("a", map[int64]int64{10: 1, 11: 2}, "x")
+	again := person("a", map[int64]int64{10: 7}, "y").Children[0][0]
+	a.Children[0] = append(a.Children[0], again)
+	if _, err := s.Upsert(context.Background(), tbl, []contract.Row{a, person("c", map[int64]int64{20: 5}, "z")}); err != nil {
+		t.Fatalf("upsert: %v", err)
+	}
+	wantRows(t, "lines", childRows(t, b, lines, false), "a|10|7", "a|11|2", "c|20|5")
 }
 
 // childDeletes deletes (hard) or marks (soft) parents by a tombstone and
