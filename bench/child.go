@@ -47,6 +47,10 @@ func childMain(size int) bool {
 			_, err = baselinePostgres(api, *loaderTo, "bench_copy", *loaderPgs, size)
 		case "fetch":
 			_, err = fetchOnly(api, "", *loaderPgs, size)
+		case "children-sqlite":
+			err = childrenLoaderSQLite(api.URL, *loaderPgs, size, *loaderTo)
+		case "children-postgres":
+			err = childrenLoaderPostgres(api.URL, *loaderPgs, size, *loaderTo)
 		default:
 			err = fmt.Errorf("unknown loader %q", *loaderKind)
 		}

@@ -12,6 +12,7 @@
 //	go run ./bench -feed 200000         # the change feed: first load on vs off, events of a re-sync
 //	go run ./bench -ledger              # the side-effect ledger: per-call latency, batch, 16 claimers (docs/ledger.md)
 //	go run ./bench -pg URL -pgstate     # the state in PostgreSQL: lease and fence per page, one transaction per page
+//	go run ./bench -children            # child tables: orders × 5 line items against flattening by hand (-records orders)
 //
 // It starts the example API in-process on 127.0.0.1, builds the idemsync
 // binary, and runs every idemsync measurement as a subprocess so that its
@@ -63,6 +64,13 @@ func main() {
 			}
 		})
 		if err := leaseFigures(*pg, *records, *size, n); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *childrenBench {
+		if err := childrenOnly(*pg, *records, *size, *repeat); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

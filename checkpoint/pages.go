@@ -82,6 +82,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		if err := insertSchemaChanges(ctx, tx, job, p, now); err != nil {
 			return err
 		}
+		for name, c := range p.Children {
+			if _, err := tx.ExecContext(ctx, addChildCountsSQL, p.RunID, name, c.Inserted, c.Deleted); err != nil {
+				return fmt.Errorf("count child table %s: %w", name, err)
+			}
+		}
 		if !p.FinishedAt.IsZero() {
 			if err := completeRun(ctx, tx, job, p, now); err != nil {
 				return err
@@ -96,6 +101,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
 	return nil
 }
+
+// addChildCountsSQL adds a page's rows of one child table to its run's
+// (docs/job-file.md, "Child tables").
+const addChildCountsSQL = `INSERT INTO run_children (run_id, tbl, inserted, deleted) VALUES (?, ?, ?, ?)
+	ON CONFLICT (run_id, tbl) DO UPDATE SET inserted = inserted + excluded.inserted, deleted = deleted + excluded.deleted`
 
 // notRunning explains why a page cannot be committed to runID.
 func (s *Store) notRunning(ctx context.Context, tx *sql.Tx, runID int64, job string) error {

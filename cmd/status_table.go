@@ -3,6 +3,8 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +42,10 @@ func writeJobTable(w io.Writer, j jobStatus) {
 		row("last run", runLine(r))
 		row("counts", fmt.Sprintf("%s, %s: %d inserted, %d updated, %d unchanged, %d skipped, %d deleted",
 			plural(r.Pages, "page"), plural(r.Records, "record"), r.Inserted, r.Updated, r.Unchanged, r.Skipped, r.Deleted))
+		for _, name := range slices.Sorted(maps.Keys(r.Children)) { // docs/job-file.md, "Child tables"
+			c := r.Children[name]
+			row("  "+name, fmt.Sprintf("child rows: %d inserted, %d deleted", c.Inserted, c.Deleted))
+		}
 		row("last error", oneLine(r.Error, 200))
 		if r.Sweep == idsync.SweepSkippedOutcome {
 			row("sweep", "skipped ("+oneLine(r.SweepSkipped, 300)+"): this pass deletes nothing")

@@ -1,5 +1,10 @@
 package contract
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // ColPos is the bookkeeping column of a child table whose elements have
 // no key of their own: the element's index in its parent's array, from 0
 // (docs/job-file.md, "Child tables").
@@ -47,4 +52,45 @@ func (t *Table) Descendants() []*Child {
 		out = append(out, c.Table.Descendants()...)
 	}
 	return out
+}
+
+// ChildCounts is what writes did to one child table: rows inserted, and
+// rows deleted or, under deletes: soft, newly marked (docs/job-file.md,
+// "Child tables"). A written parent's children are replaced, so a changed
+// parent counts its old child rows as deleted and its new ones as
+// inserted.
+type ChildCounts struct {
+	Inserted int64 `json:"inserted"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// AddChild adds inserted and deleted rows of the child table named table
+// to c.Children; nothing is recorded for a table with neither.
+func (c *Counts) AddChild(table string, inserted, deleted int64) {
+	if inserted == 0 && deleted == 0 {
+		return
+	}
+	if c.Children == nil {
+		c.Children = map[string]ChildCounts{}
+	}
+	cc := c.Children[table]
+	cc.Inserted += inserted
+	cc.Deleted += deleted
+	c.Children[table] = cc
+}
+
+// DecodeChildCounts reads the child counts a store keeps as a JSON object
+// ({"order_lines": {"inserted": 3, "deleted": 1}}); "" and "{}" are nil.
+func DecodeChildCounts(s string) (map[string]ChildCounts, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var m map[string]ChildCounts
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("child table counts %q: %w", s, err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
 }

@@ -51,6 +51,9 @@ type RunInfo struct {
 	// Deleted counts the rows the run deleted or marked deleted:
 	// tombstones and the sweep of a full pass.
 	Deleted int64 `json:"deleted"`
+	// Children is what the run did to each child table, by its name
+	// (docs/job-file.md, "Child tables"); nil when nothing.
+	Children map[string]ChildCounts `json:"children,omitempty"`
 	// Full: the run is a full pass (docs/deletions.md), fixed when it starts.
 	Full bool `json:"full,omitempty"`
 	// SweepSkipped is the first reason the full pass found that voids its
@@ -139,6 +142,9 @@ type PageCommit struct {
 	// SchemaChanges are the columns the page added or widened, recorded
 	// with the page (their Job, RunID and At are the store's to set).
 	SchemaChanges []SchemaChange
+	// Children is what the page did to each child table, added to the
+	// run's counts per child table (nil: nothing).
+	Children map[string]ChildCounts
 	// Keys are the key of every row of the page, recorded with the page
 	// so that a full pass knows the keys it saw (docs/deletions.md); nil
 	// records none, which makes the run's set incomplete.

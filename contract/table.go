@@ -106,6 +106,9 @@ type Counts struct {
 	Dropped int64
 	// Deleted counts the rows tombstones deleted or newly marked.
 	Deleted int64
+	// Children counts the rows of each child table written, deleted or
+	// marked, by the child table's name (children.go); nil when none.
+	Children map[string]ChildCounts
 }
 
 // Add adds o to c.
@@ -115,6 +118,9 @@ func (c *Counts) Add(o Counts) {
 	c.Unchanged += o.Unchanged
 	c.Dropped += o.Dropped
 	c.Deleted += o.Deleted
+	for name, cc := range o.Children {
+		c.AddChild(name, cc.Inserted, cc.Deleted)
+	}
 }
 
 // KeyString returns a string identifying a row's key, for deduplication.

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -307,7 +308,7 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 		rs.prev = p.Hash
 	}
 	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
-	rs.total = contract.Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted}
+	rs.total = contract.Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted, Children: maps.Clone(run.Children)}
 	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
 		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
 	return nil

@@ -67,6 +67,11 @@ type Result struct {
 	// (docs/job-file.md, "The schema contract"); omitted when none.
 	SchemaChanges  []contract.SchemaChange `json:"schema_changes,omitempty"`
 	SchemaDiscards *SchemaDiscards         `json:"schema_discards,omitempty"`
+
+	// Children is what the run did to each child table: rows inserted,
+	// and rows deleted or marked (docs/job-file.md, "Child tables");
+	// omitted when none.
+	Children map[string]contract.ChildCounts `json:"children,omitempty"`
 }
 
 // SweepSkippedOutcome is Result.Sweep of a run whose sweep is skipped.
@@ -228,7 +233,7 @@ func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status stri
 	res.Status = status
 	res.Pages, res.Records, res.Skipped = rs.pages, rs.records, rs.skipped
 	res.Inserted, res.Updated, res.Unchanged = rs.total.Inserted, rs.total.Updated, rs.total.Unchanged
-	res.Deleted = rs.total.Deleted
+	res.Deleted, res.Children = rs.total.Deleted, rs.total.Children
 	res.Checkpoint = rs.pos.Describe(job.Pagination.Style, job.Secrets)
 	res.HWM = rs.hwm
 	res.DurationMS = time.Since(started).Milliseconds()

@@ -47,6 +47,7 @@ func RunResult(r *contract.RunInfo, style, hwm string, red *Redactor) Result {
 	res := Result{
 		Job: r.Job, RunID: r.ID, Kind: r.Kind, Status: status,
 		Pages: r.Pages, Records: r.Records, Inserted: r.Inserted, Updated: r.Updated, Unchanged: r.Unchanged, Skipped: r.Skipped, Deleted: r.Deleted,
+		Children:   r.Children,
 		Checkpoint: pos.Describe(style, red), HWM: hwm, Error: red.Redact(r.Error),
 	}
 	if r.SweepSkipped != "" {

@@ -25,6 +25,9 @@ func TestDumpAcrossStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := len(fromFile.Tables["run_children"]); n != 1 {
+		t.Fatalf("the dump holds %d child table counts, want Populate's 1", n)
+	}
 	pg := openTest(t, newSchema(t, url.Values{}))
 	defer pg.Close()
 	if err := pg.Import(ctx, fromFile); err != nil {

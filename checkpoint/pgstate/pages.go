@@ -138,6 +138,11 @@ func (s *Store) pageBatch(job string, p *contract.PageCommit) (*pgx.Batch, *int6
 			fmt.Sprintf("insert dead letter %d of %d", i+1, len(p.Dead)))
 	}
 	s.queueSchemaChanges(b, job, p, now)
+	for name, c := range p.Children { // docs/job-file.md, "Child tables"
+		named(b.Queue(s.q(`INSERT INTO {S}.run_children AS c (run_id, tbl, inserted, deleted) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (run_id, tbl) DO UPDATE SET inserted = c.inserted + excluded.inserted, deleted = c.deleted + excluded.deleted`),
+			p.RunID, name, c.Inserted, c.Deleted), "count child table "+name)
+	}
 	if !p.FinishedAt.IsZero() {
 		// The run completes; a full pass is the job's last one, and none
 		// is due (recordFullPass).

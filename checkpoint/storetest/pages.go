@@ -33,14 +33,19 @@ func commitEverything(t *testing.T, e *env) {
 	id := startRun(t, s, contract.RunInfo{Job: "orders", Checkpoint: "p1"})
 	p := fullPage(id, "p1", "p2")
 	p.Elapsed = 1500 * time.Millisecond
+	p.Children = map[string]contract.ChildCounts{"order_lines": {Inserted: 5}, "order_tags": {Inserted: 1, Deleted: 2}}
 	commit(t, s, "orders", p)
-	commit(t, s, "orders", fullPage(id, "p2", "p3"))
+	p2 := fullPage(id, "p2", "p3")
+	p2.Children = map[string]contract.ChildCounts{"order_lines": {Inserted: 3, Deleted: 4}}
+	commit(t, s, "orders", p2)
 
 	r := run(t, s, "orders", id)
 	want := contract.RunInfo{ID: id, Number: 1, Job: "orders", Kind: contract.KindRun, Status: contract.RunRunning,
 		Pages: 2, Records: 10, Inserted: 4, Updated: 2, Unchanged: 2, Skipped: 2, Deleted: 2,
-		Checkpoint: "p3", Last: "p2", MaxMark: "m-p2", StartedAt: r.StartedAt, LiveBefore: r.LiveBefore}
-	if r != want {
+		Checkpoint: "p3", Last: "p2", MaxMark: "m-p2", StartedAt: r.StartedAt, LiveBefore: r.LiveBefore,
+		// Each child table's counts are the sums of the pages'.
+		Children: map[string]contract.ChildCounts{"order_lines": {Inserted: 8, Deleted: 4}, "order_tags": {Inserted: 1, Deleted: 2}}}
+	if !reflect.DeepEqual(r, want) {
 		t.Errorf("run after two pages:\n got %+v\nwant %+v", r, want)
 	}
 	js := jobState(t, s, "orders")

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func startRunFields(t *testing.T, e *env) {
 		t.Errorf("times: started %v refused since %v, want %v and %v", got.StartedAt, got.RefusedSince, want.StartedAt, want.RefusedSince)
 	}
 	got.StartedAt, got.RefusedSince, want.StartedAt, want.RefusedSince = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("run read back:\n got %+v\nwant %+v", got, want)
 	}
 	// Defaults: kind run, started now, LiveBefore kept as given.

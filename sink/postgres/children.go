@@ -33,8 +33,9 @@ func (p *Sink) prepareChildren(ctx context.Context, t *contract.Table) error {
 // records hold are written, so an element gone from its array is gone
 // from its table. An unchanged row (stored with the same hash, and not
 // marked) keeps its children untouched. It runs before the merge, which
-// would make every row look unchanged.
-func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) error {
+// would make every row look unchanged. What it does to each child table
+// is added to n.
+func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row, n *contract.Counts) error {
 	if len(t.Children) == 0 || len(kept) == 0 {
 		return nil
 	}
@@ -42,7 +43,7 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 	if err != nil || len(changed) == 0 {
 		return err
 	}
-	if err := p.pruneTree(ctx, tx, op, t, types, changed, false); err != nil {
+	if err := p.pruneTree(ctx, tx, op, t, types, changed, false, n); err != nil {
 		return err
 	}
 	idx := make([]int, len(changed))
@@ -65,13 +66,27 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 		if err != nil {
 			return err
 		}
+		// Into a child table holding only rows this sink inserted (a first
+		// load), COPY, as for the parents: the rows replaced were deleted
+		// above, and an element key met twice makes COPY refuse, for the
+		// merge (fresh.go, copy.go).
+		copied, err := p.copyFresh(ctx, tx, dop, &d.Table, dtypes, data)
+		if err != nil {
+			return err
+		}
+		if copied {
+			n.AddChild(d.Table.Name, int64(len(drows)), 0)
+			continue
+		}
 		args, err := mergeArgs(dop, &d.Table, drows, data, dtypes)
 		if err != nil {
 			return err
 		}
-		if _, err := p.merge(ctx, tx, dop, &d.Table, dtypes, args, len(drows)); err != nil {
+		dn, err := p.merge(ctx, tx, dop, &d.Table, dtypes, args, len(drows))
+		if err != nil {
 			return err
 		}
+		n.AddChild(d.Table.Name, dn.Inserted+dn.Updated, 0)
 	}
 	return nil
 }
@@ -145,8 +160,9 @@ func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contrac
 }
 
 // pruneTree deletes, or with mark set on a soft table marks, every
-// descendant row of the root rows roots of t, in tx.
-func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, roots []contract.Row, mark bool) error {
+// descendant row of the root rows roots of t, in tx, and adds the rows
+// deleted or marked to n.
+func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, roots []contract.Row, mark bool, n *contract.Counts) error {
 	if len(t.Children) == 0 || len(roots) == 0 {
 		return nil
 	}
@@ -164,9 +180,11 @@ func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.
 		if mark && t.Soft() {
 			q = fmt.Sprintf("UPDATE %s SET %s = $%d WHERE %[2]s IS NULL AND %[4]s", sqlkit.QuoteTable(&d.Table), sqlkit.QuoteIdent(contract.ColDeletedAt), len(params)+1, where)
 		}
-		if _, err := tx.Exec(ctx, q, args...); err != nil {
+		tag, err := tx.Exec(ctx, q, args...)
+		if err != nil {
 			return p.dbError(op+": child table "+d.Table.String(), err)
 		}
+		n.AddChild(d.Table.Name, 0, tag.RowsAffected())
 	}
 	return nil
 }

@@ -80,10 +80,12 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, err
 	}
-	if err := p.pruneTree(ctx, tx, op, t, types, tombs, true); err != nil { // children.go
+	// What the page does to the child tables (children.go).
+	var kidCounts contract.Counts
+	if err := p.pruneTree(ctx, tx, op, t, types, tombs, true, &kidCounts); err != nil { // children.go
 		return n, err
 	}
-	if err := p.writeChildren(ctx, tx, op, t, types, kept); err != nil { // children.go, before the merge
+	if err := p.writeChildren(ctx, tx, op, t, types, kept, &kidCounts); err != nil { // children.go, before the merge
 		return n, err
 	}
 	copied := false
@@ -109,7 +111,7 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 			return contract.Counts{}, err
 		}
 	}
-	n.Deleted = deleted
+	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
 	if before != nil {

@@ -1,6 +1,7 @@
 package sinktest
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ func childCases() []testCase {
 		{"child rows replaced with their parent", childReplace},
 		{"child rows deleted with their parent (hard)", func(t *testing.T, b *DB) { childDeletes(t, b, contract.DeletesHard) }},
 		{"child rows marked with their parent (soft)", func(t *testing.T, b *DB) { childDeletes(t, b, contract.DeletesSoft) }},
+		{"child elements with the same key keep the last, into empty tables", childSameKey},
 	}
 }
 
@@ -64,6 +66,15 @@ func person(id string, lines map[int64]int64, notes ...string) contract.Row {
 	r.Children = [][]contract.Row{ls}
 	r.Hash = Row(r.Hash, fmt.Sprint(lines), strings.Join(notes, ",")).Hash
 	return r
+}
+
+// kidCounts is what a write did to the child tables of childTable: lines
+// and notes inserted and deleted (or marked).
+func kidCounts(linesIn, linesDel, notesIn, notesDel int64) map[string]contract.ChildCounts {
+	var n contract.Counts
+	n.AddChild("people_lines", linesIn, linesDel)
+	n.AddChild("people_line_notes", notesIn, notesDel)
+	return n.Children
 }
 
 // childRows returns a child table's rows as "key…=values…[ marked]", sorted.
@@ -116,7 +127,7 @@ func childReplace(t *testing.T, b *DB) {
 	MustPrepare(t, s, tbl)
 	lines, notes := &tbl.Children[0], &tbl.Children[0].Table.Children[0]
 	a, c := person("a", map[int64]int64{10: 1, 11: 2}, "x", "y"), person("c", map[int64]int64{20: 5}, "z")
-	MustUpsert(t, s, tbl, contract.Counts{Inserted: 2}, a, c)
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: kidCounts(3, 0, 5, 0)}, a, c)
 	wantRows(t, "lines after the first page", childRows(t, b, lines, false), "a|10|1", "a|11|2", "c|20|5")
 	wantRows(t, "notes after the first page", childRows(t, b, notes, false), "a|10|0|x", "a|10|1|y", "a|11|0|x", "a|11|1|y", "c|20|0|z")
 	before := childRows(t, b, &contract.Child{Table: contract.Table{Schema: b.Schema, Name: "people_lines", Columns: []contract.Column{{Name: "people_id", Type: contract.TypeText}, {Name: contract.ColSyncedAt, Type: contract.TypeTimestamp}}}}, false)
@@ -124,7 +135,9 @@ func childReplace(t *testing.T, b *DB) {
 	a2 := person("a", map[int64]int64{11: 3, 12: 1}, "y")
 	c2 := c
 	c2.Children = person("c", map[int64]int64{21: 9}).Children // the hash says unchanged: these are not written
-	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1}, a2, c2)
+	// a's 2 lines and 4 notes are replaced by 2 lines and 2 notes; c's
+	// are not counted.
+	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1, Children: kidCounts(2, 2, 2, 4)}, a2, c2)
 	wantRows(t, "lines after the second page", childRows(t, b, lines, false), "a|11|3", "a|12|1", "c|20|5")
 	wantRows(t, "notes after the second page", childRows(t, b, notes, false), "a|11|0|y", "a|12|0|y", "c|20|0|z")
 	after := childRows(t, b, &contract.Child{Table: contract.Table{Schema: b.Schema, Name: "people_lines", Columns: []contract.Column{{Name: "people_id", Type: contract.TypeText}, {Name: contract.ColSyncedAt, Type: contract.TypeTimestamp}}}}, false)
@@ -133,9 +146,26 @@ func childReplace(t *testing.T, b *DB) {
 	}
 
 	// A parent whose array emptied keeps no child row.
-	MustUpsert(t, s, tbl, contract.Counts{Updated: 1}, person("a", nil))
+	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Children: kidCounts(0, 2, 0, 2)}, person("a", nil))
 	wantRows(t, "lines after a's emptied", childRows(t, b, lines, false), "c|20|5")
 	wantRows(t, "notes after a's emptied", childRows(t, b, notes, false), "c|20|0|z")
+}
+
+// childSameKey writes, into empty child tables (where PostgreSQL COPYs
+// a first load), a parent whose array holds one key twice: the last
+// element is the row.
+func childSameKey(t *testing.T, b *DB) {
+	s := b.Sink(t)
+	tbl := childTable(b, "")
+	MustPrepare(t, s, tbl)
+	lines := &tbl.Children[0]
+	a := person("a", map[int64]int64{10: 1, 11: 2}, "x")
+	again := person("a", map[int64]int64{10: 7}, "y").Children[0][0]
+	a.Children[0] = append(a.Children[0], again)
+	if _, err := s.Upsert(context.Background(), tbl, []contract.Row{a, person("c", map[int64]int64{20: 5}, "z")}); err != nil {
+		t.Fatalf("upsert: %v", err)
+	}
+	wantRows(t, "lines", childRows(t, b, lines, false), "a|10|7", "a|11|2", "c|20|5")
 }
 
 // childDeletes deletes (hard) or marks (soft) parents by a tombstone and
@@ -149,10 +179,10 @@ func childDeletes(t *testing.T, b *DB, mode string) {
 	soft := mode == contract.DeletesSoft
 	lines, notes := &tbl.Children[0], &tbl.Children[0].Table.Children[0]
 	a, c, d := person("a", map[int64]int64{10: 1}, "x"), person("c", map[int64]int64{20: 5}, "z"), person("d", map[int64]int64{30: 7}, "w")
-	MustUpsert(t, s, tbl, contract.Counts{Inserted: 3}, a, c, d)
+	MustUpsert(t, s, tbl, contract.Counts{Inserted: 3, Children: kidCounts(3, 0, 3, 0)}, a, c, d)
 	tomb := a
 	tomb.Tombstone = true
-	MustUpsert(t, s, tbl, contract.Counts{Deleted: 1}, tomb)
+	MustUpsert(t, s, tbl, contract.Counts{Deleted: 1, Children: kidCounts(0, 1, 0, 1)}, tomb)
 	mark := func(r string) string {
 		if soft {
 			return r + " marked"
@@ -178,6 +208,7 @@ func childDeletes(t *testing.T, b *DB, mode string) {
 	wantRows(t, "notes after the sweep", childRows(t, b, notes, soft), keep(mark("a|10|0|x"), "c|20|0|z", mark("d|30|0|w"))...)
 
 	// d comes back unchanged: written (its mark cleared), its children too.
-	MustUpsert(t, s, tbl, map[bool]contract.Counts{true: {Updated: 1}, false: {Inserted: 1}}[soft], d)
+	// Soft: its marked line and note are replaced; hard: the sweep took them.
+	MustUpsert(t, s, tbl, map[bool]contract.Counts{true: {Updated: 1, Children: kidCounts(1, 1, 1, 1)}, false: {Inserted: 1, Children: kidCounts(1, 0, 1, 0)}}[soft], d)
 	wantRows(t, "lines after d came back", childRows(t, b, lines, soft), keep(mark("a|10|1"), "c|20|5", "d|30|7")...)
 }

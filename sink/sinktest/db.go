@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,7 +236,7 @@ func MustUpsert(t *testing.T, s contract.Sink, tbl *contract.Table, want contrac
 	if err != nil {
 		t.Fatalf("upsert into %s: %v", tbl, err)
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("upsert counts = %+v, want %+v", got, want)
 	}
 }

@@ -50,11 +50,12 @@ func (s *Sink) childStatements(ctx context.Context, t *contract.Table) (map[*con
 // row keeps its children untouched) with the sets their records hold:
 // every descendant row of those root rows is deleted, then the new ones
 // inserted, so an element gone from its array is gone from its table.
-func (s *Sink) writeChildren(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, kids map[*contract.Child]*sqliteStmts, rows []contract.Row, all [][]any, parents []int) error {
+// What it does to each child table is added to n.
+func (s *Sink) writeChildren(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, kids map[*contract.Child]*sqliteStmts, rows []contract.Row, all [][]any, parents []int, n *contract.Counts) error {
 	if len(t.Children) == 0 || len(parents) == 0 {
 		return nil
 	}
-	if err := pruneTree(ctx, tx, t, st, all, parents, false); err != nil {
+	if err := pruneTree(ctx, tx, t, st, all, parents, false, n); err != nil {
 		return err
 	}
 	tree := sqlkit.GatherTree(t, rows, parents)
@@ -68,16 +69,19 @@ func (s *Sink) writeChildren(ctx context.Context, tx *sql.Tx, t *contract.Table,
 		if err != nil {
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 		}
-		if _, err := s.write(ctx, tx, &d.Table, dst, drows, dall, lastOfEachKey(dst, dall)); err != nil {
+		dn, err := s.write(ctx, tx, &d.Table, dst, drows, dall, lastOfEachKey(dst, dall))
+		if err != nil {
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 		}
+		n.AddChild(d.Table.Name, dn.Inserted+dn.Updated, 0)
 	}
 	return nil
 }
 
 // pruneTree deletes, or with mark set on a soft table marks, every
-// descendant row of the root rows of t at the indexes idx, in tx.
-func pruneTree(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, idx []int, mark bool) error {
+// descendant row of the root rows of t at the indexes idx, in tx, and
+// adds the rows deleted or marked to n.
+func pruneTree(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, idx []int, mark bool, n *contract.Counts) error {
 	if len(t.Children) == 0 || len(idx) == 0 {
 		return nil
 	}
@@ -98,9 +102,15 @@ func pruneTree(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStm
 					args = append(args, all[ri][i])
 				}
 			}
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
 				return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 			}
+			gone, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("child table %s: %w", d.Table.Name, err)
+			}
+			n.AddChild(d.Table.Name, 0, gone)
 		}
 	}
 	return nil

@@ -291,7 +291,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	if err := pruneTree(ctx, tx, t, st, all, tombs, true); err != nil { // children.go
+	// What the page does to the child tables (children.go).
+	var kidCounts contract.Counts
+	if err := pruneTree(ctx, tx, t, st, all, tombs, true, &kidCounts); err != nil { // children.go
 		return n, s.wrap(op, err)
 	}
 	own, err := st.ownRowsOnly(ctx, tx, t)
@@ -320,10 +322,10 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if t.Verify { // a verifying run rewrites every kept row's children (children.go)
 		write = kept
 	}
-	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write); err != nil {
+	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write, &kidCounts); err != nil {
 		return contract.Counts{}, s.wrap(op, err)
 	}
-	n.Deleted = deleted
+	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	if err := tx.Commit(); err != nil {
 		return contract.Counts{}, s.wrap(op, err)
