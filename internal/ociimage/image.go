@@ -1,36 +1,32 @@
 // Package ociimage writes and reads the container image of idemsync as an
-// OCI image layout in one tar file, offline: no Docker daemon, no registry
-// and no base image to pull, so CI builds and checks the image without
-// either (docs/operations.md, "Install"). go-containerregistry (the library
-// ko builds the published image with) computes the manifests, configs,
-// digests and diff IDs and lays out the blobs; the files of each layer and
-// the tar around the layout are ours, so every timestamp is fixed.
+// OCI image layout in one tar file, with the standard library alone: no
+// Docker daemon, no registry and no base image to pull, so CI builds and
+// checks the image offline (docs/operations.md, "Install").
 //
 // The image is scratch plus what a static Go binary needs to run as the
 // sidecar of `idemsync serve`: the CA certificates (for HTTPS sources and
 // targets), a nonroot user 65532 with a home and /tmp, and the binary at
 // ko's path (/ko-app/idemsync), so it is laid out like the image the
 // release publishes with ko on distroless static (.goreleaser.yaml).
+//
+// go-containerregistry was tried in its place and measured; why this
+// writer stays is in docs/operations.md ("Why the writer is not
+// go-containerregistry").
 package ociimage
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+	"sort"
 	"time"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // What the image runs as and where: ko's layout (bare: true) and
@@ -43,6 +39,14 @@ const (
 	Port = "8787/tcp"
 	// CertsPath is where Go's crypto/x509 looks first on Linux.
 	CertsPath = "/etc/ssl/certs/ca-certificates.crt"
+)
+
+// Media types of the OCI image spec (image-spec v1.1).
+const (
+	mediaIndex    = "application/vnd.oci.image.index.v1+json"
+	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
+	mediaConfig   = "application/vnd.oci.image.config.v1+json"
+	mediaLayer    = "application/vnd.oci.image.layer.v1.tar+gzip"
 )
 
 // Platform is one binary of the image: linux and its architecture.
@@ -60,6 +64,62 @@ type Options struct {
 	Created   time.Time         // every timestamp, for a reproducible image
 }
 
+type descriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int64             `json:"size"`
+	Platform    *platform         `json:"platform,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type platform struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+}
+
+type index struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Manifests     []descriptor `json:"manifests"`
+}
+
+type manifest struct {
+	SchemaVersion int          `json:"schemaVersion"`
+	MediaType     string       `json:"mediaType"`
+	Config        descriptor   `json:"config"`
+	Layers        []descriptor `json:"layers"`
+}
+
+// Config is the part of the image config a runtime acts on.
+type Config struct {
+	Entrypoint   []string            `json:"Entrypoint"`
+	Cmd          []string            `json:"Cmd,omitempty"`
+	User         string              `json:"User"`
+	Env          []string            `json:"Env"`
+	WorkingDir   string              `json:"WorkingDir"`
+	ExposedPorts map[string]struct{} `json:"ExposedPorts"`
+	Labels       map[string]string   `json:"Labels,omitempty"`
+}
+
+type imageConfig struct {
+	Created      string  `json:"created"`
+	Architecture string  `json:"architecture"`
+	OS           string  `json:"os"`
+	Config       Config  `json:"config"`
+	RootFS       rootFS  `json:"rootfs"`
+	History      []event `json:"history"`
+}
+
+type rootFS struct {
+	Type    string   `json:"type"`
+	DiffIDs []string `json:"diff_ids"`
+}
+
+type event struct {
+	Created   string `json:"created"`
+	CreatedBy string `json:"created_by"`
+}
+
 // file is one entry of a layer.
 type file struct {
 	name string
@@ -69,11 +129,8 @@ type file struct {
 	data []byte
 }
 
-// Write writes the image layout tar to w: one OCI manifest per
-// platform under one index, the base layer shared by all of them.
-// go-containerregistry computes the manifests, configs, digests and diff
-// IDs and lays out the blobs; the files of each layer and the tar around
-// the layout are ours, with every timestamp o.Created.
+// Write writes the image layout tar to w: one manifest per platform under
+// one index, the base layer shared by all of them.
 func Write(w io.Writer, o Options) error {
 	if len(o.Platforms) == 0 {
 		return fmt.Errorf("ociimage: no platform given")
@@ -82,28 +139,29 @@ func Write(w io.Writer, o Options) error {
 	if err != nil {
 		return fmt.Errorf("ociimage: the CA certificates: %w", err)
 	}
-	base, err := layer(o.Created, baseFiles(certs))
+	blobs := map[string][]byte{}
+	base, baseDiff, err := layer(o.Created, baseFiles(certs))
 	if err != nil {
 		return err
 	}
-	created := v1.Time{Time: o.Created}
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	baseDesc := put(blobs, mediaLayer, base)
+	created := o.Created.UTC().Format(time.RFC3339)
+	idx := index{SchemaVersion: 2, MediaType: mediaIndex}
 	for _, p := range o.Platforms {
 		bin, err := os.ReadFile(p.Binary)
 		if err != nil {
 			return fmt.Errorf("ociimage: the linux/%s binary: %w", p.Arch, err)
 		}
-		app, err := layer(o.Created, []file{
-			{name: path.Dir(BinaryPath)[1:], mode: 0o755, dir: true},
-			{name: BinaryPath[1:], mode: 0o755, data: bin},
+		app, appDiff, err := layer(o.Created, []file{
+			{name: path.Dir(BinaryPath), mode: 0o755, dir: true},
+			{name: BinaryPath, mode: 0o755, data: bin},
 		})
 		if err != nil {
 			return err
 		}
-		img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-		img, err = mutate.ConfigFile(img, &v1.ConfigFile{
+		cfg, err := json.Marshal(imageConfig{
 			Created: created, Architecture: p.Arch, OS: "linux",
-			Config: v1.Config{
+			Config: Config{
 				Entrypoint:   []string{BinaryPath},
 				User:         User,
 				Env:          []string{"PATH=/usr/local/bin:/usr/bin:/bin:" + path.Dir(BinaryPath), "SSL_CERT_FILE=" + CertsPath},
@@ -111,33 +169,47 @@ func Write(w io.Writer, o Options) error {
 				ExposedPorts: map[string]struct{}{Port: {}},
 				Labels:       o.Labels,
 			},
-			RootFS: v1.RootFS{Type: "layers"},
+			RootFS: rootFS{Type: "layers", DiffIDs: []string{baseDiff, appDiff}},
+			History: []event{
+				{Created: created, CreatedBy: "ociimage: CA certificates, nonroot user 65532, /tmp"},
+				{Created: created, CreatedBy: "ociimage: " + BinaryPath},
+			},
 		})
 		if err != nil {
 			return err
 		}
-		img, err = mutate.Append(img,
-			mutate.Addendum{Layer: base, History: v1.History{Created: created, CreatedBy: "ociimage: CA certificates, nonroot user 65532, /tmp"}},
-			mutate.Addendum{Layer: app, History: v1.History{Created: created, CreatedBy: "ociimage: " + BinaryPath}})
+		m, err := json.Marshal(manifest{SchemaVersion: 2, MediaType: mediaManifest,
+			Config: put(blobs, mediaConfig, cfg),
+			Layers: []descriptor{baseDesc, put(blobs, mediaLayer, app)}})
 		if err != nil {
 			return err
 		}
-		add := mutate.IndexAddendum{Add: img}
-		add.Platform = &v1.Platform{Architecture: p.Arch, OS: "linux"}
+		d := put(blobs, mediaManifest, m)
+		d.Platform = &platform{Architecture: p.Arch, OS: "linux"}
 		if o.Tag != "" {
-			add.Annotations = map[string]string{"org.opencontainers.image.ref.name": o.Tag}
+			d.Annotations = map[string]string{"org.opencontainers.image.ref.name": o.Tag}
 		}
-		idx = mutate.AppendManifests(idx, add)
+		idx.Manifests = append(idx.Manifests, d)
 	}
-	dir, err := os.MkdirTemp("", "ociimage-")
+	ix, err := json.Marshal(idx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if _, err := layout.Write(dir, idx); err != nil {
-		return fmt.Errorf("ociimage: the image layout: %w", err)
+	files := []file{
+		{name: "oci-layout", mode: 0o644, data: []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{name: "index.json", mode: 0o644, data: ix},
+		{name: "blobs", mode: 0o755, dir: true},
+		{name: "blobs/sha256", mode: 0o755, dir: true},
 	}
-	return tarLayout(w, o.Created, dir)
+	digests := make([]string, 0, len(blobs))
+	for d := range blobs {
+		digests = append(digests, d)
+	}
+	sort.Strings(digests)
+	for _, d := range digests {
+		files = append(files, file{name: "blobs/sha256/" + d[len("sha256:"):], mode: 0o644, data: blobs[d]})
+	}
+	return writeTar(w, o.Created, files)
 }
 
 // baseFiles is what distroless static gives a static binary: CA
@@ -158,14 +230,28 @@ func baseFiles(certs []byte) []file {
 	}
 }
 
-// layer is a gzip-compressed OCI layer of files.
-func layer(mtime time.Time, files []file) (v1.Layer, error) {
+// layer returns a gzip-compressed layer and its diff ID (the digest of the
+// uncompressed tar, which the config lists).
+func layer(mtime time.Time, files []file) ([]byte, string, error) {
 	var raw bytes.Buffer
-	if err := writeTar(&raw, mtime, files); err != nil {
-		return nil, err
+	for i := range files {
+		files[i].name = trimSlash(files[i].name)
 	}
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(raw.Bytes())), nil },
-		tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestCompression))
+	if err := writeTar(&raw, mtime, files); err != nil {
+		return nil, "", err
+	}
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		return nil, "", err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, "", err
+	}
+	return gz.Bytes(), digest(raw.Bytes()), nil
 }
 
 func writeTar(w io.Writer, mtime time.Time, files []file) error {
@@ -187,30 +273,20 @@ func writeTar(w io.Writer, mtime time.Time, files []file) error {
 	return tw.Close()
 }
 
-// tarLayout puts the layout folder in one tar file (what `podman load`,
-// `skopeo copy oci-archive:` and umoci take), its entries in lexical order
-// with mtime and root's ownership, so the same image gives the same bytes.
-func tarLayout(w io.Writer, mtime time.Time, dir string) error {
-	var files []file
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		name, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		f := file{name: filepath.ToSlash(name), mode: 0o644, dir: d.IsDir()}
-		if f.dir {
-			f.mode = 0o755
-		} else if f.data, err = os.ReadFile(p); err != nil {
-			return err
-		}
-		files = append(files, f)
-		return nil
-	})
-	if err != nil {
-		return err
+func put(blobs map[string][]byte, media string, data []byte) descriptor {
+	d := digest(data)
+	blobs[d] = data
+	return descriptor{MediaType: media, Digest: d, Size: int64(len(data))}
+}
+
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func trimSlash(name string) string {
+	for len(name) > 0 && name[0] == '/' {
+		name = name[1:]
 	}
-	return writeTar(w, mtime, files)
+	return name
 }

@@ -98,7 +98,7 @@ func TestWriteIsReproducible(t *testing.T) {
 
 // Read checks every blob against its digest, as a registry would: one
 // byte changed inside a blob (a config, a manifest, a layer) is an error
-// naming the blob or its manifest.
+// naming the blob.
 func TestReadRejectsACorruptBlob(t *testing.T) {
 	for _, tc := range []struct {
 		blob string
@@ -106,8 +106,8 @@ func TestReadRejectsACorruptBlob(t *testing.T) {
 		want string
 	}{
 		{"config", marker(`"Entrypoint"`), "does not match its digest"}, // config JSON is plain in the tar
-		{"manifest", marker(`"layers":[`), "manifest blob does not match its digest"},
-		{"layer", gzipBlob, "validating layers"},
+		{"manifest", marker(`"layers":[`), "does not match its digest"},
+		{"layer", gzipBlob, "does not match its digest"},
 	} {
 		t.Run(tc.blob, func(t *testing.T) {
 			out, _ := writeImage(t, t.TempDir())
@@ -152,6 +152,28 @@ func gzipBlob(t *testing.T, data []byte) int {
 		if h.Size > 2 && data[at] == 0x1f && data[at+1] == 0x8b {
 			return at + int(h.Size)/2
 		}
+	}
+}
+
+// The index says which platform each manifest is for; a runtime picks by
+// it, so an index entry that names another platform than its config's is
+// an error (index.json is no blob: no digest covers it).
+func TestReadRejectsAPlatformNotItsConfig(t *testing.T) {
+	out, _ := writeImage(t, t.TempDir())
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`"platform":{"architecture":"amd64"`))
+	if i < 0 {
+		t.Fatal("no amd64 platform in index.json")
+	}
+	copy(data[i+len(`"platform":{"architecture":"`):], "arm64")
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(out); err == nil || !strings.Contains(err.Error(), "linux/arm64") || !strings.Contains(err.Error(), "linux/amd64") {
+		t.Errorf("Read of an index naming arm64 for the amd64 image: %v, want an error naming both", err)
 	}
 }
 

@@ -3,23 +3,20 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/validate"
+	"strings"
 )
 
 // Image is one platform's image as a runtime would unpack it.
 type Image struct {
 	OS, Arch string
 	Tag      string
-	Config   v1.Config
+	Config   Config
 	Files    map[string]File // absolute path → entry, layers applied in order
 }
 
@@ -32,51 +29,81 @@ type File struct {
 }
 
 // Read opens an image layout tar (any writer's, not only Write's) and
-// checks it the way a registry or runtime would (go-containerregistry's
-// validate): every blob's digest, size and media type, each config's diff
-// IDs against its uncompressed layers, each platform against its config.
-// Its files are the layers applied in order, whiteouts included.
+// checks it the way a registry or runtime would: every blob's digest and
+// size, each config's diff IDs against its uncompressed layers, each index
+// entry's platform against its config.
 func Read(name string) ([]Image, error) {
-	dir, err := os.MkdirTemp("", "ociimage-")
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	if err := untar(name, dir); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	defer f.Close()
+	entries := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", name, h.Name, err)
+		}
+		entries[strings.TrimPrefix(h.Name, "./")] = data
 	}
-	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
+	if _, ok := entries["oci-layout"]; !ok {
 		return nil, fmt.Errorf("%s: no oci-layout file: not an OCI image layout", name)
 	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	var idx index
+	if err := json.Unmarshal(entries["index.json"], &idx); err != nil {
+		return nil, fmt.Errorf("%s: index.json: %w", name, err)
 	}
-	if err := validate.Index(idx); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	blob := func(d descriptor, media string) ([]byte, error) {
+		if d.MediaType != media {
+			return nil, fmt.Errorf("%s: blob %s is %q, want %q", name, d.Digest, d.MediaType, media)
+		}
+		data, ok := entries["blobs/"+strings.Replace(d.Digest, ":", "/", 1)]
+		if !ok {
+			return nil, fmt.Errorf("%s: blob %s is missing", name, d.Digest)
+		}
+		if digest(data) != d.Digest || int64(len(data)) != d.Size {
+			return nil, fmt.Errorf("%s: blob %s does not match its digest or size %d", name, d.Digest, d.Size)
+		}
+		return data, nil
 	}
 	var images []Image
-	for _, d := range im.Manifests {
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("%s: manifest %s: %w", name, d.Digest, err)
+	for _, md := range idx.Manifests {
+		var m manifest
+		if err := readJSON(blob, md, mediaManifest, &m); err != nil {
+			return nil, err
 		}
-		if err := digests(img, d); err != nil {
-			return nil, fmt.Errorf("%s: manifest %s: %w", name, d.Digest, err)
+		var c imageConfig
+		if err := readJSON(blob, m.Config, mediaConfig, &c); err != nil {
+			return nil, err
 		}
-		c, err := img.ConfigFile()
-		if err != nil {
-			return nil, fmt.Errorf("%s: manifest %s: %w", name, d.Digest, err)
+		if len(c.RootFS.DiffIDs) != len(m.Layers) {
+			return nil, fmt.Errorf("%s: manifest %s has %d layers, its config %d diff IDs", name, md.Digest, len(m.Layers), len(c.RootFS.DiffIDs))
 		}
-		files, err := unpack(img)
-		if err != nil {
-			return nil, fmt.Errorf("%s: manifest %s: %w", name, d.Digest, err)
+		if p := md.Platform; p != nil && (p.OS != c.OS || p.Architecture != c.Architecture) {
+			return nil, fmt.Errorf("%s: index.json lists manifest %s for %s/%s, its config is %s/%s", name, md.Digest, p.OS, p.Architecture, c.OS, c.Architecture)
 		}
-		images = append(images, Image{OS: c.OS, Arch: c.Architecture, Tag: d.Annotations["org.opencontainers.image.ref.name"], Config: c.Config, Files: files})
+		img := Image{OS: c.OS, Arch: c.Architecture, Tag: md.Annotations["org.opencontainers.image.ref.name"], Config: c.Config, Files: map[string]File{}}
+		for i, ld := range m.Layers {
+			gz, err := blob(ld, mediaLayer)
+			if err != nil {
+				return nil, err
+			}
+			if err := unpack(gz, c.RootFS.DiffIDs[i], img.Files); err != nil {
+				return nil, fmt.Errorf("%s: layer %s: %w", name, ld.Digest, err)
+			}
+		}
+		images = append(images, img)
 	}
 	if len(images) == 0 {
 		return nil, errors.New(name + ": index.json lists no image")
@@ -84,46 +111,30 @@ func Read(name string) ([]Image, error) {
 	return images, nil
 }
 
-// digests checks the manifest blob against the digest and size the index
-// names and the config blob against the digest its manifest names.
-// validate.Index does neither for an image read from a layout: it compares
-// Digest and ConfigName with the blobs' own SHA-256, which is how both are
-// computed there, so a manifest or config changed in place at the same
-// size passed (TestReadRejectsACorruptBlob).
-func digests(img v1.Image, d v1.Descriptor) error {
-	raw, err := img.RawManifest()
+func readJSON(blob func(descriptor, string) ([]byte, error), d descriptor, media string, v any) error {
+	data, err := blob(d, media)
 	if err != nil {
 		return err
 	}
-	got, _, err := v1.SHA256(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	if got != d.Digest || int64(len(raw)) != d.Size {
-		return fmt.Errorf("manifest blob does not match its digest or size %d (its content's is %s, %d bytes)", d.Size, got, len(raw))
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return err
-	}
-	if got, err = img.ConfigName(); err != nil {
-		return err
-	}
-	if got != m.Config.Digest {
-		return fmt.Errorf("config blob %s does not match its digest (its content's is %s)", m.Config.Digest, got)
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("blob %s: %w", d.Digest, err)
 	}
 	return nil
 }
 
-// untar writes the regular files of the tar name under dir, refusing any
-// name that would land outside it.
-func untar(name, dir string) error {
-	f, err := os.Open(name)
+func unpack(gz []byte, diffID string, files map[string]File) error {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return err
+	}
+	if digest(raw) != diffID {
+		return fmt.Errorf("uncompressed digest %s, the config says %s", digest(raw), diffID)
+	}
+	tr := tar.NewReader(bytes.NewReader(raw))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -132,46 +143,11 @@ func untar(name, dir string) error {
 		if err != nil {
 			return err
 		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if !filepath.IsLocal(h.Name) {
-			return fmt.Errorf("entry %q is outside the layout", h.Name)
-		}
-		p := filepath.Join(dir, h.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
-			return fmt.Errorf("%s: %w", h.Name, err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return err
 		}
-	}
-}
-
-// unpack is the image's filesystem: its layers flattened by
-// go-containerregistry, as a runtime applies them (every name cleaned:
-// no "./", no trailing slash).
-func unpack(img v1.Image) (map[string]File, error) {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files := map[string]File{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, err
-		}
-		files["/"+h.Name] = File{Mode: h.Mode, Uid: h.Uid, Gid: h.Gid, Dir: h.Typeflag == tar.TypeDir, Data: data}
+		p := "/" + strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
+		files[p] = File{Mode: h.Mode, Uid: h.Uid, Gid: h.Gid, Dir: h.Typeflag == tar.TypeDir, Data: data}
 	}
 }
