@@ -8,6 +8,10 @@
 // targets), a nonroot user 65532 with a home and /tmp, and the binary at
 // ko's path (/ko-app/idemsync), so it is laid out like the image the
 // release publishes with ko on distroless static (.goreleaser.yaml).
+//
+// go-containerregistry was tried in its place and measured; why this
+// writer stays is in docs/operations.md ("Why the writer is not
+// go-containerregistry").
 package ociimage
 
 import (

@@ -1,6 +1,7 @@
 package ociimage
 
 import (
+	"archive/tar"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -96,23 +97,83 @@ func TestWriteIsReproducible(t *testing.T) {
 }
 
 // Read checks every blob against its digest, as a registry would: one
-// byte changed inside a blob is an error naming the blob.
+// byte changed inside a blob (a config, a manifest, a layer) is an error
+// naming the blob.
 func TestReadRejectsACorruptBlob(t *testing.T) {
+	for _, tc := range []struct {
+		blob string
+		at   func(t *testing.T, data []byte) int // the offset of a byte of that blob
+		want string
+	}{
+		{"config", marker(`"Entrypoint"`), "does not match its digest"}, // config JSON is plain in the tar
+		{"manifest", marker(`"layers":[`), "does not match its digest"},
+		{"layer", gzipBlob, "does not match its digest"},
+	} {
+		t.Run(tc.blob, func(t *testing.T) {
+			out, _ := writeImage(t, t.TempDir())
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[tc.at(t, data)] ^= 0x20
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Read(out); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Read of a changed %s blob: %v, want %q", tc.blob, err, tc.want)
+			}
+		})
+	}
+}
+
+// marker finds the second byte of s's first occurrence in the tar.
+func marker(s string) func(*testing.T, []byte) int {
+	return func(t *testing.T, data []byte) int {
+		t.Helper()
+		i := bytes.Index(data, []byte(s))
+		if i < 0 {
+			t.Fatalf("no %s in the tar", s)
+		}
+		return i + 1
+	}
+}
+
+// gzipBlob finds the middle byte of the first gzip-compressed blob (a layer).
+func gzipBlob(t *testing.T, data []byte) int {
+	t.Helper()
+	r := bytes.NewReader(data)
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no gzip blob in the tar: %v", err)
+		}
+		at := len(data) - r.Len() // tar.Reader has read the header alone
+		if h.Size > 2 && data[at] == 0x1f && data[at+1] == 0x8b {
+			return at + int(h.Size)/2
+		}
+	}
+}
+
+// The index says which platform each manifest is for; a runtime picks by
+// it, so an index entry that names another platform than its config's is
+// an error (index.json is no blob: no digest covers it).
+func TestReadRejectsAPlatformNotItsConfig(t *testing.T) {
 	out, _ := writeImage(t, t.TempDir())
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := bytes.Index(data, []byte(`"Entrypoint"`)) // the config blob is plain JSON in the tar
+	i := bytes.Index(data, []byte(`"platform":{"architecture":"amd64"`))
 	if i < 0 {
-		t.Fatal("no config blob found in the tar")
+		t.Fatal("no amd64 platform in index.json")
 	}
-	data[i+1] ^= 0x20
+	copy(data[i+len(`"platform":{"architecture":"`):], "arm64")
 	if err := os.WriteFile(out, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(out); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
-		t.Errorf("Read of a changed blob: %v, want a digest mismatch", err)
+	if _, err := Read(out); err == nil || !strings.Contains(err.Error(), "linux/arm64") || !strings.Contains(err.Error(), "linux/amd64") {
+		t.Errorf("Read of an index naming arm64 for the amd64 image: %v, want an error naming both", err)
 	}
 }
 

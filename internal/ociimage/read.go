@@ -30,7 +30,8 @@ type File struct {
 
 // Read opens an image layout tar (any writer's, not only Write's) and
 // checks it the way a registry or runtime would: every blob's digest and
-// size, each config's diff IDs against its uncompressed layers.
+// size, each config's diff IDs against its uncompressed layers, each index
+// entry's platform against its config.
 func Read(name string) ([]Image, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -88,6 +89,9 @@ func Read(name string) ([]Image, error) {
 		}
 		if len(c.RootFS.DiffIDs) != len(m.Layers) {
 			return nil, fmt.Errorf("%s: manifest %s has %d layers, its config %d diff IDs", name, md.Digest, len(m.Layers), len(c.RootFS.DiffIDs))
+		}
+		if p := md.Platform; p != nil && (p.OS != c.OS || p.Architecture != c.Architecture) {
+			return nil, fmt.Errorf("%s: index.json lists manifest %s for %s/%s, its config is %s/%s", name, md.Digest, p.OS, p.Architecture, c.OS, c.Architecture)
 		}
 		img := Image{OS: c.OS, Arch: c.Architecture, Tag: md.Annotations["org.opencontainers.image.ref.name"], Config: c.Config, Files: map[string]File{}}
 		for i, ld := range m.Layers {
