@@ -24,7 +24,7 @@ func (m *Mapper) mapChildren(index int, rec gjson.Result, row *contract.Row) err
 	key := keyValues(t, row.Values)
 	for i := range t.Children {
 		c := &t.Children[i]
-		rows, err := elementRows(index, c, key, rec, c.Name)
+		rows, err := m.elementRows(index, c, key, rec, c.Name)
 		if err != nil {
 			return err
 		}
@@ -59,6 +59,33 @@ func keyValues(t *contract.Table, values []any) []any {
 	return out
 }
 
+// elementPlan is how a child table's elements are read: their columns
+// (after the inherited key and position) in one walk over each element,
+// as Map reads a record's (fields.go), and its hash with its own buffer.
+type elementPlan struct {
+	first int // the first column read from the element
+	plan  *fieldPlan
+	hm    *Mapper
+}
+
+// elementPlan returns t's plan, built on first use (and again if t's
+// columns changed, as Map rebuilds the record's).
+func (m *Mapper) elementPlan(t *contract.Table, inherited int) *elementPlan {
+	if ep := m.kids[t]; ep != nil && ep.first+ep.plan.ncols == len(t.Columns) {
+		return ep
+	}
+	first := inherited
+	if first < len(t.Columns) && t.Columns[first].Name == contract.ColPos {
+		first++
+	}
+	ep := &elementPlan{first: first, plan: newFieldPlan(&contract.Table{Columns: t.Columns[first:]}), hm: &Mapper{Table: t}}
+	if m.kids == nil {
+		m.kids = map[*contract.Table]*elementPlan{}
+	}
+	m.kids[t] = ep
+	return ep
+}
+
 // elementRows maps the elements of the array at c.Path in parent (a record
 // or an element) to rows of c's table: the parent's key values first
 // (inherited), then the element's position when the table is keyed by it,
@@ -66,7 +93,7 @@ func keyValues(t *contract.Table, values []any) []any {
 // (line_items[3].taxes). A value at c.Path that is not an array, an
 // element value its column cannot take, or an element key that is missing
 // makes the whole record bad.
-func elementRows(index int, c *contract.Child, inherited []any, parent gjson.Result, where string) ([]contract.Row, error) {
+func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, parent gjson.Result, where string) ([]contract.Row, error) {
 	arr := parent.Get(c.Path)
 	if !arr.Exists() || arr.Type == gjson.Null {
 		return nil, nil
@@ -74,12 +101,9 @@ func elementRows(index int, c *contract.Child, inherited []any, parent gjson.Res
 	if !arr.IsArray() {
 		return nil, &contract.BadRecord{Index: index, Column: where, Reason: fmt.Sprintf("child table %s: want an array at %s, got %s", c.Table.Name, c.Path, describe(arr))}
 	}
-	hm := &Mapper{Table: &c.Table} // its hash, with its own buffer
 	t := &c.Table
-	first := len(inherited)
-	if first < len(t.Columns) && t.Columns[first].Name == contract.ColPos {
-		first++
-	}
+	ep := m.elementPlan(t, len(inherited))
+	first, hm := ep.first, ep.hm
 	elems := arr.Array()
 	rows := make([]contract.Row, 0, len(elems))
 	for pos, el := range elems {
@@ -89,9 +113,10 @@ func elementRows(index int, c *contract.Child, inherited []any, parent gjson.Res
 		if first > len(inherited) {
 			vals[len(inherited)] = int64(pos)
 		}
+		read := ep.plan.read(el, t.Columns[first:])
 		for i := first; i < len(t.Columns); i++ {
 			col := &t.Columns[i]
-			v, err := Convert(el.Get(col.Path), col.Type)
+			v, err := Convert(read[i-first], col.Type)
 			if err != nil {
 				return nil, &contract.BadRecord{Index: index, Column: at + "." + col.Name, Reason: fmt.Sprintf("child table %s: %v", t.Name, err)}
 			}
@@ -112,7 +137,7 @@ func elementRows(index int, c *contract.Child, inherited []any, parent gjson.Res
 			key := keyValues(t, vals)
 			for j := range t.Children {
 				gc := &t.Children[j]
-				sub, err := elementRows(index, gc, key, el, at+"."+gc.Name)
+				sub, err := m.elementRows(index, gc, key, el, at+"."+gc.Name)
 				if err != nil {
 					return nil, err
 				}

@@ -138,3 +138,58 @@ func TestCheckChildRows(t *testing.T) {
 		}
 	}
 }
+
+// An element's columns are read as gjson.Get reads them: the first of a
+// key met twice, a dotted path into a nested object, a gjson pattern, a
+// missing column as null, a scalar element by @this.
+func TestElementColumnsAsGet(t *testing.T) {
+	tbl := childTable()
+	lines := &tbl.Children[0].Table
+	lines.Columns = append(lines.Columns,
+		contract.Column{Name: "sku", Path: "item.sku", Type: contract.TypeText},
+		contract.Column{Name: "tag", Path: "tags.#", Type: contract.TypeInteger},
+		contract.Column{Name: "note", Path: "note", Type: contract.TypeText})
+	m := &Mapper{Table: tbl}
+	row, err := m.Map(0, gjson.Parse(`{"id": 1, "lines": [{"qty": 2, "id": 3, "qty": 9, "item": {"sku": "s-1"}, "tags": [1, 2], "discounts": ["x"]}, {"id": 4, "item": {"sku": "s-2"}, "qty": 1, "discounts": "y"}]}`))
+	if err == nil {
+		t.Fatalf("a discounts value that is not an array was mapped: %+v", row)
+	}
+	row, err = m.Map(0, gjson.Parse(`{"id": 1, "lines": [{"qty": 2, "id": 3, "qty": 9, "item": {"sku": "s-1"}, "tags": [1, 2], "discounts": ["x"]}, {"id": 4, "item": {"sku": "s-2"}, "qty": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{int64(1), int64(3), int64(2), "s-1", int64(2), nil}, {int64(1), int64(4), int64(1), "s-2", nil, nil}}
+	for i, w := range want {
+		if got := row.Children[0][i].Values; !reflect.DeepEqual(got, w) {
+			t.Errorf("line %d = %#v, want %#v", i, got, w)
+		}
+	}
+	if got := row.Children[0][0].Children[0][0].Values; !reflect.DeepEqual(got, []any{int64(1), int64(3), int64(0), "x"}) {
+		t.Errorf("discount = %#v", got)
+	}
+}
+
+// BenchmarkMapChildren maps an order with 5 line items (bench -children's
+// record).
+func BenchmarkMapChildren(b *testing.B) {
+	tbl := &contract.Table{Name: "orders", Key: []string{"id"}, Columns: []contract.Column{
+		{Name: "id", Path: "id", Type: contract.TypeInteger}, {Name: "name", Path: "name", Type: contract.TypeText},
+		{Name: "total", Path: "total", Type: contract.TypeNumeric}, {Name: "updated_at", Path: "updated_at", Type: contract.TypeTimestamp},
+	}, Children: []contract.Child{{Name: "line_items", Path: "line_items", Root: []string{"orders_id"}, Table: contract.Table{
+		Name: "order_line_items", Key: []string{"orders_id", "id"}, Columns: []contract.Column{
+			{Name: "orders_id", Type: contract.TypeInteger}, {Name: "id", Path: "id", Type: contract.TypeInteger},
+			{Name: "sku", Path: "sku", Type: contract.TypeText}, {Name: "quantity", Path: "quantity", Type: contract.TypeInteger},
+			{Name: "price", Path: "price", Type: contract.TypeNumeric},
+		}}}}}
+	rec := gjson.Parse(`{"id":12345,"name":"Order 12345","total":826.45,"updated_at":"2024-01-01T03:25:45Z","line_items":[` +
+		`{"id":123450,"sku":"sku-45","quantity":7,"price":415.00},{"id":123451,"sku":"sku-46","quantity":8,"price":422.11},` +
+		`{"id":123452,"sku":"sku-47","quantity":9,"price":429.22},{"id":123453,"sku":"sku-48","quantity":1,"price":436.33},` +
+		`{"id":123454,"sku":"sku-49","quantity":2,"price":443.44}]}`)
+	m := &Mapper{Table: tbl}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Map(0, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

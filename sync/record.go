@@ -32,7 +32,8 @@ type Mapper struct {
 	// stores NULL for a value its column cannot take (not a key's).
 	NoNewColumns, NoWiden, NullMisfits bool
 	buf                                []byte
-	plan                               *fieldPlan // built for the table's columns (fields.go)
+	plan                               *fieldPlan                       // built for the table's columns (fields.go)
+	kids                               map[*contract.Table]*elementPlan // by child table (children.go)
 }
 
 // Map converts one record. It returns the row, or a *BadRecord.

@@ -39,11 +39,17 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 	if len(t.Children) == 0 || len(kept) == 0 {
 		return nil
 	}
-	changed, err := p.changedRows(ctx, tx, op, t, types, kept)
+	changed, stored, err := p.changedRows(ctx, tx, op, t, types, kept)
 	if err != nil || len(changed) == 0 {
 		return err
 	}
-	if err := p.pruneTree(ctx, tx, op, t, types, changed, false, n); err != nil {
+	prune := changed
+	if own, err := p.ownTree(ctx, tx, t); err != nil {
+		return p.dbError(op, err)
+	} else if own {
+		prune = stored
+	}
+	if err := p.pruneTree(ctx, tx, op, t, types, prune, false, n); err != nil {
 		return err
 	}
 	idx := make([]int, len(changed))
@@ -116,14 +122,15 @@ func keyArrays(op string, t *contract.Table, types map[string]string, rows []con
 }
 
 // changedRows returns the rows of kept that the table does not hold as
-// they are: absent, stored with another hash, or marked deleted.
-func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) ([]contract.Row, error) {
+// they are: absent, stored with another hash, or marked deleted; and,
+// of those, the ones it holds (stored with another hash, or marked).
+func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
 	if t.Verify {
-		return kept, nil
+		return kept, kept, nil
 	}
 	args, casts, params, alias, err := keyArrays(op, t, types, kept, 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hashes := make([]string, len(kept))
 	for i, r := range kept {
@@ -134,29 +141,54 @@ func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contrac
 	for k, name := range t.Key {
 		on = append(on, fmt.Sprintf(`"_s".%s = %s`, sqlkit.QuoteIdent(name), casts[k]))
 	}
+	held := strings.Join(on, " AND ")
 	on = append(on, fmt.Sprintf(`"_s".%s = u.h`, sqlkit.QuoteIdent(contract.ColHash)))
 	if t.Soft() {
 		on = append(on, fmt.Sprintf(`"_s".%s IS NULL`, sqlkit.QuoteIdent(contract.ColDeletedAt)))
 	}
-	q := fmt.Sprintf(`SELECT u.i FROM unnest(%s, $%d::text[]) WITH ORDINALITY AS u(%s, h, i) WHERE NOT EXISTS (SELECT 1 FROM %s AS "_s" WHERE %s)`,
-		strings.Join(params, ", "), len(params)+1, strings.Join(alias, ", "), sqlkit.QuoteTable(t), strings.Join(on, " AND "))
+	// The second probe runs for the changed rows only: none on an
+	// unchanged re-sync.
+	q := fmt.Sprintf(`SELECT u.i, EXISTS (SELECT 1 FROM %[4]s AS "_s" WHERE %[6]s) FROM unnest(%[1]s, $%[2]d::text[]) WITH ORDINALITY AS u(%[3]s, h, i) WHERE NOT EXISTS (SELECT 1 FROM %[4]s AS "_s" WHERE %[5]s)`,
+		strings.Join(params, ", "), len(params)+1, strings.Join(alias, ", "), sqlkit.QuoteTable(t), strings.Join(on, " AND "), held)
 	res, err := tx.Query(ctx, q, args...)
 	if err != nil {
-		return nil, p.dbError(op, err)
+		return nil, nil, p.dbError(op, err)
 	}
 	defer res.Close()
-	var out []contract.Row
 	for res.Next() {
 		var i int64
-		if err := res.Scan(&i); err != nil {
-			return nil, p.dbError(op, err)
+		var held bool
+		if err := res.Scan(&i, &held); err != nil {
+			return nil, nil, p.dbError(op, err)
 		}
-		out = append(out, kept[i-1])
+		changed = append(changed, kept[i-1])
+		if held {
+			stored = append(stored, kept[i-1])
+		}
 	}
 	if err := res.Err(); err != nil {
-		return nil, p.dbError(op, err)
+		return nil, nil, p.dbError(op, err)
 	}
-	return out, nil
+	return changed, stored, nil
+}
+
+// ownTree reports whether t and every child table of t hold only rows
+// this sink inserted since it found them empty (fresh.go). Then a child
+// row's root row is in t: the sink writes child rows with their root row,
+// in its page's transaction, and deletes them with it (a tombstone, a
+// sweep); the parent's merge would have ended t's own-rows state had a
+// trigger kept a root row out. So a root row t does not hold has no
+// descendant rows to delete, and a first load deletes nothing.
+func (p *Sink) ownTree(ctx context.Context, tx pgx.Tx, t *contract.Table) (bool, error) {
+	if own, err := p.ownRowsOnly(ctx, tx, t); err != nil || !own {
+		return false, err
+	}
+	for _, d := range t.Descendants() {
+		if own, err := p.ownRowsOnly(ctx, tx, &d.Table); err != nil || !own {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // pruneTree deletes, or with mark set on a soft table marks, every

@@ -24,9 +24,9 @@ func childCases() []testCase {
 	}
 }
 
-// childTable is People with lines (keyed by the person and the line's
+// ChildTable is People with lines (keyed by the person and the line's
 // lid) and each line's notes (keyed by position), as jobfile builds them.
-func childTable(b *DB, deletes string) *contract.Table {
+func ChildTable(b *DB, deletes string) *contract.Table {
 	tbl := People(b)
 	tbl.Deletes = deletes
 	notes := contract.Child{Name: "notes", Path: "notes", Root: []string{"people_id"}, Table: contract.Table{
@@ -44,9 +44,9 @@ func childTable(b *DB, deletes string) *contract.Table {
 	return tbl
 }
 
-// person is a People row whose record holds lines {lid: qty} and, per
+// Person is a People row whose record holds lines {lid: qty} and, per
 // line, notes; its hash covers them, as the engine's does.
-func person(id string, lines map[int64]int64, notes ...string) contract.Row {
+func Person(id string, lines map[int64]int64, notes ...string) contract.Row {
 	r := Row(id, "n-"+id, int64(1))
 	var lids []int64
 	for lid := range lines {
@@ -123,18 +123,18 @@ func wantRows(t *testing.T, what string, got []string, want ...string) {
 // it (an unchanged parent's children are the ones stored).
 func childReplace(t *testing.T, b *DB) {
 	s := b.Sink(t)
-	tbl := childTable(b, "")
+	tbl := ChildTable(b, "")
 	MustPrepare(t, s, tbl)
 	lines, notes := &tbl.Children[0], &tbl.Children[0].Table.Children[0]
-	a, c := person("a", map[int64]int64{10: 1, 11: 2}, "x", "y"), person("c", map[int64]int64{20: 5}, "z")
+	a, c := Person("a", map[int64]int64{10: 1, 11: 2}, "x", "y"), Person("c", map[int64]int64{20: 5}, "z")
 	MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: kidCounts(3, 0, 5, 0)}, a, c)
 	wantRows(t, "lines after the first page", childRows(t, b, lines, false), "a|10|1", "a|11|2", "c|20|5")
 	wantRows(t, "notes after the first page", childRows(t, b, notes, false), "a|10|0|x", "a|10|1|y", "a|11|0|x", "a|11|1|y", "c|20|0|z")
 	before := childRows(t, b, &contract.Child{Table: contract.Table{Schema: b.Schema, Name: "people_lines", Columns: []contract.Column{{Name: "people_id", Type: contract.TypeText}, {Name: contract.ColSyncedAt, Type: contract.TypeTimestamp}}}}, false)
 
-	a2 := person("a", map[int64]int64{11: 3, 12: 1}, "y")
+	a2 := Person("a", map[int64]int64{11: 3, 12: 1}, "y")
 	c2 := c
-	c2.Children = person("c", map[int64]int64{21: 9}).Children // the hash says unchanged: these are not written
+	c2.Children = Person("c", map[int64]int64{21: 9}).Children // the hash says unchanged: these are not written
 	// a's 2 lines and 4 notes are replaced by 2 lines and 2 notes; c's
 	// are not counted.
 	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Unchanged: 1, Children: kidCounts(2, 2, 2, 4)}, a2, c2)
@@ -146,7 +146,7 @@ func childReplace(t *testing.T, b *DB) {
 	}
 
 	// A parent whose array emptied keeps no child row.
-	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Children: kidCounts(0, 2, 0, 2)}, person("a", nil))
+	MustUpsert(t, s, tbl, contract.Counts{Updated: 1, Children: kidCounts(0, 2, 0, 2)}, Person("a", nil))
 	wantRows(t, "lines after a's emptied", childRows(t, b, lines, false), "c|20|5")
 	wantRows(t, "notes after a's emptied", childRows(t, b, notes, false), "c|20|0|z")
 }
@@ -156,13 +156,13 @@ func childReplace(t *testing.T, b *DB) {
 // element is the row.
 func childSameKey(t *testing.T, b *DB) {
 	s := b.Sink(t)
-	tbl := childTable(b, "")
+	tbl := ChildTable(b, "")
 	MustPrepare(t, s, tbl)
 	lines := &tbl.Children[0]
-	a := person("a", map[int64]int64{10: 1, 11: 2}, "x")
-	again := person("a", map[int64]int64{10: 7}, "y").Children[0][0]
+	a := Person("a", map[int64]int64{10: 1, 11: 2}, "x")
+	again := Person("a", map[int64]int64{10: 7}, "y").Children[0][0]
 	a.Children[0] = append(a.Children[0], again)
-	if _, err := s.Upsert(context.Background(), tbl, []contract.Row{a, person("c", map[int64]int64{20: 5}, "z")}); err != nil {
+	if _, err := s.Upsert(context.Background(), tbl, []contract.Row{a, Person("c", map[int64]int64{20: 5}, "z")}); err != nil {
 		t.Fatalf("upsert: %v", err)
 	}
 	wantRows(t, "lines", childRows(t, b, lines, false), "a|10|7", "a|11|2", "c|20|5")
@@ -174,11 +174,11 @@ func childSameKey(t *testing.T, b *DB) {
 // children back unmarked.
 func childDeletes(t *testing.T, b *DB, mode string) {
 	s := b.Sink(t)
-	tbl := childTable(b, mode)
+	tbl := ChildTable(b, mode)
 	MustPrepare(t, s, tbl)
 	soft := mode == contract.DeletesSoft
 	lines, notes := &tbl.Children[0], &tbl.Children[0].Table.Children[0]
-	a, c, d := person("a", map[int64]int64{10: 1}, "x"), person("c", map[int64]int64{20: 5}, "z"), person("d", map[int64]int64{30: 7}, "w")
+	a, c, d := Person("a", map[int64]int64{10: 1}, "x"), Person("c", map[int64]int64{20: 5}, "z"), Person("d", map[int64]int64{30: 7}, "w")
 	MustUpsert(t, s, tbl, contract.Counts{Inserted: 3, Children: kidCounts(3, 0, 3, 0)}, a, c, d)
 	tomb := a
 	tomb.Tombstone = true
