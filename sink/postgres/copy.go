@@ -26,10 +26,14 @@ import (
 // mid-COPY loses the page's transaction whole, as for the merge.
 //
 // COPY is only used where it does exactly what the merge would:
-//   - not with the change feed on (t.Changes): its events come from the
-//     feed's triggers, and with any trigger or rule on the table at all
-//     COPY is not used (COPY ignores rules; a BEFORE trigger may keep a
-//     row out, which the merge counts as Dropped);
+//   - not with a trigger or rule on the table other than the change
+//     feed's (COPY ignores rules; a BEFORE trigger may keep a row out,
+//     which the merge counts as Dropped). The feed's triggers (feed.go)
+//     are AFTER … FOR EACH STATEMENT: COPY fires its INSERT trigger once
+//     with the copied rows as the transition table, so the page's events
+//     are one pack numbered by the same counter row as the merge's, in
+//     the COPY's savepoint: a COPY rolled back leaves no event and the
+//     merge then records the page's (docs/changes.md, "Cost");
 //   - not for a verifying run (ownRowsOnly is false then);
 //   - only when every column has the type idemsync creates (binaryParam,
 //     or jsonb for json), so that the values are encoded as for the
@@ -43,7 +47,7 @@ const copySavepoint = "idemsync_copy"
 // inserted into it empty, and reports whether it did; false leaves the
 // transaction as it found it, for the merge.
 func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, data [][]any) (bool, error) {
-	if t.Changes != nil || !copyTypes(t, types) {
+	if !copyTypes(t, types) {
 		return false, nil
 	}
 	own, err := p.ownRowsOnly(ctx, tx, t)
@@ -51,7 +55,7 @@ func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.
 		return false, p.errOrNil(op, err)
 	}
 	key := sqlkit.QuoteTable(t)
-	plain, err := p.plainTable(ctx, tx, key)
+	plain, err := p.plainTable(ctx, tx, t, key)
 	if err != nil || !plain {
 		return false, p.errOrNil(op, err)
 	}
@@ -106,15 +110,29 @@ func copyTypes(t *contract.Table, types map[string]string) bool {
 	return types[contract.ColHash] == "text" && types[contract.ColSyncedAt] == "timestamp with time zone"
 }
 
-// plainTable reports whether the table (quoted) has no trigger and no
-// rule, asking once until the next Prepare.
-func (p *Sink) plainTable(ctx context.Context, tx pgx.Tx, key string) (bool, error) {
+// plainTable reports whether the table (t, quoted as key) has no rule
+// and no trigger but, when t.Changes is set, the feed's own (AFTER …
+// FOR EACH STATEMENT, calling t's feed function), asking once until the
+// next Prepare.
+func (p *Sink) plainTable(ctx context.Context, tx pgx.Tx, t *contract.Table, key string) (bool, error) {
 	if plain, ok := p.plain[key]; ok {
 		return plain, nil
 	}
+	var feed []string
+	fn := pgFeedFuncName(t)
+	if t.Schema != "" {
+		fn = sqlkit.QuoteIdent(t.Schema) + "." + fn
+	}
+	if t.Changes != nil {
+		for _, tg := range pgFeedTriggers {
+			feed = append(feed, tg.name)
+		}
+	}
+	// tgtype: bit 0 a row trigger, bit 1 BEFORE, bit 6 INSTEAD OF.
 	var plain bool
-	err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal)
-		AND NOT EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class = to_regclass($1))`, key).Scan(&plain)
+	err := tx.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal
+			AND NOT (tgname::text = ANY($2) AND tgfoid = to_regproc($3) AND tgtype & 67 = 0))
+		AND NOT EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class = to_regclass($1))`, key, feed, fn).Scan(&plain)
 	if err != nil {
 		return false, err
 	}
