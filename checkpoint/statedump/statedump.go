@@ -94,6 +94,7 @@ var Tables = []Table{
 	{Name: "pages", Key: "run_id, seq", Columns: join(cols(Int, "run_id", "seq"), cols(Text, "position", "next"), cols(Int, "records"),
 		cols(Text, "hash"), cols(Time, "committed_at"), cols(Int, "elapsed_ms"), cols(NBytes, "keys"))},
 	{Name: "run_children", Key: "run_id, tbl", Columns: join(cols(Int, "run_id"), cols(Text, "tbl"), cols(Int, "inserted", "deleted"))},
+	{Name: "run_schema_discards", Key: "run_id", Columns: cols(Int, "run_id", "new_fields", "nulled_values", "dropped_rows")},
 	{Name: "dead_letters", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"), cols(Text, "position"),
 		cols(Int, "idx"), cols(Text, "reason"), []Column{{Name: "raw", Kind: Bytes, SQLiteText: true}}, cols(Time, "at"))},
 	{Name: "schema_changes", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"),
