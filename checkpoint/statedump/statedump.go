@@ -130,6 +130,34 @@ type Porter interface {
 	Import(ctx context.Context, d *Dump) error
 }
 
+// RowOf is a row of t from vals, its columns' values in order as a
+// driver scanned them, each in its canonical form.
+func RowOf(t Table, vals []any) (Row, error) {
+	r := Row{}
+	for i, c := range t.Columns {
+		v, err := Canon(c.Kind, vals[i])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		r[c.Name] = v
+	}
+	return r, nil
+}
+
+// Values are the values of r for t's columns in order, as Value gives
+// them, for a store to write.
+func Values(t Table, r Row) ([]any, error) {
+	out := make([]any, len(t.Columns))
+	for i, c := range t.Columns {
+		v, err := Value(c.Kind, r[c.Name])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // Canon returns v, as a driver scanned it, in k's canonical form.
 func Canon(k Kind, v any) (any, error) {
 	if v == nil {
