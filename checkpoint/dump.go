@@ -56,13 +56,9 @@ func exportTable(ctx context.Context, tx *sql.Tx, t statedump.Table) ([]statedum
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		r := statedump.Row{}
-		for i, c := range t.Columns {
-			v, err := statedump.Canon(c.Kind, vals[i])
-			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", c.Name, err)
-			}
-			r[c.Name] = v
+		r, err := statedump.RowOf(t, vals)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -101,12 +97,12 @@ func importTable(ctx context.Context, tx *sql.Tx, t statedump.Table, rows []stat
 	}
 	q := `INSERT INTO ` + t.Name + ` (` + strings.Join(names, ", ") + `) VALUES (` + strings.Join(marks, ", ") + `)`
 	for i, r := range rows {
-		args := make([]any, len(t.Columns))
+		args, err := statedump.Values(t, r)
+		if err != nil {
+			return fmt.Errorf("row %d, %w", i+1, err)
+		}
 		for j, c := range t.Columns {
-			v, err := statedump.Value(c.Kind, r[c.Name])
-			if err != nil {
-				return fmt.Errorf("row %d, column %s: %w", i+1, c.Name, err)
-			}
+			v := args[j]
 			switch x := v.(type) {
 			case time.Time:
 				v = formatTime(x)

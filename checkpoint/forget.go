@@ -26,6 +26,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		for _, q := range []string{
 			`DELETE FROM pages WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
 			`DELETE FROM run_children WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
+			`DELETE FROM run_schema_discards WHERE run_id IN (SELECT id FROM runs WHERE job = ?)`,
 			`DELETE FROM dead_letters WHERE job = ?`,
 			`DELETE FROM schema_changes WHERE job = ?`,
 			`DELETE FROM runs WHERE job = ?`,

@@ -53,9 +53,13 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete runs: %w", err)
 		}
 		st.Runs, _ = res.RowsAffected()
-		// A run's child table counts go with it (docs/job-file.md, "Child tables").
+		// A run's child table and schema discard counts go with it
+		// (docs/job-file.md, "Child tables", "The schema contract").
 		if _, err := tx.ExecContext(ctx, `DELETE FROM run_children WHERE run_id NOT IN (SELECT id FROM runs)`); err != nil {
 			return fmt.Errorf("delete child table counts: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_schema_discards WHERE run_id NOT IN (SELECT id FROM runs)`); err != nil {
+			return fmt.Errorf("delete schema discard counts: %w", err)
 		}
 		// Run keys answer a second start of the same schedule: they go
 		// with the runs they stood for (docs/operations.md, "Run keys").

@@ -19,20 +19,24 @@ const runColumns = `id, job, kind, status, started_at, finished_at, pages, recor
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
 	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full, deleted, sweep_skipped,
 	coalesce(live_before, -1), refused_since, swept, pending_deletes,
-	(SELECT json_group_object(tbl, json_object('inserted', inserted, 'deleted', deleted)) FROM run_children WHERE run_id = id)`
+	(SELECT json_group_object(tbl, json_object('inserted', inserted, 'deleted', deleted)) FROM run_children WHERE run_id = id),
+	(SELECT json_object('new_fields', new_fields, 'values', nulled_values, 'rows', dropped_rows) FROM run_schema_discards WHERE run_id = id)`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc interface{ Scan(...any) error }) (*contract.RunInfo, error) {
 	var r contract.RunInfo
-	var started, finished, refusedSince, children sql.NullString
+	var started, finished, refusedSince, children, discards sql.NullString
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &started, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
 		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
-		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes, &children)
+		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes, &children, &discards)
 	if err != nil {
 		return nil, err
 	}
 	if r.Children, err = contract.DecodeChildCounts(children.String); err != nil {
+		return nil, fmt.Errorf("run %d: %w", r.ID, err)
+	}
+	if r.SchemaDiscards, err = contract.DecodeSchemaDiscards(discards.String); err != nil {
 		return nil, fmt.Errorf("run %d: %w", r.ID, err)
 	}
 	if r.RefusedSince, err = parseTime(refusedSince); err != nil {

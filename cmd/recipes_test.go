@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	"github.com/idemsync/idemsync/internal/n8ncode"
 )
 
 // n8nWorkflow is the part of an n8n workflow export the tests read.
@@ -173,23 +174,7 @@ func TestN8nWorkflow(t *testing.T) {
 // and returns the outcome it sets.
 func runCodeNode(t *testing.T, node, code, stdout, stderr string) string {
 	t.Helper()
-	in, _ := json.Marshal(map[string]any{"exitCode": 0, "stdout": strings.TrimSpace(stdout), "stderr": strings.TrimSpace(stderr)})
-	script := "const $input = { first: () => ({ json: " + string(in) + " }) };\n" +
-		"const out = (function () {\n" + code + "\n})();\n" +
-		"process.stdout.write(JSON.stringify(out));\n"
-	out, err := exec.Command(node, "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, out)
-	}
-	var items []struct {
-		JSON struct {
-			Outcome string `json:"outcome"`
-		} `json:"json"`
-	}
-	if err := json.Unmarshal(out, &items); err != nil || len(items) != 1 {
-		t.Fatalf("the Code node returned %s: %v", out, err)
-	}
-	return items[0].JSON.Outcome
+	return n8ncode.Outcome(t, node, code, map[string]any{"exitCode": 0, "stdout": strings.TrimSpace(stdout), "stderr": strings.TrimSpace(stderr)})
 }
 
 // The workflow imports with `n8n import:workflow` (which needs an id) and

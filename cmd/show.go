@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/jobfile"
 
 	"github.com/spf13/cobra"
@@ -39,7 +40,9 @@ func newCmdShow(f *Factory, runF func(*showOptions) error) *cobra.Command {
 		Long: `Print the rows the job wrote most recently (by the table's
 _idemsync_synced_at column, newest first), so the result of a run can be
 seen without a database client. Values are shown as text, NULL as NULL
-(null with --json); wide values are cut to 40 characters in the table.`,
+(null with --json); wide values are cut to 40 characters in the table.
+The schema changes the job's pages made follow, newest first, as
+status --schema-changes lists them.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -76,6 +79,10 @@ func runShow(ctx context.Context, o *showOptions) error {
 		}
 		rs = []jobfile.Resource{*r}
 	}
+	schema, err := shownSchemaChanges(ctx, g, ios, rs)
+	if err != nil {
+		return err
+	}
 	var objs []map[string]any
 	for i, r := range rs {
 		tables, err := latestRows(ctx, g, ios, r.Job, limit)
@@ -86,6 +93,10 @@ func runShow(ctx context.Context, o *showOptions) error {
 		obj := showJSON(jf.Name, r.Name, r.Job, cols, rows)
 		if len(tables) > 1 {
 			obj["children"] = childrenJSON(tables[1:])
+		}
+		obj["schema_changes"] = schema[i]
+		if schema[i] == nil {
+			obj["schema_changes"] = []contract.SchemaChange{}
 		}
 		objs = append(objs, obj)
 		if g.json {
@@ -99,6 +110,9 @@ func runShow(ctx context.Context, o *showOptions) error {
 		}
 		printRows(ios, cols, rows)
 		printChildren(ios, tables[1:])
+		if len(schema[i]) > 0 {
+			writeSchemaChanges(ios.Out, schema[i])
+		}
 	}
 	switch {
 	case !g.json:

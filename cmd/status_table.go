@@ -83,16 +83,7 @@ func writeJobTable(w io.Writer, j jobStatus) {
 			fmt.Fprintf(w, "  #%d run %d at %s record %d: %s\n    %s\n", d.ID, d.RunID, d.Position, d.Index, d.Reason, oneLine(d.Raw, 200))
 		}
 	}
-	if j.Schema != nil {
-		fmt.Fprintf(w, "\nschema changes (%d), newest first:\n", len(j.Schema))
-		for _, c := range j.Schema {
-			from := c.From
-			if from == "" {
-				from = "(new)"
-			}
-			fmt.Fprintf(w, "  #%d run %d at %s: %s.%s %s → %s: %s\n", c.ID, c.RunID, c.At.Format(time.RFC3339), c.Table, c.Column, from, c.To, c.Reason)
-		}
-	}
+	writeSchemaChanges(w, j.Schema)
 }
 
 // writeResourcesTable writes a row per resource of a job file with

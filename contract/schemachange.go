@@ -2,6 +2,8 @@ package contract
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -30,4 +32,35 @@ type SchemaPlanner interface {
 	// table's size in bytes when a type change rewrites the whole table
 	// (PostgreSQL; 0 where it does not). A missing table gives none.
 	PlanSchema(ctx context.Context, t *Table) (changes []SchemaChange, rewriteBytes int64, err error)
+}
+
+// SchemaDiscards counts what target.schema discarded (docs/job-file.md,
+// "The schema contract"): records written without a new field
+// (NewFields) or with a value stored as NULL (Values), and records
+// dead-lettered whole (Rows). A page's are added to its run's in the
+// page's state transaction, so a continued run reports its whole pass's.
+type SchemaDiscards struct {
+	NewFields int64 `json:"new_fields"`
+	Values    int64 `json:"values"`
+	Rows      int64 `json:"rows"`
+}
+
+// Add adds o to d.
+func (d *SchemaDiscards) Add(o SchemaDiscards) {
+	d.NewFields += o.NewFields
+	d.Values += o.Values
+	d.Rows += o.Rows
+}
+
+// DecodeSchemaDiscards reads the counts a store keeps as a JSON object
+// ({"new_fields": 1, "values": 0, "rows": 2}); "" is none.
+func DecodeSchemaDiscards(s string) (SchemaDiscards, error) {
+	var d SchemaDiscards
+	if s == "" {
+		return d, nil
+	}
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return d, fmt.Errorf("schema discards %q: %w", s, err)
+	}
+	return d, nil
 }

@@ -54,6 +54,9 @@ type RunInfo struct {
 	// Children is what the run did to each child table, by its name
 	// (docs/job-file.md, "Child tables"); nil when nothing.
 	Children map[string]ChildCounts `json:"children,omitempty"`
+	// SchemaDiscards is what target.schema discarded in the run's pages
+	// (docs/job-file.md, "The schema contract").
+	SchemaDiscards SchemaDiscards `json:"schema_discards,omitzero"`
 	// Full: the run is a full pass (docs/deletions.md), fixed when it starts.
 	Full bool `json:"full,omitempty"`
 	// SweepSkipped is the first reason the full pass found that voids its
@@ -145,6 +148,9 @@ type PageCommit struct {
 	// Children is what the page did to each child table, added to the
 	// run's counts per child table (nil: nothing).
 	Children map[string]ChildCounts
+	// SchemaDiscards is what target.schema discarded on the page, added
+	// to the run's.
+	SchemaDiscards SchemaDiscards
 	// Keys are the key of every row of the page, recorded with the page
 	// so that a full pass knows the keys it saw (docs/deletions.md); nil
 	// records none, which makes the run's set incomplete.

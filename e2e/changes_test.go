@@ -11,11 +11,35 @@ import (
 	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
-// changesJob writes styleJob's page job with the change feed on.
-func changesJob(t *testing.T, dir, url, target string) string {
+// changesSpec is styleJob's page job with the change feed on: its target
+// is out.db in dir, or with db "postgres" a table in a fresh PostgreSQL
+// schema.
+func changesSpec(t *testing.T, db, dir, url string) string {
 	t.Helper()
-	spec := styleJob("page", url, target) + "  changes: true\n"
-	return writeJob(t, dir, "job.yaml", spec)
+	spec := styleJob("page", url, "sqlite:"+filepath.Join(dir, "out.db"))
+	if db == "postgres" {
+		pg := postgresURL(t)
+		spec = pgJob("page", url, pg, freshSchema(t, pg))
+	}
+	return spec + "  changes: true\n"
+}
+
+// changesJob writes changesSpec as job.yaml in dir.
+func changesJob(t *testing.T, db, dir, url string) string {
+	t.Helper()
+	return writeJob(t, dir, "job.yaml", changesSpec(t, db, dir, url))
+}
+
+// ackFastAndSlow has consumer fast read and acknowledge the whole feed,
+// and consumer slow its first 10 events: those 10 are below every
+// consumer's ack, the ones a prune may delete.
+func ackFastAndSlow(t *testing.T, dir, job string) {
+	t.Helper()
+	var b feed.Batch
+	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "fast")
+	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "fast", "--batch", b.ID)
+	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "slow", "--limit", "10")
+	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "slow", "--batch", b.ID)
 }
 
 // changesOut runs an idemsync changes command, wants exit code, and
@@ -34,6 +58,15 @@ func changesOut(t *testing.T, dir string, code int, v any, args ...string) resul
 	return r
 }
 
+// wantLateGap fails unless a new consumer, late, finds events 1 to 10
+// pruned: exit 1, naming them.
+func wantLateGap(t *testing.T, dir, job string) {
+	t.Helper()
+	if r := idemsync(t, dir, nil, "changes", job, "--consumer", "late"); r.code != 1 || !strings.Contains(r.stderr, "events 1 to 10 were pruned") {
+		t.Fatalf("a consumer after the pruning: exit %d, want 1 and the gap\n%s", r.code, r.stderr)
+	}
+}
+
 // The change feed through the binary, on SQLite and PostgreSQL: a first
 // run records an insert per row, a consumer reads it in leased batches
 // and acknowledges them, a second read under the lease is refused (exit
@@ -45,11 +78,7 @@ func TestChangesFeed(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			job := changesJob(t, dir, url, "sqlite:"+filepath.Join(dir, "out.db"))
-			if name == "postgres" {
-				pg := postgresURL(t)
-				job = writeJob(t, dir, "job.yaml", pgJob("page", url, pg, freshSchema(t, pg))+"  changes: true\n")
-			}
+			job := changesJob(t, name, dir, url)
 			// Before any run: no SQLite file to read (exit 1); on a database
 			// server, an empty feed.
 			if r := idemsync(t, dir, nil, "changes", job, "--consumer", "mail"); name == "sqlite" && (r.code != 1 || !strings.Contains(r.stderr, "run the job first")) ||
@@ -108,13 +137,9 @@ func TestChangesFeed(t *testing.T) {
 func TestChangesRetention(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 60})
 	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", "retention: 1s\n"+styleJob("page", url, "sqlite:"+filepath.Join(dir, "out.db"))+"  changes: true\n")
+	job := writeJob(t, dir, "job.yaml", "retention: 1s\n"+changesSpec(t, "sqlite", dir, url))
 	runCode(t, dir, nil, 0, "run", job)
-	var b feed.Batch
-	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "fast")
-	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "fast", "--batch", b.ID)
-	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "slow", "--limit", "10")
-	changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "slow", "--batch", b.ID)
+	ackFastAndSlow(t, dir, job)
 	time.Sleep(1200 * time.Millisecond)
 	runCode(t, dir, nil, 0, "run", job)
 	var st feed.Report
@@ -122,14 +147,13 @@ func TestChangesRetention(t *testing.T) {
 	if st.Events != 50 || st.PrunedThrough != 10 || st.First != 11 {
 		t.Fatalf("after the run: %+v, want the 10 events both consumers acknowledged pruned", st)
 	}
-	if r := idemsync(t, dir, nil, "changes", job, "--consumer", "late"); r.code != 1 || !strings.Contains(r.stderr, "events 1 to 10 were pruned") {
-		t.Fatalf("a consumer after the pruning: exit %d, want 1 and the gap\n%s", r.code, r.stderr)
-	}
+	wantLateGap(t, dir, job)
 	changesOut(t, dir, 0, &st, "changes", "status", job)
 	if c := st.Consumers[1]; c.Name != "late" || c.State != feed.StateGap {
 		t.Fatalf("late's status: %+v", st.Consumers)
 	}
 	changesOut(t, dir, 0, nil, "changes", "reset", job, "--consumer", "late", "--to", "oldest")
+	var b feed.Batch
 	changesOut(t, dir, 0, &b, "changes", job, "--consumer", "late", "--limit", "5")
 	if b.Events[0].Seq != 11 {
 		t.Fatalf("late after reset --to oldest starts at %d, want 11", b.Events[0].Seq)

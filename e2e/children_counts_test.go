@@ -3,12 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/idemsync/idemsync/internal/fakeapi"
 )
 
 // childCounts is a run's "children" as the run's --json and status --json
@@ -51,9 +48,7 @@ func TestChildTablesCounts(t *testing.T) {
 	dir := t.TempDir()
 	for _, tg := range childTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
-			api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 11})
-			rng, next := rand.New(rand.NewPCG(11, 11)), 0
-			childLines(rng, api, &next)
+			api, url, rng, next := childShop(t, 60, 11)
 			job := writeJob(t, dir, tg.name+"-counts.yaml", childJob(url, tg, "keep", ""))
 
 			first := runChildren(t, dir, job)

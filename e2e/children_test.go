@@ -125,6 +125,17 @@ func childLines(rng *rand.Rand, api *fakeapi.API, next *int) {
 	}
 }
 
+// childShop serves n orders of seed, their lines drawn from seed too
+// (childLines): the API, its URL, the draw and the next line's id, for
+// childMutate and drawLines to go on from.
+func childShop(t *testing.T, n int, seed int64) (api *fakeapi.API, url string, rng *rand.Rand, next int) {
+	t.Helper()
+	api, url = startAPI(t, fakeapi.Options{Records: n, Seed: seed})
+	rng = rand.New(rand.NewPCG(uint64(seed), uint64(seed)))
+	childLines(rng, api, &next)
+	return api, url, rng, next
+}
+
 func drawLines(rng *rand.Rand, next *int) []fakeapi.Line {
 	if rng.IntN(8) == 0 {
 		return nil // no lines key at all
@@ -371,9 +382,7 @@ func TestChildTables(t *testing.T) {
 	dir := t.TempDir()
 	for _, tg := range childTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
-			api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 7})
-			rng, next := rand.New(rand.NewPCG(7, 7)), 0
-			childLines(rng, api, &next)
+			api, url, rng, next := childShop(t, 60, 7)
 			job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, "keep", ""))
 			delRun(t, dir, 0, "run", job)
 			sameParents(t, childCheck(t, tg, "first load"), api)
@@ -429,9 +438,7 @@ func TestChildTablesDeletes(t *testing.T) {
 			dir := t.TempDir()
 			for _, tg := range childTargets(t, dir) {
 				t.Run(tg.name, func(t *testing.T) {
-					api, url := startAPI(t, fakeapi.Options{Records: 40, Seed: 3})
-					rng, next := rand.New(rand.NewPCG(3, 3)), 0
-					childLines(rng, api, &next)
+					api, url, _, _ := childShop(t, 40, 3)
 					job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, mode, ""))
 					delRun(t, dir, 0, "run", job)
 					var gone []fakeapi.Record
@@ -479,9 +486,7 @@ func TestChildTablesTombstone(t *testing.T) {
 			dir := t.TempDir()
 			for _, tg := range childTargets(t, dir) {
 				t.Run(tg.name, func(t *testing.T) {
-					api, url := startAPI(t, fakeapi.Options{Records: 30, Seed: 5})
-					rng, next := rand.New(rand.NewPCG(5, 5)), 0
-					childLines(rng, api, &next)
+					api, url, rng, next := childShop(t, 30, 5)
 					api.Update(4, func(r *fakeapi.Record) {
 						r.Lines = drawLines(rng, &next)
 						r.Lines = append(r.Lines, fakeapi.Line{ID: 9999, SKU: "t", Qty: 1})
@@ -619,9 +624,7 @@ func TestChildTablesReplayShow(t *testing.T) {
 	dir := t.TempDir()
 	for _, tg := range childTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
-			api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 11})
-			rng, next := rand.New(rand.NewPCG(11, 11)), 0
-			childLines(rng, api, &next)
+			api, url, _, next := childShop(t, 60, 11)
 			job := writeJob(t, dir, tg.name+".yaml", childJob(url, tg, "keep", ""))
 			delRun(t, dir, 0, "run", job)
 			for _, r := range api.Records() { // every order gains a line
@@ -680,9 +683,7 @@ func TestChildTablesFanout(t *testing.T) {
 	for _, tg := range childTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
 			_, storesURL := startAPI(t, fakeapi.Options{Records: 3, Seed: 1})
-			api, url := startAPI(t, fakeapi.Options{Records: 20, Seed: 2})
-			rng, next := rand.New(rand.NewPCG(2, 2)), 0
-			childLines(rng, api, &next)
+			api, url, rng, next := childShop(t, 20, 2)
 			prefix := ""
 			if tg.schema != "" {
 				prefix = tg.schema + "."

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -74,9 +73,7 @@ func TestChildTablesIncremental(t *testing.T) {
 	dir := t.TempDir()
 	for _, tg := range childTargets(t, dir) {
 		t.Run(tg.name, func(t *testing.T) {
-			api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 13})
-			rng, next := rand.New(rand.NewPCG(13, 13)), 0
-			childLines(rng, api, &next)
+			api, url, rng, next := childShop(t, 60, 13)
 			job := childJob(url, tg, "keep", "")
 			job = strings.Replace(job, url+"/page", url+"/hwm", 1)
 			job = strings.Replace(job, "  style: page\n  size_param: per_page\n  size: 25\n",

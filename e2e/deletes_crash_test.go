@@ -19,26 +19,19 @@ func TestDeletesSweepCrashes(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the failpoint's SIGKILL is checked through Unix wait status")
 	}
-	for _, mode := range []string{"hard", "soft"} {
-		t.Run(mode, func(t *testing.T) {
-			dir := t.TempDir()
-			for _, tg := range delTargets(t, dir) {
-				t.Run(tg.name, func(t *testing.T) {
-					// With the state in PostgreSQL every run after a kill
-					// waits out the killed holder's lease: 2 rounds.
-					rounds := 6
-					if pgState() {
-						rounds = 2
-					}
-					kills := sweepCrashes(t, dir, tg, mode, rounds)
-					t.Logf("%s %s: %d SIGKILLs during full passes' ends, every state checked", mode, tg.name, kills)
-					if kills < 20*rounds/6 {
-						t.Fatalf("only %d kills", kills)
-					}
-				})
-			}
-		})
-	}
+	eachDelTarget(t, []string{"hard", "soft"}, func(t *testing.T, dir, mode string, tg delTarget) {
+		// With the state in PostgreSQL every run after a kill
+		// waits out the killed holder's lease: 2 rounds.
+		rounds := 6
+		if pgState() {
+			rounds = 2
+		}
+		kills := sweepCrashes(t, dir, tg, mode, rounds)
+		t.Logf("%s %s: %d SIGKILLs during full passes' ends, every state checked", mode, tg.name, kills)
+		if kills < 20*rounds/6 {
+			t.Fatalf("only %d kills", kills)
+		}
+	})
 }
 
 // sweepCrashes runs rounds of source changes, each followed by kills at

@@ -207,6 +207,20 @@ type delTarget struct {
 	rows func(t *testing.T) map[int]*string
 }
 
+// eachDelTarget runs fn as a subtest for each deletes mode of modes on
+// each of delTargets, the targets of a mode in a directory of their own.
+func eachDelTarget(t *testing.T, modes []string, fn func(t *testing.T, dir, mode string, tg delTarget)) {
+	t.Helper()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, tg := range delTargets(t, dir) {
+				t.Run(tg.name, func(t *testing.T) { fn(t, dir, mode, tg) })
+			}
+		})
+	}
+}
+
 // delTargets returns an SQLite target in dir and, when the server is
 // configured, a PostgreSQL one.
 func delTargets(t *testing.T, dir string) []delTarget {

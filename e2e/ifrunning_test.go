@@ -51,13 +51,7 @@ func TestIfRunning(t *testing.T) {
 				t.Errorf("--if-running maybe: exit %d, want 2 naming the flag: %s", r.code, r.stderr)
 			}
 			first, errOut, done := startIdemsync(t, dir, env, "run", job, "--quiet")
-			select {
-			case <-g.arrived:
-			case err := <-done:
-				t.Fatalf("first run ended before page 3 (%v): %s", err, errOut)
-			case <-time.After(30 * time.Second):
-				t.Fatal("first run never asked for page 3")
-			}
+			g.reached(t, errOut, done)
 			pid := "pid " + strconv.Itoa(first.Process.Pid)
 
 			// By default a state file keeps exit 4; a PostgreSQL state skips.
@@ -136,11 +130,7 @@ func TestRunKey(t *testing.T) {
 
 			// Started together: one runs, the other waits and reports it.
 			_, errOut, done := startIdemsync(t, dir, env, "run", job, "--run-key", key, "--quiet")
-			select {
-			case <-g.arrived:
-			case err := <-done:
-				t.Fatalf("first run ended before page 2 (%v): %s", err, errOut)
-			}
+			g.reached(t, errOut, done)
 			secondDone := make(chan result, 1)
 			go func() {
 				secondDone <- idemsync(t, dir, append(env, "IDEMSYNC_RUN_KEY="+key), "run", job, "--if-running", "wait", "--json")

@@ -141,6 +141,20 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.h.ServeHTTP(w, r)
 }
 
+// reached waits until the run started with startIdemsync (its stderr
+// errOut, its end done) asks for page g.n; it fails the test when the run
+// ends first or has not asked within 30 seconds.
+func (g *gate) reached(t *testing.T, errOut *bytes.Buffer, done <-chan error) {
+	t.Helper()
+	select {
+	case <-g.arrived:
+	case err := <-done:
+		t.Fatalf("first run ended before page %s (%v): %s", g.n, err, errOut)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("first run never asked for page %s", g.n)
+	}
+}
+
 // Two hosts on one job with the state in PostgreSQL: while the first
 // holds the lease the second exits 4 naming it; once the first is stopped
 // (SIGSTOP: a pause or a partition) past its lease, the second takes the
@@ -157,13 +171,7 @@ func TestPostgresStateLeaseTakeover(t *testing.T) {
 	job := writeJob(t, dir, "job.yaml", styleJob("page", apiURL, "sqlite:out.db"))
 
 	first, errOut, done := startIdemsync(t, dir, env, "run", job, "--quiet")
-	select {
-	case <-g.arrived:
-	case err := <-done:
-		t.Fatalf("first run ended before page 5 (%v): %s", err, errOut)
-	case <-time.After(30 * time.Second):
-		t.Fatal("first run never asked for page 5")
-	}
+	g.reached(t, errOut, done)
 	time.Sleep(300 * time.Millisecond) // the page before commits
 	r := idemsync(t, dir, env, "run", job, "--quiet", "--if-running", "fail")
 	if r.code != 4 || !strings.Contains(r.stderr, "locked by pid "+strconv.Itoa(first.Process.Pid)) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,17 +18,9 @@ func TestPruneFeed(t *testing.T) {
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			job := changesJob(t, dir, url, "sqlite:"+filepath.Join(dir, "out.db"))
-			if name == "postgres" {
-				pg := postgresURL(t)
-				job = writeJob(t, dir, "job.yaml", pgJob("page", url, pg, freshSchema(t, pg))+"  changes: true\n")
-			}
+			job := changesJob(t, name, dir, url)
 			runCode(t, dir, nil, 0, "run", job)
-			var b feed.Batch
-			changesOut(t, dir, 0, &b, "changes", job, "--consumer", "fast")
-			changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "fast", "--batch", b.ID)
-			changesOut(t, dir, 0, &b, "changes", job, "--consumer", "slow", "--limit", "10")
-			changesOut(t, dir, 0, nil, "changes", "ack", job, "--consumer", "slow", "--batch", b.ID)
+			ackFastAndSlow(t, dir, job)
 
 			type pruned struct {
 				Feed *struct {
@@ -52,9 +43,7 @@ func TestPruneFeed(t *testing.T) {
 			if st.Events != 50 || st.First != 11 || st.PrunedThrough != 10 {
 				t.Fatalf("status after prune: %+v", st)
 			}
-			if r := idemsync(t, dir, nil, "changes", job, "--consumer", "late"); r.code != 1 || !strings.Contains(r.stderr, "events 1 to 10 were pruned") {
-				t.Fatalf("a consumer after the pruning: exit %d, want 1 and the gap\n%s", r.code, r.stderr)
-			}
+			wantLateGap(t, dir, job)
 			r := changesOut(t, dir, 0, nil, "prune", job, "--keep", "0s")
 			if !strings.Contains(r.stdout, "change feed orders-page: deleted 0 events") {
 				t.Errorf("prune's text output: %s", r.stdout)

@@ -28,12 +28,7 @@ func TestServeChanges(t *testing.T) {
 			if err := os.Mkdir(jobs, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			spec := styleJob("page", url, "sqlite:"+filepath.Join(dir, "out.db"))
-			if name == "postgres" {
-				pg := postgresURL(t)
-				spec = pgJob("page", url, pg, freshSchema(t, pg))
-			}
-			job := writeJob(t, jobs, "orders.yaml", "retention: 1s\n"+spec+"  changes: true\n")
+			job := writeJob(t, jobs, "orders.yaml", "retention: 1s\n"+changesSpec(t, name, dir, url))
 			s := startServe(t, dir, jobs, nil)
 			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
 				t.Fatalf("run: %d %s", code, body)

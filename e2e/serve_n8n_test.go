@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	"github.com/idemsync/idemsync/internal/n8ncode"
 )
 
 const serveWorkflow = "../examples/n8n/idemsync-serve-workflow.json"
@@ -103,39 +104,16 @@ func TestServeN8nWorkflow(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &parsed); err != nil {
 			t.Fatalf("%s: reply is not JSON: %s", c.job, body)
 		}
-		if got := runServeCodeNode(t, node, code, map[string]any{"body": parsed, "statusCode": status}); got != c.outcome {
+		if got := n8ncode.Outcome(t, node, code, map[string]any{"body": parsed, "statusCode": status}); got != c.outcome {
 			t.Errorf("%s (HTTP %d): outcome %q, want %q: %s", c.job, status, got, c.outcome, body)
 		}
 	}
 	// A wrong token, a body n8n left as text, and no server at all.
 	req := map[string]any{"body": `{"status":"failed","error":"missing or wrong bearer token","exit_code":2}`, "statusCode": 401}
-	if got := runServeCodeNode(t, node, code, req); got != "alert" {
+	if got := n8ncode.Outcome(t, node, code, req); got != "alert" {
 		t.Errorf("401: outcome %q, want alert", got)
 	}
-	if got := runServeCodeNode(t, node, code, map[string]any{"error": map[string]any{"message": "connect ECONNREFUSED 127.0.0.1:8787"}}); got != "alert" {
+	if got := n8ncode.Outcome(t, node, code, map[string]any{"error": map[string]any{"message": "connect ECONNREFUSED 127.0.0.1:8787"}}); got != "alert" {
 		t.Errorf("no server: outcome %q, want alert", got)
 	}
-}
-
-// runServeCodeNode runs the Code node's JavaScript on what the HTTP
-// Request node outputs and returns the outcome it sets.
-func runServeCodeNode(t *testing.T, node, code string, in map[string]any) string {
-	t.Helper()
-	js, _ := json.Marshal(in)
-	script := "const $input = { first: () => ({ json: " + string(js) + " }) };\n" +
-		"const out = (function () {\n" + code + "\n})();\n" +
-		"process.stdout.write(JSON.stringify(out));\n"
-	out, err := exec.Command(node, "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, out)
-	}
-	var items []struct {
-		JSON struct {
-			Outcome string `json:"outcome"`
-		} `json:"json"`
-	}
-	if err := json.Unmarshal(out, &items); err != nil || len(items) != 1 {
-		t.Fatalf("the Code node returned %s: %v", out, err)
-	}
-	return items[0].JSON.Outcome
 }

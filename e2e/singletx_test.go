@@ -79,13 +79,7 @@ func TestFencedTargetRefusesStaleHolder(t *testing.T) {
 	job := writeJob(t, dir, "job.yaml", pgJob("page", serve(t, g), otherRoute(t, pg), schema))
 
 	first, errOut, done := startIdemsync(t, dir, env, "run", job, "--quiet")
-	select {
-	case <-g.arrived:
-	case err := <-done:
-		t.Fatalf("first run ended before page 5 (%v): %s", err, errOut)
-	case <-time.After(30 * time.Second):
-		t.Fatal("first run never asked for page 5")
-	}
+	g.reached(t, errOut, done)
 	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

@@ -309,6 +309,13 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 	}
 	rs.pages, rs.records, rs.skipped = run.Pages, run.Records, run.Skipped
 	rs.total = contract.Counts{Inserted: run.Inserted, Updated: run.Updated, Unchanged: run.Unchanged, Deleted: run.Deleted, Children: maps.Clone(run.Children)}
+	if run.Pages > 0 { // what target.schema did on its pages before (schema.go)
+		changes, err := e.Store.SchemaChanges(ctx, job.Name, 0)
+		if err != nil {
+			return err
+		}
+		rs.schema.continued(run, changes)
+	}
 	e.Logger.Info("continuing unfinished run", "job", job.Name, "run_id", run.ID, "kind", run.Kind,
 		"checkpoint", rs.pos.Describe(job.Pagination.Style, job.Secrets), "pages_done", run.Pages)
 	return nil

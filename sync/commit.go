@@ -69,7 +69,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 			Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
 			Skipped: skipped, Columns: EncodeColumns(cols), Dead: append(slices.Clip(dead), kept...), Keys: keys, Elapsed: time.Since(fp.t0),
-			SchemaChanges: fp.schema.changes, Children: counts.Children}
+			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {
 			pc.FinishedAt = time.Now().UTC()

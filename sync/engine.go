@@ -62,11 +62,12 @@ type Result struct {
 	// did not see but kept: the next proving pass removes those it misses
 	// too (docs/deletions.md, "Two passes"). Omitted on other runs.
 	PendingDeletes *int64 `json:"pending_deletes,omitempty"`
-	// SchemaChanges are the columns this invocation's pages added or
-	// widened, and SchemaDiscards what target.schema discarded in it
-	// (docs/job-file.md, "The schema contract"); omitted when none.
-	SchemaChanges  []contract.SchemaChange `json:"schema_changes,omitempty"`
-	SchemaDiscards *SchemaDiscards         `json:"schema_discards,omitempty"`
+	// SchemaChanges are the columns the run's pages added or widened, and
+	// SchemaDiscards what target.schema discarded in them, a continued
+	// run's from its first page (docs/job-file.md, "The schema
+	// contract"); omitted when none.
+	SchemaChanges  []contract.SchemaChange  `json:"schema_changes,omitempty"`
+	SchemaDiscards *contract.SchemaDiscards `json:"schema_discards,omitempty"`
 
 	// Children is what the run did to each child table: rows inserted,
 	// and rows deleted or marked (docs/job-file.md, "Child tables");
@@ -146,7 +147,7 @@ type runState struct {
 	records int64
 	proof   proofState // what voids the pass's proof of absence (proof.go)
 	walk    walkKeys   // the distinct keys of the walk in progress (distinct.go)
-	schema  schemaRun  // what target.schema did in this invocation (schema.go)
+	schema  schemaRun  // what target.schema did in the run (schema.go)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock

@@ -30,22 +30,7 @@ type schemaPage struct {
 	// changes are the columns the page added or widened.
 	changes []contract.SchemaChange
 	// counts of what the contract discarded on this page.
-	discards SchemaDiscards
-}
-
-// SchemaDiscards counts what target.schema discarded: records written
-// without a new field (NewFields) or with a value stored as NULL (Values),
-// and records dead-lettered whole (Rows).
-type SchemaDiscards struct {
-	NewFields int64 `json:"new_fields"`
-	Values    int64 `json:"values"`
-	Rows      int64 `json:"rows"`
-}
-
-func (d *SchemaDiscards) add(o SchemaDiscards) {
-	d.NewFields += o.NewFields
-	d.Values += o.Values
-	d.Rows += o.Rows
+	discards contract.SchemaDiscards
 }
 
 // checkSchema applies target.schema to the records of a page before
@@ -218,10 +203,23 @@ func (e *Engine) inferPage(m *Mapper, recs []gjson.Result, where string) (schema
 	return sp, nil
 }
 
-// schemaRun is what target.schema did in one invocation, for its Result.
+// schemaRun is what target.schema did in the run, for its Result: a
+// continued run starts from what its pages before did (continued).
 type schemaRun struct {
 	changes  []contract.SchemaChange
-	discards SchemaDiscards
+	discards contract.SchemaDiscards
+}
+
+// continued starts sr from what the pages of run, committed before it was
+// continued, changed and discarded: of the job's changes (newest first),
+// run's, oldest first.
+func (sr *schemaRun) continued(run *contract.RunInfo, jobChanges []contract.SchemaChange) {
+	for _, c := range slices.Backward(jobChanges) {
+		if c.RunID == run.ID {
+			sr.changes = append(sr.changes, c)
+		}
+	}
+	sr.discards = run.SchemaDiscards
 }
 
 // add counts the committed page pc, whose schema work was sp.
@@ -230,13 +228,13 @@ func (sr *schemaRun) add(sp schemaPage, pc *contract.PageCommit) {
 		c.RunID, c.At = pc.RunID, time.Now().UTC()
 		sr.changes = append(sr.changes, c)
 	}
-	sr.discards.add(sp.discards)
+	sr.discards.Add(sp.discards)
 }
 
 // result is Result.SchemaChanges and Result.SchemaDiscards: nil when none.
-func (sr *schemaRun) result() ([]contract.SchemaChange, *SchemaDiscards) {
-	var d *SchemaDiscards
-	if sr.discards != (SchemaDiscards{}) {
+func (sr *schemaRun) result() ([]contract.SchemaChange, *contract.SchemaDiscards) {
+	var d *contract.SchemaDiscards
+	if sr.discards != (contract.SchemaDiscards{}) {
 		d = &sr.discards
 	}
 	return sr.changes, d

@@ -27,11 +27,11 @@ func TestSchemaDiscardsCountOncePerRecord(t *testing.T) {
 	recs := gjson.Parse(`[{"id":1,"price":5},{"id":2,"price":7.5,"tags":["a"]},{"id":3,"price":8,"tags":["b"]}]`).Array()
 	for _, tc := range []struct {
 		typeChange string
-		want       SchemaDiscards
+		want       contract.SchemaDiscards
 		drop, trim []int
 	}{
-		{spec.TypeChangeDiscardRow, SchemaDiscards{NewFields: 1, Rows: 1}, []int{1}, []int{2}},
-		{spec.TypeChangeDiscardValue, SchemaDiscards{NewFields: 2, Values: 1}, nil, []int{1, 2}},
+		{spec.TypeChangeDiscardRow, contract.SchemaDiscards{NewFields: 1, Rows: 1}, []int{1}, []int{2}},
+		{spec.TypeChangeDiscardValue, contract.SchemaDiscards{NewFields: 2, Values: 1}, nil, []int{1, 2}},
 	} {
 		e, m := schemaEngine(&spec.SchemaContract{NewColumns: spec.NewColumnsDiscard, TypeChange: tc.typeChange})
 		sp, err := e.inferPage(m, recs, "page 1")

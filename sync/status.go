@@ -50,6 +50,9 @@ func RunResult(r *contract.RunInfo, style, hwm string, red *Redactor) Result {
 		Children:   r.Children,
 		Checkpoint: pos.Describe(style, red), HWM: hwm, Error: red.Redact(r.Error),
 	}
+	if r.SchemaDiscards != (contract.SchemaDiscards{}) {
+		res.SchemaDiscards = &r.SchemaDiscards
+	}
 	if r.SweepSkipped != "" {
 		res.Sweep, res.SweepSkipped = SweepSkippedOutcome, red.Redact(r.SweepSkipped)
 	}

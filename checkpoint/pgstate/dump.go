@@ -52,13 +52,9 @@ func (s *Store) exportTable(ctx context.Context, tx pgx.Tx, t statedump.Table) (
 		if err != nil {
 			return nil, err
 		}
-		r := statedump.Row{}
-		for i, c := range t.Columns {
-			v, err := statedump.Canon(c.Kind, vals[i])
-			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", c.Name, err)
-			}
-			r[c.Name] = v
+		r, err := statedump.RowOf(t, vals)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, r)
 	}
@@ -108,13 +104,9 @@ func (s *Store) importTable(ctx context.Context, tx pgx.Tx, t statedump.Table, r
 	}
 	q := s.q(`INSERT INTO {S}.` + t.Name + ` (` + strings.Join(names, ", ") + `)` + override + ` VALUES (` + strings.Join(marks, ", ") + `)`)
 	for i, r := range rows {
-		args := make([]any, len(t.Columns))
-		for j, c := range t.Columns {
-			v, err := statedump.Value(c.Kind, r[c.Name])
-			if err != nil {
-				return fmt.Errorf("row %d, column %s: %w", i+1, c.Name, err)
-			}
-			args[j] = v
+		args, err := statedump.Values(t, r)
+		if err != nil {
+			return fmt.Errorf("row %d, %w", i+1, err)
 		}
 		if _, err := tx.Exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("row %d: %w", i+1, err)

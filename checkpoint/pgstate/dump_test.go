@@ -28,6 +28,9 @@ func TestDumpAcrossStores(t *testing.T) {
 	if n := len(fromFile.Tables["run_children"]); n != 1 {
 		t.Fatalf("the dump holds %d child table counts, want Populate's 1", n)
 	}
+	if n := len(fromFile.Tables["run_schema_discards"]); n != 1 {
+		t.Fatalf("the dump holds %d runs' schema discards, want Populate's 1", n)
+	}
 	pg := openTest(t, newSchema(t, url.Values{}))
 	defer pg.Close()
 	if err := pg.Import(ctx, fromFile); err != nil {

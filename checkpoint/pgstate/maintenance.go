@@ -42,9 +42,13 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete runs: %w", err)
 		}
 		st.Runs = tag.RowsAffected()
-		// A run's child table counts go with it (docs/job-file.md, "Child tables").
+		// A run's child table and schema discard counts go with it
+		// (docs/job-file.md, "Child tables", "The schema contract").
 		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {S}.run_children c WHERE NOT EXISTS (SELECT 1 FROM {S}.runs r WHERE r.id = c.run_id)`)); err != nil {
 			return fmt.Errorf("delete child table counts: %w", err)
+		}
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {S}.run_schema_discards d WHERE NOT EXISTS (SELECT 1 FROM {S}.runs r WHERE r.id = d.run_id)`)); err != nil {
+			return fmt.Errorf("delete schema discard counts: %w", err)
 		}
 		// Run keys go with the runs they stood for (docs/operations.md, "Run keys").
 		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {S}.run_keys WHERE job = $1 AND at < $2`), job, cutoff); err != nil {
@@ -75,6 +79,7 @@ func (s *Store) Forget(ctx context.Context, job string) (int64, error) {
 		for _, q := range []string{
 			`DELETE FROM {S}.pages WHERE run_id IN (SELECT id FROM {S}.runs WHERE job = $1)`,
 			`DELETE FROM {S}.run_children WHERE run_id IN (SELECT id FROM {S}.runs WHERE job = $1)`,
+			`DELETE FROM {S}.run_schema_discards WHERE run_id IN (SELECT id FROM {S}.runs WHERE job = $1)`,
 			`DELETE FROM {S}.dead_letters WHERE job = $1`,
 			`DELETE FROM {S}.schema_changes WHERE job = $1`,
 			`DELETE FROM {S}.runs WHERE job = $1`,

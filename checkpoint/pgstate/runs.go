@@ -15,22 +15,28 @@ const runColumns = `id, job, kind, status, started_at, finished_at, pages, recor
 	inserted, updated, unchanged, skipped, checkpoint, last_pos, window_mark,
 	max_mark, from_pos, to_pos, error, number, coalesce(identity, ''), full_pass, deleted, sweep_skipped,
 	coalesce(live_before, -1), refused_since, swept, pending_deletes,
-	(SELECT json_object_agg(tbl, json_build_object('inserted', inserted, 'deleted', deleted))::text FROM {S}.run_children WHERE run_id = id)`
+	(SELECT json_object_agg(tbl, json_build_object('inserted', inserted, 'deleted', deleted))::text FROM {S}.run_children WHERE run_id = id),
+	(SELECT json_build_object('new_fields', new_fields, 'values', nulled_values, 'rows', dropped_rows)::text FROM {S}.run_schema_discards WHERE run_id = id)`
 
 // scanRun reads one row selected with runColumns.
 func scanRun(sc pgx.Row) (*contract.RunInfo, error) {
 	var r contract.RunInfo
 	var finished, refusedSince *time.Time
-	var children *string
+	var children, discards *string
 	err := sc.Scan(&r.ID, &r.Job, &r.Kind, &r.Status, &r.StartedAt, &finished,
 		&r.Pages, &r.Records, &r.Inserted, &r.Updated, &r.Unchanged, &r.Skipped,
 		&r.Checkpoint, &r.Last, &r.Window, &r.MaxMark, &r.From, &r.To, &r.Error, &r.Number, &r.Identity, &r.Full, &r.Deleted, &r.SweepSkipped,
-		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes, &children)
+		&r.LiveBefore, &refusedSince, &r.Swept, &r.PendingDeletes, &children, &discards)
 	if err != nil {
 		return nil, err
 	}
 	if children != nil {
 		if r.Children, err = contract.DecodeChildCounts(*children); err != nil {
+			return nil, fmt.Errorf("run %d: %w", r.ID, err)
+		}
+	}
+	if discards != nil {
+		if r.SchemaDiscards, err = contract.DecodeSchemaDiscards(*discards); err != nil {
 			return nil, fmt.Errorf("run %d: %w", r.ID, err)
 		}
 	}

@@ -10,13 +10,20 @@ import (
 	"github.com/idemsync/idemsync/contract"
 )
 
-// queueSchemaChanges queues the columns the page added or widened into
-// its checkpoint batch (docs/job-file.md, "The schema contract").
+// queueSchemaChanges queues the columns the page added or widened, and
+// what it discarded added to its run's, into its checkpoint batch
+// (docs/job-file.md, "The schema contract").
 func (s *Store) queueSchemaChanges(b *pgx.Batch, job string, p *contract.PageCommit, now time.Time) {
 	for i, c := range p.SchemaChanges {
 		named(b.Queue(s.q(`INSERT INTO {S}.schema_changes (job, run_id, tbl, col, from_type, to_type, reason, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`), job, p.RunID, clean(c.Table), clean(c.Column), c.From, c.To, clean(c.Reason), now),
 			fmt.Sprintf("insert schema change %d of %d", i+1, len(p.SchemaChanges)))
+	}
+	if d := p.SchemaDiscards; d != (contract.SchemaDiscards{}) {
+		named(b.Queue(s.q(`INSERT INTO {S}.run_schema_discards AS d (run_id, new_fields, nulled_values, dropped_rows) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (run_id) DO UPDATE SET new_fields = d.new_fields + excluded.new_fields,
+				nulled_values = d.nulled_values + excluded.nulled_values, dropped_rows = d.dropped_rows + excluded.dropped_rows`),
+			p.RunID, d.NewFields, d.Values, d.Rows), "count schema discards")
 	}
 }
 

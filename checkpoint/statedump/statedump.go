@@ -94,6 +94,7 @@ var Tables = []Table{
 	{Name: "pages", Key: "run_id, seq", Columns: join(cols(Int, "run_id", "seq"), cols(Text, "position", "next"), cols(Int, "records"),
 		cols(Text, "hash"), cols(Time, "committed_at"), cols(Int, "elapsed_ms"), cols(NBytes, "keys"))},
 	{Name: "run_children", Key: "run_id, tbl", Columns: join(cols(Int, "run_id"), cols(Text, "tbl"), cols(Int, "inserted", "deleted"))},
+	{Name: "run_schema_discards", Key: "run_id", Columns: cols(Int, "run_id", "new_fields", "nulled_values", "dropped_rows")},
 	{Name: "dead_letters", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"), cols(Text, "position"),
 		cols(Int, "idx"), cols(Text, "reason"), []Column{{Name: "raw", Kind: Bytes, SQLiteText: true}}, cols(Time, "at"))},
 	{Name: "schema_changes", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "run_id"),
@@ -127,6 +128,34 @@ type Porter interface {
 	// Import loads d into an empty state in one transaction, and refuses
 	// a state that holds a job.
 	Import(ctx context.Context, d *Dump) error
+}
+
+// RowOf is a row of t from vals, its columns' values in order as a
+// driver scanned them, each in its canonical form.
+func RowOf(t Table, vals []any) (Row, error) {
+	r := Row{}
+	for i, c := range t.Columns {
+		v, err := Canon(c.Kind, vals[i])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		r[c.Name] = v
+	}
+	return r, nil
+}
+
+// Values are the values of r for t's columns in order, as Value gives
+// them, for a store to write.
+func Values(t Table, r Row) ([]any, error) {
+	out := make([]any, len(t.Columns))
+	for i, c := range t.Columns {
+		v, err := Value(c.Kind, r[c.Name])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // Canon returns v, as a driver scanned it, in k's canonical form.

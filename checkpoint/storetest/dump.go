@@ -30,7 +30,8 @@ func Populate(t *testing.T, s contract.Store) (runs []int64) {
 	commit(t, s, "shop.orders", p)
 	b := startRun(t, s, contract.RunInfo{Job: "shop.orders", StartedAt: t0.Add(time.Hour)})
 	commit(t, s, "shop.orders", contract.PageCommit{RunID: b, Position: "q1", Next: "q2", Records: 1, Hash: "h",
-		SchemaChanges: []contract.SchemaChange{{Table: "orders", Column: "price", From: "integer", To: "numeric", Reason: "record 0 holds 1.5"}}})
+		SchemaChanges:  []contract.SchemaChange{{Table: "orders", Column: "price", From: "integer", To: "numeric", Reason: "record 0 holds 1.5"}},
+		SchemaDiscards: contract.SchemaDiscards{NewFields: 1, Values: 2, Rows: 3}})
 	for _, err := range []error{
 		s.OpenCycle(ctx, "shop", t0),
 		s.SaveRefreshToken(ctx, "shop", "oauth", "seed", "refresh-secret", false),

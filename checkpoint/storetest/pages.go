@@ -34,9 +34,11 @@ func commitEverything(t *testing.T, e *env) {
 	p := fullPage(id, "p1", "p2")
 	p.Elapsed = 1500 * time.Millisecond
 	p.Children = map[string]contract.ChildCounts{"order_lines": {Inserted: 5}, "order_tags": {Inserted: 1, Deleted: 2}}
+	p.SchemaDiscards = contract.SchemaDiscards{NewFields: 1, Values: 2}
 	commit(t, s, "orders", p)
 	p2 := fullPage(id, "p2", "p3")
 	p2.Children = map[string]contract.ChildCounts{"order_lines": {Inserted: 3, Deleted: 4}}
+	p2.SchemaDiscards = contract.SchemaDiscards{NewFields: 4, Rows: 3}
 	commit(t, s, "orders", p2)
 
 	r := run(t, s, "orders", id)
@@ -44,7 +46,9 @@ func commitEverything(t *testing.T, e *env) {
 		Pages: 2, Records: 10, Inserted: 4, Updated: 2, Unchanged: 2, Skipped: 2, Deleted: 2,
 		Checkpoint: "p3", Last: "p2", MaxMark: "m-p2", StartedAt: r.StartedAt, LiveBefore: r.LiveBefore,
 		// Each child table's counts are the sums of the pages'.
-		Children: map[string]contract.ChildCounts{"order_lines": {Inserted: 8, Deleted: 4}, "order_tags": {Inserted: 1, Deleted: 2}}}
+		Children: map[string]contract.ChildCounts{"order_lines": {Inserted: 8, Deleted: 4}, "order_tags": {Inserted: 1, Deleted: 2}},
+		// And what target.schema discarded, the sums of the pages'.
+		SchemaDiscards: contract.SchemaDiscards{NewFields: 5, Values: 2, Rows: 3}}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("run after two pages:\n got %+v\nwant %+v", r, want)
 	}
