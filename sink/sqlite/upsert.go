@@ -402,11 +402,15 @@ func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]an
 	for i := range t.Columns {
 		conv[i] = typeOf(t.Columns[i].Type).value
 	}
+	// The rows' values in one block, each row's capacity its length: one
+	// allocation a page rather than one a row.
+	n := len(t.Columns)
+	block := make([]any, len(rows)*n)
 	for ri, r := range rows {
-		if len(r.Values) != len(t.Columns) {
+		if len(r.Values) != n {
 			return nil, contract.Errorf(contract.Permanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
 		}
-		vals := make([]any, len(t.Columns))
+		vals := block[ri*n : (ri+1)*n : (ri+1)*n]
 		for i, v := range r.Values {
 			if v == nil {
 				continue
