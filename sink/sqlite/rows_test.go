@@ -45,3 +45,29 @@ func TestSQLiteRowsAllocations(t *testing.T) {
 		}
 	}
 }
+
+// lastOfEachKey keeps the last row of each key; for the usual single
+// integer key without building each row's identity text (2 allocations a
+// row: docs/performance.md, "Round four"). Failed first with 2,007
+// allocations for a page of 1,000 rows.
+func TestLastOfEachIntegerKey(t *testing.T) {
+	st := &sqliteStmts{keyIdx: []int{1}}
+	all := make([][]any, 1000)
+	for i := range all {
+		all[i] = []any{"x", int64(1000 + i%700)} // the last 300 repeat keys of the first 300
+	}
+	var kept []int
+	allocs := testing.AllocsPerRun(5, func() { kept = lastOfEachKey(st, all) })
+	if allocs > 10 {
+		t.Errorf("%.0f allocations for a page of %d rows, want at most 10", allocs, len(all))
+	}
+	if len(kept) != 700 || kept[0] != 300 || kept[399] != 699 || kept[400] != 700 || kept[699] != 999 {
+		t.Errorf("kept %d rows: %v … %v", len(kept), kept[:3], kept[len(kept)-3:])
+	}
+	// A key that is not an integer in one row: every row by its identity,
+	// 1 and 1.0 the same key.
+	mixed := [][]any{{"a", int64(1)}, {"b", "1"}, {"c", float64(1)}, {"d", "1"}}
+	if got := lastOfEachKey(st, mixed); len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Errorf("mixed keys: kept %v, want [2 3]", got)
+	}
+}
