@@ -189,7 +189,7 @@ func (b *bench) postgres(api *fakeapi.Server, pgURL string, records, pages, size
 		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds(),
 		fetch.wall.Seconds()/again.wall.Seconds(), again.written)
 	ceilingCPU(fetches, agains)
-	b.categories("pg-first-0", "pg-again-0")
+	b.categories(records, "pg-first-0", "pg-again-0")
 	return nil
 }
 

@@ -32,8 +32,10 @@ var profileCategories = []struct{ name, fn string }{
 var pprofLine = regexp.MustCompile(`^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+([0-9.]+)%\s+(.+)$`)
 
 // categories prints, with -cpuprofile, the profile categories of the runs
-// named (their NAME.pprof in the profile folder).
-func (b *bench) categories(names ...string) {
+// named (their NAME.pprof in the profile folder), and what each allocated
+// per record of the records it synced (NAME.pprof.allocs: the garbage
+// the collector's share comes from).
+func (b *bench) categories(records int, names ...string) {
 	if b.profiles == "" {
 		return
 	}
@@ -67,5 +69,28 @@ func (b *bench) categories(names ...string) {
 		}
 		fmt.Fprintln(tw)
 	}
+	for _, index := range []string{"alloc_space", "alloc_objects"} {
+		unit := map[string]string{"alloc_space": "allocated per record, bytes", "alloc_objects": "allocated per record, objects"}[index]
+		fmt.Fprintf(tw, "%s\t", unit)
+		for _, n := range names {
+			fmt.Fprintf(tw, "%s\t", allocated(filepath.Join(b.profiles, n+".pprof.allocs"), index, records))
+		}
+		fmt.Fprintln(tw)
+	}
 	tw.Flush()
+}
+
+var pprofTotal = regexp.MustCompile(`of ([0-9.]+)([kMG]?B?) total`)
+
+// allocated is the total of an allocation profile's index (alloc_space,
+// alloc_objects) per record, "-" when the profile cannot be read.
+func allocated(path, index string, records int) string {
+	out, err := exec.Command("go", "tool", "pprof", "-sample_index="+index, "-top", "-nodecount=1", path).Output()
+	m := pprofTotal.FindStringSubmatch(string(out))
+	if err != nil || m == nil || records == 0 {
+		return "-"
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	v *= map[string]float64{"": 1, "B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[m[2]]
+	return fmt.Sprintf("%.1f", v/float64(records))
 }

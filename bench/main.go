@@ -200,7 +200,7 @@ func run(records, size, repeat int, pgURL string, quick, skipRSS, throughputOnly
 		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds(),
 		fetch.wall.Seconds()/again.wall.Seconds(), again.written)
 	ceilingCPU(fetches, agains)
-	b.categories("sqlite-first-0", "sqlite-again-0")
+	b.categories(records, "sqlite-first-0", "sqlite-again-0")
 	if pgURL != "" {
 		if err := b.postgres(api, pgURL, records, pages, size, repeat, fetches); err != nil {
 			return err

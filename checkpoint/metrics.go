@@ -25,20 +25,22 @@ func metricsKey(job string) (string, string) {
 // counters of job in tx, the transaction that commits them, so that every
 // run counts whether or not it writes a metrics file (docs/operations.md,
 // Metrics). A row first created here has no last run yet ("").
-func addCounters(ctx context.Context, tx *sql.Tx, job string, pages, inserted, updated, unchanged, deleted, skipped int64) error {
+func addCounters(ctx context.Context, tx execer, job string, pages, inserted, updated, unchanged, deleted, skipped int64) error {
 	file, resource := metricsKey(job)
-	_, err := tx.ExecContext(ctx, `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted, last_run_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '')
-		ON CONFLICT (job, resource) DO UPDATE SET
-			pages = pages + excluded.pages, inserted = inserted + excluded.inserted,
-			updated = updated + excluded.updated, unchanged = unchanged + excluded.unchanged,
-			skipped = skipped + excluded.skipped, deleted = deleted + excluded.deleted`,
-		file, resource, pages, inserted, updated, unchanged, skipped, deleted)
+	_, err := tx.ExecContext(ctx, addCountersSQL, file, resource, pages, inserted, updated, unchanged, skipped, deleted)
 	if err != nil {
 		return fmt.Errorf("count metrics: %w", err)
 	}
 	return nil
 }
+
+// addCountersSQL adds to the job's metrics counters (addCounters).
+const addCountersSQL = `INSERT INTO metrics_totals (job, resource, pages, inserted, updated, unchanged, skipped, deleted, last_run_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '')
+		ON CONFLICT (job, resource) DO UPDATE SET
+			pages = pages + excluded.pages, inserted = inserted + excluded.inserted,
+			updated = updated + excluded.updated, unchanged = unchanged + excluded.unchanged,
+			skipped = skipped + excluded.skipped, deleted = deleted + excluded.deleted`
 
 // AddRunMetrics records how a command on job and resource (for a
 // single-resource job, the job's name) ended and returns the job's totals,

@@ -33,15 +33,13 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	}
 	now := s.stamp()
 	var seq int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-			UPDATE runs SET
-				pages = pages + 1, records = records + ?,
-				inserted = inserted + ?, updated = updated + ?,
-				unchanged = unchanged + ?, skipped = skipped + ?, deleted = deleted + ?,
-				checkpoint = ?, last_pos = ?,
-				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
-			WHERE id = ? AND job = ? AND status = ? AND owner = ?`,
+	ps, err := s.pageStatements(ctx)
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		x := ps.in(tx) // the page's statements, prepared once (stmts.go)
+		res, err := x.ExecContext(ctx, updateRunSQL,
 			p.Records, p.Inserted, p.Updated, p.Unchanged, p.Skipped, p.Deleted,
 			p.Next, p.Position, p.MaxMark, p.MaxMark, p.RunID, job, contract.RunRunning, s.token)
 		if err != nil {
@@ -52,18 +50,15 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		} else if n != 1 {
 			return s.notRunning(ctx, tx, p.RunID, job)
 		}
-		err = tx.QueryRowContext(ctx, `
-			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
-			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
-			RETURNING seq`,
+		err = x.QueryRowContext(ctx, insertPageSQL,
 			p.RunID, p.Position, p.Next, p.Records, p.Hash, now, p.Elapsed.Milliseconds(), keylist.Encode(p.Keys), p.RunID).Scan(&seq)
 		if err != nil {
 			return fmt.Errorf("insert page: %w", err)
 		}
-		if err := touchJob(ctx, tx, job, now); err != nil {
+		if err := touchJob(ctx, x, job, now); err != nil {
 			return err
 		}
-		if err := addCounters(ctx, tx, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
+		if err := addCounters(ctx, x, job, 1, p.Inserted, p.Updated, p.Unchanged, p.Deleted, p.Skipped); err != nil {
 			return err
 		}
 		if p.HWM != "" {
@@ -101,6 +96,23 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
 	return nil
 }
+
+// updateRunSQL counts a page into its run and moves its checkpoint, on
+// condition that the run is running and this Store's (CommitPage).
+const updateRunSQL = `
+			UPDATE runs SET
+				pages = pages + 1, records = records + ?,
+				inserted = inserted + ?, updated = updated + ?,
+				unchanged = unchanged + ?, skipped = skipped + ?, deleted = deleted + ?,
+				checkpoint = ?, last_pos = ?,
+				max_mark = CASE WHEN ? <> '' THEN ? ELSE max_mark END
+			WHERE id = ? AND job = ? AND status = ? AND owner = ?`
+
+// insertPageSQL records a page numbered after its run's last (CommitPage).
+const insertPageSQL = `
+			INSERT INTO pages (run_id, seq, position, next, records, hash, committed_at, elapsed_ms, keys)
+			SELECT ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ?, ?, ? FROM pages WHERE run_id = ?
+			RETURNING seq`
 
 // addChildCountsSQL adds a page's rows of one child table to its run's
 // (docs/job-file.md, "Child tables").

@@ -75,15 +75,16 @@ func runStatus(ctx context.Context, q queryer, runID int64) (job, status string,
 }
 
 // touchJob makes sure the job's row exists and stamps its update time.
-func touchJob(ctx context.Context, tx *sql.Tx, job, now string) error {
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO jobs (name, created_at, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at`, job, now, now)
-	if err != nil {
+func touchJob(ctx context.Context, tx execer, job, now string) error {
+	if _, err := tx.ExecContext(ctx, touchJobSQL, job, now, now); err != nil {
 		return fmt.Errorf("save job %s: %w", job, err)
 	}
 	return nil
 }
+
+const touchJobSQL = `
+		INSERT INTO jobs (name, created_at, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at`
 
 // Unfinished returns the job's latest run when its status is running (a
 // crashed run stays running), interrupted, failed or partial; otherwise,

@@ -47,6 +47,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[*held]struct{} // locks taken and not yet released
+
+	page pageStmts // the statements of a page's commit (stmts.go)
 }
 
 // Open opens the state file at path, creating it (mode 0600, in a folder
@@ -72,7 +74,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	if err != nil {
 		return nil, fileError(path, "open", err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open(driverName, dsn(abs))
 	if err != nil {
 		return nil, fileError(path, "open", err)
 	}
@@ -186,6 +188,7 @@ func (s *Store) Close() error {
 			s.log.Warn("release job lock", "job", h.job, "err", err)
 		}
 	}
+	s.page.close()
 	if err := s.db.Close(); err != nil {
 		return s.wrap("close", err)
 	}

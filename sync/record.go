@@ -34,6 +34,24 @@ type Mapper struct {
 	buf                                []byte
 	plan                               *fieldPlan                       // built for the table's columns (fields.go)
 	kids                               map[*contract.Table]*elementPlan // by child table (children.go)
+	slab                               []any                            // where the next rows' values are carved from (values)
+}
+
+// slabRows is how many rows' values one block holds.
+const slabRows = 256
+
+// values returns n values for one row, carved from a block shared with
+// the rows mapped before and after it rather than allocated alone: one
+// allocation every slabRows rows instead of one a row (docs/performance.md,
+// "Round four"). The slice's capacity is its length, so a row that grows
+// (PadRows) is copied, never spills into the next row's values.
+func (m *Mapper) values(n int) []any {
+	if len(m.slab) < n {
+		m.slab = make([]any, n*slabRows)
+	}
+	v := m.slab[:n:n]
+	m.slab = m.slab[n:]
+	return v
 }
 
 // Map converts one record. It returns the row, or a *BadRecord.
@@ -42,7 +60,7 @@ func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 		return contract.Row{}, &contract.BadRecord{Index: index, Reason: "record is not a JSON object"}
 	}
 	t := m.Table
-	row := contract.Row{Values: make([]any, len(t.Columns))}
+	row := contract.Row{Values: m.values(len(t.Columns))}
 	var hashed []any // the values hashed, when a widened column hashes one as before
 	if m.plan == nil || m.plan.ncols != len(t.Columns) {
 		m.plan = newFieldPlan(t) // InferPage may have added columns

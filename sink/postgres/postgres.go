@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -62,6 +63,7 @@ type Sink struct {
 	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
 	plain    map[string]bool              // whether the table has no trigger and no rule, by quoted table, until Prepare (copy.go)
 	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
+	checks   atomic.Pointer[rowChecks]    // CheckRow's checks of the last table's columns (validate.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)

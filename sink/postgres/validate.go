@@ -23,18 +23,18 @@ var _ contract.RowValidator = (*Sink)(nil)
 // JSON holding the escape \u0000 (jsonb refuses it) or invalid UTF-8, and
 // a key larger than pgMaxKeyBytes. It returns nil when the row fits.
 func (p *Sink) CheckRow(t *contract.Table, r contract.Row) error {
+	rc := p.rowChecks(t)
 	keyBytes := 0
-	for j, c := range t.Columns {
-		if j >= len(r.Values) {
+	for j, v := range r.Values {
+		if j >= len(rc.cols) {
 			break
 		}
-		v := r.Values[j]
 		if s, ok := v.(string); ok {
-			if why := pgTextProblem(c.Type, s); why != "" {
-				return &contract.BadRecord{Column: c.Name, Reason: why}
+			if why := textProblem(rc.cols[j].problem, s); why != "" {
+				return &contract.BadRecord{Column: t.Columns[j].Name, Reason: why}
 			}
 		}
-		if sqlkit.IsKey(t, c.Name) {
+		if rc.cols[j].key {
 			keyBytes += valueBytes(v)
 		}
 	}
@@ -45,14 +45,59 @@ func (p *Sink) CheckRow(t *contract.Table, r contract.Row) error {
 	return nil
 }
 
-// pgTextProblem says why PostgreSQL cannot store s in a column of type typ,
-// or "".
-func pgTextProblem(typ contract.ColumnType, s string) string {
+// rowChecks is what CheckRow asks of each column of a table, looked up
+// once for its columns rather than once a value (the lookup of each
+// value's type by name was about 1% of a first load: docs/performance.md,
+// "Round four").
+type rowChecks struct {
+	t    *contract.Table
+	cols []columnCheck
+}
+
+type columnCheck struct {
+	name    string
+	typ     contract.ColumnType
+	problem func(string) string // the type's own check of text (typeOf(typ).problem)
+	key     bool
+}
+
+// rowChecks returns the checks of t's columns, kept while its columns
+// stay the same (a page's rows share them; inferred columns may be added
+// or widened between pages). Pages are mapped, and their rows checked,
+// on several goroutines at once.
+func (p *Sink) rowChecks(t *contract.Table) *rowChecks {
+	if rc := p.checks.Load(); rc != nil && rc.fits(t) {
+		return rc
+	}
+	rc := &rowChecks{t: t, cols: make([]columnCheck, len(t.Columns))}
+	for j, c := range t.Columns {
+		rc.cols[j] = columnCheck{name: c.Name, typ: c.Type, problem: typeOf(c.Type).problem, key: sqlkit.IsKey(t, c.Name)}
+	}
+	p.checks.Store(rc)
+	return rc
+}
+
+// fits reports whether rc was made for t's current columns.
+func (rc *rowChecks) fits(t *contract.Table) bool {
+	if rc.t != t || len(rc.cols) != len(t.Columns) {
+		return false
+	}
+	for j := range rc.cols {
+		if c := &t.Columns[j]; rc.cols[j].name != c.Name || rc.cols[j].typ != c.Type {
+			return false
+		}
+	}
+	return true
+}
+
+// textProblem says why PostgreSQL cannot store s in a column whose type's
+// own check is problem (nil: text), or "".
+func textProblem(problem func(string) string, s string) string {
 	if !utf8.ValidString(s) {
 		return "value is not valid UTF-8, which PostgreSQL cannot store"
 	}
-	if f := typeOf(typ).problem; f != nil {
-		return f(s)
+	if problem != nil {
+		return problem(s)
 	}
 	if strings.IndexByte(s, 0) >= 0 {
 		return `value holds a NUL character (\u0000), which PostgreSQL text cannot store`

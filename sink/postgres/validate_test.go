@@ -41,3 +41,36 @@ func TestPostgresCheckRow(t *testing.T) {
 		}
 	}
 }
+
+// CheckRow follows a table's columns as they change between pages (an
+// inferred column added or widened: the same table, other checks), and
+// tables checked in turn.
+func TestPostgresCheckRowFollowsColumns(t *testing.T) {
+	s := &postgres.Sink{}
+	tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{
+		{Name: "id", Type: contract.TypeInteger}, {Name: "doc", Type: contract.TypeText}}}
+	nulEscape := contract.Row{Values: []any{int64(1), `["\u0000"]`}}
+	if err := s.CheckRow(tbl, nulEscape); err != nil {
+		t.Fatalf("text holding the six characters \\u0000: %v, want nil", err)
+	}
+	tbl.Columns[1].Type = contract.TypeJSON // widened in place
+	if err := s.CheckRow(tbl, nulEscape); err == nil {
+		t.Errorf("json holding the escape \\u0000 after the column became json: nil, want a bad record")
+	}
+	other := &contract.Table{Name: "u", Key: []string{"doc"}, Columns: []contract.Column{
+		{Name: "id", Type: contract.TypeInteger}, {Name: "doc", Type: contract.TypeText}}}
+	if err := s.CheckRow(other, nulEscape); err != nil {
+		t.Errorf("another table, doc text: %v, want nil", err)
+	}
+	long := contract.Row{Values: []any{int64(1), strings.Repeat("k", 2601)}}
+	if err := s.CheckRow(other, long); err == nil {
+		t.Errorf("another table keyed by doc, a key of 2601 bytes: nil, want a bad record")
+	}
+	if err := s.CheckRow(tbl, nulEscape); err == nil {
+		t.Errorf("back to the first table, doc json holding the escape \\u0000: nil, want a bad record")
+	}
+	tbl.Columns = append(tbl.Columns, contract.Column{Name: "note", Type: contract.TypeText}) // a column added
+	if err := s.CheckRow(tbl, contract.Row{Values: []any{int64(1), nil, "a\x00b"}}); err == nil {
+		t.Errorf("a NUL in the added text column: nil, want a bad record")
+	}
+}

@@ -36,9 +36,9 @@ type columnType struct {
 var columnTypes = map[contract.ColumnType]columnType{
 	contract.TypeText: {decl: "TEXT", value: textValue, order: compareTexts},
 	contract.TypeInteger: {decl: "INTEGER", order: compareNumbers,
-		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
+		value: func(v any) (any, bool) { return asIs[int64](v, sqlkit.AsInt64) }},
 	contract.TypeReal: {decl: "REAL", order: compareNumbers,
-		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
+		value: func(v any) (any, bool) { return asIs[float64](v, sqlkit.AsFloat64) }},
 	// Exact decimal text: NUMERIC affinity would turn it into a REAL or
 	// INTEGER and lose digits.
 	contract.TypeNumeric: {decl: "TEXT", value: numericValue, order: compareNumbers, keyText: numericKeyText,
@@ -89,15 +89,29 @@ func earlierKeyForms(typ contract.ColumnType, col string) string {
 	return ""
 }
 
+// asIs returns v itself when it is already a T, and conv's T otherwise:
+// boxing the same value again in a new interface is an allocation per
+// value (docs/performance.md, "Round four").
+func asIs[T any](v any, conv func(any) (T, bool)) (any, bool) {
+	if _, ok := v.(T); ok {
+		return v, true
+	}
+	return conv(v)
+}
+
+// textValue and numericValue return the string as it was given, boxed
+// once (asIs).
 func textValue(v any) (any, bool) {
-	s, ok := v.(string)
-	return s, ok
+	if _, ok := v.(string); ok {
+		return v, true
+	}
+	return nil, false
 }
 
 func numericValue(v any) (any, bool) {
 	if s, ok := v.(string); ok {
-		if _, ok := sqlkit.ParseDecimal(s); ok {
-			return s, true
+		if sqlkit.IsDecimal(s) {
+			return v, true
 		}
 	}
 	return nil, false

@@ -402,11 +402,15 @@ func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]an
 	for i := range t.Columns {
 		conv[i] = typeOf(t.Columns[i].Type).value
 	}
+	// The rows' values in one block, each row's capacity its length: one
+	// allocation a page rather than one a row.
+	n := len(t.Columns)
+	block := make([]any, len(rows)*n)
 	for ri, r := range rows {
-		if len(r.Values) != len(t.Columns) {
+		if len(r.Values) != n {
 			return nil, contract.Errorf(contract.Permanent, "row has %d values for %d columns", len(r.Values), len(t.Columns))
 		}
-		vals := make([]any, len(t.Columns))
+		vals := block[ri*n : (ri+1)*n : (ri+1)*n]
 		for i, v := range r.Values {
 			if v == nil {
 				continue
@@ -428,6 +432,9 @@ func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]an
 // lastOfEachKey returns the indexes of the rows to write: the last row of
 // each key (keyIdentity), in the order of those last rows.
 func lastOfEachKey(st *sqliteStmts, all [][]any) []int {
+	if kept, ok := lastOfEachIntKey(st, all); ok {
+		return kept
+	}
 	var b strings.Builder
 	key := make([]any, len(st.keyIdx))
 	ids := make([]string, len(all))
@@ -446,4 +453,31 @@ func lastOfEachKey(st *sqliteStmts, all [][]any) []int {
 		}
 	}
 	return kept
+}
+
+// lastOfEachIntKey is lastOfEachKey for a single key column holding an
+// integer in every row, the usual key, found by the integer itself rather
+// than by each row's identity text (keyIdentity: two allocations a row,
+// docs/performance.md, "Round four"). Integers are equal exactly when
+// their identities are. It reports false for any other key.
+func lastOfEachIntKey(st *sqliteStmts, all [][]any) ([]int, bool) {
+	if len(st.keyIdx) != 1 {
+		return nil, false
+	}
+	k := st.keyIdx[0]
+	last := make(map[int64]int, len(all))
+	for ri, vals := range all {
+		id, ok := vals[k].(int64)
+		if !ok {
+			return nil, false
+		}
+		last[id] = ri
+	}
+	kept := make([]int, 0, len(last))
+	for ri, vals := range all {
+		if last[vals[k].(int64)] == ri {
+			kept = append(kept, ri)
+		}
+	}
+	return kept, true
 }

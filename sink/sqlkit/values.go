@@ -84,39 +84,60 @@ const (
 // scale is kept: "12.50" is 1250×10^-2. It returns false on anything else,
 // and on numbers beyond maxIntDigits or maxFracDigits.
 func ParseDecimal(s string) (Decimal, bool) {
-	mant, exp := s, int64(0)
+	sign, intPart, frac, exp, ok := splitDecimal(s)
+	if !ok {
+		return Decimal{}, false
+	}
+	n, ok := new(big.Int).SetString(sign+intPart+frac, 10)
+	if !ok {
+		return Decimal{}, false
+	}
+	return Decimal{Int: n, Exp: int32(exp)}, true
+}
+
+// IsDecimal reports whether ParseDecimal accepts s, without building the
+// number (a check per value of a numeric column: docs/performance.md,
+// "Round four").
+func IsDecimal(s string) bool {
+	_, _, _, _, ok := splitDecimal(s)
+	return ok
+}
+
+// splitDecimal is ParseDecimal's reading of s: its sign, the digits of
+// its integer and fractional parts (one or more in all, every one decimal)
+// and the exponent of the last digit.
+func splitDecimal(s string) (sign, intPart, frac string, exp int64, ok bool) {
+	mant := s
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		e, err := strconv.ParseInt(s[i+1:], 10, 32)
 		if err != nil {
-			return Decimal{}, false
+			return "", "", "", 0, false
 		}
 		mant, exp = s[:i], e
 	}
-	sign := ""
 	if mant != "" && (mant[0] == '-' || mant[0] == '+') {
 		sign, mant = mant[:1], mant[1:]
 	}
-	intPart, frac, _ := strings.Cut(mant, ".")
-	if intPart == "" && frac == "" {
-		return Decimal{}, false
-	}
-	digits := intPart + frac
-	for _, r := range digits {
-		if r < '0' || r > '9' {
-			return Decimal{}, false
-		}
-	}
-	n, ok := new(big.Int).SetString(sign+digits, 10)
-	if !ok {
-		return Decimal{}, false
+	intPart, frac, _ = strings.Cut(mant, ".")
+	if intPart == "" && frac == "" || !allDigits(intPart) || !allDigits(frac) {
+		return "", "", "", 0, false
 	}
 	exp -= int64(len(frac))
 	// PostgreSQL's numeric limits; they also keep rat() from building
 	// astronomically large integers for inputs such as "1e2000000000".
-	if exp < -maxFracDigits || int64(len(digits))+exp > maxIntDigits {
-		return Decimal{}, false
+	if exp < -maxFracDigits || int64(len(intPart)+len(frac))+exp > maxIntDigits {
+		return "", "", "", 0, false
 	}
-	return Decimal{Int: n, Exp: int32(exp)}, true
+	return sign, intPart, frac, exp, true
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Rat returns d as an exact rational, for comparisons.

@@ -47,6 +47,9 @@ func FuzzParseDecimal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, ok := ParseDecimal(s)
+		if IsDecimal(s) != ok {
+			t.Fatalf("%q: IsDecimal %t, ParseDecimal %t", s, !ok, ok)
+		}
 		if !ok {
 			return
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -107,7 +106,7 @@ func (f *Fetcher) read(resp *http.Response) *attempt {
 		at.retryAfter, at.hasAfter = d, true
 	}
 	limit := int64(f.cfg.Source.MaxBody)
-	data, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	data, rerr := readBody(resp.Body, resp.ContentLength, limit)
 	resp.Body.Close() // releases the attempt's timeout
 	if int64(len(data)) > limit {
 		at.tooLarge = true

@@ -200,7 +200,7 @@ func (s *scanner) value(i int, c byte) {
 // target notes the records value starting at data[i].
 func (s *scanner) target(i int, c byte) {
 	s.start, s.tdepth = i, s.depth
-	s.follow = -1
+	s.follow, s.wantKey = -1, false // a ',' of an invalid body may have left wantKey set: no key follows in the records
 	if c == '[' {
 		s.follow, s.isArr = s.depth+1, true
 	}
