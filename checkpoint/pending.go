@@ -88,3 +88,14 @@ func (s *Store) RecordSweep(ctx context.Context, runID, pending int64) error {
 	}
 	return nil
 }
+
+// supersededKeysSQL drops the keys of the job's runs (?1) that finished for
+// good before its last proving pass: a later sweep reads the keys of its
+// prior pass, that pass or a later one, and of the passes after it
+// (SightedKeys), never these. Without this the state kept the keys of
+// every run within the retention, and every run's integrity check read
+// them (docs/deletions.md, "How the keys are recorded"). The runs and
+// their page rows stay; an unfinished run keeps its keys for resume.
+const supersededKeysSQL = `UPDATE pages SET keys = NULL WHERE keys IS NOT NULL AND run_id IN (
+	SELECT id FROM runs WHERE job = ?1 AND status IN ('completed', 'abandoned', 'refused')
+	AND id < (SELECT max(id) FROM runs WHERE job = ?1 AND status = 'completed' AND swept = 1))`

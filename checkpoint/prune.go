@@ -47,6 +47,9 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete pages: %w", err)
 		}
 		st.Pages, _ = res.RowsAffected()
+		if _, err := tx.ExecContext(ctx, supersededKeysSQL, job); err != nil { // pending.go
+			return fmt.Errorf("drop superseded keys: %w", err)
+		}
 		res, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE `+prunable+`
 			AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.run_id = runs.id)`, job, cutoff)
 		if err != nil {

@@ -29,7 +29,10 @@ type passKeys struct {
 // row may have been missed.
 func (e *Engine) readPassKeys(ctx context.Context, rs *runState) (passKeys, error) {
 	seed := maphash.MakeSeed()
-	var hs []uint64
+	// Sized for the records the run read (a page's keys are its records
+	// less tombstones): grown from nothing, the slice was copied some 17
+	// times at 100,000 keys, half of this read's CPU in the profiles.
+	hs := make([]uint64, 0, rs.records)
 	complete, err := e.Store.SeenKeys(ctx, rs.info.ID, func(k string) error {
 		hs = append(hs, maphash.String(seed, k))
 		return nil

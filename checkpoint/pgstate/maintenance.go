@@ -36,6 +36,9 @@ func (s *Store) Prune(ctx context.Context, job string, keep time.Duration) (cont
 			return fmt.Errorf("delete pages: %w", err)
 		}
 		st.Pages = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, s.q(supersededKeysSQL), job); err != nil { // pending.go
+			return fmt.Errorf("drop superseded keys: %w", err)
+		}
 		tag, err = tx.Exec(ctx, s.q(`DELETE FROM {S}.runs r WHERE `+prunable+`
 			AND NOT EXISTS (SELECT 1 FROM {S}.dead_letters d WHERE d.run_id = r.id)`), job, cutoff)
 		if err != nil {

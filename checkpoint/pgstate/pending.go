@@ -79,3 +79,11 @@ func (s *Store) RecordSweep(ctx context.Context, runID, pending int64) error {
 	})
 	return s.wrap(fmt.Sprintf("run %d: record the sweep", runID), err)
 }
+
+// supersededKeysSQL drops the keys of the job's runs ($1) that finished for
+// good before its last proving pass: no later sweep reads them
+// (checkpoint's supersededKeysSQL; docs/deletions.md, "How the keys are
+// recorded").
+const supersededKeysSQL = `UPDATE {S}.pages SET keys = NULL WHERE keys IS NOT NULL AND run_id IN (
+	SELECT id FROM {S}.runs WHERE job = $1 AND status IN ('completed', 'abandoned', 'refused')
+	AND id < (SELECT max(id) FROM {S}.runs WHERE job = $1 AND status = 'completed' AND swept))`

@@ -13,6 +13,7 @@ func pendingCases() []testCase {
 	return []testCase{
 		{"prior pass, sightings and prune (two passes)", priorPass},
 		{"prior pass with a page without keys is none", priorPassIncomplete},
+		{"prune drops the keys no later sweep reads", pruneSupersededKeys},
 	}
 }
 
@@ -94,5 +95,62 @@ func priorPassIncomplete(t *testing.T, e *env) {
 	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
 	if _, ok, err := s.PriorPass(context.Background(), cur); err != nil || ok {
 		t.Errorf("PriorPass over a pass with a page without keys: ok %v, %v; want none", ok, err)
+	}
+}
+
+// keysOf returns the keys SeenKeys reads for run id, and whether they are
+// all there.
+func keysOf(t *testing.T, s contract.Store, id int64) ([]string, bool) {
+	t.Helper()
+	var got []string
+	complete, err := s.SeenKeys(context.Background(), id, func(k string) error { got = append(got, k); return nil })
+	if err != nil {
+		t.Fatalf("SeenKeys(%d): %v", id, err)
+	}
+	return got, complete
+}
+
+// The keys of the runs before the last proving pass are read by no later
+// sweep (its prior pass is that pass or a later one): prune drops them,
+// even within the retention, so the state holds the keys of about two
+// passes, not of every run the retention keeps (docs/deletions.md, "How
+// the keys are recorded"). It keeps the runs, their pages, and the keys of
+// the last proving pass, of every pass after it and of an unfinished run.
+func pruneSupersededKeys(t *testing.T, e *env) {
+	s := e.store(t)
+	ctx := context.Background()
+	older := provingPass(t, s, true, []string{"k0"})
+	unfinished := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
+	commit(t, s, "orders", contract.PageCommit{RunID: unfinished, Position: "a", Next: "b", Keys: []string{"u1"}})
+	finish(t, s, unfinished, contract.RunFailed, "")
+	prior := provingPass(t, s, true, []string{"k1", "k2"}, []string{"k3"})
+	skipped := provingPass(t, s, false, []string{"k4"})
+	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
+	commit(t, s, "orders", contract.PageCommit{RunID: cur, Position: "a", Next: "b", Keys: []string{"k5"}})
+
+	if _, err := s.Prune(ctx, "orders", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if keys, complete := keysOf(t, s, older); complete || len(keys) != 0 {
+		t.Errorf("run %d (before the last proving pass): keys %q, complete %v after prune; want none", older, keys, complete)
+	}
+	if ps, _ := s.Pages(ctx, older); len(ps) != 1 {
+		t.Errorf("run %d has %d pages after prune, want its 1 (only its keys go)", older, len(ps))
+	}
+	for id, want := range map[int64][]string{unfinished: {"u1"}, prior: {"k1", "k2", "k3"}, skipped: {"k4"}, cur: {"k5"}} {
+		if keys, complete := keysOf(t, s, id); !complete || !slices.Equal(keys, want) {
+			t.Errorf("run %d: keys %q, complete %v after prune; want %q", id, keys, complete, want)
+		}
+	}
+	p, ok, err := s.PriorPass(ctx, cur)
+	if err != nil || !ok || p.ID != prior {
+		t.Fatalf("PriorPass(%d) after prune = %+v, %v, %v; want run %d", cur, p, ok, err, prior)
+	}
+	var got []string
+	if err := s.SightedKeys(ctx, cur, p.ID, func(k string) error { got = append(got, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"k1", "k2", "k3", "k4"}; !slices.Equal(got, want) {
+		t.Errorf("sighted keys after prune %q, want %q", got, want)
 	}
 }

@@ -26,12 +26,13 @@ const (
 const seenBatch = 10000
 
 // KeyForms returns each row's key as PostgreSQL's text input of each key
-// column (pgText), encoded with sqlkit.EncodeKey; Sweep casts them to the
+// column (pgText), encoded with sqlkit.AppendKey; Sweep casts them to the
 // key columns' types, so keys the table holds equal match (see
 // contract.Sink).
 func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
 	idx := keyIndexes(t)
-	out := make([]string, len(rows))
+	buf := make([]byte, 0, 8*len(rows))
+	ends := make([]int, len(rows))
 	key := make([]any, len(idx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
@@ -49,11 +50,12 @@ func (p *Sink) KeyForms(_ context.Context, t *contract.Table, rows []contract.Ro
 			}
 		}
 		var err error
-		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
+		if buf, err = sqlkit.AppendKey(buf, key); err != nil {
 			return nil, contract.Errorf(contract.Permanent, "keys of %s: %w", t, err)
 		}
+		ends[ri] = len(buf)
 	}
-	return out, nil
+	return sqlkit.SplitKeys(buf, ends), nil
 }
 
 // keyIndexes returns the index in t.Columns of each key column, in t.Key's

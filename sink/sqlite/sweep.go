@@ -26,7 +26,7 @@ const (
 const seenBatch = 500
 
 // KeyForms returns each row's key as bound by Upsert (sqliteKeyValue: the
-// form the column's affinity stores), encoded with sqlkit.EncodeKey (see
+// form the column's affinity stores), encoded with sqlkit.AppendKey (see
 // contract.Sink).
 func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.Row) ([]string, error) {
 	if len(rows) == 0 {
@@ -42,7 +42,8 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 	// Only the key columns are converted: the rest of the row does not
 	// matter here, and converting it (JSON compaction) would cost as much
 	// as the upsert's own conversion.
-	out := make([]string, len(rows))
+	buf := make([]byte, 0, 8*len(rows))
+	ends := make([]int, len(rows))
 	key := make([]any, len(st.keyIdx))
 	for ri, r := range rows {
 		if len(r.Values) != len(t.Columns) {
@@ -55,11 +56,12 @@ func (s *Sink) KeyForms(ctx context.Context, t *contract.Table, rows []contract.
 			}
 			key[k] = sqliteKeyValue(t.Columns[i].Type, st.keyAff[k], v)
 		}
-		if out[ri], err = sqlkit.EncodeKey(key); err != nil {
+		if buf, err = sqlkit.AppendKey(buf, key); err != nil {
 			return nil, contract.Errorf(contract.Permanent, "%s: %w", op, err)
 		}
+		ends[ri] = len(buf)
 	}
-	return out, nil
+	return sqlkit.SplitKeys(buf, ends), nil
 }
 
 // Sweep deletes (hard) or marks (soft) the rows of t whose key neither
@@ -305,9 +307,36 @@ func (s *Sink) LiveRows(ctx context.Context, t *contract.Table) (int64, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	op := "count the live rows of " + t.String()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return 0, s.wrap(op, err)
+	}
+	defer conn.Close()
+	// The count reads every page of the table once, so it goes through a
+	// page cache of a few pages: through the connection's whole cache
+	// (2 MB) it would fill it with pages read once, and Close would free
+	// them one by one (docs/deletions.md, "What deletions cost"). Not
+	// marked is every row on a table that does not mark: a count with
+	// no WHERE counts a table's pages without reading its rows.
+	var size int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&size); err != nil {
+		return 0, s.wrap(op, err)
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA cache_size = 16`); err != nil {
+		return 0, s.wrap(op, err)
+	}
+	q := `SELECT count(*) FROM ` + sqlkit.QuoteIdent(t.Name)
+	if t.Soft() {
+		q += ` WHERE ` + liveWhere(t)
+	}
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+sqlkit.QuoteIdent(t.Name)+` WHERE `+liveWhere(t)).Scan(&n); err != nil {
-		return 0, s.wrap("count the live rows of "+t.String(), err)
+	err = conn.QueryRowContext(ctx, q).Scan(&n)
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA cache_size = %d`, size)); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return 0, s.wrap(op, err)
 	}
 	return n, nil
 }

@@ -15,7 +15,13 @@ import (
 // byte and, for variable-length values, its length (uvarint) and bytes:
 // any byte may occur in a text key.
 func EncodeKey(vals []any) (string, error) {
-	var b []byte
+	b, err := AppendKey(nil, vals)
+	return string(b), err
+}
+
+// AppendKey appends EncodeKey's form of vals to b: a sink encoding a
+// page's keys reuses one buffer instead of growing one per key.
+func AppendKey(b []byte, vals []any) ([]byte, error) {
 	for _, v := range vals {
 		switch x := v.(type) {
 		case nil:
@@ -35,10 +41,23 @@ func EncodeKey(vals []any) (string, error) {
 		case []byte:
 			b = append(binary.AppendUvarint(append(b, 'b'), uint64(len(x))), x...)
 		default:
-			return "", fmt.Errorf("key value of type %T cannot be recorded", v)
+			return b, fmt.Errorf("key value of type %T cannot be recorded", v)
 		}
 	}
-	return string(b), nil
+	return b, nil
+}
+
+// SplitKeys returns the keys AppendKey packed into buf one after
+// another, the i-th ending at ends[i], as strings that share one
+// allocation (a page's keys live as long as its commit).
+func SplitKeys(buf []byte, ends []int) []string {
+	all := string(buf)
+	out := make([]string, len(ends))
+	start := 0
+	for i, end := range ends {
+		out[i], start = all[start:end], end
+	}
+	return out
 }
 
 // errCorruptKey is returned for a string EncodeKey did not write.
