@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	endian "encoding/binary"
 	"net"
 	"regexp"
@@ -67,8 +68,9 @@ func (p *pgProxy) accept() {
 // pgConn is what the proxy knows of one connection's protocol state.
 type pgConn struct {
 	mu       gosync.Mutex
-	sslReply int  // one-byte answers the server owes to SSL requests
-	page     bool // a page's statement was sent and its transaction has not ended
+	sslReply int             // one-byte answers the server owes to SSL requests
+	pageStmt map[string]bool // prepared statements that are the page's (a cache's, or the unnamed one)
+	page     bool            // a page's statement was executed and its transaction has not ended
 }
 
 // pipe copies whole protocol messages from src to dst, waiting out a
@@ -139,10 +141,21 @@ func (pc *pgConn) client(b []byte, startup bool) (int, bool) {
 	if size == 0 {
 		return 0, false
 	}
-	if (typ == 'P' || typ == 'Q') && pageInsert.Match(body) { // Parse or simple Query of the page's statement
-		pc.mu.Lock()
-		pc.page = true
-		pc.mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	switch typ {
+	case 'Q': // a simple Query
+		pc.page = pc.page || pageInsert.Match(body)
+	case 'P': // Parse: statement name, text; a later Bind executes it
+		name, rest, _ := bytes.Cut(body, []byte{0})
+		if pc.pageStmt == nil {
+			pc.pageStmt = map[string]bool{}
+		}
+		pc.pageStmt[string(name)] = pageInsert.Match(rest)
+	case 'B': // Bind: portal name, statement name
+		_, rest, _ := bytes.Cut(body, []byte{0})
+		name, _, _ := bytes.Cut(rest, []byte{0})
+		pc.page = pc.page || pc.pageStmt[string(name)]
 	}
 	return size, false
 }
