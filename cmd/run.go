@@ -101,6 +101,10 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 			if err := o.gate.checkKey(); err != nil {
 				return err
 			}
+		} else {
+			// resume and replay never skip a job another run holds, on a
+			// lease either: exit 4 (docs/operations.md, "A second host").
+			o.gate.ifRunning = ifRunningFail
 		}
 		if runF != nil {
 			return runF(o)

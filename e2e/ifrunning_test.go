@@ -36,8 +36,8 @@ type skipJSON struct {
 }
 
 // While one run holds the job: a second run by default skips (exit 0, a
-// status naming the holder, and on a lease its expiry); --if-running fail
-// exits 4; wait=DUR exits 4 after DUR; wait starts once the holder ends.
+// status naming the holder, and on a lease its expiry); --if-running fail,
+// resume and replay exit 4; wait=DUR exits 4 after DUR; wait starts once the holder ends.
 // Bad values are usage errors (docs/operations.md, "A second host").
 func TestIfRunning(t *testing.T) {
 	for _, name := range stateKinds {
@@ -81,6 +81,13 @@ func TestIfRunning(t *testing.T) {
 			}
 			if j := runCode(t, dir, env, 4, "run", job, "--if-running", "fail"); j.Status != "locked" {
 				t.Errorf("--if-running fail: %+v", j)
+			}
+			// resume and replay never skip, on a lease either: exit 4.
+			// (Not fatal: the first run waits for g.open below.)
+			for _, a := range [][]string{{"resume", job}, {"replay", job, "--from", "1"}} {
+				if r := idemsync(t, dir, env, append(a, "--json")...); r.code != 4 || !strings.Contains(r.stdout, `"status":"locked"`) {
+					t.Errorf("%s while the first run holds the job: exit %d, want 4 (locked): %s", a[0], r.code, r.stdout)
+				}
 			}
 			start := time.Now()
 			runCode(t, dir, env, 4, "run", job, "--if-running", "wait=400ms")

@@ -320,7 +320,7 @@ func TestReplayCrashConvergence(t *testing.T) {
 					<-exited
 					killed++
 					// With the state in PostgreSQL the next start would
-					// otherwise find the killed holder's lease and skip.
+					// otherwise find the killed holder's lease and exit 4.
 					outliveKilledLease()
 				}
 			}

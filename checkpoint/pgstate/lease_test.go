@@ -134,3 +134,52 @@ func TestOpenBadURL(t *testing.T) {
 		}
 	}
 }
+
+// A lease taken after waiting for the previous holder's page transaction
+// (its fence renewal locks the lease's row until the commit) is stamped
+// with the moment it was taken, not the moment the taker asked: its
+// acquired_at is never before the previous lease's end, and it runs a
+// whole lease from then (seen by e2e's TestMultiHostModel history check).
+func TestLockAfterWaitStampsTakeover(t *testing.T) {
+	state := newSchema(t, url.Values{"lease": {"1s"}})
+	ctx := context.Background()
+	a, b := openTest(t, state), openTest(t, state)
+	defer a.Close()
+	defer b.Close()
+	unlockA, err := a.Lock(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockA()
+	a.paused.Store(true)
+	// a's page transaction renews the lease for 300 ms and holds the row.
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var ends time.Time
+	if err := tx.QueryRow(ctx, a.q(`UPDATE {S}.leases SET expires_at = clock_timestamp() + interval '300 milliseconds'
+		WHERE job = 'orders' RETURNING expires_at`)).Scan(&ends); err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan error, 1)
+	go func() { _, err := b.Lock(ctx, "orders"); taken <- err }()
+	time.Sleep(600 * time.Millisecond) // b waits on the row; a's lease runs out
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-taken; err != nil {
+		t.Fatalf("takeover after the lease ended: %v", err)
+	}
+	var acquired, expires time.Time
+	if err := b.pool.QueryRow(ctx, b.q(`SELECT acquired_at, expires_at FROM {S}.leases WHERE job = 'orders'`)).Scan(&acquired, &expires); err != nil {
+		t.Fatal(err)
+	}
+	if acquired.Before(ends) {
+		t.Errorf("lease stamped acquired at %s, before the previous one ended at %s", acquired.Format(time.RFC3339Nano), ends.Format(time.RFC3339Nano))
+	}
+	if d := expires.Sub(acquired); d < time.Second || d > time.Second+100*time.Millisecond {
+		t.Errorf("lease runs %s from its stamp, want 1s", d)
+	}
+}

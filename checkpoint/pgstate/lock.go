@@ -36,7 +36,11 @@ func margin(d time.Duration) time.Duration { return d / 5 }
 
 // Lock acquires the job's lease without waiting: it succeeds when no row
 // exists, or the row's lease has expired by the database's clock (a
-// released lease has), and increments the token. While another holder's
+// released lease has), and increments the token. A takeover that waited
+// for the holder's page transaction (its fence locks the row) is stamped
+// when it happens, after that wait, not with the VALUES computed before
+// it: the lease runs a whole lease from then, and its acquired_at is
+// never before the previous lease's end. While another holder's
 // lease runs, it fails with exit 4 naming the holder and when the lease
 // expires. A heartbeat renews the lease every third of its length until
 // unlock or Close, which release it.
@@ -52,7 +56,7 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 		INSERT INTO {S}.leases AS l (job, token, holder, acquired_at, expires_at)
 		VALUES ($1, 1, $2, clock_timestamp(), clock_timestamp() + $3 * interval '1 millisecond')
 		ON CONFLICT (job) DO UPDATE SET token = l.token + 1, holder = excluded.holder,
-			acquired_at = excluded.acquired_at, expires_at = excluded.expires_at
+			acquired_at = clock_timestamp(), expires_at = clock_timestamp() + $3 * interval '1 millisecond'
 		WHERE l.expires_at <= clock_timestamp()
 		RETURNING token`), job, holder, s.lease.Milliseconds()).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
