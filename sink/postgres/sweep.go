@@ -115,17 +115,20 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 		return res, nil
 	}
+	if err := sweepPlanner(ctx, tx); err != nil {
+		return res, p.dbError(op, err)
+	}
 	if err := p.loadKeys(ctx, tx, seenTable, t, types, req.Keys); err != nil {
 		return res, p.dbError(op, err)
 	}
 	failpoint.Hit("sweep-loaded")
-	missed := pgSweepWhere(t, seenTable) + " AND " + pgLiveWhere(t)
+	missed := missedWhere(t)
 	var gone int64
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+sqlkit.QuoteTable(t)+` AS "_t" WHERE `+missed).Scan(&gone); err != nil {
 		return res, p.dbError(op, err)
 	}
 	if gone > 0 && req.Prior != nil {
-		if res, err = p.removeMissed(ctx, tx, t, types, req, missed); err != nil {
+		if res, err = p.removeMissed(ctx, tx, t, types, req); err != nil {
 			return contract.SweepResult{}, err
 		}
 	}
@@ -182,21 +185,17 @@ func seenAll(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string
 }
 
 // removeMissed removes (or marks) the rows of t that this pass missed
-// (missed) and the prior pass missed too, and that were not written since
+// (missedWhere) and the prior pass missed too, and that were not written since
 // it started; it checks the share against req.MaxRatio (a refusal is
 // returned, and the caller's transaction rolls back).
-func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest, missed string) (contract.SweepResult, error) {
+func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest) (contract.SweepResult, error) {
 	var res contract.SweepResult
 	op := "sweep " + t.String()
 	if err := p.loadKeys(ctx, tx, priorTable, t, types, req.Prior); err != nil {
 		return res, p.dbError(op, err)
 	}
 	tbl := sqlkit.QuoteTable(t)
-	synced := `"_t".` + sqlkit.QuoteIdent(contract.ColSyncedAt)
-	written := func(arg int) string {
-		return fmt.Sprintf("(%s IS NULL OR %s < $%d)", synced, synced, arg)
-	}
-	gone := missed + " AND " + pgSweepWhere(t, priorTable) + " AND " + written(1)
+	gone := goneWhere(t)
 	args := []any{req.PriorStart.UTC()}
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+pgLiveWhere(t)).Scan(&res.Live); err != nil {
 		return res, p.dbError(op, err)
@@ -205,7 +204,7 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 	// count against the ratio (contract.SweepRequest.WrittenBefore).
 	counted := int64(-1)
 	if !req.WrittenBefore.IsZero() {
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone+` AND `+written(2),
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone+` AND `+writtenBefore(2),
 			req.PriorStart.UTC(), req.WrittenBefore.UTC()).Scan(&counted); err != nil {
 			return res, p.dbError(op, err)
 		}
@@ -230,6 +229,41 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 		return contract.SweepResult{}, err
 	}
 	return res, nil
+}
+
+// missedWhere is the condition of a live row of t (aliased "_t") this
+// pass did not see (seenTable).
+func missedWhere(t *contract.Table) string {
+	return pgSweepWhere(t, seenTable) + " AND " + pgLiveWhere(t)
+}
+
+// goneWhere is the condition of a row of t that this pass and the prior
+// pass missed (seenTable, priorTable) and that was not written since the
+// prior pass started ($1).
+func goneWhere(t *contract.Table) string {
+	return missedWhere(t) + " AND " + pgSweepWhere(t, priorTable) + " AND " + writtenBefore(1)
+}
+
+// writtenBefore is the condition of a row of t (aliased "_t") last
+// written before the time in parameter $arg, or never stamped.
+func writtenBefore(arg int) string {
+	synced := `"_t".` + sqlkit.QuoteIdent(contract.ColSyncedAt)
+	return fmt.Sprintf("(%s IS NULL OR %s < $%d)", synced, synced, arg)
+}
+
+// sweepPlanner turns nested-loop joins off for the rest of the sweep's
+// transaction tx (SET LOCAL: the session is as it was after it ends).
+// Every statement of a sweep joins the table to key sets about its own
+// size (the seen and the prior pass's keys, the parents of child rows),
+// where a hash join is linear. On a table the planner has no statistics
+// for yet (loaded since autovacuum last analyzed it) it underestimated
+// the rows a pass missed and joined them to the prior keys by a nested
+// loop scanning all of them once per row: 5 s for 100,000 rows with 1%
+// gone, quadratic in the table (docs/deletions.md, "What deletions cost,
+// measured").
+func sweepPlanner(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "SET LOCAL enable_nestloop = off")
+	return err
 }
 
 // loadKeys creates the temporary table name with the key columns' types
