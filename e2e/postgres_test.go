@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,20 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
+	"github.com/idemsync/idemsync/internal/pgtest"
 )
 
 // postgresURL returns the test server's URL, skipping the test when it is
 // unset, unless IDEMSYNC_TEST_REQUIRE_POSTGRES=1 (CI) makes that a failure.
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is unset but IDEMSYNC_TEST_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("PostgreSQL tests skipped: IDEMSYNC_TEST_POSTGRES_URL is unset")
-	}
-	return u
+	return pgtest.URL(t)
 }
 
 // freshSchema creates a schema of its own for the test and drops it after.

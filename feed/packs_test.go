@@ -2,11 +2,11 @@ package feed_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/feed"
+	"github.com/idemsync/idemsync/internal/pgtest"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/jackc/pgx/v5"
@@ -17,10 +17,7 @@ import (
 // (docs/changes.md): its consumer reads on from where it was, in order,
 // and a write after it is numbered after them.
 func TestPostgresFeedOfSingleEventsMovesIntoPacks(t *testing.T) {
-	url := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("IDEMSYNC_TEST_POSTGRES_URL not set")
-	}
+	url := pgtest.URL(t)
 	ctx := context.Background()
 	schema := "feed_old_" + sinktest.RandomHex(4)
 	conn, err := pgx.Connect(ctx, url)

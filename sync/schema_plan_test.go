@@ -2,14 +2,13 @@ package sync
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/pgtest"
 	"github.com/idemsync/idemsync/sink"
 )
 
@@ -17,23 +16,9 @@ import (
 // is reported with a warning that it rewrites the table; below it, the
 // change alone. The table is real, made by the sink itself.
 func TestPlanSchemaWarnsOfLargeRewrite(t *testing.T) {
-	url := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := "plan_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
-	for _, q := range []string{`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`, `CREATE SCHEMA ` + schema} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`) })
+	_, schema := pgtest.Schema(t, "plan_")
+	url := pgtest.URL(t)
 
 	saved := []contract.Column{{Name: "id", Path: "id", Type: contract.TypeInteger}, {Name: "price", Path: "price", Type: contract.TypeInteger}}
 	job := &Job{Infer: true, Table: contract.Table{Schema: schema, Name: "orders", Key: []string{"id"}, Create: true}}

@@ -6,30 +6,20 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemsync/idemsync/checkpoint/storetest"
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/pgtest"
 	"github.com/jackc/pgx/v5"
 )
 
-// testURL returns the database the tests use, from
-// IDEMSYNC_TEST_POSTGRES_URL; without it the test is skipped, and fails
-// where IDEMSYNC_TEST_REQUIRE_POSTGRES=1 says it must run (CI, .ci/run),
-// as the PostgreSQL target's tests do.
+// testURL returns the database the tests use (pgtest.URL).
 func testURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is unset but IDEMSYNC_TEST_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
-	}
-	return u
+	return pgtest.URL(t)
 }
 
 // newSchema returns the state URL of a new schema of its own, dropped

@@ -171,32 +171,7 @@ func TestCopyKilledMidwayWritesNothing(t *testing.T) {
 	for i := range rows {
 		rows[i] = sinktest.Row(fmt.Sprintf("k%06d", i), strings.Repeat("n", 200), int64(i))
 	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, postgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	killed := make(chan int, 1)
-	go func() {
-		defer close(killed)
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			var n int
-			err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-				WHERE state = 'active' AND query ILIKE 'copy %' AND query LIKE '%' || $1 || '%'`, b.Schema).Scan(&n)
-			if err != nil || n > 0 {
-				killed <- n
-				return
-			}
-		}
-	}()
-	_, err = s.Upsert(ctx, tbl, rows)
-	if n := <-killed; n == 0 {
-		t.Skipf("the COPY finished before it could be killed (upsert: %v)", err)
-	}
-	if err == nil {
-		t.Fatal("upsert succeeded although its connection was killed mid-COPY")
-	}
+	upsertKilledMidCopy(t, b, s, tbl, rows)
 	if got := b.Rows(t, "SELECT count(*) FROM "+sinktest.QName(tbl)); got[0][0] != int64(0) {
 		t.Fatalf("%v rows stored by a page whose COPY was killed, want 0", got[0][0])
 	}
@@ -229,3 +204,37 @@ func TestCopyOffWithTrigger(t *testing.T) {
 }
 
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// upsertKilledMidCopy upserts rows into tbl with s while another
+// connection terminates the backend running a COPY in b's schema; it
+// skips the test when the COPY ended before it could be killed, and fails
+// it when the upsert succeeded all the same.
+func upsertKilledMidCopy(t *testing.T, b *sinktest.DB, s contract.Sink, tbl *contract.Table, rows []contract.Row) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, postgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	killed := make(chan int, 1)
+	go func() {
+		defer close(killed)
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			var n int
+			err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE state = 'active' AND query ILIKE 'copy %' AND query LIKE '%' || $1 || '%'`, b.Schema).Scan(&n)
+			if err != nil || n > 0 {
+				killed <- n
+				return
+			}
+		}
+	}()
+	_, err = s.Upsert(ctx, tbl, rows)
+	if n := <-killed; n == 0 {
+		t.Skipf("the COPY finished before it could be killed (upsert: %v)", err)
+	}
+	if err == nil {
+		t.Fatal("upsert succeeded although its connection was killed mid-COPY")
+	}
+}

@@ -2,10 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/pgtest"
 	"github.com/idemsync/idemsync/sink/postgres"
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
@@ -28,14 +28,7 @@ const (
 // one-line message when it is unset (failing it instead under CI).
 func postgresURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv(pgEnv)
-	if url == "" {
-		if os.Getenv(pgRequireEnv) != "" {
-			t.Fatal(pgEnv + " is not set but " + pgRequireEnv + " is: the PostgreSQL tests must run")
-		}
-		t.Skip(pgEnv + " is not set; skipping PostgreSQL (source .ci/postgres to start a server)")
-	}
-	return url
+	return pgtest.URL(t)
 }
 
 // newPostgresBackend returns a fresh schema on the test server as a

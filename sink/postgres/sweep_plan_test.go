@@ -3,13 +3,13 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/pgtest"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	"github.com/jackc/pgx/v5"
 )
@@ -22,24 +22,8 @@ import (
 // with 1% gone, quadratic in its size. Under the sweep's planner settings
 // (sweepPlanner) no statement of the sweep joins by a nested loop.
 func TestSweepStatementsJoinByHash(t *testing.T) {
-	url := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
-	if url == "" {
-		if os.Getenv("IDEMSYNC_TEST_REQUIRE_POSTGRES") != "" {
-			t.Fatal("IDEMSYNC_TEST_POSTGRES_URL is not set but IDEMSYNC_TEST_REQUIRE_POSTGRES is")
-		}
-		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := "sweep_plan_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") //nolint:errcheck
+	conn, schema := pgtest.Schema(t, "sweep_plan_")
 	const rows = 100000
 	for _, mode := range []string{contract.DeletesHard, contract.DeletesSoft} {
 		t.Run(mode, func(t *testing.T) {
