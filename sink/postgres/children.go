@@ -68,21 +68,21 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 		if err != nil {
 			return p.dbError(dop, err)
 		}
-		data, err := pageValues(dop, &d.Table, drows)
-		if err != nil {
-			return err
-		}
 		// Into a child table holding only rows this sink inserted (a first
 		// load), COPY, as for the parents: the rows replaced were deleted
 		// above, and an element key met twice makes COPY refuse, for the
 		// merge (fresh.go, copy.go).
-		copied, err := p.copyFresh(ctx, tx, dop, &d.Table, dtypes, data)
+		copied, err := p.copyFresh(ctx, tx, dop, &d.Table, dtypes, drows)
 		if err != nil {
 			return err
 		}
 		if copied {
 			n.AddChild(d.Table.Name, int64(len(drows)), 0)
 			continue
+		}
+		data, err := pageValues(dop, &d.Table, drows)
+		if err != nil {
+			return err
 		}
 		args, err := mergeArgs(dop, &d.Table, drows, data, dtypes)
 		if err != nil {

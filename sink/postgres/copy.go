@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -36,17 +38,18 @@ import (
 //     merge then records the page's (docs/changes.md, "Cost");
 //   - not for a verifying run (ownRowsOnly is false then);
 //   - only when every column has the type idemsync creates (binaryParam,
-//     or jsonb for json), so that the values are encoded as for the
-//     merge's binary arrays.
+//     or jsonb for json), so that the values are encoded in binary as
+//     pgx encodes the merge's (copyenc.go).
 
 // copySavepoint is the savepoint a page's COPY runs under.
 const copySavepoint = "idemsync_copy"
 
-// copyFresh writes the deduplicated page (data: pageValues, each row
-// followed by its hash) with COPY when t holds only rows this sink
-// inserted into it empty, and reports whether it did; false leaves the
-// transaction as it found it, for the merge.
-func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, data [][]any) (bool, error) {
+// copyFresh writes the deduplicated page kept with COPY when t holds only
+// rows this sink inserted into it empty, and reports whether it did;
+// false leaves the transaction as it found it, for the merge. The page
+// is sent in COPY's binary format as copyPage builds it; a value its
+// column cannot take fails the page as the merge's conversion does.
+func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) (bool, error) {
 	if !copyTypes(t, types) {
 		return false, nil
 	}
@@ -59,17 +62,19 @@ func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.
 	if err != nil || !plain {
 		return false, p.errOrNil(op, err)
 	}
+	stream, err := copyPage(p.copyBuf[:0], op, t, kept, time.Now())
+	if err != nil {
+		return false, err
+	}
+	if cap(stream) <= copyBufKept {
+		p.copyBuf = stream
+	}
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+copySavepoint); err != nil {
 		return false, p.dbError(op, err)
 	}
-	cols := make([]string, 0, len(t.Columns)+2)
-	for _, c := range t.Columns {
-		cols = append(cols, c.Name)
-	}
-	cols = append(cols, contract.ColHash, contract.ColSyncedAt)
-	src := &copyRows{data: data, i: -1, synced: time.Now().UTC(), row: make([]any, len(cols))}
-	n, err := tx.CopyFrom(ctx, copyIdent(t), cols, src)
-	if err == nil && n == int64(len(data)) {
+	tag, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(stream), copySQL(t))
+	n := tag.RowsAffected()
+	if err == nil && n == int64(len(kept)) {
 		p.logger.Debug("copied a page into a table holding only rows this run inserted", "table", t.String(), "rows", n)
 		return true, nil
 	}
@@ -81,13 +86,30 @@ func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.
 	if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+copySavepoint); err != nil {
 		return false, p.dbError(op, err)
 	}
-	why := fmt.Sprintf("copied %d of %d rows", n, len(data))
+	why := fmt.Sprintf("copied %d of %d rows", n, len(kept))
 	if pgErr != nil {
 		why = "postgres error " + pgErr.Code + ": " + p.scrub(pgErr.Message)
 	}
 	p.logger.Debug("COPY refused the page: the merge writes it, and every later page until the next prepare", "table", t.String(), "why", why)
 	p.own[key] = false
 	return false, nil
+}
+
+// copyBufKept bounds the buffer of a page's COPY stream the sink keeps
+// for the next page: pages of usual sizes reuse it, a huge one's is
+// left to the collector.
+const copyBufKept = 4 << 20
+
+// copySQL is the COPY statement of a page into t: its columns, the hash
+// and the synced-at time, in copyPage's order.
+func copySQL(t *contract.Table) string {
+	var b strings.Builder
+	b.WriteString("COPY " + sqlkit.QuoteTable(t) + " (")
+	for _, c := range t.Columns {
+		b.WriteString(sqlkit.QuoteIdent(c.Name) + ", ")
+	}
+	b.WriteString(sqlkit.QuoteIdent(contract.ColHash) + ", " + sqlkit.QuoteIdent(contract.ColSyncedAt) + ") FROM STDIN BINARY")
+	return b.String()
 }
 
 // errOrNil is dbError(op, err), nil for a nil err.
@@ -142,30 +164,3 @@ func (p *Sink) plainTable(ctx context.Context, tx pgx.Tx, t *contract.Table, key
 	p.plain[key] = plain
 	return plain, nil
 }
-
-// copyIdent is t's name for CopyFrom.
-func copyIdent(t *contract.Table) pgx.Identifier {
-	if t.Schema != "" {
-		return pgx.Identifier{t.Schema, t.Name}
-	}
-	return pgx.Identifier{t.Name}
-}
-
-// copyRows is a page's rows as a pgx.CopyFromSource: data's values and
-// hash, then the synced-at time, in one reused slice.
-type copyRows struct {
-	data   [][]any
-	i      int
-	synced time.Time
-	row    []any
-}
-
-func (r *copyRows) Next() bool { r.i++; return r.i < len(r.data) }
-
-func (r *copyRows) Values() ([]any, error) {
-	n := copy(r.row, r.data[r.i])
-	r.row[n] = r.synced
-	return r.row, nil
-}
-
-func (r *copyRows) Err() error { return nil }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -74,31 +75,8 @@ func TestCopyStoresWhatTheMergeStores(t *testing.T) {
 	b := newPostgresBackend(t)
 	s, log := copySink(t)
 	copied, rows := copyTypesTable(b, "copied")
-	sinktest.MustPrepare(t, s, copied)
-	sinktest.MustUpsert(t, s, copied, contract.Counts{Inserted: int64(len(rows))}, rows...)
-	if !strings.Contains(log.String(), logCopied) || strings.Contains(log.String(), logRefused) {
-		t.Fatalf("the first load into an empty table was not copied; log:\n%s", log)
-	}
-
 	merged, _ := copyTypesTable(b, "merged")
-	sinktest.MustPrepare(t, s, merged)
-	other := sinktest.Row(int64(100), "x", nil, nil, nil, nil, nil)
-	b.Exec(t, "INSERT INTO "+sinktest.QName(merged)+" (id, t, _idemsync_hash, _idemsync_synced_at) VALUES (100, 'x', '"+other.Hash+"', now())")
-	before := strings.Count(log.String(), logCopied)
-	sinktest.MustPrepare(t, s, merged) // finds the table holding a row
-	sinktest.MustUpsert(t, s, merged, contract.Counts{Inserted: int64(len(rows))}, rows...)
-	if n := strings.Count(log.String(), logCopied); n != before {
-		t.Fatalf("a page into a table holding another row was copied; log:\n%s", log)
-	}
-	got, want := b.Read(t, copied), b.Read(t, merged)
-	want = want[:len(want)-1] // id 100
-	for i := range want {
-		if got[i][contract.ColSyncedAt] == "NULL" {
-			t.Errorf("row %d: no synced-at", i)
-		}
-		delete(want[i], contract.ColSyncedAt) // the time of each write
-	}
-	sinktest.AssertRows(t, got, want)
+	got := copyAndMerge(t, b, s, log, copied, merged, rows)
 	// And what the record said, where the column stores it as sent.
 	for i, w := range sinktest.Want(t, copied, rows...) {
 		for _, c := range []string{"t", "n", "j", "r", "b"} {
@@ -107,6 +85,65 @@ func TestCopyStoresWhatTheMergeStores(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The values at the edges of COPY's binary encoding (copyenc.go) are
+// stored as the merge stores them: decimals of every scale, sign and
+// exponent either side of numeric's base-10,000 digits, timestamps
+// before 1970 and 2000 and below the microsecond, floats at their limits
+// and signed zero, empty text, JSON scalars.
+func TestCopyStoresWhatTheMergeStoresAtTheEdges(t *testing.T) {
+	b := newPostgresBackend(t)
+	s, log := copySink(t)
+	numerics := []string{"0", "-0", "0.0", "-0.000", "00000", "0e5", "0e-5", ".0", "1", "-1", "+1", "9999", "10000", "-10000",
+		"10001", "100000000", "0.1", "0.0001", "0.00001", "0.00000001", "-1.50", "1.0000", "12.340000", "1e1", "1e3", "1e4",
+		"1e5", "1E8", "1e-1", "1e-4", "1e-5", "-2.5e-7", "123.456e2", "123.456e-2", "1.5e+3", "15e-1", "000123.4500",
+		"-00.00100", ".5", "5.", "-.5e3", "12345678901234567890.123456789012345678901", "1e300", "-1e-300"}
+	times := []time.Time{time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(1999, 12, 31, 23, 59, 59, 500, time.UTC),
+		time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(1850, 3, 4, 5, 6, 7, 890, time.FixedZone("LMT", -17762))}
+	reals := []any{math.Copysign(0, -1), -1e308, 5e-324, math.MaxFloat64, 1.0 / 3}
+	texts := []any{"", " ", `\x00`, `\.`}
+	jsons := []any{`null`, `"s"`, `1.50`, `[]`, `{"b":1,"a":[true,false]}`}
+	var rows []contract.Row
+	for i, n := range numerics {
+		rows = append(rows, sinktest.Row(int64(i), texts[i%len(texts)], reals[i%len(reals)], n, i%2 == 0, times[i%len(times)], jsons[i%len(jsons)]))
+	}
+	copied, _ := copyTypesTable(b, "edges_copied")
+	merged, _ := copyTypesTable(b, "edges_merged")
+	copyAndMerge(t, b, s, log, copied, merged, rows)
+}
+
+// copyAndMerge writes rows into copied, empty (so COPY writes them), and
+// into merged after a row of its own (so the merge does), and fails t
+// unless both read back equal but for the synced-at times; it returns
+// copied's rows.
+func copyAndMerge(t *testing.T, b *sinktest.DB, s contract.Sink, log *logBuf, copied, merged *contract.Table, rows []contract.Row) []map[string]string {
+	t.Helper()
+	sinktest.MustPrepare(t, s, copied)
+	sinktest.MustUpsert(t, s, copied, contract.Counts{Inserted: int64(len(rows))}, rows...)
+	if !strings.Contains(log.String(), logCopied) || strings.Contains(log.String(), logRefused) {
+		t.Fatalf("the first load into an empty table was not copied; log:\n%s", log)
+	}
+	sinktest.MustPrepare(t, s, merged)
+	other := sinktest.Row(int64(100000), "x", nil, nil, nil, nil, nil)
+	b.Exec(t, "INSERT INTO "+sinktest.QName(merged)+" (id, t, _idemsync_hash, _idemsync_synced_at) VALUES (100000, 'x', '"+other.Hash+"', now())")
+	before := strings.Count(log.String(), logCopied)
+	sinktest.MustPrepare(t, s, merged) // finds the table holding a row
+	sinktest.MustUpsert(t, s, merged, contract.Counts{Inserted: int64(len(rows))}, rows...)
+	if n := strings.Count(log.String(), logCopied); n != before {
+		t.Fatalf("a page into a table holding another row was copied; log:\n%s", log)
+	}
+	got, want := b.Read(t, copied), b.Read(t, merged)
+	want = want[:len(want)-1] // id 100000
+	for i := range want {
+		if got[i][contract.ColSyncedAt] == "NULL" {
+			t.Errorf("row %d: no synced-at", i)
+		}
+		delete(want[i], contract.ColSyncedAt) // the time of each write
+	}
+	sinktest.AssertRows(t, got, want)
+	return got
 }
 
 // A key met again by a later page of a first load makes COPY fail (unique

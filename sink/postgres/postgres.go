@@ -62,6 +62,7 @@ type Sink struct {
 	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
 	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
 	plain    map[string]bool              // whether the table has no trigger and no rule, by quoted table, until Prepare (copy.go)
+	copyBuf  []byte                       // the last copied page's COPY stream, its buffer reused by the next (copy.go)
 	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
 	checks   atomic.Pointer[rowChecks]    // CheckRow's checks of the last table's columns (validate.go)
 }

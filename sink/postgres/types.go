@@ -24,6 +24,10 @@ type columnType struct {
 	// array builds the typed array of column j of data (value results)
 	// sent for a binary column.
 	array func(data [][]any, j int) any
+	// wire appends a value's length and binary form in decl as pgx
+	// encodes value(v), for a copied page (copyenc.go); false when v has a
+	// Go type the column cannot take.
+	wire func(buf []byte, v any) ([]byte, bool)
 	// key maps key values PostgreSQL holds equal to one Go value; nil
 	// where Go's equality is PostgreSQL's.
 	key keyCanon
@@ -36,21 +40,21 @@ type columnType struct {
 // columnTypes is the table of column types; a new column type is one entry
 // here.
 var columnTypes = map[contract.ColumnType]columnType{
-	contract.TypeText: {decl: "text", binary: "text", array: ptrArray[string],
+	contract.TypeText: {decl: "text", binary: "text", array: ptrArray[string], wire: wireText,
 		value: func(v any) (any, bool) { s, ok := v.(string); return s, ok }},
-	contract.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64],
+	contract.TypeInteger: {decl: "bigint", binary: "bigint", array: ptrArray[int64], wire: wireInt8,
 		value: func(v any) (any, bool) { return sqlkit.AsInt64(v) }},
-	contract.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: realKey,
+	contract.TypeReal: {decl: "double precision", binary: "double precision", array: ptrArray[float64], key: realKey, wire: wireFloat8,
 		value: func(v any) (any, bool) { return sqlkit.AsFloat64(v) }},
 	// Sent exactly: parsed from the decimal string, never through float64.
-	contract.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: numericKey,
+	contract.TypeNumeric: {decl: "numeric", binary: "numeric", array: valueArray[pgtype.Numeric], key: numericKey, wire: wireNumeric,
 		value: numericValue},
-	contract.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool],
+	contract.TypeBoolean: {decl: "boolean", binary: "boolean", array: ptrArray[bool], wire: wireBool,
 		value: func(v any) (any, bool) { b, ok := v.(bool); return b, ok }},
-	contract.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: timeKey,
+	contract.TypeTimestamp: {decl: "timestamptz", binary: "timestamp with time zone", array: ptrArray[time.Time], key: timeKey, wire: wireTimestamp,
 		value: timestampValue},
 	// Sent as text, parsed by jsonb.
-	contract.TypeJSON: {decl: "jsonb", problem: jsonProblem,
+	contract.TypeJSON: {decl: "jsonb", problem: jsonProblem, wire: wireJSONB,
 		value: func(v any) (any, bool) { return sqlkit.AsJSON(v) }},
 }
 

@@ -14,8 +14,8 @@ func TestColumnTypesComplete(t *testing.T) {
 			t.Errorf("column type %s has no entry in columnTypes", typ)
 			continue
 		}
-		if ct.decl == "" || ct.value == nil || (ct.binary != "") != (ct.array != nil) {
-			t.Errorf("column type %s: entry lacks decl or value, or has binary without array", typ)
+		if ct.decl == "" || ct.value == nil || ct.wire == nil || (ct.binary != "") != (ct.array != nil) {
+			t.Errorf("column type %s: entry lacks decl, value or wire, or has binary without array", typ)
 		}
 	}
 }

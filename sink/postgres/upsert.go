@@ -50,10 +50,6 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	op := "upsert into " + t.String()
 	kept, _ := canonicalKeys(t, rows, keyForm)
 	kept, tombs := splitTombstones(kept)
-	data, err := pageValues(op, t, kept)
-	if err != nil {
-		return n, err
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	conn, err := p.connect(ctx)
@@ -90,7 +86,7 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	copied := false
 	if len(kept) > 0 {
-		if copied, err = p.copyFresh(ctx, tx, op, t, types, data); err != nil {
+		if copied, err = p.copyFresh(ctx, tx, op, t, types, kept); err != nil {
 			return n, err
 		}
 		if copied {
@@ -98,6 +94,10 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		}
 	}
 	if len(kept) > 0 && !copied {
+		data, err := pageValues(op, t, kept)
+		if err != nil {
+			return n, err
+		}
 		args, err := mergeArgs(op, t, kept, data, types)
 		if err != nil {
 			return n, err
@@ -140,8 +140,8 @@ func pageValues(op string, t *contract.Table, kept []contract.Row) ([][]any, err
 		conv[j] = typeOf(t.Columns[j].Type).value
 	}
 	for i, r := range kept {
-		if len(r.Values) != len(t.Columns) {
-			return nil, contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+		if err := rowWidth(op, t, r); err != nil {
+			return nil, err
 		}
 		vals := make([]any, len(t.Columns)+1)
 		for j, v := range r.Values {
@@ -158,6 +158,14 @@ func pageValues(op string, t *contract.Table, kept []contract.Row) ([][]any, err
 		data[i] = vals
 	}
 	return data, nil
+}
+
+// rowWidth fails, with Permanent, a row with the wrong number of values.
+func rowWidth(op string, t *contract.Table, r contract.Row) error {
+	if len(r.Values) != len(t.Columns) {
+		return contract.Errorf(contract.Permanent, "%s: row has %d values for %d columns", op, len(r.Values), len(t.Columns))
+	}
+	return nil
 }
 
 // mergeArgs returns the parameters of pgMergeSQL: one array parameter per
