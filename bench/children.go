@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,9 +47,16 @@ type childOrder struct {
 	} `json:"line_items"`
 }
 
+// ordersListed, when above 0, lists only that many of serveOrders' n
+// orders, and ordersEdition changes every line item's quantity: the
+// growing re-sync of the child figures lists a few orders, then all of
+// them, changed.
+var ordersListed, ordersEdition atomic.Int64
+
 // serveOrders starts, in-process, an API of n orders with linesPerOrder
 // line items each, in pages (?page=P&per_page=S, from 1; a page past the
-// end is empty). Every page is the same on every request.
+// end is empty). Every page is the same on every request, until
+// ordersListed or ordersEdition change.
 func serveOrders(n int) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,9 +70,13 @@ func serveOrders(n int) (string, func(), error) {
 			http.Error(w, "page and per_page required", http.StatusBadRequest)
 			return
 		}
+		listed, edition := n, int(ordersEdition.Load())
+		if l := ordersListed.Load(); l > 0 {
+			listed = int(l)
+		}
 		var b strings.Builder
 		b.WriteString(`{"data":[`)
-		for id := (page-1)*size + 1; id <= min(page*size, n); id++ {
+		for id := (page-1)*size + 1; id <= min(page*size, listed); id++ {
 			if id > (page-1)*size+1 {
 				b.WriteByte(',')
 			}
@@ -75,7 +87,7 @@ func serveOrders(n int) (string, func(), error) {
 					b.WriteByte(',')
 				}
 				fmt.Fprintf(&b, `{"id":%d,"sku":"sku-%d","quantity":%d,"price":%d.%02d}`,
-					id*10+j, (id+j)%50, 1+(id+j)%9, (id*7+j)%500, j*11)
+					id*10+j, (id+j)%50, 1+(id+j+edition)%9, (id*7+j)%500, j*11)
 			}
 			b.WriteString(`]}`)
 		}
@@ -322,6 +334,43 @@ func (b *bench) childFigures(kind string, api *fakeapi.Server, pgURL string, ord
 		base.wall.Seconds()/first.wall.Seconds(), medianCPU(firsts).Seconds()/medianCPU(bases).Seconds())
 	fmt.Printf("unchanged re-sync: %d child rows written (read from order_line_items: synced_at later than before, goal 0), %d → %d rows, %d parent rows written\n",
 		rewritten+max(count1-count0, count0-count1), count0, count1, again.written)
+	return b.growingResync(kind, api, target, schema, orders, size)
+}
+
+// growingResync measures a re-sync whose child table starts small and
+// grows by much in the run while its parents change, so that every page
+// deletes its parents' child rows (docs/performance.md, "Child tables"):
+// a first load of 1% of the orders, then a run listing all of them, the
+// first 1% changed, into the tables of the last first load's target,
+// emptied.
+func (b *bench) growingResync(kind string, api *fakeapi.Server, target, schema string, orders, size int) error {
+	db, table, err := childDB(kind, target, schema)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	parent := strings.TrimSuffix(table, "order_line_items") + "orders"
+	for _, t := range []string{table, parent} {
+		if _, err := db.Exec(`DELETE FROM ` + t); err != nil {
+			return err
+		}
+	}
+	defer ordersListed.Store(0)
+	defer ordersEdition.Store(0)
+	ordersListed.Store(int64(max(orders/100, 1)))
+	name := "children-" + kind + "-grow"
+	if _, err := b.idemsync(name, childrenJob(api.URL, size, target, schema)); err != nil {
+		return err
+	}
+	ordersListed.Store(0)
+	ordersEdition.Store(1)
+	m, err := b.idemsync(name, childrenJob(api.URL, size, target, schema))
+	if err != nil {
+		return err
+	}
+	rows := orders * (1 + linesPerOrder)
+	fmt.Printf("growing re-sync: %d orders listed after a first load of %d, all written with their line items: %.2f s, %.0f rows/s, %.2f CPU µs/row (load average %s)\n",
+		orders, max(orders/100, 1), m.wall.Seconds(), float64(rows)/m.wall.Seconds(), float64(m.cpu.Microseconds())/float64(rows), loadAverage())
 	return nil
 }
 

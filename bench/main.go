@@ -46,6 +46,7 @@ func main() {
 		parents = flag.Int("parents", 0, "only the figure of a child run over a parent table of this many rows (peak RSS, state file growth)")
 		sweep   = flag.Int("sweep", 0, "only the deletion figures (docs/deletions.md) on a table of this many rows")
 		feedN   = flag.Int("feed", 0, "only the change feed figures (docs/changes.md) on a table of this many rows")
+		feedRd  = flag.Int("feed-read", 0, "only the change feed's read figure (docs/changes.md): this many rows written in one statement, read back in batches of 100")
 		ledger  = flag.Bool("ledger", false, "only the side-effect ledger's figures (docs/ledger.md), on SQLite and with -pg PostgreSQL")
 		prof    = flag.String("cpuprofile", "", "write a CPU profile of every idemsync run to this folder (NAME.pprof)")
 		pgstate = flag.Bool("pgstate", false, "only the state-in-PostgreSQL figures (lease and fence per page, one transaction per page; needs -pg)")
@@ -111,6 +112,13 @@ func main() {
 	}
 	if *feedN > 0 {
 		if err := feedOnly(*pg, *feedN, *size, *repeat); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *feedRd > 0 {
+		if err := feedReadFigures(*pg, *feedRd, 20); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

@@ -39,9 +39,8 @@ type FeedDB struct {
 	// number, the lowest n of them at least (all when there are fewer),
 	// in no order, with the columns seq, resource, key, op, hash, version,
 	// run, row and at; its three placeholders are the job, the number and
-	// n. (PostgreSQL keeps a statement's events in one row and expands
-	// them here, the fewest rows that hold n events: docs/changes.md,
-	// "Cost".)
+	// n. (PostgreSQL keeps up to 1,000 of a statement's events in one row
+	// and expands here only the n asked for: docs/changes.md, "Cost".)
 	Events string
 	// RecordedBefore selects the highest number of a job's events
 	// recorded before a time (placeholders: the job, Unix milliseconds);

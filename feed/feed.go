@@ -267,9 +267,15 @@ func filter(o Options) func(Event) bool {
 	return func(e Event) bool { return in(o.Resources, e.Resource) && in(o.Ops, e.Op) }
 }
 
+// eventsQuery is readEvents' query: n events of a job after a number
+// (its placeholders: the job, the number, n).
+func eventsQuery(fd contract.FeedDB, n int) string {
+	return q(fd, `SELECT seq, resource, key, op, hash, version, run, row, at FROM `+fd.Events+` e ORDER BY seq LIMIT `+strconv.Itoa(n))
+}
+
 // readEvents reads up to n of job's events after seq, in order.
 func readEvents(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job string, after int64, n int) ([]Event, error) {
-	rows, err := tx.QueryContext(ctx, q(fd, `SELECT seq, resource, key, op, hash, version, run, row, at FROM `+fd.Events+` e ORDER BY seq LIMIT `+strconv.Itoa(n)), job, after, n)
+	rows, err := tx.QueryContext(ctx, eventsQuery(fd, n), job, after, n)
 	if err != nil {
 		return nil, err
 	}

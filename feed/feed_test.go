@@ -130,3 +130,51 @@ func TestPruneAndGap(t *testing.T) {
 		}
 	})
 }
+
+// A write statement larger than a pack (PostgreSQL cuts its events into
+// packs of 1,000) reads back in batches that start and end inside packs:
+// --limit cuts inside one, a partial ack resumes inside one, and every
+// event comes once, in number order, with its own key.
+func TestBatchesCutInsideLargeStatements(t *testing.T) {
+	eachTarget(t, func(t *testing.T, tg *target) {
+		ctx := context.Background()
+		s, fd := tg.fed(t)
+		ids := make([]int64, 2500)
+		for i := range ids {
+			ids[i] = int64(i + 1)
+		}
+		tg.write(t, s, ids, "a")
+		tg.write(t, s, ids[:1500], "b") // updates, one statement
+		var next int64 = 1
+		keys := map[string]int{}
+		for n := 0; ; n++ {
+			b, err := feed.Next(ctx, fd, tg.job, feed.Options{Consumer: "mail", Limit: 700})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.ID == "" {
+				break
+			}
+			through := b.Through
+			if n%2 == 0 && len(b.Events) > 1 { // every other batch acknowledged halfway
+				through = b.Events[len(b.Events)/2].Seq
+			}
+			for _, e := range b.Events {
+				if e.Seq > through {
+					break
+				}
+				if e.Seq != next {
+					t.Fatalf("batch %d: event %d after %d", n, e.Seq, next-1)
+				}
+				next++
+				keys[e.Op+":"+e.Key]++
+			}
+			if _, err := feed.Ack(ctx, fd, tg.job, "mail", b.ID, through); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if next != 4001 || len(keys) != 4000 {
+			t.Fatalf("read through %d, %d distinct events; want 4,000 (2,500 inserts, 1,500 updates), each once", next-1, len(keys))
+		}
+	})
+}

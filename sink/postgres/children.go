@@ -205,6 +205,17 @@ func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.
 	if mark && t.Soft() {
 		args = append(args, time.Now().UTC().Truncate(time.Microsecond))
 	}
+	// Each root key's rows are found by the child table's index on its
+	// root columns, whatever the planner thinks of the table's size: on a
+	// child table not analyzed since it grew (a first load, then a
+	// re-sync whose parents change) it guessed that the keys of one page
+	// matched half of it and joined them by hash over a sequential scan
+	// of the whole table, for every page: quadratic in the run. Only for
+	// these statements: the rest of the page's transaction plans as
+	// configured (docs/performance.md, "Child tables").
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"); err != nil {
+		return p.dbError(op, err)
+	}
 	for _, d := range t.Descendants() {
 		where := fmt.Sprintf("(%s) IN (SELECT %s FROM unnest(%s) AS u(%s))", sqlkit.QuoteList(d.Root),
 			strings.Join(casts, ", "), strings.Join(params, ", "), strings.Join(alias, ", "))
@@ -212,11 +223,18 @@ func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.
 		if mark && t.Soft() {
 			q = fmt.Sprintf("UPDATE %s SET %s = $%d WHERE %[2]s IS NULL AND %[4]s", sqlkit.QuoteTable(&d.Table), sqlkit.QuoteIdent(contract.ColDeletedAt), len(params)+1, where)
 		}
-		tag, err := tx.Exec(ctx, q, args...)
+		// Planned at each run, with the table as it is then: a prepared
+		// statement's generic plan, made once it had run five times while
+		// the table was small, probed it by a sequential scan per key
+		// ever after. An unnamed statement costs no extra round trip.
+		tag, err := tx.Exec(ctx, q, append([]any{pgx.QueryExecModeExec}, args...)...)
 		if err != nil {
 			return p.dbError(op+": child table "+d.Table.String(), err)
 		}
 		n.AddChild(d.Table.Name, 0, tag.RowsAffected())
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT"); err != nil {
+		return p.dbError(op, err)
 	}
 	return nil
 }

@@ -27,16 +27,20 @@ import (
 // number before a smaller one becomes visible (a sequence's values can
 // commit out of order and such a reader would skip the late one forever).
 //
-// A write statement's events are one row of idemsync_change_packs,
-// numbered seq..hi, their keys, hashes, versions and rows in arrays and
-// their operations one letter each in ops: one row and one index entry
-// per page instead of one per written row (docs/changes.md, "Cost").
-// idemsync_events(job, after, n) expands a job's packs above a number (the
-// readers' FROM item: contract.FeedDB.Events); the view idemsync_changes
-// expands them all, one row per event, for people and tests. A feed
-// created before packs (a table idemsync_changes of single events) is
-// moved into packs of one.
-const pgFeedDDL = `
+// A write statement's events are rows of idemsync_change_packs of at
+// most feedPack events each, numbered seq..hi, their keys, hashes,
+// versions and rows in arrays and their operations one letter each in
+// ops: one row and one index entry per page of 1,000 instead of one per
+// written row (docs/changes.md, "Cost"). idemsync_events(job, after, n)
+// is the readers' FROM item (contract.FeedDB.Events): the events after a
+// number, at most n, expanded from the packs that hold them and only
+// those (pgEventsBody); the view idemsync_changes expands them all, one
+// row per event, for people and tests. A feed created before packs (a
+// table idemsync_changes of single events) is moved into packs of one;
+// packs written before they were cut at feedPack events (one per write
+// statement, however large) are cut when the reader's function is
+// replaced.
+var pgFeedDDL = fmt.Sprintf(`
 CREATE TABLE IF NOT EXISTS idemsync_change_packs (
 	job text NOT NULL, hi bigint NOT NULL, seq bigint NOT NULL, resource text NOT NULL, run bigint, at bigint NOT NULL,
 	ops text NOT NULL, keys text[] NOT NULL, hashes text[], versions text[], rows text[],
@@ -65,17 +69,22 @@ DO $idemsync_ddl$ BEGIN
 			NULL;
 		END;
 	END IF;
-	-- Each pack above p_after holds at least one event above it, so the
-	-- first p_n packs hold the first p_n events: a reader far behind
-	-- expands a batch's worth, not the whole backlog.
-	IF to_regprocedure('idemsync_events(text, bigint, bigint)') IS NULL THEN
-		CREATE FUNCTION idemsync_events(p_job text, p_after bigint, p_n bigint)
+	IF (SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure('idemsync_events(text, bigint, bigint)')) IS DISTINCT FROM $idemsync_src$%[1]s$idemsync_src$ THEN
+		-- Packs of an earlier build, one per write statement: cut into
+		-- packs of %[2]d, or each batch read from one would expand all of
+		-- it. Their events keep their numbers and order.
+		WITH old AS (DELETE FROM idemsync_change_packs WHERE hi - seq >= %[2]d RETURNING *)
+		INSERT INTO idemsync_change_packs (job, hi, seq, resource, run, at, ops, keys, hashes, versions, rows)
+			SELECT o.job, o.seq + max(e.i) - 1, o.seq + min(e.i) - 1, o.resource, o.run, o.at, string_agg(substr(o.ops, e.i::int, 1), '' ORDER BY e.i),
+				array_agg(e.k ORDER BY e.i),
+				CASE WHEN o.hashes IS NULL THEN NULL ELSE array_agg(e.h ORDER BY e.i) END,
+				CASE WHEN o.versions IS NULL THEN NULL ELSE array_agg(e.v ORDER BY e.i) END,
+				CASE WHEN o.rows IS NULL THEN NULL ELSE array_agg(e.r ORDER BY e.i) END
+			FROM old o CROSS JOIN LATERAL unnest(o.keys, o.hashes, o.versions, o.rows) WITH ORDINALITY AS e(k, h, v, r, i)
+			GROUP BY o.job, o.hi, o.seq, o.resource, o.run, o.at, o.hashes IS NULL, o.versions IS NULL, o.rows IS NULL, (e.i - 1) / %[2]d;
+		CREATE OR REPLACE FUNCTION idemsync_events(p_job text, p_after bigint, p_n bigint)
 			RETURNS TABLE (seq bigint, resource text, key text, op text, hash text, version text, run bigint, "row" text, at bigint)
-			LANGUAGE sql STABLE AS $f$
-			SELECT p.seq + e.i - 1, p.resource, e.k, substr(p.ops, e.i::int, 1), e.h, e.v, p.run, e.r, p.at
-			FROM (SELECT * FROM idemsync_change_packs q WHERE q.job = p_job AND q.hi > p_after ORDER BY q.hi LIMIT p_n) p
-				CROSS JOIN LATERAL unnest(p.keys, p.hashes, p.versions, p.rows) WITH ORDINALITY AS e(k, h, v, r, i)
-			WHERE p.seq + e.i - 1 > p_after $f$;
+			LANGUAGE sql STABLE AS $idemsync_src$%[1]s$idemsync_src$;
 	END IF;
 	IF to_regclass('idemsync_changes') IS NULL THEN
 		CREATE VIEW idemsync_changes AS
@@ -83,17 +92,48 @@ DO $idemsync_ddl$ BEGIN
 				e.v AS version, p.run, e.r AS "row", p.at
 			FROM idemsync_change_packs p CROSS JOIN LATERAL unnest(p.keys, p.hashes, p.versions, p.rows) WITH ORDINALITY AS e(k, h, v, r, i);
 	END IF;
-END $idemsync_ddl$;`
+END $idemsync_ddl$;`, pgEventsBody, feedPack)
+
+// feedPack is the most events a pack holds: a batch read from the feed
+// expands at most the packs it starts and ends in beyond its own events,
+// however large the write statement was; a page of 1,000 rows (the
+// default) is still one pack.
+const feedPack = 1000
+
+// pgEventsBody is idemsync_events(p_job, p_after, p_n): the events
+// numbered above p_after, at most p_n, from the packs that hold them.
+// Events are numbered without holes (the counter row), so they are the
+// numbers p_after+1 .. p_after+p_n, or, past pruned numbers, that many
+// from the first kept one; the packs holding them are an index range
+// ending at the first pack that reaches the last (a read of every event,
+// p_n the largest bigint, goes to the end), and only those packs' arrays
+// and operations are read, each sliced to the numbers wanted. (An event's
+// operation read by substr from a pack's whole ops, compressed, cost a
+// decompression up to its position: a batch of 100 from the middle of
+// a pack of 200,000 took more than 5 minutes.)
+const pgEventsBody = `
+	WITH b AS MATERIALIZED (
+		SELECT least(greatest(p_after, (SELECT q.seq - 1 FROM idemsync_change_packs q WHERE q.job = p_job AND q.hi > p_after ORDER BY q.hi LIMIT 1))::numeric + p_n,
+			9223372036854775807)::bigint AS last),
+	p AS (
+		SELECT q.*, greatest(q.seq, p_after + 1) - q.seq + 1 AS a, least(q.hi, b.last) - q.seq + 1 AS z,
+			substr(q.ops, (greatest(q.seq, p_after + 1) - q.seq + 1)::int, (least(q.hi, b.last) - greatest(q.seq, p_after + 1) + 1)::int) AS o
+		FROM b JOIN idemsync_change_packs q ON q.job = p_job AND q.hi > p_after AND q.seq <= b.last
+			AND q.hi <= COALESCE((SELECT r.hi FROM idemsync_change_packs r WHERE r.job = p_job AND r.hi >= b.last ORDER BY r.hi LIMIT 1), b.last))
+	SELECT p.seq + p.a + e.i - 2, p.resource, e.k, substr(p.o, e.i::int, 1), e.h, e.v, p.run, e.r, p.at
+	FROM p CROSS JOIN LATERAL unnest(p.keys[p.a:p.z], p.hashes[p.a:p.z], p.versions[p.a:p.z], p.rows[p.a:p.z]) WITH ORDINALITY AS e(k, h, v, r, i)
+`
 
 // pgFeedBody returns the body of t's feed trigger function, which every
 // trigger of the table calls with the job and the resource as arguments.
-// Statement-level with transition tables: one counter update and one
-// pack per statement, none for a statement that changed no row (an
-// unchanged re-sync locks nothing). It names t's key, hash and version
-// columns (reading each row through jsonb cost twice as much). An UPDATE
-// that sets the deletion mark (deletes: soft) is a 'D'. The aggregates of
-// one SELECT see its rows in the same order, so the arrays and ops line
-// up.
+// Statement-level with transition tables: one counter update and a pack
+// per feedPack rows per statement, none for a statement that changed no
+// row (an unchanged re-sync locks nothing). It names t's key, hash and
+// version columns (reading each row through jsonb cost twice as much). An
+// UPDATE that sets the deletion mark (deletes: soft) is a 'D'. The
+// aggregates of one group see its rows in the same order, so a pack's
+// arrays and ops line up; the groups are cut by the rows' position in the
+// transition table, so pack g holds the numbers after g*feedPack.
 func pgFeedBody(t *contract.Table, sch string) string {
 	col := func(rec, name string) string { return rec + "." + sqlkit.QuoteIdent(name) }
 	key := func(rec string) string {
@@ -114,44 +154,53 @@ func pgFeedBody(t *contract.Table, sch string) string {
 	}
 	rows, upd := "NULL", "repeat('U', count(*)::int)"
 	if t.Changes.Rows {
-		rows = "array_agg((to_jsonb(w) - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at')::text)"
+		rows = "array_agg((to_jsonb(w) - '_idemsync_hash' - '_idemsync_synced_at' - '_idemsync_deleted_at' - '_idemsync_pack')::text)"
 	}
 	if t.Soft() {
 		upd = "string_agg(CASE WHEN " + col("w", contract.ColDeletedAt) + " IS NOT NULL THEN 'D' ELSE 'U' END, '')"
 	}
 	hash := sqlkit.QuoteIdent(contract.ColHash)
-	return fmt.Sprintf(`
+	// packs(rec, from) is the pack rows of the transition table from,
+	// aliased rec, with the operations ops: hi and seq count from the
+	// counter's new value.
+	packs := func(rec, from, ops, versions, rows string) string {
+		return fmt.Sprintf(`INSERT INTO %[1]s.idemsync_change_packs (job, hi, seq, resource, run, at, ops, keys, hashes, versions, rows)
+			SELECT TG_ARGV[0], hi - n + least(%[2]s._idemsync_pack * %[3]d + %[3]d, n), hi - n + %[2]s._idemsync_pack * %[3]d + 1, TG_ARGV[1], r, ts,
+				%[4]s, array_agg(%[5]s), array_agg(%[2]s.%[6]s), %[7]s, %[8]s
+			FROM (SELECT *, (row_number() OVER () - 1) / %[3]d AS _idemsync_pack FROM %[9]s) %[2]s GROUP BY %[2]s._idemsync_pack;`,
+			sch, rec, feedPack, ops, key(rec), hash, versions, rows, from)
+	}
+	// The packs' SELECT reads the table's columns beside the variables,
+	// always qualified: a column named n or hi is not the variable.
+	return fmt.Sprintf(`#variable_conflict use_variable
 DECLARE
 	n bigint;
 	hi bigint;
 	r bigint;
 	ts bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-	v_ops text;
-	v_keys text[];
-	v_hashes text[];
-	v_versions text[];
-	v_rows text[];
 BEGIN
 	IF TG_OP = 'DELETE' THEN
-		SELECT count(*), repeat('D', count(*)::int), array_agg(%[2]s), array_agg(o.%[3]s), %[4]s, NULL
-			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM old_rows o;
-	ELSIF TG_OP = 'INSERT' THEN
-		SELECT count(*), repeat('I', count(*)::int), array_agg(%[5]s), array_agg(w.%[3]s), %[6]s, %[7]s
-			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM new_rows w;
+		SELECT count(*) INTO n FROM old_rows;
 	ELSE
-		SELECT count(*), %[8]s, array_agg(%[5]s), array_agg(w.%[3]s), %[6]s, %[7]s
-			INTO n, v_ops, v_keys, v_hashes, v_versions, v_rows FROM new_rows w;
+		SELECT count(*) INTO n FROM new_rows;
 	END IF;
 	IF n = 0 THEN
 		RETURN NULL;
 	END IF;
 	INSERT INTO %[1]s.idemsync_change_jobs AS c (job, last) VALUES (TG_ARGV[0], n)
 		ON CONFLICT (job) DO UPDATE SET last = c.last + n RETURNING c.last, c.run INTO hi, r;
-	INSERT INTO %[1]s.idemsync_change_packs (job, hi, seq, resource, run, at, ops, keys, hashes, versions, rows)
-		VALUES (TG_ARGV[0], hi, hi - n + 1, TG_ARGV[1], r, ts, v_ops, v_keys, v_hashes, v_versions, v_rows);
+	IF TG_OP = 'DELETE' THEN
+		%[2]s
+	ELSIF TG_OP = 'INSERT' THEN
+		%[3]s
+	ELSE
+		%[4]s
+	END IF;
 	RETURN NULL;
 END
-`, sch, key("o"), hash, versions("o"), key("w"), versions("w"), rows, upd)
+`, sch, packs("o", "old_rows", "repeat('D', count(*)::int)", versions("o"), "NULL"),
+		packs("w", "new_rows", "repeat('I', count(*)::int)", versions("w"), rows),
+		packs("w", "new_rows", upd, versions("w"), rows))
 }
 
 // pgFeedFuncName is the name of t's feed trigger function: one per table
@@ -276,7 +325,11 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+sch+"; "+pgFeedDDL); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS trigger LANGUAGE plpgsql AS $idemsync_feed$"+body+"$idemsync_feed$"); err != nil {
+		// Grouping a large statement's rows into packs by hashing spilled
+		// the packs' arrays to disk (and took longer than the whole
+		// statement's one pack did); sorted, the groups are built one at a
+		// time.
+		if _, err := tx.Exec(ctx, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS trigger LANGUAGE plpgsql SET enable_hashagg = off AS $idemsync_feed$"+body+"$idemsync_feed$"); err != nil {
 			return err
 		}
 	}
