@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -72,5 +73,51 @@ func TestLastOfEachIntegerKey(t *testing.T) {
 	mixed := [][]any{{"a", int64(1)}, {"b", "1"}, {"c", float64(1)}, {"d", "1"}}
 	if got := lastOfEachKey(st, mixed); len(got) != 2 || got[0] != 2 || got[1] != 3 {
 		t.Errorf("mixed keys: kept %v, want [2 3]", got)
+	}
+}
+
+// A page whose integer keys come in order, rising or falling (how most
+// APIs list records), has no key twice: every row is kept, without a map
+// of the page's keys (docs/performance.md, "Round five"). Failed first
+// with 9 allocations for a page of 1,000 rows; a key out of order, or
+// repeated next to itself, is still found by the map.
+func TestLastOfEachIntegerKeyInOrder(t *testing.T) {
+	st := &sqliteStmts{keyIdx: []int{0}}
+	page := func(key func(i int) int64) [][]any {
+		all := make([][]any, 1000)
+		for i := range all {
+			all[i] = []any{key(i)}
+		}
+		return all
+	}
+	for name, all := range map[string][][]any{
+		"rising":  page(func(i int) int64 { return int64(10 + 3*i) }),
+		"falling": page(func(i int) int64 { return int64(5000 - i) }),
+	} {
+		var kept []int
+		allocs := testing.AllocsPerRun(5, func() { kept = lastOfEachKey(st, all) })
+		if allocs > 1 {
+			t.Errorf("%s: %.0f allocations for a page of %d rows, want at most 1", name, allocs, len(all))
+		}
+		if len(kept) != len(all) || kept[0] != 0 || kept[999] != 999 {
+			t.Errorf("%s: kept %d rows", name, len(kept))
+		}
+	}
+	for name, tc := range map[string]struct {
+		keys []int64
+		want []int
+	}{
+		"repeated next to itself": {[]int64{1, 2, 2, 3}, []int{0, 2, 3}},
+		"falling, repeated":       {[]int64{9, 8, 8}, []int{0, 2}},
+		"out of order":            {[]int64{1, 3, 2, 1}, []int{1, 2, 3}},
+		"one row":                 {[]int64{7}, []int{0}},
+	} {
+		all := make([][]any, len(tc.keys))
+		for i, k := range tc.keys {
+			all[i] = []any{k}
+		}
+		if got := lastOfEachKey(st, all); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: kept %v, want %v", name, got, tc.want)
+		}
 	}
 }

@@ -469,13 +469,30 @@ func lastOfEachIntKey(st *sqliteStmts, all [][]any) ([]int, bool) {
 		return nil, false
 	}
 	k := st.keyIdx[0]
-	last := make(map[int64]int, len(all))
+	// Keys rising or falling all the way, as most APIs list records, are
+	// each there once: every row is kept, without the map (3% of a first
+	// load's garbage; docs/performance.md, "Round five").
+	rising, falling := true, true
 	for ri, vals := range all {
 		id, ok := vals[k].(int64)
 		if !ok {
 			return nil, false
 		}
-		last[id] = ri
+		if ri > 0 {
+			prev := all[ri-1][k].(int64)
+			rising, falling = rising && id > prev, falling && id < prev
+		}
+	}
+	if rising || falling {
+		kept := make([]int, len(all))
+		for ri := range kept {
+			kept[ri] = ri
+		}
+		return kept, true
+	}
+	last := make(map[int64]int, len(all))
+	for ri, vals := range all {
+		last[vals[k].(int64)] = ri
 	}
 	kept := make([]int, 0, len(last))
 	for ri, vals := range all {
