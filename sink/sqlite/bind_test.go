@@ -2,9 +2,11 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/sink/sinktest"
 	"github.com/idemsync/idemsync/sink/sqlite"
@@ -22,7 +24,8 @@ import (
 // stored as given and a page's keys in order kept without a map).
 func TestFirstLoadAllocationsPerRow(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), nil)
+	dir := t.TempDir()
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "t.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,5 +61,26 @@ func TestFirstLoadAllocationsPerRow(t *testing.T) {
 	t.Logf("%.2f objects, %.0f bytes per row", objects, bytes)
 	if objects > 3.45 || bytes > 760 {
 		t.Errorf("%.2f objects and %.0f bytes allocated per row written, want at most 3.45 and 760", objects, bytes)
+	}
+	// Every row of a page has the page's one synced-at time, in the
+	// stored form, beside its own columns and hash.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	last := pages[11][size-1]
+	var times int
+	var synced, name, hash string
+	if err := db.QueryRow(`SELECT count(DISTINCT _idemsync_synced_at), max(_idemsync_synced_at),
+		max(name) FILTER (WHERE id = ?), max(_idemsync_hash) FILTER (WHERE id = ?)
+		FROM orders WHERE id >= ?`, last.Values[0], last.Values[0], pages[11][0].Values[0]).Scan(&times, &synced, &name, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, synced); times != 1 || err != nil || len(synced) != 30 {
+		t.Errorf("the last page's rows have %d synced-at times (%q), want one in the stored form", times, synced)
+	}
+	if name != last.Values[1] || hash != last.Hash {
+		t.Errorf("last row stored name %q hash %q, want %q and %q", name, hash, last.Values[1], last.Hash)
 	}
 }
