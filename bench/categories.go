@@ -22,6 +22,8 @@ var profileCategories = []struct{ name, fn string }{
 	{"  of which record mapping (columns, conversion, hash)", "sync.(*Engine).mapRecords"},
 	{"target write (Upsert)", "sync.(*Engine).upsertTarget"},
 	{"  of which SQLite unchanged-rows lookup", "sink/sqlite.unchangedRows"},
+	{"  of which SQLite values converted for storing", "sink/sqlite.sqliteRows"},
+	{"  of which SQLite binding values (the driver)", "modernc.org/sqlite.(*conn).bind"},
 	{"  of which PostgreSQL COPY into an empty table", "sink/postgres.(*Sink).copyFresh"},
 	{"checkpoint commit (state file)", "checkpoint.(*Store).CommitPage"},
 	{"seen keys of a page (deletes)", "sync.(*Engine).pageKeys"},

@@ -50,3 +50,46 @@ func TestVersionNewer(t *testing.T) {
 		}
 	}
 }
+
+// formatTime writes what the layout does, for every instant: years of
+// four digits by hand, any other by the layout itself.
+func TestFormatTimeMatchesLayout(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	for _, tm := range []time.Time{
+		testTime, {}, time.Unix(0, 0), time.Unix(0, 1).In(east),
+		time.Date(2024, 2, 29, 23, 59, 59, 999999999, east),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(999, 12, 31, 23, 0, 0, 10, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 0, east).Add(12 * time.Hour),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, want := formatTime(tm), tm.UTC().Format(sqliteTimeLayout); got != want {
+			t.Errorf("formatTime(%v) = %q, want %q", tm, got, want)
+		}
+	}
+}
+
+func FuzzFormatTime(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(testTime.Unix(), int64(testTime.Nanosecond()))
+	f.Add(int64(253402300799), int64(999999999)) // 9999-12-31T23:59:59
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec)
+		if got, want := formatTime(tm), tm.UTC().Format(sqliteTimeLayout); got != want {
+			t.Errorf("formatTime(%d, %d) = %q, want %q", sec, nsec, got, want)
+		}
+	})
+}
+
+// BenchmarkFormatTime: formatTime against the layout's formatting.
+func BenchmarkFormatTime(b *testing.B) {
+	b.Run("formatTime", func(b *testing.B) {
+		for b.Loop() {
+			formatTime(testTime)
+		}
+	})
+	b.Run("layout", func(b *testing.B) {
+		for b.Loop() {
+			_ = testTime.UTC().Format(sqliteTimeLayout)
+		}
+	})
+}

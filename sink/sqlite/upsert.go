@@ -157,7 +157,7 @@ func (s *Sink) newStatements(ctx context.Context, t *contract.Table) (*sqliteStm
 		return nil, err
 	}
 	st := &sqliteStmts{
-		batch: max(1, min(insertBatch, 32000/(len(t.Columns)+2))), // SQLite binds at most 32766 parameters
+		batch: max(1, min(insertBatch, 32000/(len(t.Columns)+1))), // SQLite binds at most 32766 parameters
 		same:  map[int]*sql.Stmt{},
 	}
 	if t.Verify {
@@ -228,9 +228,13 @@ func sqliteUpsertSQL(t *contract.Table, n int) [2]string {
 		sets = append(sets, del+" = NULL")
 		where = fmt.Sprintf("(%s) OR %s.%s IS NOT NULL", where, target, del)
 	}
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+2), ", ") + ")"
+	// The synced-at time, the same for every row, is bound once: ?1 in
+	// every row's tuple, first so that each "?" after it takes the next
+	// number (2, 3, …) for the row's columns and hash (write's arguments;
+	// docs/performance.md, "Round five").
+	tuple := "(?1, " + strings.TrimSuffix(strings.Repeat("?, ", len(t.Columns)+1), ", ") + ")"
 	head := fmt.Sprintf("INSERT INTO %s AS %s (%s, %s, %s) VALUES %s ON CONFLICT (%s) DO ",
-		sqlkit.QuoteIdent(t.Name), target, strings.Join(cols, ", "), hash, synced,
+		sqlkit.QuoteIdent(t.Name), target, synced, strings.Join(cols, ", "), hash,
 		strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "), sqlkit.QuoteList(t.Key))
 	return [2]string{head + "NOTHING", head + "UPDATE SET " + strings.Join(sets, ", ") + " WHERE " + where}
 }
@@ -337,14 +341,14 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 // time (see Upsert), and returns Inserted, Updated and Dropped.
 func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, rows []contract.Row, all [][]any, write []int) (contract.Counts, error) {
 	var n contract.Counts
-	now := formatTime(time.Now())
-	perRow := len(t.Columns) + 2
-	args := make([]any, 0, st.batch*perRow)
+	perRow := len(t.Columns) + 1
+	args := make([]any, 1, 1+st.batch*perRow)
+	args[0] = formatTime(time.Now()) // ?1, the synced-at time of every row (sqliteUpsertSQL)
 	for start := 0; start < len(write); start += st.batch {
 		chunk := write[start:min(start+st.batch, len(write))]
-		args = args[:0]
+		args = args[:1]
 		for _, i := range chunk {
-			args = append(append(args, all[i]...), rows[i].Hash, now)
+			args = append(append(args, all[i]...), rows[i].Hash)
 		}
 		insert, upsert := st.insert, st.upsert
 		var q [2]string
@@ -465,13 +469,30 @@ func lastOfEachIntKey(st *sqliteStmts, all [][]any) ([]int, bool) {
 		return nil, false
 	}
 	k := st.keyIdx[0]
-	last := make(map[int64]int, len(all))
+	// Keys rising or falling all the way, as most APIs list records, are
+	// each there once: every row is kept, without the map (3% of a first
+	// load's garbage; docs/performance.md, "Round five").
+	rising, falling := true, true
 	for ri, vals := range all {
 		id, ok := vals[k].(int64)
 		if !ok {
 			return nil, false
 		}
-		last[id] = ri
+		if ri > 0 {
+			prev := all[ri-1][k].(int64)
+			rising, falling = rising && id > prev, falling && id < prev
+		}
+	}
+	if rising || falling {
+		kept := make([]int, len(all))
+		for ri := range kept {
+			kept[ri] = ri
+		}
+		return kept, true
+	}
+	last := make(map[int64]int, len(all))
+	for ri, vals := range all {
+		last[vals[k].(int64)] = ri
 	}
 	kept := make([]int, 0, len(last))
 	for ri, vals := range all {
