@@ -43,9 +43,15 @@ type Report struct {
 // all is the n of contract.FeedDB.Events that asks for every event.
 const all = math.MaxInt64
 
-// Status reports job's feed and every consumer's position.
+// Status reports job's feed and every consumer's position, leases judged
+// as Next judges them: by the database's clock where it keeps one, else
+// by now.
 func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) (*Report, error) {
 	r := &Report{Job: job, Consumers: []ConsumerStatus{}}
+	nowMs, err := clock(ctx, fd.DB, fd, now)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
 	if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT COALESCE(max(pruned_through), 0) FROM idemsync_change_jobs WHERE job = ?`), job).Scan(&r.PrunedThrough); err != nil {
 		return nil, wrap("read the change feed", err)
 	}
@@ -70,7 +76,7 @@ func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) 
 		if c.batch.Valid {
 			s.Batch, s.BatchThrough, s.LeaseExpires = c.batch.String, c.batchThrough.Int64, msText(c.leaseUntil.Int64)
 			s.State = StateLeased
-			if c.leaseUntil.Int64 <= now.UnixMilli() {
+			if c.leaseUntil.Int64 <= nowMs {
 				s.State = StateLapsed
 			}
 		}

@@ -43,7 +43,10 @@ type Options struct {
 	Ops       []string
 	Limit     int           // at most this many events; DefaultLimit when 0
 	Lease     time.Duration // how long the batch is the consumer's; DefaultLease when 0
-	// Now is the time leases are measured from; time.Now when zero.
+	// Now is this host's clock, time.Now when zero. Leases are measured
+	// by it only where the database keeps no clock (FeedDB.Clock ""); on
+	// PostgreSQL the database's clock measures them, so two hosts reading
+	// as one consumer agree on a lease whatever their clocks say.
 	Now time.Time
 }
 
@@ -175,16 +178,16 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	if o.Now.IsZero() {
-		o.Now = time.Now()
-	}
-	now := o.Now.UnixMilli()
 	tx, err := fd.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap("read the change feed", err)
 	}
 	defer tx.Rollback()
 	c, err := lockConsumer(ctx, tx, fd, job, o.Consumer)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
+	now, err := clock(ctx, tx, fd, o.Now)
 	if err != nil {
 		return nil, wrap("read the change feed", err)
 	}
@@ -238,7 +241,7 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		b.After = b.Through
 	} else {
 		b.ID = newID()
-		until := o.Now.Add(o.Lease).UnixMilli()
+		until := now + o.Lease.Milliseconds()
 		b.LeaseExpires = msText(until)
 		if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET batch = ?, batch_through = ?, lease_until = ? WHERE job = ? AND consumer = ?`),
 			b.ID, b.Through, until, job, o.Consumer); err != nil {
@@ -249,6 +252,22 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		return nil, wrap("read the change feed", err)
 	}
 	return b, nil
+}
+
+// clock is the time leases are measured by, in Unix milliseconds: the
+// database's (fd.Clock) when it keeps one, else host (time.Now when zero).
+func clock(ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, fd contract.FeedDB, host time.Time) (int64, error) {
+	if fd.Clock != "" {
+		var ms int64
+		err := db.QueryRowContext(ctx, fd.Clock).Scan(&ms)
+		return ms, err
+	}
+	if host.IsZero() {
+		host = time.Now()
+	}
+	return host.UnixMilli(), nil
 }
 
 // filter returns whether o keeps an event.
