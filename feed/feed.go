@@ -197,15 +197,23 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 			Hint: "acknowledge it (idemsync changes ack) or wait for its lease to run out: its events are then delivered again",
 			Err:  contract.ErrLocked}
 	}
-	pruned, err := prunedThrough(ctx, tx, fd, job)
-	if err != nil {
-		return nil, wrap("read the change feed", err)
-	}
-	if c.acked < pruned { // kept, so that status shows the consumer in its gap
-		if err := tx.Commit(); err != nil {
-			return nil, wrap("read the change feed", err)
+	// gap refuses a consumer behind the pruned events; its row is kept,
+	// so that status shows it in its gap.
+	gap := func() (bool, error) {
+		pruned, err := prunedThrough(ctx, tx, fd, job)
+		if err != nil {
+			return false, wrap("read the change feed", err)
 		}
-		return nil, gapError(job, o.Consumer, c.acked, pruned)
+		if c.acked >= pruned {
+			return false, nil
+		}
+		if err := tx.Commit(); err != nil {
+			return true, wrap("read the change feed", err)
+		}
+		return true, gapError(job, o.Consumer, c.acked, pruned)
+	}
+	if in, err := gap(); in || err != nil {
+		return nil, err
 	}
 	b := &Batch{Job: job, Consumer: o.Consumer, After: c.acked, Through: c.acked, Events: []Event{}}
 	keep := filter(o)
@@ -230,6 +238,15 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		if len(evs) < chunk {
 			break
 		}
+	}
+	// Again after reading: on PostgreSQL each statement sees what
+	// committed before it, so a prune committed between the check above
+	// and the events' read deleted events this batch would pass over in
+	// silence (a new consumer, which the prune did not see). A prune moves
+	// the mark with its deletions: a mark still behind the consumer now
+	// means none of them reached past it.
+	if in, err := gap(); in || err != nil {
+		return nil, err
 	}
 	if len(b.Events) == 0 {
 		if b.Through > c.acked { // only passed-over events: nothing to deliver
