@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/feed"
 	"github.com/idemsync/idemsync/internal/fakeapi"
@@ -110,5 +114,96 @@ func TestServeHostileRequests(t *testing.T) {
 	}
 	if code, body := s.do(t, "POST", "/jobs/orders/run", `{"time_limit":"1m","max_pages":0,`+strings.Repeat(" ", 2<<20)+`}`); code != 413 {
 		t.Errorf("a 2 MiB run body: %d %.200s; want 413", code, body)
+	}
+}
+
+// Eight run requests for one job at once, by both its names, start one
+// run: one request is the run's, the others 409 locked. Then serve is
+// SIGKILLed mid-run (no shutdown, no checkpoint saved at the kill), and a
+// second serve on the same state runs the job to completion: the table
+// equals the source, each row once. SQLite and PostgreSQL state.
+func TestServeKilledMidRun(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGKILL on Windows")
+	}
+	for _, state := range []string{"sqlite", "postgres"} {
+		t.Run(state, func(t *testing.T) {
+			var env []string
+			if state == "postgres" {
+				pg := postgresURL(t)
+				env = []string{"IDEMSYNC_STATE=" + pgStateURL(t, pg, freshSchema(t, pg), "2s")}
+			}
+			api, apiURL := startAPI(t, fakeapi.Options{Records: 3000, Latency: 20 * time.Millisecond})
+			dir := t.TempDir()
+			jobs := filepath.Join(dir, "jobs")
+			if err := os.Mkdir(jobs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeJob(t, jobs, "orders.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+			s := startServe(t, dir, jobs, env)
+			// Not runAsync: the request the kill cuts is no error of the test.
+			reqs := make([]chan serveRun, 8)
+			for i := range reqs {
+				reqs[i] = make(chan serveRun, 1)
+				go func() {
+					req, _ := http.NewRequest("POST", s.url+"/jobs/"+[]string{"orders", "orders.yaml"}[i%2]+"/run", nil)
+					req.Header.Set("Authorization", "Bearer "+serveToken)
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						reqs[i] <- serveRun{}
+						return
+					}
+					defer resp.Body.Close()
+					b, _ := io.ReadAll(resp.Body)
+					reqs[i] <- serveRun{resp.StatusCode, string(b)}
+				}()
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for st := s.jobStatus(t, "orders"); st.Status != "running" || st.LastRun == nil || st.LastRun.Pages < 3; st = s.jobStatus(t, "orders") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the run never showed running with pages: %+v", st)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := s.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-s.done
+			locked, cut := 0, 0
+			for _, c := range reqs {
+				select {
+				case r := <-c:
+					switch {
+					case r.code == 409 && strings.Contains(r.body, `"status":"locked"`):
+						locked++
+					case r.code == 0: // the server died under it
+						cut++
+					default:
+						t.Errorf("a run request: %d %s", r.code, r.body)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("a run request never ended after the kill")
+				}
+			}
+			if locked != 7 || cut != 1 {
+				t.Errorf("8 run requests at once: %d locked, %d cut by the kill; want 7 and the run's 1", locked, cut)
+			}
+			api.SetLatency(0)
+			s = startServe(t, dir, jobs, env)
+			deadline = time.Now().Add(60 * time.Second)
+			for {
+				code, body := s.do(t, "POST", "/jobs/orders/run", "")
+				if code == 200 && strings.Contains(body, `"status":"completed"`) {
+					break
+				}
+				// The killed run's lock is the dead process's: on PostgreSQL
+				// its lease runs out first (409, locked, meanwhile).
+				if code != 409 || time.Now().After(deadline) {
+					t.Fatalf("the run after the kill: %d %s", code, body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			assertEqualSource(t, readSQLite(t, filepath.Join(jobs, "out.db")), sourceRows(api))
+		})
 	}
 }
