@@ -19,7 +19,8 @@ import (
 // batch's ack stale (exit 1); a batch whose lease ran out unreplaced is
 // still acknowledged; a prune with --keep 0s deletes nothing a slow
 // consumer holds unacknowledged in a lapsed batch, which it then reads
-// again in full. Every event reaches each consumer, none is skipped.
+// again in full; a reset --to past the feed's last event is refused
+// (exit 2). Every event reaches each consumer, none is skipped.
 func TestChangesCarelessConsumer(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 30})
 	for _, name := range []string{"sqlite", "postgres"} {
@@ -82,6 +83,16 @@ func TestChangesCarelessConsumer(t *testing.T) {
 			if len(rest.Events) != 25 || rest.Events[0].Seq != b.Events[5].Seq {
 				t.Fatalf("mail after the prune: %d events from %v, want 25 from %d", len(rest.Events), firstSeq(&rest), b.Events[5].Seq)
 			}
+			// A reset past the last event (a typo: --to 1000 for 100) would
+			// pass over the next events recorded, up to that number.
+			last := rest.Events[len(rest.Events)-1].Seq
+			if r := idemsync(t, dir, nil, "changes", "reset", job, "--consumer", "mail", "--to", fmt.Sprint(last+1000)); r.code != 2 || !strings.Contains(r.stderr, "latest") {
+				t.Errorf("reset --to %d with the feed at %d: exit %d, want 2\n%s%s", last+1000, last, r.code, r.stdout, r.stderr)
+			}
+			if c := status(); c.Batch != rest.ID || c.Acked != rest.After {
+				t.Fatalf("after the refused reset: %+v, want mail still at %d with batch %s", c, rest.After, rest.ID)
+			}
+			changesOut(t, dir, 0, nil, "changes", "reset", job, "--consumer", "mail", "--to", fmt.Sprint(last))
 		})
 	}
 }

@@ -116,19 +116,28 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 	if err != nil {
 		return 0, wrap("reset", err)
 	}
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM `+fd.Events+` e`), job, pruned, all).Scan(&last); err != nil {
+		return 0, wrap("reset", err)
+	}
+	latest := max(last.Int64, pruned)
 	var at int64
 	switch to {
 	case "oldest":
 		at = pruned
 	case "latest":
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM `+fd.Events+` e`), job, pruned, all).Scan(&last); err != nil {
-			return 0, wrap("reset", err)
-		}
-		at = max(last.Int64, pruned)
+		at = latest
 	default:
 		if at, err = strconv.ParseInt(to, 10, 64); err != nil || at < 0 {
 			return 0, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("--to %q: want oldest, latest or an event number", to)}
+		}
+		// Past the last event, the consumer would pass over the events
+		// recorded next, up to that number, in silence (a typo: 1000
+		// for 100).
+		if at > latest {
+			return 0, &contract.Error{Class: contract.Invalid,
+				Msg: fmt.Sprintf("--to %d: the feed's last event is %d; a consumer there would pass over the next %d events recorded", at, latest, at-latest),
+				Hint: "--to latest skips to the events recorded from now on"}
 		}
 	}
 	if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET acked = ?, acked_at = ?, batch = NULL, batch_through = NULL, lease_until = NULL WHERE job = ? AND consumer = ?`),
