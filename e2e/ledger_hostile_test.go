@@ -71,3 +71,29 @@ func keyNoFatal(t *testing.T, dir, state string, args ...string) (keyJSON, resul
 	}
 	return k, r
 }
+
+// `key gc` given a retention that means "forever" to a careless reader
+// deletes nothing: --keep 0 (which reads as "no limit" in many tools) and
+// a number of days past what a duration holds (213504d wrapped round to
+// 25 minutes) are refused, exit 2, and a completed key still replays its
+// result. Deleted, the next delivery of its unit would act again
+// (docs/ledger.md, "Retention").
+func TestLedgerGCKeepForever(t *testing.T) {
+	dir := t.TempDir()
+	for name, state := range ledgerStates(t, dir) {
+		t.Run(name, func(t *testing.T) {
+			a, _ := key(t, dir, state, "claim", "inv-9")
+			key(t, dir, state, "complete", "inv-9", "--token", a.Token, "--result", `{"sent":true}`)
+			time.Sleep(50 * time.Millisecond)
+			for _, keep := range []string{"0", "0s", "0d", "213504d", "106752d"} {
+				r := idemsync(t, dir, []string{"IDEMSYNC_STATE=" + state}, "key", "gc", "--keep", keep)
+				if r.code != 2 {
+					t.Errorf("key gc --keep %s: exit %d, want 2\n%s%s", keep, r.code, r.stdout, r.stderr)
+				}
+			}
+			if c, _ := key(t, dir, state, "claim", "inv-9"); c.Status != "completed" || string(c.Result) != `{"sent":true}` {
+				t.Fatalf("the completed key after the refused gcs: %+v, want its replay", c)
+			}
+		})
+	}
+}
