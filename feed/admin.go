@@ -136,7 +136,7 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 		// for 100).
 		if at > latest {
 			return 0, &contract.Error{Class: contract.Invalid,
-				Msg: fmt.Sprintf("--to %d: the feed's last event is %d; a consumer there would pass over the next %d events recorded", at, latest, at-latest),
+				Msg:  fmt.Sprintf("--to %d: the feed's last event is %d; a consumer there would pass over the next %d events recorded", at, latest, at-latest),
 				Hint: "--to latest skips to the events recorded from now on"}
 		}
 	}
