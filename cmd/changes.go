@@ -28,7 +28,10 @@ type changesOptions struct {
 	lease     time.Duration
 	batch     string // ack
 	through   int64  // ack
-	to        string // reset
+	// throughSet is whether --through was given: 0 is then an error, not
+	// the whole batch (an ack of nothing acted on must not be one of all).
+	throughSet bool
+	to         string // reset
 }
 
 func newCmdChanges(f *Factory, runF func(*changesOptions) error) *cobra.Command {
@@ -104,7 +107,7 @@ refused (exit 1) and nothing moves.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: jobFileArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			o.file = args[0]
+			o.file, o.throughSet = args[0], c.Flags().Changed("through")
 			if err := o.checkAck(); err != nil {
 				return err
 			}
@@ -188,8 +191,11 @@ func (o *changesOptions) checkAck() error {
 	if o.batch == "" {
 		return &usageError{err: fmt.Errorf("--batch is required")}
 	}
-	if o.through < 0 {
-		return &usageError{err: fmt.Errorf("--through must not be negative")}
+	if o.through < 0 || o.throughSet && o.through == 0 {
+		// A script passing the last event it acted on passes 0 when it
+		// acted on none: taken as "the whole batch", that ack would lose
+		// every event of it (docs/changes.md).
+		return &usageError{err: fmt.Errorf("--through %d: give the last event acted on (1 or more), or leave --through out to acknowledge the whole batch", o.through)}
 	}
 	return nil
 }

@@ -135,8 +135,14 @@ func checkKeyUsage(o *keyOptions) error {
 			}
 		}
 	case "gc":
-		if _, err := parseKeep(o.keep); err != nil {
+		keep, err := parseKeep(o.keep)
+		if err != nil {
 			return bad("--keep %q: want a duration such as 30d or 72h", o.keep)
+		}
+		// 0 reads as "no limit" in many tools; here it would delete every
+		// completed key, and each unit's next delivery would act again.
+		if keep == 0 {
+			return bad("--keep %s would delete every completed and failed key now (a replay of any would act again): give the retention, such as 30d", o.keep)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +72,9 @@ in a gap (docs/changes.md, "Retention and gaps").`,
 func parseKeep(s string) (time.Duration, error) {
 	if d, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
 		n, err := strconv.Atoi(d)
-		if err == nil && n >= 0 {
+		// Bounded: days past what a Duration holds wrapped round (213504d
+		// was 25 minutes, and kept that little).
+		if err == nil && n >= 0 && n <= int(math.MaxInt64/int64(24*time.Hour)) {
 			return time.Duration(n) * 24 * time.Hour, nil
 		}
 	}

@@ -132,7 +132,10 @@ func (b *serveBackend) Key(ctx context.Context, action string, k serve.KeyReques
 // flags' defaults for those left out, and their usage checks.
 func (b *serveBackend) Changes(ctx context.Context, file, action string, c serve.ChangesRequest) serve.Reply {
 	o := &changesOptions{file: file, consumer: c.Consumer, resources: c.Resources, ops: c.Ops, limit: c.Limit,
-		lease: feed.DefaultLease, batch: c.Batch, through: c.Through}
+		lease: feed.DefaultLease, batch: c.Batch}
+	if c.Through != nil {
+		o.through, o.throughSet = *c.Through, true
+	}
 	if o.limit == 0 {
 		o.limit = feed.DefaultLimit
 	}

@@ -51,6 +51,11 @@ type FeedDB struct {
 	// below that number (PostgreSQL: in a row holding later ones too)
 	// are never read again: readers start above the pruned number.
 	Delete string
+	// Clock, when not "", selects the database's time in Unix
+	// milliseconds: consumers' leases are measured by it, so hosts whose
+	// clocks disagree agree on them (PostgreSQL). "" measures them by the
+	// reading process's clock (SQLite: a feed in one host's file).
+	Clock string
 }
 
 // ChangeFeeder is the part of a Sink that keeps a change feed

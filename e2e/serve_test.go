@@ -32,13 +32,22 @@ type serveProc struct {
 // with the bearer token set, and waits until /healthz answers.
 func startServe(t *testing.T, dir, jobs string, env []string) *serveProc {
 	t.Helper()
+	return startServeToken(t, dir, jobs, env, serveToken)
+}
+
+// startServeToken is startServe with the token token ("": none).
+func startServeToken(t *testing.T, dir, jobs string, env []string, token string) *serveProc {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c, errOut, done := startIdemsync(t, dir, append(env, "IDEMSYNC_SERVE_TOKEN="+serveToken), "serve", "--jobs", jobs, "--listen", addr, "--quiet")
+	if token != "" {
+		env = append(env, "IDEMSYNC_SERVE_TOKEN="+token)
+	}
+	c, errOut, done := startIdemsync(t, dir, env, "serve", "--jobs", jobs, "--listen", addr, "--quiet")
 	s := &serveProc{url: "http://" + addr, cmd: c, done: done}
 	s.waitHealthy(t, errOut)
 	return s
@@ -71,12 +80,25 @@ func (s *serveProc) waitHealthy(t *testing.T, errOut fmt.Stringer) {
 // do sends one request with the token and returns the status and body.
 func (s *serveProc) do(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
+	return s.doWith(t, method, path, body, map[string]string{"Authorization": "Bearer " + serveToken})
+}
+
+// doWith sends one request with the headers hdr ("Host" sets the Host
+// header) and returns the status and body.
+func (s *serveProc) doWith(t *testing.T, method, path, body string, hdr map[string]string) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Error(err)
 		return 0, ""
 	}
-	req.Header.Set("Authorization", "Bearer "+serveToken)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Error(err)

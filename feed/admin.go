@@ -43,9 +43,15 @@ type Report struct {
 // all is the n of contract.FeedDB.Events that asks for every event.
 const all = math.MaxInt64
 
-// Status reports job's feed and every consumer's position.
+// Status reports job's feed and every consumer's position, leases judged
+// as Next judges them: by the database's clock where it keeps one, else
+// by now.
 func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) (*Report, error) {
 	r := &Report{Job: job, Consumers: []ConsumerStatus{}}
+	nowMs, err := clock(ctx, fd.DB, fd, now)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
 	if err := fd.DB.QueryRowContext(ctx, q(fd, `SELECT COALESCE(max(pruned_through), 0) FROM idemsync_change_jobs WHERE job = ?`), job).Scan(&r.PrunedThrough); err != nil {
 		return nil, wrap("read the change feed", err)
 	}
@@ -70,7 +76,7 @@ func Status(ctx context.Context, fd contract.FeedDB, job string, now time.Time) 
 		if c.batch.Valid {
 			s.Batch, s.BatchThrough, s.LeaseExpires = c.batch.String, c.batchThrough.Int64, msText(c.leaseUntil.Int64)
 			s.State = StateLeased
-			if c.leaseUntil.Int64 <= now.UnixMilli() {
+			if c.leaseUntil.Int64 <= nowMs {
 				s.State = StateLapsed
 			}
 		}
@@ -110,19 +116,28 @@ func Reset(ctx context.Context, fd contract.FeedDB, job, name, to string) (int64
 	if err != nil {
 		return 0, wrap("reset", err)
 	}
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM `+fd.Events+` e`), job, pruned, all).Scan(&last); err != nil {
+		return 0, wrap("reset", err)
+	}
+	latest := max(last.Int64, pruned)
 	var at int64
 	switch to {
 	case "oldest":
 		at = pruned
 	case "latest":
-		var last sql.NullInt64
-		if err := tx.QueryRowContext(ctx, q(fd, `SELECT max(seq) FROM `+fd.Events+` e`), job, pruned, all).Scan(&last); err != nil {
-			return 0, wrap("reset", err)
-		}
-		at = max(last.Int64, pruned)
+		at = latest
 	default:
 		if at, err = strconv.ParseInt(to, 10, 64); err != nil || at < 0 {
 			return 0, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("--to %q: want oldest, latest or an event number", to)}
+		}
+		// Past the last event, the consumer would pass over the events
+		// recorded next, up to that number, in silence (a typo: 1000
+		// for 100).
+		if at > latest {
+			return 0, &contract.Error{Class: contract.Invalid,
+				Msg:  fmt.Sprintf("--to %d: the feed's last event is %d; a consumer there would pass over the next %d events recorded", at, latest, at-latest),
+				Hint: "--to latest skips to the events recorded from now on"}
 		}
 	}
 	if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET acked = ?, acked_at = ?, batch = NULL, batch_through = NULL, lease_until = NULL WHERE job = ? AND consumer = ?`),

@@ -43,7 +43,10 @@ type Options struct {
 	Ops       []string
 	Limit     int           // at most this many events; DefaultLimit when 0
 	Lease     time.Duration // how long the batch is the consumer's; DefaultLease when 0
-	// Now is the time leases are measured from; time.Now when zero.
+	// Now is this host's clock, time.Now when zero. Leases are measured
+	// by it only where the database keeps no clock (FeedDB.Clock ""); on
+	// PostgreSQL the database's clock measures them, so two hosts reading
+	// as one consumer agree on a lease whatever their clocks say.
 	Now time.Time
 }
 
@@ -175,10 +178,6 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	if o.Now.IsZero() {
-		o.Now = time.Now()
-	}
-	now := o.Now.UnixMilli()
 	tx, err := fd.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap("read the change feed", err)
@@ -188,21 +187,33 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 	if err != nil {
 		return nil, wrap("read the change feed", err)
 	}
+	now, err := clock(ctx, tx, fd, o.Now)
+	if err != nil {
+		return nil, wrap("read the change feed", err)
+	}
 	if c.batch.Valid && c.leaseUntil.Int64 > now {
 		return nil, &contract.Error{Class: contract.Locked,
 			Msg:  fmt.Sprintf("consumer %s of %s holds batch %s until %s", o.Consumer, job, c.batch.String, msText(c.leaseUntil.Int64)),
 			Hint: "acknowledge it (idemsync changes ack) or wait for its lease to run out: its events are then delivered again",
 			Err:  contract.ErrLocked}
 	}
-	pruned, err := prunedThrough(ctx, tx, fd, job)
-	if err != nil {
-		return nil, wrap("read the change feed", err)
-	}
-	if c.acked < pruned { // kept, so that status shows the consumer in its gap
-		if err := tx.Commit(); err != nil {
-			return nil, wrap("read the change feed", err)
+	// gap refuses a consumer behind the pruned events; its row is kept,
+	// so that status shows it in its gap.
+	gap := func() (bool, error) {
+		pruned, err := prunedThrough(ctx, tx, fd, job)
+		if err != nil {
+			return false, wrap("read the change feed", err)
 		}
-		return nil, gapError(job, o.Consumer, c.acked, pruned)
+		if c.acked >= pruned {
+			return false, nil
+		}
+		if err := tx.Commit(); err != nil {
+			return true, wrap("read the change feed", err)
+		}
+		return true, gapError(job, o.Consumer, c.acked, pruned)
+	}
+	if in, err := gap(); in || err != nil {
+		return nil, err
 	}
 	b := &Batch{Job: job, Consumer: o.Consumer, After: c.acked, Through: c.acked, Events: []Event{}}
 	keep := filter(o)
@@ -228,6 +239,15 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 			break
 		}
 	}
+	// Again after reading: on PostgreSQL each statement sees what
+	// committed before it, so a prune committed between the check above
+	// and the events' read deleted events this batch would pass over in
+	// silence (a new consumer, which the prune did not see). A prune moves
+	// the mark with its deletions: a mark still behind the consumer now
+	// means none of them reached past it.
+	if in, err := gap(); in || err != nil {
+		return nil, err
+	}
 	if len(b.Events) == 0 {
 		if b.Through > c.acked { // only passed-over events: nothing to deliver
 			if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET acked = ?, acked_at = ?, batch = NULL, batch_through = NULL, lease_until = NULL WHERE job = ? AND consumer = ?`),
@@ -238,7 +258,7 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		b.After = b.Through
 	} else {
 		b.ID = newID()
-		until := o.Now.Add(o.Lease).UnixMilli()
+		until := now + o.Lease.Milliseconds()
 		b.LeaseExpires = msText(until)
 		if _, err := tx.ExecContext(ctx, q(fd, `UPDATE idemsync_change_consumers SET batch = ?, batch_through = ?, lease_until = ? WHERE job = ? AND consumer = ?`),
 			b.ID, b.Through, until, job, o.Consumer); err != nil {
@@ -249,6 +269,22 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		return nil, wrap("read the change feed", err)
 	}
 	return b, nil
+}
+
+// clock is the time leases are measured by, in Unix milliseconds: the
+// database's (fd.Clock) when it keeps one, else host (time.Now when zero).
+func clock(ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, fd contract.FeedDB, host time.Time) (int64, error) {
+	if fd.Clock != "" {
+		var ms int64
+		err := db.QueryRowContext(ctx, fd.Clock).Scan(&ms)
+		return ms, err
+	}
+	if host.IsZero() {
+		host = time.Now()
+	}
+	return host.UnixMilli(), nil
 }
 
 // filter returns whether o keeps an event.

@@ -16,7 +16,7 @@ type ChangesRequest struct {
 	Limit     int      `json:"limit"`     // next; 0 the command's default
 	Lease     string   `json:"lease"`     // next; a duration, "" the default
 	Batch     string   `json:"batch"`     // ack
-	Through   int64    `json:"through"`   // ack; 0 the whole batch
+	Through   *int64   `json:"through"`   // ack; nil the whole batch
 }
 
 // changesFields are the fields each feed call takes.

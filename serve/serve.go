@@ -87,7 +87,7 @@ type Server struct {
 	jobs  *folder
 	runs  *guard
 	token *token
-	mux   *http.ServeMux
+	mux   http.Handler
 	// runCtx is the context of every run: cancelled when the server
 	// shuts down, as a first SIGTERM cancels a CLI run.
 	runCtx context.Context
@@ -115,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, jobs: jobs, runs: newGuard(), token: newToken(cfg.Token)}
 	s.runCtx, s.cancel = context.WithCancel(context.Background())
 	s.mux = s.routes()
+	if s.token == nil {
+		s.mux = loopbackOnly(s.mux)
+	}
 	return s, nil
 }
 

@@ -154,13 +154,19 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 }
 
 // checkEmpty refuses a schema without our version table that already
-// holds tables: another application's, never modified.
+// holds tables: another application's, never modified. The tables and
+// the version table are read by one statement: a second opener that
+// found no version table before a racing first opener committed its
+// migration sees, here, both or neither, and the version read under the
+// lock that follows finds the migration done.
 func (s *Store) checkEmpty(ctx context.Context, tx pgx.Tx) error {
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, s.name).Scan(&n); err != nil {
+	var ours bool
+	if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(tablename = 'idemsync_schema'), false)
+		FROM pg_tables WHERE schemaname = $1`, s.name).Scan(&n, &ours); err != nil {
 		return fmt.Errorf("inspect schema: %w", err)
 	}
-	if n > 0 {
+	if n > 0 && !ours {
 		return fmt.Errorf("%w: schema %s has %d tables and no idemsync_schema", errNotOurs, s.name, n)
 	}
 	return nil

@@ -258,7 +258,8 @@ func (p *Sink) FeedDB(ctx context.Context, t *contract.Table) (contract.FeedDB, 
 	return contract.FeedDB{DB: db, Param: func(n int) string { return fmt.Sprintf("$%d", n) }, ForUpdate: " FOR UPDATE",
 		Events:         `idemsync_events(?, ?, ?)`,
 		RecordedBefore: `SELECT max(hi) FROM idemsync_change_packs WHERE job = ? AND at < ?`,
-		Delete:         `DELETE FROM idemsync_change_packs WHERE job = ? AND hi <= ?`}, nil
+		Delete:         `DELETE FROM idemsync_change_packs WHERE job = ? AND hi <= ?`,
+		Clock:          `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`}, nil
 }
 
 // closeFeed closes the handles FeedDB opened.

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/feed"
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// A server without a token (loopback only) is reached by every process of
+// the machine, and by any web page its user's browser opens: a page of
+// another site can POST to 127.0.0.1 (a "simple" request, text/plain,
+// no preflight), and a DNS-rebinding page (evil.example resolving to
+// 127.0.0.1) even reads the replies, so it could take a consumer's batch
+// ID and acknowledge it (the events lost to that consumer), or claim a
+// ledger key for 1000 hours. Both are refused, 403, and nothing moves;
+// curl, n8n and scripts (no Origin, a loopback Host) are served as before
+// (docs/serve.md, "Security").
+func TestServeNoTokenRefusesBrowsers(t *testing.T) {
+	_, api := startAPI(t, fakeapi.Options{Records: 20})
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, jobs, "orders.yaml", changesSpec(t, "sqlite", dir, api))
+	s := startServeToken(t, dir, jobs, nil, "")
+	port := strings.TrimPrefix(s.url, "http://127.0.0.1:")
+	if code, body := s.doWith(t, "POST", "/jobs/orders/run", "", nil); code != 200 {
+		t.Fatalf("run: %d %s", code, body)
+	}
+	code, body := s.doWith(t, "POST", "/jobs/orders/changes", `{"consumer":"mail"}`, map[string]string{"Host": "localhost:" + port})
+	var b feed.Batch
+	if err := json.Unmarshal([]byte(body), &b); code != 200 || err != nil || b.ID == "" || len(b.Events) != 20 {
+		t.Fatalf("the consumer's batch (Host localhost): %d %v %s", code, err, body)
+	}
+	rebound := map[string]string{"Host": "evil.example:" + port, "Origin": "http://evil.example:" + port,
+		"Sec-Fetch-Site": "same-origin", "Content-Type": "text/plain"}
+	crossSite := map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"}
+	for _, c := range []struct {
+		what, method, path, body string
+		hdr                      map[string]string
+	}{
+		{"a DNS-rebinding page reads the feed's status", "GET", "/jobs/orders/changes/status", "", rebound},
+		{"a DNS-rebinding page acknowledges the batch", "POST", "/jobs/orders/changes/ack", `{"consumer":"mail","batch":"` + b.ID + `"}`, rebound},
+		{"a DNS-rebinding page claims a key", "POST", "/keys/claim", `{"key":"inv-1","ttl":"1000h"}`, rebound},
+		{"another site's page acknowledges the batch", "POST", "/jobs/orders/changes/ack", `{"consumer":"mail","batch":"` + b.ID + `"}`, crossSite},
+		{"another site's page claims a key", "POST", "/keys/claim", `{"key":"inv-1","ttl":"1000h"}`, crossSite},
+		{"another site's page starts a run", "POST", "/jobs/orders/run", "", crossSite},
+	} {
+		if code, body := s.doWith(t, c.method, c.path, c.body, c.hdr); code != 403 || !strings.Contains(body, `"exit_code":2`) {
+			t.Errorf("%s: %d %s; want 403, nothing done", c.what, code, body)
+		}
+	}
+	if code, body := s.doWith(t, "GET", "/keys/get?key=inv-1", "", nil); code != 200 || !strings.Contains(body, `"status":"not_found"`) {
+		t.Errorf("the key after the refused claims: %d %s; want not_found", code, body)
+	}
+	code, body = s.doWith(t, "POST", "/jobs/orders/changes/ack", `{"consumer":"mail","batch":"`+b.ID+`"}`, map[string]string{"Host": "[::1]:" + port})
+	if code != 200 || !strings.Contains(body, `"acked":`+strconv.FormatInt(b.Through, 10)) {
+		t.Errorf("the consumer's own ack after the refused ones (Host [::1]): %d %s; want its batch still its own", code, body)
+	}
+}
+
+// With a token, what a hostile client tries changes nothing: the token
+// in the query string (where logs and Referer headers keep it) is no
+// token; a job named by a path (.., an absolute path, URL-encoded, a
+// symlink out of the folder) runs nothing; a body over 1 MiB is 413.
+func TestServeHostileRequests(t *testing.T) {
+	_, api := startAPI(t, fakeapi.Options{Records: 20})
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, jobs, "orders.yaml", styleJob("page", api, "sqlite:out.db"))
+	outsideDB := filepath.Join(dir, "outside.db")
+	outside := writeJob(t, dir, "outside.yaml", styleJob("page", api, "sqlite:"+outsideDB))
+	if err := os.Symlink(outside, filepath.Join(jobs, "escape.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, jobs, nil)
+	for _, q := range []string{"access_token", "token", "auth", "bearer"} {
+		if code, body := s.doWith(t, "GET", "/jobs?"+q+"="+url.QueryEscape(serveToken), "", nil); code != 401 {
+			t.Errorf("the token as ?%s=: %d %s; want 401", q, code, body)
+		}
+	}
+	for _, p := range []string{
+		"/jobs/escape/run", "/jobs/escape.yaml/run",
+		"/jobs/..%2foutside/run", "/jobs/%2e%2e%2foutside/run", "/jobs/%2e%2e/run",
+		"/jobs/" + url.PathEscape(outside) + "/run", "/jobs/%2F" + url.PathEscape(strings.TrimPrefix(outside, "/")) + "/run",
+		"/jobs/.%2e/outside/run", "/jobs/orders%00/run", "/jobs/.orders/run",
+	} {
+		code, body := s.do(t, "POST", p, "")
+		if code != 403 && code != 404 {
+			t.Errorf("POST %s: %d %s; want 403 or 404", p, code, body)
+		}
+	}
+	if _, err := os.Stat(outsideDB); !os.IsNotExist(err) {
+		t.Errorf("a job outside the folder ran: %s exists (%v)", outsideDB, err)
+	}
+	big := `{"key":"` + strings.Repeat("k", 2<<20) + `"}`
+	if code, body := s.do(t, "POST", "/keys/claim", big); code != 413 {
+		t.Errorf("a 2 MiB body: %d %.200s; want 413", code, body)
+	}
+	if code, body := s.do(t, "POST", "/jobs/orders/run", `{"time_limit":"1m","max_pages":0,`+strings.Repeat(" ", 2<<20)+`}`); code != 413 {
+		t.Errorf("a 2 MiB run body: %d %.200s; want 413", code, body)
+	}
+}
+
+// Eight run requests for one job at once, by both its names, start one
+// run: one request is the run's, the others 409 locked. Then serve is
+// SIGKILLed mid-run (no shutdown, no checkpoint saved at the kill), and a
+// second serve on the same state runs the job to completion: the table
+// equals the source, each row once. SQLite and PostgreSQL state.
+func TestServeKilledMidRun(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGKILL on Windows")
+	}
+	for _, state := range []string{"sqlite", "postgres"} {
+		t.Run(state, func(t *testing.T) {
+			var env []string
+			if state == "postgres" {
+				pg := postgresURL(t)
+				env = []string{"IDEMSYNC_STATE=" + pgStateURL(t, pg, freshSchema(t, pg), "2s")}
+			}
+			api, apiURL := startAPI(t, fakeapi.Options{Records: 3000, Latency: 20 * time.Millisecond})
+			dir := t.TempDir()
+			jobs := filepath.Join(dir, "jobs")
+			if err := os.Mkdir(jobs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeJob(t, jobs, "orders.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+			s := startServe(t, dir, jobs, env)
+			// Not runAsync: the request the kill cuts is no error of the test.
+			reqs := make([]chan serveRun, 8)
+			for i := range reqs {
+				reqs[i] = make(chan serveRun, 1)
+				go func() {
+					req, _ := http.NewRequest("POST", s.url+"/jobs/"+[]string{"orders", "orders.yaml"}[i%2]+"/run", nil)
+					req.Header.Set("Authorization", "Bearer "+serveToken)
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						reqs[i] <- serveRun{}
+						return
+					}
+					defer resp.Body.Close()
+					b, _ := io.ReadAll(resp.Body)
+					reqs[i] <- serveRun{resp.StatusCode, string(b)}
+				}()
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for st := s.jobStatus(t, "orders"); st.Status != "running" || st.LastRun == nil || st.LastRun.Pages < 3; st = s.jobStatus(t, "orders") {
+				if time.Now().After(deadline) {
+					t.Fatalf("the run never showed running with pages: %+v", st)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := s.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-s.done
+			locked, cut := 0, 0
+			for _, c := range reqs {
+				select {
+				case r := <-c:
+					switch {
+					case r.code == 409 && strings.Contains(r.body, `"status":"locked"`):
+						locked++
+					case r.code == 0: // the server died under it
+						cut++
+					default:
+						t.Errorf("a run request: %d %s", r.code, r.body)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("a run request never ended after the kill")
+				}
+			}
+			if locked != 7 || cut != 1 {
+				t.Errorf("8 run requests at once: %d locked, %d cut by the kill; want 7 and the run's 1", locked, cut)
+			}
+			api.SetLatency(0)
+			s = startServe(t, dir, jobs, env)
+			deadline = time.Now().Add(60 * time.Second)
+			for {
+				code, body := s.do(t, "POST", "/jobs/orders/run", "")
+				if code == 200 && strings.Contains(body, `"status":"completed"`) {
+					break
+				}
+				// The killed run's lock is the dead process's: on PostgreSQL
+				// its lease runs out first (409, locked, meanwhile).
+				if code != 409 || time.Now().After(deadline) {
+					t.Fatalf("the run after the kill: %d %s", code, body)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			assertEqualSource(t, readSQLite(t, filepath.Join(jobs, "out.db")), sourceRows(api))
+		})
+	}
+}
