@@ -137,10 +137,10 @@ func TestChangesFeed(t *testing.T) {
 func TestChangesRetention(t *testing.T) {
 	_, url := startAPI(t, fakeapi.Options{Records: 60})
 	dir := t.TempDir()
-	job := writeJob(t, dir, "job.yaml", "retention: 1s\n"+changesSpec(t, "sqlite", dir, url))
+	job := writeJob(t, dir, "job.yaml", "retention: 3s\n"+changesSpec(t, "sqlite", dir, url))
 	runCode(t, dir, nil, 0, "run", job)
 	ackFastAndSlow(t, dir, job)
-	time.Sleep(1200 * time.Millisecond)
+	time.Sleep(3200 * time.Millisecond) // past the retention (3s: a first run slower than it would prune its own events before any consumer came)
 	runCode(t, dir, nil, 0, "run", job)
 	var st feed.Report
 	changesOut(t, dir, 0, &st, "changes", "status", job)

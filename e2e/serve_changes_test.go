@@ -28,7 +28,7 @@ func TestServeChanges(t *testing.T) {
 			if err := os.Mkdir(jobs, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			job := writeJob(t, jobs, "orders.yaml", "retention: 1s\n"+changesSpec(t, name, dir, url))
+			job := writeJob(t, jobs, "orders.yaml", "retention: 3s\n"+changesSpec(t, name, dir, url))
 			s := startServe(t, dir, jobs, nil)
 			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
 				t.Fatalf("run: %d %s", code, body)
@@ -62,7 +62,7 @@ func TestServeChanges(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, `"acked":50`) {
 				t.Errorf("the CLI's changes status: exit %d %s%s", r.code, r.stdout, r.stderr)
 			}
-			time.Sleep(1200 * time.Millisecond) // past the retention: the next run prunes events 1 to 50
+			time.Sleep(3200 * time.Millisecond) // past the retention (3s, so that a slow first run does not prune its own events first): the next run prunes events 1 to 50
 			if code, body := s.do(t, "POST", "/jobs/orders/run", ""); code != 200 {
 				t.Fatalf("second run: %d %s", code, body)
 			}
