@@ -50,10 +50,6 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	op := "upsert into " + t.String()
 	kept, _ := canonicalKeys(t, rows, keyForm)
 	kept, tombs := splitTombstones(kept)
-	data, err := pageValues(op, t, kept)
-	if err != nil {
-		return n, err
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	conn, err := p.connect(ctx)
@@ -74,6 +70,15 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		return n, p.dbError(op, err)
 	}
 	if types, err = p.widen(ctx, tx, op, t, types); err != nil {
+		return n, err
+	}
+	// Rows stored as they are leave the page first (unchanged.go), so
+	// only the others are converted, encoded and sent to the merge.
+	if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
+		return n, err
+	}
+	data, err := pageValues(op, t, kept)
+	if err != nil {
 		return n, err
 	}
 	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
