@@ -155,10 +155,11 @@ func crashPoint(t *testing.T, target matrixTarget, st matrixStyle, step string, 
 	done := state.Status == "completed"
 	_, rows := read(t)
 
-	// Where the kill may land: the engine fetches one page ahead of the
-	// commit, so when page n is requested or fetched, page n-1 may or may
-	// not be committed yet; the commit steps are exact.
-	lo, hi := max(n-2, 0), n-1
+	// Where the kill may land: the engine fetches up to two pages ahead
+	// of the commit (one being mapped, one fetched: docs/guarantees.md,
+	// "Commit order"), so when page n is requested or fetched, pages n-2
+	// and n-1 may or may not be committed yet; the commit steps are exact.
+	lo, hi := max(n-3, 0), n-1
 	switch step {
 	case "target-committed":
 		lo = n - 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 	gosync "sync"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sync/paging"
@@ -24,6 +25,13 @@ func TestEngineCancelledMidWalk(t *testing.T) {
 	serve := cursorAPI(10, 3)
 	src := &fakeSource{records: "data", serve: func(ctx context.Context, u *url.URL) (string, error) {
 		if u.Query().Get("after") == "7" { // the third page: the signal arrives while it is fetched
+			// Once page 2 (at cursor 4) is committed: page 3 is fetched
+			// while page 2 is still mapped (pipeline.go, mapStage).
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if slices.ContainsFunc(rig.trace.all(), func(e string) bool { return strings.Contains(e, `"cursor":"4"`) }) {
+					break
+				}
+			}
 			cancel()
 			<-ctx.Done()
 			return "", ctx.Err()

@@ -48,6 +48,8 @@ type fetched struct {
 	// schema is what target.schema did to the page (schema.go), set when
 	// the columns are inferred.
 	schema schemaPage
+	// where names the page in the messages of its mapping (mapFetched).
+	where string
 }
 
 // checkpoint is the run's position after the page: ckpt, or next.
@@ -149,13 +151,46 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		fp.next.End = true
 		fp.ahead = nil
 	}
-	// With fixed columns the rows are mapped here, off the committer's path,
-	// while the previous page is being written.
-	if !job.Infer {
-		fp.rows, fp.dead, _, fp.err = e.mapRecords(&fp, &job.Table, where)
-		fp.mapped = fp.err == nil
-	}
+	fp.where = where
 	return fp
+}
+
+// mapFetched maps the records of a fetched page to rows when the columns
+// are fixed, off the committer's path: while the previous page is being
+// written (mapStage, or a worker of concurrent). Inferred columns are
+// mapped by the committer: inference must see the pages in order.
+func (e *Engine) mapFetched(fp *fetched) {
+	if e.Job.Infer || fp.err != nil {
+		return
+	}
+	fp.rows, fp.dead, _, fp.err = e.mapRecords(fp, &e.Job.Table, fp.where)
+	fp.mapped = fp.err == nil
+}
+
+// mapStage maps the pages of in (mapFetched) and hands them on in order:
+// page N is mapped while page N+1 is fetched and page N-1 committed, so
+// that fetching a page and mapping one overlap (docs/performance.md,
+// "Round five"). It stops after a page that failed.
+func (e *Engine) mapStage(ctx context.Context, in <-chan fetched) <-chan fetched {
+	out := make(chan fetched)
+	go func() {
+		defer close(out)
+		// Stopping leaves the fetcher blocked on its send until ctx is
+		// done (the run cancels it when it ends): nothing past a failed
+		// page is fetched but the one in flight.
+		for fp := range in {
+			e.mapFetched(&fp)
+			select {
+			case out <- fp:
+			case <-ctx.Done():
+				return
+			}
+			if fp.err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // pageMarks returns the marks of a page's records (nil when the job keeps
@@ -233,10 +268,11 @@ func (e *Engine) pipeline(ctx context.Context, start paging.Position, win Window
 	return e.concurrent(ctx, start, win, to, limit, workers)
 }
 
-// sequential follows pagination one page at a time, one page ahead. A
-// response fetched to prove a page's end is reused as the next page.
+// sequential follows pagination one page at a time: page N+1 is fetched
+// while page N is mapped (mapStage) and page N-1 committed. A response
+// fetched to prove a page's end is reused as the next page.
 func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window, to *paging.Position, limit int) <-chan fetched {
-	out := make(chan fetched) // unbuffered: one page fetched ahead of the commit
+	out := make(chan fetched) // unbuffered: one page fetched ahead of the mapping
 	go func() {
 		defer close(out)
 		var ahead *contract.Response
@@ -255,7 +291,7 @@ func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window
 			pos = fp.next
 		}
 	}()
-	return out
+	return e.mapStage(ctx, out)
 }
 
 // concurrent fetches pages start, start+1, … with up to workers requests in
@@ -356,6 +392,7 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 				defer wg.Done()
 				fp := e.fetchPage(ctx, e.stepPos(start, idx), win, to, nil)
 				fp.ahead = nil // the next page is fetched by its own worker
+				e.mapFetched(&fp)
 				if fp.err == nil && fp.next.End {
 					for {
 						cur := endAt.Load()

@@ -72,6 +72,11 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if types, err = p.widen(ctx, tx, op, t, types); err != nil {
 		return n, err
 	}
+	// Rows stored as they are leave the page first (unchanged.go), so
+	// only the others are converted, encoded and sent to the merge.
+	if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
+		return n, err
+	}
 	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {
 		return n, err

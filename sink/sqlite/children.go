@@ -65,7 +65,7 @@ func (s *Sink) writeChildren(ctx context.Context, tx *sql.Tx, t *contract.Table,
 			continue
 		}
 		dst := kids[d]
-		dall, err := sqliteRows(&d.Table, dst, drows)
+		dall, err := sqliteRows(&d.Table, dst, drows, false)
 		if err != nil {
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 		}

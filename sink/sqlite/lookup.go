@@ -4,21 +4,25 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
-// sqliteSameSQL returns the query that finds, among n rows bound as
-// (position, hash, key…[, other column…]), those whose key names a stored
-// row with the same hash: the database compares the keys, with the key
-// columns' affinity. With t.Verify the other mapped columns are bound too
-// (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL is NULL,
-// values compare with the column's affinity, text byte by byte whatever
-// the column's collation, and a value of another storage class is not the
-// same). On a soft table a marked row is never unchanged: its write
-// clears the mark.
+// sqliteSameSQL returns the query that tells, among n rows bound as
+// (position in the batch, hash, key…[, other column…]), those whose key names a stored
+// row with the same hash: it returns the positions of the others, the rows
+// to write, so an unchanged page returns no row at all (reading back a row
+// for each unchanged record was most of the query's cost on a re-sync:
+// docs/performance.md, "Round five"). The database compares the keys, with
+// the key columns' affinity. With t.Verify the other mapped columns are
+// bound too (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL
+// is NULL, values compare with the column's affinity, text byte by byte
+// whatever the column's collation, and a value of another storage class is
+// not the same). On a soft table a marked row is never unchanged: its
+// write clears the mark.
 func sqliteSameSQL(t *contract.Table, n int) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColHash))}
@@ -35,22 +39,31 @@ func sqliteSameSQL(t *contract.Table, n int) string {
 			on = append(on, fmt.Sprintf("%s.%s IS v.c%d COLLATE BINARY", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(c), i))
 		}
 	}
-	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
-	return fmt.Sprintf("WITH v(%s) AS (VALUES %s) SELECT v.p FROM v JOIN %s ON %s",
-		strings.Join(names, ", "), strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", "),
-		sqlkit.QuoteIdent(t.Name), strings.Join(on, " AND "))
+	// The position is the row's place in the batch, written in the
+	// statement rather than bound: one value less to box and bind a row.
+	params := strings.Repeat(", ?", len(names)-1) + ")"
+	var values strings.Builder
+	for j := range n {
+		if j > 0 {
+			values.WriteString(", ")
+		}
+		fmt.Fprintf(&values, "(%d%s", j, params)
+	}
+	return fmt.Sprintf("WITH v(%s) AS (VALUES %s) SELECT v.p FROM v WHERE NOT EXISTS (SELECT 1 FROM %s WHERE %s)",
+		strings.Join(names, ", "), values.String(), sqlkit.QuoteIdent(t.Name), strings.Join(on, " AND "))
 }
 
-// unchangedRows returns the indexes among kept of the rows whose stored row
-// (same key, as the database compares keys) has the same hash.
-func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []contract.Row, all [][]any, kept []int) (map[int]bool, error) {
-	same := map[int]bool{}
-	args := make([]any, 0, st.sameBatch*(2+len(st.keyIdx)+len(st.verifyIdx)))
+// rowsToWrite returns, in their order, the indexes among kept of the rows
+// whose stored row (same key, as the database compares keys) does not
+// have the same hash: absent, changed, or (soft) marked.
+func rowsToWrite(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []contract.Row, all [][]any, kept []int) ([]int, error) {
+	var changed []bool // by row index; nil while no row needs a write
+	args := make([]any, 0, st.sameBatch*(1+len(st.keyIdx)+len(st.verifyIdx)))
 	for start := 0; start < len(kept); start += st.sameBatch {
 		batch := kept[start:min(start+st.sameBatch, len(kept))]
 		args = args[:0]
 		for _, ri := range batch {
-			args = append(args, int64(ri), rows[ri].Hash)
+			args = append(args, rows[ri].Hash)
 			for _, i := range st.keyIdx {
 				args = append(args, all[ri][i])
 			}
@@ -69,19 +82,60 @@ func unchangedRows(ctx context.Context, tx *sql.Tx, st *sqliteStmts, rows []cont
 			return nil, err
 		}
 		for res.Next() {
-			var ri int64
-			if err := res.Scan(&ri); err != nil {
+			var j int64
+			if err := res.Scan(&j); err != nil {
 				res.Close()
 				return nil, err
 			}
-			same[int(ri)] = true
+			if changed == nil {
+				changed = make([]bool, len(rows))
+			}
+			changed[batch[j]] = true
 		}
 		res.Close()
 		if err := res.Err(); err != nil {
 			return nil, err
 		}
 	}
-	return same, nil
+	if changed == nil {
+		return nil, nil
+	}
+	var write []int
+	for _, ri := range kept {
+		if changed[ri] {
+			write = append(write, ri)
+		}
+	}
+	return write, nil
+}
+
+// convertRest converts the columns other than the key of the rows at idx
+// (all[ri], left nil by sqliteRows with keysOnly) to the values SQLite
+// stores: the rows a page writes. A row stored unchanged needs none: its
+// values are those converted when it was written.
+func convertRest(t *contract.Table, st *sqliteStmts, rows []contract.Row, all [][]any, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	conv := make([]func(any) (any, bool), len(t.Columns))
+	for i := range t.Columns {
+		if !slices.Contains(st.keyIdx, i) {
+			conv[i] = typeOf(t.Columns[i].Type).value
+		}
+	}
+	for _, ri := range idx {
+		for i, v := range rows[ri].Values {
+			if v == nil || conv[i] == nil {
+				continue
+			}
+			out, ok := conv[i](v)
+			if !ok {
+				return sqlkit.ValueError(&t.Columns[i], v)
+			}
+			all[ri][i] = out
+		}
+	}
+	return nil
 }
 
 // droppedRows returns how many of the kept rows have no stored row with

@@ -31,7 +31,7 @@ func TestSQLiteRowsAllocations(t *testing.T) {
 	var all [][]any
 	allocs := testing.AllocsPerRun(5, func() {
 		var err error
-		if all, err = sqliteRows(tbl, st, rows); err != nil {
+		if all, err = sqliteRows(tbl, st, rows, false); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -271,7 +272,10 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	all, err := sqliteRows(t, st, rows)
+	// The columns other than the key are converted for the rows to write
+	// only (convertRest, below): an unchanged row is not converted. A
+	// verifying run compares them all, so converts them all first.
+	all, err := sqliteRows(t, st, rows, !t.Verify)
 	if err != nil {
 		return n, fmt.Errorf("%s: %w", op, err)
 	}
@@ -304,17 +308,16 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, s.wrap(op, err)
 	}
-	var same map[int]bool // nil: into a table holding only rows this load inserted, nothing is asked (fresh.go)
+	write := kept // into a table holding only rows this load inserted, nothing is asked (fresh.go)
 	// With child tables, asked anyway: children are written for the rows written only (children.go).
 	if !own || len(t.Children) > 0 {
-		if same, err = unchangedRows(ctx, tx, st, rows, all, kept); err != nil {
+		if write, err = rowsToWrite(ctx, tx, st, rows, all, kept); err != nil {
 			return n, s.wrap(op, err)
 		}
 	}
-	write := kept[:0:0]
-	for _, ri := range kept {
-		if !same[ri] {
-			write = append(write, ri)
+	if !t.Verify {
+		if err := convertRest(t, st, rows, all, write); err != nil {
+			return n, fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
@@ -396,15 +399,18 @@ func execCount(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, query string, ar
 }
 
 // sqliteRows converts every row to the values SQLite stores, key columns in
-// their stored form (sqliteKeyValue).
-func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]any, error) {
+// their stored form (sqliteKeyValue); with keysOnly the key columns alone,
+// the others left nil for convertRest (lookup.go).
+func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row, keysOnly bool) ([][]any, error) {
 	all := make([][]any, len(rows))
 	// Each column's conversion, looked up once a page rather than once a
 	// value (sqliteValue's lookup by type name, per value, showed in the
 	// profile of a first load).
 	conv := make([]func(any) (any, bool), len(t.Columns))
 	for i := range t.Columns {
-		conv[i] = typeOf(t.Columns[i].Type).value
+		if !keysOnly || slices.Contains(st.keyIdx, i) {
+			conv[i] = typeOf(t.Columns[i].Type).value
+		}
 	}
 	// The rows' values in one block, each row's capacity its length: one
 	// allocation a page rather than one a row.
@@ -416,7 +422,7 @@ func sqliteRows(t *contract.Table, st *sqliteStmts, rows []contract.Row) ([][]an
 		}
 		vals := block[ri*n : (ri+1)*n : (ri+1)*n]
 		for i, v := range r.Values {
-			if v == nil {
+			if v == nil || conv[i] == nil {
 				continue
 			}
 			out, ok := conv[i](v)
