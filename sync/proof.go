@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sync/paging"
@@ -22,9 +23,12 @@ import (
 type proofState struct {
 	reason string // the first reason found ("" while the pass proves)
 	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
-	// prev holds the keys of the last committed page of a page or offset
-	// walk, to see a shift as it happens (see checkShift).
-	prev       map[string]bool
+	// prev holds the hashes (by seed) of the keys of the last committed
+	// page of a page or offset walk, to see a shift as it happens (see
+	// checkShift); next is the map the following page fills, and the two
+	// are swapped, so a walk of any length allocates them once.
+	seed       maphash.Seed
+	prev, next map[uint64]struct{}
 	prevParent string
 	// total is the pagination.total of the last committed page of a page
 	// or offset walk in this invocation, when hasTotal, and the parent row
@@ -72,29 +76,35 @@ func (e *Engine) shiftable() bool {
 // past a page boundary may not have been listed at all. keys are the
 // page's (nil when the run does not sweep). The whole pass's keys are
 // checked again before the sweep (keysProve): this check sees the
-// common shift at once, so that even an unfinished run says so.
+// common shift at once, so that even an unfinished run says so. Keys are
+// compared by a 64-bit hash: a collision reads as a key read twice, which
+// can only make the pass prove less.
 func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
-	if parent != rs.proof.prevParent {
-		rs.proof.prev, rs.proof.prevParent = nil, parent
+	p := &rs.proof
+	if p.prev == nil {
+		p.seed, p.prev, p.next = maphash.MakeSeed(), make(map[uint64]struct{}, len(keys)), make(map[uint64]struct{}, len(keys))
 	}
+	if parent != p.prevParent {
+		clear(p.prev)
+		p.prevParent = parent
+	}
+	clear(p.next)
 	n := 0
 	for _, k := range keys {
-		if rs.proof.prev[k] {
+		h := maphash.String(p.seed, k)
+		if _, ok := p.prev[h]; ok {
 			n++
 		}
+		p.next[h] = struct{}{}
 	}
 	if n > 0 {
 		rs.noProof(fmt.Sprintf("the %s walk read %d key(s) twice (%s repeats the page before it): it shifted, so a record it did not list may still exist",
 			e.Job.Pagination.Style, n, where))
 	}
-	prev := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		prev[k] = true
-	}
-	rs.proof.prev = prev
+	p.prev, p.next = p.next, p.prev
 }
 
 // checkTotal voids the proof of a page or offset walk whose
