@@ -151,7 +151,7 @@ func (e *Engine) checkPage(ctx, wctx context.Context, rs *runState, sink contrac
 	}
 	rs.noProof(fp.noProof)
 	e.checkShift(rs, keys, fp.parent, where)
-	e.checkTotal(rs, keys, fp.resp, fp.parent, where)
+	e.checkTotal(rs, keys, fp, where)
 	if err := e.checkDistinct(rs, fp, rows, where); err != nil {
 		return nil, err
 	}

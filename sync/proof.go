@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sync/paging"
 )
 
@@ -115,12 +114,13 @@ func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 // reads one twice, which checkShift sees.) Only the pages of one
 // invocation are compared, and for a child only those of one parent's walk
 // (parent is the page's parent row).
-func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response, parent, where string) {
+func (e *Engine) checkTotal(rs *runState, keys []string, fp *fetched, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
-	t, name, ok := (&pager{job: e.Job}).total(resp)
-	if !ok {
+	tot := e.totalOf(fp)
+	t, name, parent := tot.n, tot.name, fp.parent
+	if !tot.ok {
 		return
 	}
 	if rs.proof.hasTotal && parent == rs.proof.totalParent && t < rs.proof.total {
@@ -128,6 +128,17 @@ func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response
 			name, rs.proof.total, t, e.Job.Pagination.Style, where))
 	}
 	rs.proof.total, rs.proof.hasTotal, rs.proof.totalParent = t, true, parent
+}
+
+// totalOf is the pagination.total of the fetched page fp: the one its end
+// decision read, else read from its response.
+func (e *Engine) totalOf(fp *fetched) pageTotal {
+	if fp.total != nil {
+		return *fp.total
+	}
+	var t pageTotal
+	t.n, t.name, t.ok = (&pager{job: e.Job}).total(fp.resp)
+	return t
 }
 
 // errNoProof stops the loading of a sweep's keys: the sweep rolls back,

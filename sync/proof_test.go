@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,15 +44,24 @@ func TestNoProofReasons(t *testing.T) {
 
 	rs = &runState{}
 	resp := func(body string) *contract.Response { r, _ := epResp(t, p, body); return r }
-	e.checkTotal(rs, []string{"a"}, resp(`{"data":[],"total":30}`), "p1", "offset 0")
-	e.checkTotal(rs, []string{"b"}, resp(`{"data":[],"total":3}`), "p2", "offset 0")
-	e.checkTotal(rs, []string{"c"}, resp(`{"data":[],"total":4}`), "p2", "offset 1")
+	e.checkTotal(rs, []string{"a"}, &fetched{resp: resp(`{"data":[],"total":30}`), parent: "p1"}, "offset 0")
+	e.checkTotal(rs, []string{"b"}, &fetched{resp: resp(`{"data":[],"total":3}`), parent: "p2"}, "offset 0")
+	e.checkTotal(rs, []string{"c"}, &fetched{resp: resp(`{"data":[],"total":4}`), parent: "p2"}, "offset 1")
 	if rs.proof.reason != "" {
 		t.Fatalf("totals of two parents, or a growing total, voided the proof: %q", rs.proof.reason)
 	}
-	e.checkTotal(rs, []string{"d"}, resp(`{"data":[],"total":3}`), "p2", "offset 2")
+	e.checkTotal(rs, []string{"d"}, &fetched{resp: resp(`{"data":[],"total":3}`), parent: "p2"}, "offset 2")
 	if !strings.Contains(rs.proof.reason, "total went down from 4 to 3") {
 		t.Fatalf("a shrinking total: %q", rs.proof.reason)
+	}
+
+	// The total the page's end decision read is the one checked: the body
+	// is not read for it again.
+	rs = &runState{}
+	e.checkTotal(rs, []string{"a"}, &fetched{resp: resp(`{"data":[],"total":4}`)}, "offset 0")
+	e.checkTotal(rs, []string{"b"}, &fetched{resp: resp(`{"data":[],"total":4}`), total: &pageTotal{n: 2, name: "total", ok: true}}, "offset 1")
+	if !strings.Contains(rs.proof.reason, "total went down from 4 to 2") {
+		t.Fatalf("the end decision's total was not the one checked: %q", rs.proof.reason)
 	}
 }
 
@@ -101,5 +112,44 @@ func TestPassKeysProve(t *testing.T) {
 				t.Fatalf("keysProve = %v, reason %q; want %q", ok, rs.proof.reason, tc.reason)
 			}
 		})
+	}
+}
+
+// keyFormsSink gives each row's first value as its key form.
+type keyFormsSink struct{ contract.Sink }
+
+func (keyFormsSink) KeyForms(_ context.Context, _ *contract.Table, rows []contract.Row) ([]string, error) {
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, fmt.Sprint(r.Values[0]))
+	}
+	return keys, nil
+}
+
+// A page's recorded keys are its rows' but its tombstones' (a tombstone's
+// row is removed, not seen), whether the page has tombstones or not, and
+// the page's rows are left as they were.
+func TestPageKeysLeaveOutTombstones(t *testing.T) {
+	p, _ := epPager(t, "data", "  style: offset\n  size: 25\n")
+	p.job.Target.Deletes = contract.DeletesHard
+	e := &Engine{Job: p.job}
+	rs := &runState{info: &contract.RunInfo{ID: 1, Full: true, Kind: contract.KindRun}}
+	row := func(id int, tomb bool) contract.Row { return contract.Row{Values: []any{id}, Tombstone: tomb} }
+	for _, tc := range []struct {
+		rows []contract.Row
+		want []string
+	}{
+		{[]contract.Row{row(1, false), row(2, false)}, []string{"1", "2"}},
+		{[]contract.Row{row(1, false), row(2, true), row(3, false), row(4, true)}, []string{"1", "3"}},
+		{[]contract.Row{row(1, true)}, []string{}},
+	} {
+		before := slices.Clone(tc.rows)
+		keys, err := e.pageKeys(context.Background(), rs, keyFormsSink{}, tc.rows, nil, "offset 0")
+		if err != nil || !slices.Equal(keys, tc.want) || keys == nil {
+			t.Errorf("pageKeys(%v) = %q, %v; want %q", tc.rows, keys, err, tc.want)
+		}
+		if !slices.EqualFunc(tc.rows, before, func(a, b contract.Row) bool { return a.Values[0] == b.Values[0] && a.Tombstone == b.Tombstone }) {
+			t.Errorf("pageKeys changed the page's rows: %v, was %v", tc.rows, before)
+		}
 	}
 }
