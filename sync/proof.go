@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 
 	"github.com/idemsync/idemsync/sync/paging"
 )
@@ -22,11 +21,10 @@ import (
 type proofState struct {
 	reason string // the first reason found ("" while the pass proves)
 	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
-	// prev holds the hashes (by seed) of the keys of the last committed
-	// page of a page or offset walk, to see a shift as it happens (see
-	// checkShift); next is the map the following page fills, and the two
-	// are swapped, so a walk of any length allocates them once.
-	seed       maphash.Seed
+	// prev holds the hashes (runState.hashes) of the keys of the last
+	// committed page of a page or offset walk, to see a shift as it
+	// happens (see checkShift); next is the map the following page fills,
+	// and the two are swapped, so a walk of any length allocates them once.
 	prev, next map[uint64]struct{}
 	prevParent string
 	// total is the pagination.total of the last committed page of a page
@@ -73,18 +71,18 @@ func (e *Engine) shiftable() bool {
 // same parent, parent) held: the walk shifted (a page omitted a
 // record, or one was added before the position), and the record it pushed
 // past a page boundary may not have been listed at all. keys are the
-// page's (nil when the run does not sweep). The whole pass's keys are
-// checked again before the sweep (keysProve): this check sees the
-// common shift at once, so that even an unfinished run says so. Keys are
-// compared by a 64-bit hash: a collision reads as a key read twice, which
-// can only make the pass prove less.
-func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
+// page's, as hashes (runState.hashPage; nil when the run does not
+// sweep): a collision reads as a key read twice, which can only make the
+// pass prove less. The whole pass's keys are checked again before the
+// sweep (keysProve): this check sees the common shift at once, so that
+// even an unfinished run says so.
+func (e *Engine) checkShift(rs *runState, keys []uint64, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
 	p := &rs.proof
 	if p.prev == nil {
-		p.seed, p.prev, p.next = maphash.MakeSeed(), make(map[uint64]struct{}, len(keys)), make(map[uint64]struct{}, len(keys))
+		p.prev, p.next = make(map[uint64]struct{}, len(keys)), make(map[uint64]struct{}, len(keys))
 	}
 	if parent != p.prevParent {
 		clear(p.prev)
@@ -92,8 +90,7 @@ func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 	}
 	clear(p.next)
 	n := 0
-	for _, k := range keys {
-		h := maphash.String(p.seed, k)
+	for _, h := range keys {
 		if _, ok := p.prev[h]; ok {
 			n++
 		}
