@@ -94,7 +94,13 @@ func TestSeenKeysCorruptAndCallbackError(t *testing.T) {
 	if _, err := s.SeenKeys(context.Background(), id, func(string) error { return nil }); err == nil {
 		t.Error("a corrupt key list was read without error")
 	}
-	if _, err := s.db.Exec(`UPDATE pages SET keys = x'02' WHERE run_id = ?`, id); err != nil {
+	if _, err := s.db.Exec(`UPDATE pages SET keys = x'020401' WHERE run_id = ?`, id); err != nil { // 1 byte of a previous key that is not there
+		t.Fatal(err)
+	}
+	if _, err := s.SeenKeys(context.Background(), id, func(string) error { return nil }); err == nil {
+		t.Error("a corrupt compact key list was read without error")
+	}
+	if _, err := s.db.Exec(`UPDATE pages SET keys = x'03' WHERE run_id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SeenKeys(context.Background(), id, func(string) error { return nil }); err == nil {

@@ -82,9 +82,10 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 	if !fp.checkpoint().End {
 		return nil
 	}
-	t, name, ok := pg.total(fp.resp)
+	tot := e.totalOf(fp)
+	t, name := tot.n, tot.name
 	seen, known := pg.seenThrough(fp.pos, fp.resp)
-	if !ok || !known {
+	if !tot.ok || !known {
 		return nil
 	}
 	w.end, w.endSeen, w.endTotal, w.endWhere, w.totalName = true, seen, t, where, name

@@ -35,6 +35,18 @@ type endResult struct {
 	// weak, when set, says why the end, though taken, proves too little
 	// for a sweep (weakEnd).
 	weak string
+	// total is pagination.total as the decision read it, nil where it did
+	// not (a page whose end was probed): the commit's checks reuse it
+	// rather than scan the body for it again.
+	total *pageTotal
+}
+
+// pageTotal is pagination.total read from one response: the count, the
+// header or path it came from, and whether the response had one.
+type pageTotal struct {
+	n    int64
+	name string
+	ok   bool
 }
 
 // prober fetches the page at pos, to tell whether a short page was the
@@ -56,9 +68,11 @@ func (p *pager) decideEnd(pos paging.Position, resp *contract.Response, hwmMax s
 	if own == paging.CappedTie {
 		return p.uncap(pos, resp, probe)
 	}
-	more, last := p.signals(pos, resp)
+	tot := pageTotal{}
+	tot.n, tot.name, tot.ok = p.total(resp)
+	more, last := p.signals(pos, resp, tot)
 	where := pos.Describe(style, p.job.Secrets)
-	end := endResult{next: pos}
+	end := endResult{next: pos, total: &tot}
 	end.next.End = true
 	switch own {
 	case paging.StyleEnd:
@@ -85,7 +99,7 @@ func (p *pager) decideEnd(pos paging.Position, resp *contract.Response, hwmMax s
 		}
 		return end, nil
 	}
-	return endResult{next: next}, nil
+	return endResult{next: next, total: &tot}, nil
 }
 
 // prove fetches the position after a short page (page, offset, hwm styles)
@@ -199,8 +213,8 @@ func (p *pager) firstPage(pos paging.Position) bool {
 
 // signals reads the signals of a response other than the style's own:
 // descriptions of those saying more records follow this page, and of those
-// saying it is the last.
-func (p *pager) signals(pos paging.Position, resp *contract.Response) (more, last []string) {
+// saying it is the last. tot is the response's pagination.total.
+func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTotal) (more, last []string) {
 	pg := p.job.Pagination
 	if pg.HasMore != "" {
 		if v := gjson.GetBytes(resp.Body, pg.HasMore); v.Exists() && v.Type != gjson.Null {
@@ -225,7 +239,7 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response) (more, las
 			}
 		}
 	}
-	if t, name, ok := p.total(resp); ok {
+	if t, name := tot.n, tot.name; tot.ok {
 		if seen, ok := p.seenThrough(pos, resp); ok {
 			s := fmt.Sprintf("%s says %d records (%d up to this page)", name, t, seen)
 			if seen < t {

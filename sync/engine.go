@@ -147,6 +147,7 @@ type runState struct {
 	records int64
 	proof   proofState // what voids the pass's proof of absence (proof.go)
 	walk    walkKeys   // the distinct keys of the walk in progress (distinct.go)
+	hashes  passHashes // the hashes of the keys of the pages committed (passkeys.go)
 	schema  schemaRun  // what target.schema did in the run (schema.go)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -145,10 +146,11 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink,
 		rs.noProof(fmt.Sprintf("%s had %d bad record(s) skipped to the dead letters: their keys are unknown", where, len(dead)))
 		return nil, nil
 	}
-	live := make([]contract.Row, 0, len(rows))
-	for _, r := range rows {
-		if !r.Tombstone {
-			live = append(live, r)
+	live := rows // a copy only when the page has tombstones: most have none
+	for i := range rows {
+		if rows[i].Tombstone {
+			live = slices.DeleteFunc(slices.Clone(rows), func(r contract.Row) bool { return r.Tombstone })
+			break
 		}
 	}
 	keys, err := sink.KeyForms(ctx, &e.Job.Table, live)

@@ -21,24 +21,67 @@ type passKeys struct {
 	read, distinct int64
 }
 
-// readPassKeys reads the keys of every page committed to the run rs, once,
-// for both users at the pass's end: checkPassDistinct (a key read twice
-// across the pass's invocations) and the sweep (an incomplete set proves
-// nothing; the distinct count lets the sink skip loading the keys when
-// every live row was seen). The sweep reads them again only when a live
-// row may have been missed.
-func (e *Engine) readPassKeys(ctx context.Context, rs *runState) (passKeys, error) {
-	seed := maphash.MakeSeed()
-	// Sized for the records the run read (a page's keys are its records
-	// less tombstones): grown from nothing, the slice was copied some 17
-	// times at 100,000 keys, half of this read's CPU in the profiles.
-	hs := make([]uint64, 0, rs.records)
-	complete, err := e.Store.SeenKeys(ctx, rs.info.ID, func(k string) error {
-		hs = append(hs, maphash.String(seed, k))
+// passHashes are the hashes of the keys of every page this invocation
+// committed to the run, by seed, in page order (checkShift compares a
+// page's with the page before it from the same hashes). For a pass that
+// this invocation ran from its first page they are the whole pass's
+// recorded keys, and its end need not read them back from the state
+// file (readPassKeys).
+type passHashes struct {
+	seed   maphash.Seed
+	hs     []uint64
+	pages  int64 // pages hashed
+	noKeys bool  // a page came without its keys (the state holds NULL for it)
+}
+
+// hashPage adds the keys of a page about to be committed to the run's
+// hashes and returns the page's.
+func (rs *runState) hashPage(keys []string) []uint64 {
+	p := &rs.hashes
+	if p.pages == 0 {
+		p.seed = maphash.MakeSeed()
+		// Sized for the rows the table held: grown from nothing, the
+		// slice was copied some 17 times at 100,000 keys.
+		p.hs = make([]uint64, 0, max(rs.info.LiveBefore, 0)+int64(len(keys)))
+	}
+	p.pages++
+	if keys == nil {
+		p.noKeys = true
 		return nil
-	})
-	if err != nil {
-		return passKeys{}, err
+	}
+	n := len(p.hs)
+	for _, k := range keys {
+		p.hs = append(p.hs, maphash.String(p.seed, k))
+	}
+	return p.hs[n:]
+}
+
+// readPassKeys counts the keys of every page committed to the run rs,
+// once, for both users at the pass's end: checkPassDistinct (a key read
+// twice across the pass's invocations) and the sweep (an incomplete set
+// proves nothing; the distinct count lets the sink skip loading the keys
+// when every live row was seen). When this invocation began the run and
+// hashed every page it committed, those hashes are the run's keys;
+// otherwise (a continued run, or a page hashed and not committed) the keys
+// are read from the state file. The sweep reads them again only when a
+// live row may have been missed.
+func (e *Engine) readPassKeys(ctx context.Context, rs *runState) (passKeys, error) {
+	var hs []uint64
+	complete := true
+	if h := &rs.hashes; !rs.resumed && h.pages == rs.pages && h.pages > 0 {
+		hs, complete = h.hs, !h.noKeys
+		h.hs = nil
+	} else {
+		seed := maphash.MakeSeed()
+		hs = make([]uint64, 0, rs.records) // sized: see hashPage
+		var err error
+		complete, err = e.Store.SeenKeys(ctx, rs.info.ID, func(k string) error {
+			hs = append(hs, maphash.String(seed, k))
+			return nil
+		})
+		if err != nil {
+			return passKeys{}, err
+		}
 	}
 	slices.Sort(hs)
 	pk := passKeys{complete: complete, read: int64(len(hs)), distinct: int64(len(hs))}

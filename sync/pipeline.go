@@ -45,6 +45,7 @@ type fetched struct {
 	// noProof, when set, is why this page, the last, cannot prove the
 	// end of the list (endResult.weak): the pass's sweep is skipped.
 	noProof string
+	total   *pageTotal // pagination.total as the end decision read it (nil: not read)
 	// schema is what target.schema did to the page (schema.go), set when
 	// the columns are inferred.
 	schema schemaPage
@@ -130,7 +131,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 			return fp
 		}
 		if d.contra == "" {
-			fp.next, fp.ahead, fp.capped, fp.noProof = d.next, d.ahead, d.capped, d.weak
+			fp.next, fp.ahead, fp.capped, fp.noProof, fp.total = d.next, d.ahead, d.capped, d.weak, d.total
 			break
 		}
 		if attempt >= attempts {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sync/paging"
 )
 
@@ -22,9 +21,11 @@ import (
 type proofState struct {
 	reason string // the first reason found ("" while the pass proves)
 	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
-	// prev holds the keys of the last committed page of a page or offset
-	// walk, to see a shift as it happens (see checkShift).
-	prev       map[string]bool
+	// prev holds the hashes (runState.hashes) of the keys of the last
+	// committed page of a page or offset walk, to see a shift as it
+	// happens (see checkShift); next is the map the following page fills,
+	// and the two are swapped, so a walk of any length allocates them once.
+	prev, next map[uint64]struct{}
 	prevParent string
 	// total is the pagination.total of the last committed page of a page
 	// or offset walk in this invocation, when hasTotal, and the parent row
@@ -70,31 +71,36 @@ func (e *Engine) shiftable() bool {
 // same parent, parent) held: the walk shifted (a page omitted a
 // record, or one was added before the position), and the record it pushed
 // past a page boundary may not have been listed at all. keys are the
-// page's (nil when the run does not sweep). The whole pass's keys are
-// checked again before the sweep (keysProve): this check sees the
-// common shift at once, so that even an unfinished run says so.
-func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
+// page's, as hashes (runState.hashPage; nil when the run does not
+// sweep): a collision reads as a key read twice, which can only make the
+// pass prove less. The whole pass's keys are checked again before the
+// sweep (keysProve): this check sees the common shift at once, so that
+// even an unfinished run says so.
+func (e *Engine) checkShift(rs *runState, keys []uint64, parent, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
-	if parent != rs.proof.prevParent {
-		rs.proof.prev, rs.proof.prevParent = nil, parent
+	p := &rs.proof
+	if p.prev == nil {
+		p.prev, p.next = make(map[uint64]struct{}, len(keys)), make(map[uint64]struct{}, len(keys))
 	}
+	if parent != p.prevParent {
+		clear(p.prev)
+		p.prevParent = parent
+	}
+	clear(p.next)
 	n := 0
-	for _, k := range keys {
-		if rs.proof.prev[k] {
+	for _, h := range keys {
+		if _, ok := p.prev[h]; ok {
 			n++
 		}
+		p.next[h] = struct{}{}
 	}
 	if n > 0 {
 		rs.noProof(fmt.Sprintf("the %s walk read %d key(s) twice (%s repeats the page before it): it shifted, so a record it did not list may still exist",
 			e.Job.Pagination.Style, n, where))
 	}
-	prev := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		prev[k] = true
-	}
-	rs.proof.prev = prev
+	p.prev, p.next = p.next, p.prev
 }
 
 // checkTotal voids the proof of a page or offset walk whose
@@ -105,12 +111,13 @@ func (e *Engine) checkShift(rs *runState, keys []string, parent, where string) {
 // reads one twice, which checkShift sees.) Only the pages of one
 // invocation are compared, and for a child only those of one parent's walk
 // (parent is the page's parent row).
-func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response, parent, where string) {
+func (e *Engine) checkTotal(rs *runState, keys []string, fp *fetched, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
-	t, name, ok := (&pager{job: e.Job}).total(resp)
-	if !ok {
+	tot := e.totalOf(fp)
+	t, name, parent := tot.n, tot.name, fp.parent
+	if !tot.ok {
 		return
 	}
 	if rs.proof.hasTotal && parent == rs.proof.totalParent && t < rs.proof.total {
@@ -118,6 +125,17 @@ func (e *Engine) checkTotal(rs *runState, keys []string, resp *contract.Response
 			name, rs.proof.total, t, e.Job.Pagination.Style, where))
 	}
 	rs.proof.total, rs.proof.hasTotal, rs.proof.totalParent = t, true, parent
+}
+
+// totalOf is the pagination.total of the fetched page fp: the one its end
+// decision read, else read from its response.
+func (e *Engine) totalOf(fp *fetched) pageTotal {
+	if fp.total != nil {
+		return *fp.total
+	}
+	var t pageTotal
+	t.n, t.name, t.ok = (&pager{job: e.Job}).total(fp.resp)
+	return t
 }
 
 // errNoProof stops the loading of a sweep's keys: the sweep rolls back,
