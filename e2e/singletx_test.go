@@ -80,6 +80,16 @@ func TestFencedTargetRefusesStaleHolder(t *testing.T) {
 
 	first, errOut, done := startIdemsync(t, dir, env, "run", job, "--quiet")
 	g.reached(t, errOut, done)
+	// Paused once the pages before the gated one are committed: the walk
+	// fetches ahead of its commits (docs/guarantees.md, "Commit order"),
+	// and a holder stopped inside a page's transaction would keep that
+	// page's rows locked from the next holder until target.timeout.lock.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(idemsync(t, dir, env, "status", job, "--json").stdout, `"checkpoint":"page 5"`); {
+		if time.Now().After(deadline) {
+			t.Fatal("the first holder never committed the pages before the gated one")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
