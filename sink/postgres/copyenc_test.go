@@ -149,6 +149,9 @@ func TestCopyPageRefusesWhatTheMergeRefuses(t *testing.T) {
 // objects a row of the bench's shape (each value boxed, a decimal's
 // big.Int and its base-10,000 digits: docs/performance.md, "Round five").
 func TestCopyPageAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	tbl := &contract.Table{Name: "orders", Key: []string{"id"}, Columns: []contract.Column{
 		{Name: "id", Type: contract.TypeInteger}, {Name: "name", Type: contract.TypeText}, {Name: "email", Type: contract.TypeText},
 		{Name: "total", Type: contract.TypeNumeric}, {Name: "active", Type: contract.TypeBoolean},

@@ -18,6 +18,9 @@ import (
 var testTime = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 
 func TestSQLiteRowsAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
 	tbl := &contract.Table{Name: "t", Key: []string{"id"}, Columns: []contract.Column{
 		{Name: "id", Type: contract.TypeInteger}, {Name: "name", Type: contract.TypeText},
 		{Name: "total", Type: contract.TypeNumeric}, {Name: "score", Type: contract.TypeReal},

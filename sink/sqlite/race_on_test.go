@@ -1,0 +1,7 @@
+//go:build race
+
+package sqlite
+
+// raceEnabled: the race detector allocates on its own, so the tests that
+// count allocations skip under it.
+const raceEnabled = true
