@@ -44,6 +44,11 @@ func TestMarksVerbatim(t *testing.T) {
 		{"2024-01-01T01:18:00+02:00", "1h", "2024-01-01T00:18:00+02:00"},
 		{"2024-01-01T01:18:00.5-05:30", "30s", "2024-01-01T01:17:30.5-05:30"},
 		{"2024-01-01T01:18:00Z", "1.5s", "2024-01-01T01:17:58Z"}, // cut to the sample's precision: earlier, never later
+		// Moved back past year 0 in the mark's own zone: the earliest instant
+		// RFC 3339 writes in that zone, never a later one.
+		{"0000-01-01T00:00:00-01:00", "1h", "0000-01-01T00:00:00-01:00"},
+		{"0000-01-01T00:30:00+01:00", "1h", "0000-01-01T00:00:00+01:00"},
+		{"0000-01-01T00:30:00Z", "1h", "0000-01-01T00:00:00Z"},
 	} {
 		got, err := paging.SubtractOverlap(tc.mark, tc.overlap)
 		if err != nil || got != tc.want {

@@ -88,8 +88,11 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 			return "", fmt.Errorf("overlap %q must be a duration for timestamp marks", overlap)
 		}
 		m := t.Add(-d)
-		if m.UTC().Year() < 0 { // RFC 3339 has no earlier instants
-			m = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+		// RFC 3339 writes no year before 0000 in the mark's own zone (the
+		// form FormatLike keeps): stop at that zone's first instant, which is
+		// never later than the mark itself.
+		if floor := time.Date(0, 1, 1, 0, 0, 0, 0, t.Location()); m.Before(floor) {
+			m = floor
 		}
 		return FormatLike(m, mark), nil
 	}
