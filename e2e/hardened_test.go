@@ -61,12 +61,16 @@ func hardWaitExit(t *testing.T, c *exec.Cmd) int {
 func TestHardenedLockFollowsStateFile(t *testing.T) {
 	for _, tc := range []string{"symlink", "lock-file-deleted"} {
 		t.Run(tc, func(t *testing.T) {
-			api, url := startAPI(t, fakeapi.Options{Records: 200, Latency: 60 * time.Millisecond})
+			// The first run must still hold its lock when the second one
+			// starts, however loaded the machine: 80 pages, and each page
+			// asked while the second run goes takes 300ms (21s at least).
+			api, url := startAPI(t, fakeapi.Options{Records: 2000, Latency: 60 * time.Millisecond})
 			dir := t.TempDir()
 			job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
 			state := filepath.Join(dir, ".idemsync", "state.db")
 			first, out := hardStart(t, dir, "run", job, "--state", state)
 			hardWaitRunning(t, dir, job)
+			api.SetLatency(300 * time.Millisecond)
 			second := []string{"run", job, "--if-running", "fail"}
 			switch tc {
 			case "symlink":
@@ -87,6 +91,7 @@ func TestHardenedLockFollowsStateFile(t *testing.T) {
 			if r.Status != "locked" || r.Job != "orders-page" {
 				t.Errorf("second run: %+v", r)
 			}
+			api.SetLatency(0)
 			if code := hardWaitExit(t, first); code != 0 {
 				t.Fatalf("first run exit %d: %s", code, out)
 			}

@@ -302,7 +302,7 @@ var transientFaults = []struct {
 	{"slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 		}
 	}, []string{"timed out"}},
 }
@@ -315,7 +315,11 @@ func status(code int) func(w http.ResponseWriter, r *http.Request) {
 // success; bad answers until retries run out is an exit-3 error naming the
 // cause (and the content type of a body that is not JSON).
 func TestFetchRetriesTransientFailures(t *testing.T) {
-	const source = "  timeout: 300ms\n  error_path: error\n"
+	// The attempt timeout is long enough that a loaded machine never cuts
+	// an attempt before the server has answered it (which would count one
+	// request fewer, or move the fault to the second attempt); only "slow"
+	// waits it out.
+	const source = "  timeout: 2s\n  error_path: error\n"
 	for _, tt := range transientFaults {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
