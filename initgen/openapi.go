@@ -367,7 +367,11 @@ func (d *apiDoc) linkParents(ops []*listOp) {
 				continue
 			}
 			rest := op.path[len(cand.path)+2:]
-			param := rest[:strings.IndexByte(rest, '}')]
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue // "/a/{b": no parameter, so no fan-out
+			}
+			param := rest[:end]
 			last := cand.path[strings.LastIndexByte(cand.path, '/')+1:]
 			props := d.props(cand.item)
 			col := ""
