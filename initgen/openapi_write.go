@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -48,8 +49,8 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	info := mapOf(d.root["info"])
-	w("# Job file written by `idemsync init --openapi` from %s %s\n", str(info["title"]), str(info["version"]))
-	w("# (%s): one resource per list operation.\n", d.from)
+	w("# Job file written by `idemsync init --openapi` from %s\n", oneLine(str(info["title"])+" "+str(info["version"])))
+	w("# (%s): one resource per list operation.\n", oneLine(d.from))
 	w("# Every parameter name below is declared by the description; validate and\n")
 	w("# run refuse the file while a decide: list has an entry. Reference: docs/job-file.md.\n")
 	w("name: %s\n", name)
@@ -147,7 +148,7 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
 	}
 	s := d.obj(schemes[names[0]])
-	head := fmt.Sprintf("    # Security scheme %s of the description; the secrets come from the environment.\n", names[0])
+	head := fmt.Sprintf("    # Security scheme %s of the description; the secrets come from the environment.\n", oneLine(names[0]))
 	switch typ := str(s["type"]); {
 	case typ == "http" && strings.EqualFold(str(s["scheme"]), "bearer"):
 		return head + fmt.Sprintf("    auth: {type: bearer, token: \"${%s_TOKEN}\"}\n", env), ""
@@ -248,10 +249,18 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	return decide
 }
 
+// oneLine is s fit for a comment of the written file: one line (a line
+// break in a title or name would end the comment, and the rest be read as
+// YAML), at most 100 bytes cut at a character, valid UTF-8 (the loader
+// refuses a file that is not).
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
 	if len(s) > 100 {
-		s = s[:97] + "..."
+		cut := 97
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }
