@@ -122,10 +122,20 @@ func (d *apiDoc) baseURL() (string, string) {
 		u = strings.ReplaceAll(u, "{"+k+"}", str(mapOf(v)["default"]))
 	}
 	u = strings.TrimSuffix(u, "/")
-	if !strings.HasPrefix(u, "http") {
-		return "https://api.example.com" + u, "the description's server is relative (" + u + "): which host serves it?"
+	pu, err := url.Parse(u)
+	switch {
+	case err == nil && (pu.Scheme == "http" || pu.Scheme == "https") && pu.Host != "":
+		return u, ""
+	case err == nil && pu.Scheme == "" && pu.Host == "":
+		sep := ""
+		if u != "" && !strings.HasPrefix(u, "/") {
+			sep = "/" // "v1" is "/v1" on the placeholder host
+		}
+		return "https://api.example.com" + sep + u, "the description's server is relative (" + u + "): which host serves it?"
 	}
-	return u, ""
+	// "ftp://x", "http00", "http://": written as is, base_url would be
+	// refused for itself, not as a decision.
+	return "https://api.example.com", "the description's server " + strconv.Quote(u) + " is no http(s) URL: which URL serves the API?"
 }
 
 // auth writes source.auth from the security scheme the operations
