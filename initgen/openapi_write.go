@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
@@ -195,7 +196,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	}
 	w("  - name: %s\n", op.name)
 	if op.summary != "" {
-		w("    # GET %s: %s\n", op.path, oneLine(op.summary))
+		w("    # GET %s: %s\n", commentText(op.path), oneLine(op.summary))
 	}
 	if len(decide) > 0 {
 		w("    decide:\n")
@@ -210,14 +211,15 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	if op.records != "" {
 		w("      records: %s\n", yamlString(op.records))
 	}
-	w("    pagination:\n      # %s.\n      style: %s\n", strings.ToUpper(pg.why[:1])+pg.why[1:], pg.style)
+	why := commentText(pg.why)
+	w("    pagination:\n      # %s.\n      style: %s\n", strings.ToUpper(why[:1])+why[1:], pg.style)
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("      %s: %s", s.key, yamlValue(s.value))
 		if s.open {
 			line = strings.TrimSuffix(fmt.Sprintf("      # %s: %s", s.key, yamlValue(s.value)), " ")
 		}
 		if s.note != "" {
-			line += "  # " + s.note
+			line += "  # " + commentText(s.note)
 		}
 		w("%s\n", line)
 	}
@@ -259,12 +261,10 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	return decide
 }
 
-// oneLine is s fit for a comment of the written file: one line (a line
-// break in a title or name would end the comment, and the rest be read as
-// YAML), at most 100 bytes cut at a character, valid UTF-8 (the loader
-// refuses a file that is not).
+// oneLine is s fit for a comment of the written file (commentText), at
+// most 100 bytes cut at a character.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+	s = commentText(s)
 	if len(s) > 100 {
 		cut := 97
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -273,6 +273,20 @@ func oneLine(s string) string {
 		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// commentText is s fit for a comment of the written file: one line (a
+// line break in a title, path or name would end the comment, and the rest
+// be read as YAML), valid UTF-8 without control characters (the loader
+// refuses a file that has either).
+func commentText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF { // YAML's non-printable
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // name is the file's name: the description's title when it is short
