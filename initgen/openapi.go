@@ -339,7 +339,9 @@ func opName(path string) string {
 		if s == "" || strings.HasPrefix(s, "{") || len(s) <= 3 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == "" {
 			continue
 		}
-		parts = append(parts, strings.ReplaceAll(cleanName(s), "-", "_"))
+		if n := strings.ReplaceAll(cleanName(s), "-", "_"); n != "" { // " ", "%": no name
+			parts = append(parts, n)
+		}
 	}
 	if len(parts) == 0 {
 		return "items"
