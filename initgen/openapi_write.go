@@ -155,6 +155,9 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 		return str(mapOf(schemes[names[i]])["scheme"]) == "bearer" && str(mapOf(schemes[names[j]])["scheme"]) != "bearer"
 	})
 	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if env[0] >= '0' && env[0] <= '9' {
+		env = "_" + env // a variable's name starts with no digit: ${1_TOKEN} is refused
+	}
 	if len(names) == 0 {
 		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
 	}
