@@ -191,6 +191,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 			decide = append(decide, fmt.Sprintf("source.path: which parent resource's column fills {%s} (no list operation of the description lists what %s names)?", p, p))
 		}
 	}
+	path = escapePercent(path)
 	decide = append(decide, pg.decide...)
 	props := d.props(op.item)
 	const keyQ = "target.key: the records have no id: which columns identify one?"
@@ -262,6 +263,25 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		w("        %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	return decide
+}
+
+// escapePercent writes a '%' of a path that starts no escape ("/%",
+// "/50%off") as %25: the description's path is literal, and the loader
+// refuses a URL with a bad escape.
+func escapePercent(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && !(i+2 < len(p) && isHexDigit(p[i+1]) && isHexDigit(p[i+2])) {
+			b.WriteString("%25")
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // oneLine is s fit for a comment of the written file (commentText), at
