@@ -339,7 +339,9 @@ func opName(path string) string {
 		if s == "" || strings.HasPrefix(s, "{") || len(s) <= 3 && s[0] == 'v' && strings.Trim(s[1:], "0123456789") == "" {
 			continue
 		}
-		parts = append(parts, strings.ReplaceAll(cleanName(s), "-", "_"))
+		if n := strings.ReplaceAll(cleanName(s), "-", "_"); n != "" { // " ", "%": no name
+			parts = append(parts, n)
+		}
 	}
 	if len(parts) == 0 {
 		return "items"
@@ -367,7 +369,11 @@ func (d *apiDoc) linkParents(ops []*listOp) {
 				continue
 			}
 			rest := op.path[len(cand.path)+2:]
-			param := rest[:strings.IndexByte(rest, '}')]
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue // "/a/{b": no parameter, so no fan-out
+			}
+			param := rest[:end]
 			last := cand.path[strings.LastIndexByte(cand.path, '/')+1:]
 			props := d.props(cand.item)
 			col := ""

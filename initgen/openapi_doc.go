@@ -34,7 +34,13 @@ func ReadOpenAPI(ctx context.Context, src string) (*apiDoc, error) {
 	if err != nil {
 		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: %w", src, err)
 	}
+	return parseOpenAPI(data, src)
+}
+
+// parseOpenAPI decodes the description read from src.
+func parseOpenAPI(data []byte, src string) (*apiDoc, error) {
 	var root map[string]any
+	var err error
 	if strings.HasPrefix(strings.TrimSpace(string(data)), "{") {
 		err = json.Unmarshal(data, &root)
 	} else {
@@ -101,14 +107,25 @@ func (d *apiDoc) lookup(ref string) any {
 
 // props are a schema's properties, allOf parts merged.
 func (d *apiDoc) props(schema map[string]any) map[string]map[string]any {
+	return d.propsIn(schema, refPath{})
+}
+
+// propsIn is props of a schema reached through the $refs of path: a part
+// already on it is a cycle (A allOf B, B allOf A), merged no further.
+func (d *apiDoc) propsIn(schema map[string]any, path refPath) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	if schema == nil {
 		return out
 	}
 	for _, part := range list(schema["allOf"]) {
-		for k, v := range d.props(d.obj(part)) {
+		ok, leave := path.enter(part)
+		if !ok {
+			continue
+		}
+		for k, v := range d.propsIn(d.obj(part), path) {
 			out[k] = v
 		}
+		leave()
 	}
 	for k, v := range mapOf(schema["properties"]) {
 		if s := d.obj(v); s != nil {
@@ -118,9 +135,35 @@ func (d *apiDoc) props(schema map[string]any) map[string]map[string]any {
 	return out
 }
 
+// refPath holds the $refs a walk through allOf, anyOf or oneOf parts is
+// inside of. A description is a graph, not a tree: a schema reached again
+// through its own parts would be walked forever (a stack overflow, which
+// no recover catches), so the walk stops at a $ref already on its path.
+type refPath map[string]bool
+
+// enter adds node's $ref to the path: false when it is on it already;
+// leave takes it off again.
+func (p refPath) enter(node any) (ok bool, leave func()) {
+	ref := str(mapOf(node)["$ref"])
+	if ref == "" {
+		return true, func() {}
+	}
+	if p[ref] {
+		return false, nil
+	}
+	p[ref] = true
+	return true, func() { delete(p, ref) }
+}
+
 // typeOf is a schema's type: its type, or the one non-null type of
 // anyOf/oneOf, else "".
 func (d *apiDoc) typeOf(s map[string]any) string {
+	return d.typeIn(s, refPath{})
+}
+
+// typeIn is typeOf of a schema reached through the $refs of path: an
+// alternative already on it is a cycle, which adds no type.
+func (d *apiDoc) typeIn(s map[string]any, path refPath) string {
 	switch t := s["type"].(type) {
 	case string:
 		return t
@@ -137,9 +180,14 @@ func (d *apiDoc) typeOf(s map[string]any) string {
 	kinds := map[string]bool{}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		for _, alt := range list(s[k]) {
-			if a := d.obj(alt); a != nil && !(a["type"] == "null") {
-				kinds[d.typeOf(a)] = true
+			ok, leave := path.enter(alt)
+			if !ok {
+				continue
 			}
+			if a := d.obj(alt); a != nil && !(a["type"] == "null") {
+				kinds[d.typeIn(a, path)] = true
+			}
+			leave()
 		}
 	}
 	if len(kinds) == 1 {

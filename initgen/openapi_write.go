@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -48,8 +50,8 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	info := mapOf(d.root["info"])
-	w("# Job file written by `idemsync init --openapi` from %s %s\n", str(info["title"]), str(info["version"]))
-	w("# (%s): one resource per list operation.\n", d.from)
+	w("# Job file written by `idemsync init --openapi` from %s\n", oneLine(str(info["title"])+" "+str(info["version"])))
+	w("# (%s): one resource per list operation.\n", oneLine(d.from))
 	w("# Every parameter name below is declared by the description; validate and\n")
 	w("# run refuse the file while a decide: list has an entry. Reference: docs/job-file.md.\n")
 	w("name: %s\n", name)
@@ -121,10 +123,20 @@ func (d *apiDoc) baseURL() (string, string) {
 		u = strings.ReplaceAll(u, "{"+k+"}", str(mapOf(v)["default"]))
 	}
 	u = strings.TrimSuffix(u, "/")
-	if !strings.HasPrefix(u, "http") {
-		return "https://api.example.com" + u, "the description's server is relative (" + u + "): which host serves it?"
+	pu, err := url.Parse(u)
+	switch {
+	case err == nil && (pu.Scheme == "http" || pu.Scheme == "https") && pu.Host != "":
+		return u, ""
+	case err == nil && pu.Scheme == "" && pu.Host == "":
+		sep := ""
+		if u != "" && !strings.HasPrefix(u, "/") {
+			sep = "/" // "v1" is "/v1" on the placeholder host
+		}
+		return "https://api.example.com" + sep + u, "the description's server is relative (" + u + "): which host serves it?"
 	}
-	return u, ""
+	// "ftp://x", "http00", "http://": written as is, base_url would be
+	// refused for itself, not as a decision.
+	return "https://api.example.com", "the description's server " + strconv.Quote(u) + " is no http(s) URL: which URL serves the API?"
 }
 
 // auth writes source.auth from the security scheme the operations
@@ -143,11 +155,14 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 		return str(mapOf(schemes[names[i]])["scheme"]) == "bearer" && str(mapOf(schemes[names[j]])["scheme"]) != "bearer"
 	})
 	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if env[0] >= '0' && env[0] <= '9' {
+		env = "_" + env // a variable's name starts with no digit: ${1_TOKEN} is refused
+	}
 	if len(names) == 0 {
 		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
 	}
 	s := d.obj(schemes[names[0]])
-	head := fmt.Sprintf("    # Security scheme %s of the description; the secrets come from the environment.\n", names[0])
+	head := fmt.Sprintf("    # Security scheme %s of the description; the secrets come from the environment.\n", oneLine(names[0]))
 	switch typ := str(s["type"]); {
 	case typ == "http" && strings.EqualFold(str(s["scheme"]), "bearer"):
 		return head + fmt.Sprintf("    auth: {type: bearer, token: \"${%s_TOKEN}\"}\n", env), ""
@@ -176,6 +191,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 			decide = append(decide, fmt.Sprintf("source.path: which parent resource's column fills {%s} (no list operation of the description lists what %s names)?", p, p))
 		}
 	}
+	path = escapePercent(path)
 	decide = append(decide, pg.decide...)
 	props := d.props(op.item)
 	const keyQ = "target.key: the records have no id: which columns identify one?"
@@ -184,7 +200,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	}
 	w("  - name: %s\n", op.name)
 	if op.summary != "" {
-		w("    # GET %s: %s\n", op.path, oneLine(op.summary))
+		w("    # GET %s: %s\n", commentText(op.path), oneLine(op.summary))
 	}
 	if len(decide) > 0 {
 		w("    decide:\n")
@@ -199,14 +215,15 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	if op.records != "" {
 		w("      records: %s\n", yamlString(op.records))
 	}
-	w("    pagination:\n      # %s.\n      style: %s\n", strings.ToUpper(pg.why[:1])+pg.why[1:], pg.style)
+	why := commentText(pg.why)
+	w("    pagination:\n      # %s.\n      style: %s\n", strings.ToUpper(why[:1])+why[1:], pg.style)
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("      %s: %s", s.key, yamlValue(s.value))
 		if s.open {
 			line = strings.TrimSuffix(fmt.Sprintf("      # %s: %s", s.key, yamlValue(s.value)), " ")
 		}
 		if s.note != "" {
-			line += "  # " + s.note
+			line += "  # " + commentText(s.note)
 		}
 		w("%s\n", line)
 	}
@@ -248,12 +265,51 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	return decide
 }
 
+// escapePercent writes a '%' of a path that starts no escape ("/%",
+// "/50%off") as %25: the description's path is literal, and the loader
+// refuses a URL with a bad escape.
+func escapePercent(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && !(i+2 < len(p) && isHexDigit(p[i+1]) && isHexDigit(p[i+2])) {
+			b.WriteString("%25")
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// oneLine is s fit for a comment of the written file (commentText), at
+// most 100 bytes cut at a character.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = commentText(s)
 	if len(s) > 100 {
-		s = s[:97] + "..."
+		cut := 97
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// commentText is s fit for a comment of the written file: one line (a
+// line break in a title, path or name would end the comment, and the rest
+// be read as YAML), valid UTF-8 without control characters (the loader
+// refuses a file that has either).
+func commentText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF { // YAML's non-printable
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // name is the file's name: the description's title when it is short

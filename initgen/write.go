@@ -120,7 +120,8 @@ func yamlString(s string) string {
 	case "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~":
 		return strconv.Quote(s)
 	}
-	if plainYAML.MatchString(s) && !strings.Contains(s, ": ") && !strings.Contains(s, " #") {
+	// A ':' ending a plain scalar starts a mapping value ("path: a:").
+	if plainYAML.MatchString(s) && !strings.Contains(s, ": ") && !strings.HasSuffix(s, ":") && !strings.Contains(s, " #") {
 		return s
 	}
 	return strconv.Quote(s)

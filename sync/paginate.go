@@ -53,7 +53,11 @@ func (p *pager) step(pos paging.Position, resp *contract.Response, hwmMax string
 	if !paging.Known(pg.Style) {
 		return paging.StepOut{}, fmt.Errorf("unknown pagination style %q", pg.Style)
 	}
-	return p.style().Step(in)
+	out, err := p.style().Step(in)
+	if err == nil {
+		err = paging.Storable(out.Next)
+	}
+	return out, err
 }
 
 var _ = http.StatusOK

@@ -122,13 +122,16 @@ func (p Position) Describe(style string, r Redacter) string {
 
 // ParsePosition reads a user-given position (replay --from/--to) for a
 // style: a page number, an offset, a cursor token, a next URL, or a mark.
-// It fails for a value the style cannot read, and for none or an unknown
-// style.
+// It fails for a value the style cannot read or a checkpoint cannot store
+// (Storable), and for none or an unknown style.
 func ParsePosition(style, v string) (Position, error) {
 	if !Known(style) {
 		return Position{}, fmt.Errorf("style %s has no positions to replay from", style)
 	}
 	at, err := Of(style).parse(strings.TrimSpace(v))
+	if err == nil {
+		err = Storable(at)
+	}
 	return Position{At: at}, err
 }
 
