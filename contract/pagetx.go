@@ -1,6 +1,9 @@
 package contract
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // PageTx is a page's target transaction while it is still open: what a
 // state store may add to it before it commits (docs/guarantees.md, "One
@@ -39,4 +42,8 @@ type FencedStore interface {
 	// PageCommitted reports whether p is the last page committed to its
 	// run: how a commit whose answer was lost is decided.
 	PageCommitted(ctx context.Context, p *PageCommit) (bool, error)
+	// CommittedIn tells the store that a transaction CommitPageIn joined
+	// for job, begun after since, committed: the lease renewal in it
+	// counts from since (docs/operations.md, "Leases").
+	CommittedIn(job string, since time.Time)
 }

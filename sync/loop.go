@@ -22,9 +22,14 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink contrac
 		return e.loopWindows(ctx, o, rs, sink, log, started, windowList(wins))
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	win := wins[0]
 	pages := e.pipeline(pctx, rs.pos, win, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	// The pipeline ends before this returns: a page still being mapped
+	// would race the engine's next Run (as loopWindows' walks would).
+	defer func() {
+		cancel()
+		drain(pages)
+	}()
 	committed := 0
 	for {
 		if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -46,6 +47,7 @@ func (e *Engine) upsertTarget(ctx, wctx context.Context, sink contract.Sink, row
 	var err error
 	switch {
 	case pw.joined:
+		since := time.Now()
 		counts, err = pw.tx.UpsertIn(wctx, &job.Table, rows, func(ctx context.Context, tx contract.PageTx, n contract.Counts) error {
 			*pc = build(n)
 			counts = n
@@ -54,11 +56,14 @@ func (e *Engine) upsertTarget(ctx, wctx context.Context, sink contract.Sink, row
 		if err != nil && *pc != nil && contract.ClassOf(err) == contract.Transient {
 			if ok, rerr := e.Fenced.PageCommitted(context.WithoutCancel(ctx), *pc); rerr == nil && ok {
 				e.Logger.Warn("the page's commit was not acknowledged, but its checkpoint reads back committed", "position", where, "err", err)
+				e.Fenced.CommittedIn(job.Name, since)
 				return counts, nil
 			}
 		}
 		if err != nil {
 			*pc = nil
+		} else {
+			e.Fenced.CommittedIn(job.Name, since)
 		}
 	case pw.tx != nil:
 		counts, err = pw.tx.UpsertIn(wctx, &job.Table, rows, func(ctx context.Context, tx contract.PageTx, _ contract.Counts) error {

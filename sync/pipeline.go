@@ -171,25 +171,37 @@ func (e *Engine) mapFetched(fp *fetched) {
 // mapStage maps the pages of in (mapFetched) and hands them on in order:
 // page N is mapped while page N+1 is fetched and page N-1 committed, so
 // that fetching a page and mapping one overlap (docs/performance.md,
-// "Round five"). It stops after a page that failed.
+// "Round five"). It stops after a page that failed, and maps nothing once
+// ctx is done. out is closed only once the fetcher has stopped too, so a
+// consumer that cancels ctx and drains out knows no goroutine of the walk
+// is left (none may outlive the run: the engine's next Run would race it).
 func (e *Engine) mapStage(ctx context.Context, in <-chan fetched) <-chan fetched {
 	out := make(chan fetched)
 	go func() {
 		defer close(out)
-		// Stopping leaves the fetcher blocked on its send until ctx is
-		// done (the run cancels it when it ends): nothing past a failed
-		// page is fetched but the one in flight.
 		for fp := range in {
+			if ctx.Err() != nil {
+				break
+			}
+			fetchFailed := fp.err != nil
 			e.mapFetched(&fp)
 			select {
 			case out <- fp:
 			case <-ctx.Done():
-				return
 			}
-			if fp.err != nil {
-				return
+			if fp.err != nil && !fetchFailed {
+				// The fetcher, unaware, waits on its send until ctx is
+				// done (the run cancels it when it ends): nothing past a
+				// page that failed to map is fetched but the one in
+				// flight. One whose fetch failed has stopped by itself
+				// (a fan-out's walk may take its 404 for the parent's end).
+				<-ctx.Done()
+			}
+			if fp.err != nil || ctx.Err() != nil {
+				break
 			}
 		}
+		drain(in) // until the fetcher has stopped
 	}()
 	return out
 }
@@ -393,7 +405,9 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 				defer wg.Done()
 				fp := e.fetchPage(ctx, e.stepPos(start, idx), win, to, nil)
 				fp.ahead = nil // the next page is fetched by its own worker
-				e.mapFetched(&fp)
+				if ctx.Err() == nil {
+					e.mapFetched(&fp)
+				}
 				if fp.err == nil && fp.next.End {
 					for {
 						cur := endAt.Load()
@@ -436,11 +450,12 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 	return out
 }
 
+// drain receives from c until it is closed: once it returns, the
+// goroutines that send on c have stopped (none outlives the run; the
+// engine's next Run would race a page still being mapped).
 func drain[T any](c <-chan T) {
-	go func() {
-		for range c {
-		}
-	}()
+	for range c {
+	}
 }
 
 // fetchErr names the page whose fetch failed with err: "fetch WHERE: err",

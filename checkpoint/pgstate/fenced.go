@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,10 @@ func (s *Store) CommitPageIn(ctx context.Context, ptx contract.PageTx, job strin
 	s.log.Debug("page checkpointed in the rows' transaction", "job", job, "run_id", p.RunID, "seq", *seq)
 	return nil
 }
+
+// CommittedIn moves the trusted time of job's leases on from since: the
+// transaction CommitPageIn renewed them in, begun after since, committed.
+func (s *Store) CommittedIn(job string, since time.Time) { s.renewed(job, since) }
 
 // PageCommitted reports whether p is the last page committed to its run,
 // as its checkpoint and position say: read after a commit whose answer was

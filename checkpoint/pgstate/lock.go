@@ -221,6 +221,28 @@ func (s *Store) queueFence(b *pgx.Batch, job string) error {
 	return nil
 }
 
+// renewed moves on the trusted time of the leases fence renewed for job
+// (the job's and its job file's) in a transaction that has committed, its
+// statements sent at sent: the database extended them by a lease from a
+// moment after sent, as a heartbeat's renewal does (renew). A run whose
+// heartbeat is starved (a loaded host) goes on while its pages commit.
+func (s *Store) renewed(job string, sent time.Time) {
+	file, _, _ := strings.Cut(job, ".")
+	s.mu.Lock()
+	ls := []*lease{s.leases[job], s.leases[file]}
+	s.mu.Unlock()
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		l.mu.Lock()
+		if t := sent.Add(s.lease - margin(s.lease)); !l.lost && t.After(l.trusted) {
+			l.trusted = t
+		}
+		l.mu.Unlock()
+	}
+}
+
 // leaseLost is the refusal to write for a job whose lease l was lost.
 func leaseLost(l *lease) error {
 	return &contract.Error{

@@ -35,9 +35,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	if err := ctx.Err(); err != nil {
 		return s.wrap(op, fmt.Errorf("commit: %w", err))
 	}
+	sent := time.Now()
 	if err := s.sendPage(ctx, s.pool, job, p, b); err != nil {
 		return s.wrap(op, err)
 	}
+	s.renewed(job, sent)
 	s.log.Debug("page checkpointed", "job", job, "run_id", p.RunID, "seq", *seq,
 		"records", p.Records, "dead", len(p.Dead), "completed", !p.FinishedAt.IsZero())
 	return nil

@@ -257,10 +257,15 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // renews it on condition that its token is unchanged, and rolls back with
 // exit 4 when another holder took it (docs/operations.md, "Leases").
 func (s *Store) inJobTx(ctx context.Context, job string, fn func(tx pgx.Tx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	sent := time.Now()
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.fence(ctx, tx, job); err != nil {
 			return err
 		}
 		return fn(tx)
 	})
+	if err == nil {
+		s.renewed(job, sent)
+	}
+	return err
 }
