@@ -19,6 +19,13 @@ import (
 type apiDoc struct {
 	root map[string]any
 	from string // the file or URL it was read from
+
+	// What propsIn and typeIn worked out for a $ref, once each: schemas
+	// naming the same part many times would otherwise be walked once per
+	// way to reach them, exponentially many. walks counts the walks.
+	propsOf   map[string]map[string]map[string]any
+	typeOfRef map[string]string
+	walks     int
 }
 
 // ReadOpenAPI reads an OpenAPI 3.x description from a file or an http(s)
@@ -117,15 +124,27 @@ func (d *apiDoc) propsIn(schema map[string]any, path refPath) map[string]map[str
 	if schema == nil {
 		return out
 	}
+	d.walks++
 	for _, part := range list(schema["allOf"]) {
-		ok, leave := path.enter(part)
-		if !ok {
-			continue
+		ref := str(mapOf(part)["$ref"])
+		sub, done := d.propsOf[ref]
+		if !done {
+			ok, leave := path.enter(part)
+			if !ok {
+				continue
+			}
+			sub = d.propsIn(d.obj(part), path)
+			leave()
+			if ref != "" {
+				if d.propsOf == nil {
+					d.propsOf = map[string]map[string]map[string]any{}
+				}
+				d.propsOf[ref] = sub
+			}
 		}
-		for k, v := range d.propsIn(d.obj(part), path) {
+		for k, v := range sub {
 			out[k] = v
 		}
-		leave()
 	}
 	for k, v := range mapOf(schema["properties"]) {
 		if s := d.obj(v); s != nil {
@@ -177,17 +196,31 @@ func (d *apiDoc) typeIn(s map[string]any, path refPath) string {
 	if len(list(s["allOf"])) > 0 {
 		return "object"
 	}
+	d.walks++
 	kinds := map[string]bool{}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		for _, alt := range list(s[k]) {
-			ok, leave := path.enter(alt)
-			if !ok {
+			a := d.obj(alt)
+			if a == nil || a["type"] == "null" {
 				continue
 			}
-			if a := d.obj(alt); a != nil && !(a["type"] == "null") {
-				kinds[d.typeIn(a, path)] = true
+			ref := str(mapOf(alt)["$ref"])
+			typ, done := d.typeOfRef[ref]
+			if !done {
+				ok, leave := path.enter(alt)
+				if !ok {
+					continue
+				}
+				typ = d.typeIn(a, path)
+				leave()
+				if ref != "" {
+					if d.typeOfRef == nil {
+						d.typeOfRef = map[string]string{}
+					}
+					d.typeOfRef[ref] = typ
+				}
 			}
-			leave()
+			kinds[typ] = true
 		}
 	}
 	if len(kinds) == 1 {
