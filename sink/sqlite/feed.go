@@ -56,8 +56,8 @@ func (s *Sink) FeedDB(ctx context.Context, _ *contract.Table) (contract.FeedDB, 
 // migration sets neither), a DELETE.
 //
 // The run is a literal of the trigger's SQL, not a lookup per row (that
-// lookup was about a quarter of what the feed added to a first load,
-// docs/performance.md): the triggers are replaced when the run changes,
+// lookup was a tenth to a quarter of what the feed added to a first
+// load, docs/performance.md): the triggers are replaced when the run changes,
 // those of the job's other tables too (restampFeed), so that every write
 // after a Prepare, by the sink or another tool, in any table of the job,
 // carries that Prepare's run (docs/changes.md). idemsync_change_jobs
