@@ -19,6 +19,7 @@ func changeCases() []testCase {
 		{"changes hard", func(t *testing.T, b *DB) { changesOps(t, b, contract.DeletesHard) }},
 		{"changes soft", func(t *testing.T, b *DB) { changesOps(t, b, contract.DeletesSoft) }},
 		{"changes rows and off", changesRowsAndOff},
+		{"changes run of every writer", changesRunOfEveryWriter},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
@@ -47,12 +48,20 @@ func (s *Sink) FeedDB(ctx context.Context, _ *contract.Table) (contract.FeedDB, 
 }
 
 // prepareFeed, in Prepare's transaction, installs t's feed triggers when
-// t.Changes is set (replacing triggers of another column set) and stamps
-// the feed with the run, or drops the triggers when it is not. Triggers
-// are persistent (a connection lost between pages loses no event) and
-// fire only on what the sink's writes change: an INSERT, an UPDATE that
-// sets the hash or the deletion mark (a widening or key migration sets
-// neither), a DELETE.
+// t.Changes is set (replacing triggers of another column set or run) and
+// stamps the feed with the run, or drops the triggers when it is not.
+// Triggers are persistent (a connection lost between pages loses no
+// event) and fire only on what the sink's writes change: an INSERT, an
+// UPDATE that sets the hash or the deletion mark (a widening or key
+// migration sets neither), a DELETE.
+//
+// The run is a literal of the trigger's SQL, not a lookup per row (that
+// lookup was a tenth to a quarter of what the feed added to a first
+// load, docs/performance.md): the triggers are replaced when the run changes,
+// those of the job's other tables too (restampFeed), so that every write
+// after a Prepare, by the sink or another tool, in any table of the job,
+// carries that Prepare's run (docs/changes.md). idemsync_change_jobs
+// keeps the run as well, for triggers of an earlier build not yet replaced.
 func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	want := map[string]string{}
 	if t.Changes != nil {
@@ -96,6 +105,52 @@ func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 			}
 		}
 	}
+	if t.Changes == nil {
+		return nil
+	}
+	return restampFeed(ctx, tx, t)
+}
+
+// feedEventHead begins every event insert of the feed triggers; the
+// run follows it, then the job: restampFeed finds the run there.
+const feedEventHead = `INSERT INTO idemsync_changes (run, job, resource, key, op, hash, version, row, at) VALUES (`
+
+// restampFeed replaces the feed triggers of t's job on its other tables
+// whose run is not t's: the run of a job's events is the run of its last
+// Prepare, whichever of its tables that was (docs/changes.md).
+func restampFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
+	run := strconv.FormatInt(t.Changes.Run, 10)
+	job := ", " + quoteLiteral(t.Changes.Job) + ", "
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'idemsync_feed_%' AND tbl_name <> ? COLLATE NOCASE AND instr(sql, ?) > 0`, t.Name, feedEventHead)
+	if err != nil {
+		return err
+	}
+	stale := map[string]string{}
+	for rows.Next() {
+		var name, q string
+		if err := rows.Scan(&name, &q); err != nil {
+			rows.Close()
+			return err
+		}
+		i := strings.Index(q, feedEventHead) + len(feedEventHead)
+		n := strings.IndexFunc(q[i:], func(r rune) bool { return r < '0' || r > '9' })
+		if n <= 0 || !strings.HasPrefix(q[i+n:], job) || q[i:i+n] == run {
+			continue // another job's trigger, or already stamped
+		}
+		stale[name] = q[:i] + run + q[i+n:]
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for name, q := range stale {
+		if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+sqlkit.QuoteIdent(name)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -126,8 +181,8 @@ func sqliteFeedTriggers(t *contract.Table) map[string]string {
 			row = "json_object(" + strings.Join(kv, ", ") + ")"
 		}
 		job := quoteLiteral(c.Job)
-		return fmt.Sprintf(`INSERT INTO idemsync_changes (job, resource, key, op, hash, version, run, row, at) VALUES (%s, %s, %s, %s, %s.%s, %s, (SELECT run FROM idemsync_change_jobs WHERE job = %[1]s), %[8]s, %[9]s);`,
-			job, quoteLiteral(c.Resource), key, op, rec, sqlkit.QuoteIdent(contract.ColHash), version, row, sqliteNowMs)
+		return fmt.Sprintf(`%s%d, %s, %s, %s, %s, %s.%s, %s, %s, %s);`,
+			feedEventHead, c.Run, job, quoteLiteral(c.Resource), key, op, rec, sqlkit.QuoteIdent(contract.ColHash), version, row, sqliteNowMs)
 	}
 	name := func(op string) string { return "idemsync_feed_" + op + "_" + t.Name }
 	updOf, updOp := sqlkit.QuoteIdent(contract.ColHash), "'U'"
