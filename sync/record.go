@@ -35,7 +35,6 @@ type Mapper struct {
 	plan                               *fieldPlan                       // built for the table's columns (fields.go)
 	kids                               map[*contract.Table]*elementPlan // by child table (children.go)
 	slab                               []any                            // where the next rows' values are carved from (values)
-	box                                boxes                            // where their values are boxed (box.go)
 }
 
 // slabRows is how many rows' values one block holds.
@@ -72,7 +71,7 @@ func (m *Mapper) Map(index int, rec gjson.Result) (contract.Row, error) {
 		if c.Parent != "" {
 			v = m.parentValue(c)
 		}
-		val, err := m.convert(v, c.Type)
+		val, err := Convert(v, c.Type)
 		if err != nil && m.NullMisfits && !keyOrVersion(t, c.Name) {
 			val, err = nil, nil // discard_value: checkSchema dead-letters the record with the reason
 		}
@@ -235,85 +234,24 @@ func Convert(v gjson.Result, t contract.ColumnType) (any, error) {
 	}
 	switch t {
 	case contract.TypeText:
-		return textOf(v), nil
+		if v.Type == gjson.String {
+			return v.Str, nil
+		}
+		return v.Raw, nil
 	case contract.TypeInteger:
-		n, err := convertInteger(v)
-		if err != nil {
-			return nil, err
-		}
-		return n, nil
+		return convertInteger(v)
 	case contract.TypeReal:
-		f, err := convertReal(v)
-		if err != nil {
-			return nil, err
-		}
-		return f, nil
+		return convertReal(v)
 	case contract.TypeNumeric:
-		s, err := convertNumeric(v)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+		return convertNumeric(v)
 	case contract.TypeBoolean:
 		return convertBoolean(v)
 	case contract.TypeTimestamp:
-		ts, err := convertTimestamp(v)
-		if err != nil {
-			return nil, err
-		}
-		return ts, nil
+		return convertTimestamp(v)
 	case contract.TypeJSON:
 		return v.Raw, nil
 	}
 	return nil, fmt.Errorf("unknown column type %q", t)
-}
-
-// convert is Convert with the value boxed in the mapper's blocks (box.go)
-// instead of an allocation of its own.
-func (m *Mapper) convert(v gjson.Result, t contract.ColumnType) (any, error) {
-	if !v.Exists() || v.Type == gjson.Null {
-		return nil, nil
-	}
-	switch t {
-	case contract.TypeText:
-		return m.box.string(textOf(v)), nil
-	case contract.TypeInteger:
-		n, err := convertInteger(v)
-		if err != nil {
-			return nil, err
-		}
-		return m.box.int64(n), nil
-	case contract.TypeReal:
-		f, err := convertReal(v)
-		if err != nil {
-			return nil, err
-		}
-		return m.box.float64(f), nil
-	case contract.TypeNumeric:
-		s, err := convertNumeric(v)
-		if err != nil {
-			return nil, err
-		}
-		return m.box.string(s), nil
-	case contract.TypeTimestamp:
-		ts, err := convertTimestamp(v)
-		if err != nil {
-			return nil, err
-		}
-		return m.box.time(ts), nil
-	case contract.TypeJSON:
-		return m.box.string(v.Raw), nil
-	}
-	return Convert(v, t) // a boolean is boxed without an allocation
-}
-
-// textOf is a text column's value: a string's text, or any other JSON
-// value as written.
-func textOf(v gjson.Result) string {
-	if v.Type == gjson.String {
-		return v.Str
-	}
-	return v.Raw
 }
 
 // numberText is the text of a JSON number, or of a string holding one
@@ -329,42 +267,42 @@ func numberText(v gjson.Result, want string) (string, error) {
 
 // convertInteger converts a number or numeric string with an integral
 // value (1, "2", 3.0, 4e2) that fits in 64 bits.
-func convertInteger(v gjson.Result) (int64, error) {
+func convertInteger(v gjson.Result) (any, error) {
 	s, err := numberText(v, "an integer")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
 	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok || !r.IsInt() || !r.Num().IsInt64() {
-		return 0, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
+		return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
 	}
 	return r.Num().Int64(), nil
 }
 
 // convertReal converts a number or numeric string to a finite float64.
-func convertReal(v gjson.Result) (float64, error) {
+func convertReal(v gjson.Result) (any, error) {
 	s, err := numberText(v, "a number")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, fmt.Errorf("want a number, got %s", describe(v))
+		return nil, fmt.Errorf("want a number, got %s", describe(v))
 	}
 	return f, nil
 }
 
 // convertNumeric keeps a decimal number (see isDecimal) as its text.
-func convertNumeric(v gjson.Result) (string, error) {
+func convertNumeric(v gjson.Result) (any, error) {
 	s, err := numberText(v, "a decimal number")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !paging.IsDecimal(s) {
-		return "", fmt.Errorf("want a decimal number, got %s", describe(v))
+		return nil, fmt.Errorf("want a decimal number, got %s", describe(v))
 	}
 	return s, nil
 }
@@ -389,7 +327,7 @@ func convertBoolean(v gjson.Result) (any, error) {
 
 // convertTimestamp converts a string holding an RFC 3339 timestamp (or a
 // form parseTime reads) or a date, in UTC.
-func convertTimestamp(v gjson.Result) (time.Time, error) {
+func convertTimestamp(v gjson.Result) (any, error) {
 	if v.Type == gjson.String {
 		s := strings.TrimSpace(v.Str)
 		if ts, ok := paging.ParseTime(s); ok {
@@ -399,7 +337,7 @@ func convertTimestamp(v gjson.Result) (time.Time, error) {
 			return d.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
+	return nil, fmt.Errorf("want an RFC 3339 timestamp, got %s", describe(v))
 }
 
 func describe(v gjson.Result) string {
@@ -452,7 +390,7 @@ func (m *Mapper) hash(values []any) string {
 		b = append(b, 0)
 	}
 	m.buf = b
-	return m.box.hashText(xxhash.Sum64(b))
+	return strconv.FormatUint(xxhash.Sum64(b), 16)
 }
 
 // parentValue is the parent row's value of column c's Column.Parent: the
