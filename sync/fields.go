@@ -22,6 +22,12 @@ type fieldPlan struct {
 	first  map[string]int // top-level name → index in groups
 	groups []fieldGroup
 	other  []int // columns read with gjson.Get
+	// after[g] is the group whose name followed group g's among the
+	// previous record's keys (after[len(groups)]: the first one): records
+	// of an API list their keys in one order, so the next key is looked
+	// for there before the map (docs/performance.md, "Round six: the
+	// mapping").
+	after []int
 	// per record, reused
 	found []bool
 	vals  []gjson.Result
@@ -29,6 +35,7 @@ type fieldPlan struct {
 
 // fieldGroup is the columns whose path starts with one top-level name.
 type fieldGroup struct {
+	name  string
 	cols  []int
 	rests []string // the path after the first name ("" for the name itself)
 }
@@ -48,12 +55,13 @@ func newFieldPlan(t *contract.Table) *fieldPlan {
 		if !ok {
 			g = len(p.groups)
 			p.first[name] = g
-			p.groups = append(p.groups, fieldGroup{})
+			p.groups = append(p.groups, fieldGroup{name: name})
 		}
 		p.groups[g].cols = append(p.groups[g].cols, i)
 		p.groups[g].rests = append(p.groups[g].rests, rest)
 	}
 	p.found = make([]bool, len(p.groups))
+	p.after = make([]int, len(p.groups)+1)
 	return p
 }
 
@@ -81,10 +89,10 @@ func plainPath(path string) bool {
 // parent column, read by parentValue). The slice is reused by the next
 // call.
 func (p *fieldPlan) read(rec gjson.Result, cols []contract.Column) []gjson.Result {
-	clear(p.vals)
 	if !rec.IsObject() {
 		// gjson.Get reads a plain path of an array as indexes, and of a
 		// scalar as nothing: leave it to gjson.
+		clear(p.vals)
 		for i, c := range cols {
 			if c.Parent == "" {
 				p.vals[i] = rec.Get(c.Path)
@@ -94,13 +102,20 @@ func (p *fieldPlan) read(rec gjson.Result, cols []contract.Column) []gjson.Resul
 	}
 	if len(p.groups) > 0 {
 		clear(p.found)
-		left := len(p.groups)
+		left, prev := len(p.groups), len(p.groups)
 		rec.ForEach(func(k, v gjson.Result) bool {
-			g, ok := p.first[k.Str]
-			if !ok || p.found[g] {
+			g := p.after[prev]
+			if p.groups[g].name != k.Str {
+				var ok bool
+				if g, ok = p.first[k.Str]; !ok {
+					return true
+				}
+			}
+			if p.found[g] {
 				return true
 			}
 			p.found[g] = true
+			p.after[prev], prev = g, g
 			grp := &p.groups[g]
 			for j, i := range grp.cols {
 				if grp.rests[j] == "" {
@@ -112,6 +127,17 @@ func (p *fieldPlan) read(rec gjson.Result, cols []contract.Column) []gjson.Resul
 			left--
 			return left > 0
 		})
+		if left > 0 {
+			// The columns of names the record lacks are missing, not the
+			// previous record's.
+			for g := range p.groups {
+				if !p.found[g] {
+					for _, i := range p.groups[g].cols {
+						p.vals[i] = gjson.Result{}
+					}
+				}
+			}
+		}
 	}
 	for _, i := range p.other {
 		p.vals[i] = rec.Get(cols[i].Path)
