@@ -46,6 +46,9 @@ func detectChildren(recs []gjson.Result, cols []initColumn, table string) []init
 			continue
 		}
 		ch := initChild{name: c.name, path: c.path, table: table + "_" + c.name, cols: detectColumns(elems)}
+		if len(ch.cols) == 0 {
+			continue // empty objects only: no column to make (the array stays in its json column)
+		}
 		if k, guessed := detectKey(elems, ch.cols); !guessed {
 			ch.key = &k
 		}

@@ -163,3 +163,28 @@ func TestOpenAPIBaseURLIsADecision(t *testing.T) {
 		})
 	}
 }
+
+// Records with no field to make a column of (every object on the first
+// page empty) are refused with init's error, not a panic: there is no key
+// to propose and no column to write (FuzzInit found the panic).
+func TestInitRefusesRecordsWithoutFields(t *testing.T) {
+	for _, body := range []string{`[{}]`, `[{},{}]`, `{"data":[{},{}],"next":null}`, `[{},{},1]`} {
+		u, _ := url.Parse("https://x/things")
+		_, _, err := Build(&Page{url: u, header: http.Header{}, body: gjson.Parse(body)}, "things")
+		if err == nil || !strings.Contains(err.Error(), "no fields") {
+			t.Errorf("%s: err = %v, want init's refusal naming records without fields", body, err)
+		}
+	}
+}
+
+// An array of empty objects is not proposed as a child table: it has no
+// column to make; the array stays in its json column.
+func TestInitSkipsChildArraysWithoutFields(t *testing.T) {
+	spec, _ := buildFrom(t, "https://x/things", `[{"id":1,"lines":[{},{}]},{"id":2,"lines":[{}]}]`, nil)
+	if _, err := jobfile.Load([]byte(spec), "/jobs/things.yaml", anyVar); err != nil {
+		t.Fatalf("%v\n%s", err, spec)
+	}
+	if strings.Contains(spec, "children:") || !strings.Contains(spec, "lines:") {
+		t.Errorf("want lines as a json column and no child table:\n%s", spec)
+	}
+}

@@ -24,6 +24,15 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	recs := arr.Array()
 	pg := detectPagination(p, records, recs)
 	cols := detectColumns(recs)
+	if len(cols) == 0 {
+		where := "the body"
+		if records != "" {
+			where = records
+		}
+		return "", nil, &contract.Error{Class: contract.Permanent,
+			Msg:  fmt.Sprintf("init: GET %s: the records of %s have no fields (every object on the first page is empty)", RedactQuery(p.url), where),
+			Hint: "init learns the columns and the key from the first page's records: use a URL whose first page lists records with their fields"}
+	}
 	key, guessed := detectKey(recs, cols)
 	decide := append([]string{}, pg.decide...)
 	if guessed {
