@@ -83,13 +83,10 @@ func (p *Page) takeParam(pg *pagination, where, value string, convention ...stri
 	pg.leave("param", offer, q)
 }
 
-// cut is a value as the file's questions quote it, cut at 40
-// characters.
+// cut is a value as the file's questions quote it: fit for a comment
+// (commentText), cut at 40 bytes on a character's start.
 func cut(s string) string {
-	if len(s) > 40 {
-		s = s[:37] + "..."
-	}
-	return s
+	return cutText(commentText(s), 40)
 }
 
 // bodySizeField is a page size the body reports (per_page, page_size,

@@ -6,8 +6,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"gopkg.in/yaml.v3"
@@ -186,5 +188,27 @@ func TestInitSkipsChildArraysWithoutFields(t *testing.T) {
 	}
 	if strings.Contains(spec, "children:") || !strings.Contains(spec, "lines:") {
 		t.Errorf("want lines as a json column and no child table:\n%s", spec)
+	}
+}
+
+// A value init quotes in a comment (a cursor the page shows, cut to 40
+// characters) is written as valid UTF-8 on one line: a byte that is not
+// UTF-8, a character cut in half or a line break in it made a file the
+// loader refused (FuzzInit found the first).
+func TestInitCommentsQuoteValuesSafely(t *testing.T) {
+	for _, next := range []string{"\xb7", strings.Repeat("é", 30), "a\nsource: {url: x}", "x\u2028y"} {
+		body := `{"items":[{"id":1},{"id":2}],"meta":{"next":` + strconv.Quote(next) + `}}`
+		if next == "\xb7" {
+			body = "{\"items\":[{\"id\":1},{\"id\":2}],\"meta\":{\"next\":\"\xb7\"}}"
+		}
+		spec, sum := buildFrom(t, "https://x/things", body, nil)
+		if !utf8.ValidString(spec) {
+			t.Errorf("next %q: the file is not valid UTF-8:\n%s", next, spec)
+			continue
+		}
+		_, err := jobfile.Load([]byte(spec), "/jobs/things.yaml", anyVar)
+		if d, _ := sum["decide"].([]string); err == nil || len(d) == 0 || !strings.Contains(err.Error(), "decide: left open by idemsync init") {
+			t.Errorf("next %q: want the file refused only for its decisions, got %v\n%s", next, err, spec)
+		}
 	}
 }

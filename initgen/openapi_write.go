@@ -287,9 +287,14 @@ func isHexDigit(c byte) bool {
 // oneLine is s fit for a comment of the written file (commentText), at
 // most 100 bytes cut at a character.
 func oneLine(s string) string {
-	s = commentText(s)
-	if len(s) > 100 {
-		cut := 97
+	return cutText(commentText(s), 100)
+}
+
+// cutText is s cut to at most n bytes, "..." in place of the rest, the
+// cut on a character's start.
+func cutText(s string, n int) string {
+	if len(s) > n {
+		cut := n - 3
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
@@ -300,11 +305,12 @@ func oneLine(s string) string {
 
 // commentText is s fit for a comment of the written file: one line (a
 // line break in a title, path or name would end the comment, and the rest
-// be read as YAML), valid UTF-8 without control characters (the loader
+// be read as YAML; so would one after U+2028 or U+2029, which YAML reads
+// as line breaks), valid UTF-8 without control characters (the loader
 // refuses a file that has either).
 func commentText(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF { // YAML's non-printable
+		if unicode.IsControl(r) || r == 0x2028 || r == 0x2029 || r == 0xFFFE || r == 0xFFFF { // YAML's breaks and non-printable
 			return ' '
 		}
 		return r

@@ -67,7 +67,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 		w("  records: %s\n", yamlString(records))
 	}
 	w("pagination:\n")
-	w("  # %s.\n", strings.ToUpper(pg.why[:1])+pg.why[1:])
+	w("  # %s.\n", commentText(strings.ToUpper(pg.why[:1])+pg.why[1:]))
 	w("  style: %s\n", pg.style)
 	for _, s := range pg.settings {
 		line := fmt.Sprintf("  %s: %s", s.key, yamlValue(s.value))
@@ -75,7 +75,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 			line = strings.TrimSuffix(fmt.Sprintf("  # %s: %s", s.key, yamlValue(s.value)), " ")
 		}
 		if s.note != "" {
-			line += "  # " + s.note
+			line += "  # " + commentText(s.note)
 		}
 		w("%s\n", line)
 	}
