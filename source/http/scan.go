@@ -129,6 +129,11 @@ func (s *scanner) run(limit int) bool {
 				s.wantKey = true
 			}
 		case '}', ']':
+			if s.depth == 0 {
+				// More closed than opened: the body is invalid, and the
+				// depth would fall to -1, the followed depth of "none".
+				s.unsure, s.done = true, true
+			}
 			if !s.done && s.depth == s.follow {
 				switch {
 				case s.isArr:

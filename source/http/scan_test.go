@@ -36,6 +36,12 @@ var scanSeeds = []struct{ body, path string }{
 	{`{"data":[]}`, "data"},
 	{`{"a-b":{"$c":[{"x":[1,{"y":"}"}]}]}}`, "a-b.$c"},
 	{`{"data":[{"id":1}]}`, "data.0"},
+	// Invalid bodies that close more than they open: a key read at depth
+	// -1 indexed the path's keys past their end (FuzzScanBody), a panic of
+	// the fetch on a 2xx body such as this.
+	{`],"`, ""},
+	{`]],"x":[1]`, "x"},
+	{`}{"data":[1]}`, "data"},
 }
 
 // checkScan compares what Fetch does with a body scanned once against
