@@ -281,7 +281,7 @@ func fanoutSeedRun(t *testing.T, sc fanoutScenario, sum *modelSummary, tgt shopT
 		case ex.code == 4 && pgState() && strings.Contains(ex.stderr, "was lost; this process stops without writing"):
 			// A holder that could not renew its lease in time (the test's
 			// lease is short, testLease, and a loaded host starves the
-			// renewal) stops without writing (docs/state.md): like a kill,
+			// renewal) stops without writing (docs/fault-tolerance.md): like a kill,
 			// it leaves the tables as they are, the invariant above
 			// checked, and may duplicate no key. The main model test
 			// accepts exit 4 so too.

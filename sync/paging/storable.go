@@ -18,5 +18,5 @@ func Storable(a At) error {
 	}
 	// The value (the API's, or replay's --from) may carry a credential (a signed next
 	// URL): the error names what it is, not what it holds.
-	return contract.Errorf(contract.Permanent, "a %s position that is not valid UTF-8: a checkpoint cannot store it", a.Style())
+	return contract.Errorf(contract.Permanent, "the %s position is not valid UTF-8: a checkpoint cannot store it", a.Style())
 }
