@@ -88,7 +88,7 @@ func TestCommitPageInTargetTx(t *testing.T) {
 	if _, err := other.Lock(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := page(3, nil); !errors.Is(err, contract.ErrLocked) {
+	if _, err := page(3, nil); contract.ClassOf(err) != contract.Locked {
 		t.Fatalf("a page after the takeover: %v, want the lease lost", err)
 	}
 	if n, ps := rows(), pages(t, s, runID); n != 1 || ps != 1 {

@@ -183,3 +183,20 @@ func TestLockAfterWaitStampsTakeover(t *testing.T) {
 		t.Errorf("lease runs %s from its stamp, want 1s", d)
 	}
 }
+
+// A holder whose lease ran out does not know that another process holds
+// the job (it may only have been paused): its error says the lease was
+// lost, exit 4, and claims no other run (docs/fault-tolerance.md).
+func TestLeaseLostClaimsNoOtherRun(t *testing.T) {
+	err := leaseLost(&lease{job: "shop.orders", token: 2})
+	if c := contract.ClassOf(err); c != contract.Locked {
+		t.Errorf("class %v, want Locked (exit 4)", c)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "the lease on job shop.orders (token 2) was lost; this process stops without writing") {
+		t.Errorf("message %q does not say the lease was lost", msg)
+	}
+	if strings.Contains(msg, contract.ErrLocked.Error()) {
+		t.Errorf("message %q says another run is in progress, which a holder whose lease ran out does not know", msg)
+	}
+}

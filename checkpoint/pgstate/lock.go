@@ -243,13 +243,15 @@ func (s *Store) renewed(job string, sent time.Time) {
 	}
 }
 
-// leaseLost is the refusal to write for a job whose lease l was lost.
+// leaseLost is the refusal to write for a job whose lease l was lost:
+// exit 4, as when another run holds the job, but without contract.ErrLocked,
+// whose text says another run is in progress; this holder does not know
+// that (it may only have been paused, docs/fault-tolerance.md).
 func leaseLost(l *lease) error {
 	return &contract.Error{
 		Class: contract.Locked,
 		Msg:   fmt.Sprintf("the lease on job %s (token %d) was lost; this process stops without writing", l.job, l.token),
 		Hint:  "the lease was not renewed in time (a paused or partitioned process?) and another process may have taken the job over; it continues the run",
-		Err:   contract.ErrLocked,
 	}
 }
 
