@@ -1,0 +1,599 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/examples/invoices/fakes"
+	"github.com/idemsync/idemsync/feed"
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	changesSeeds   = flag.Int("changes-seeds", envInt("IDEMSYNC_CHANGES_SEEDS", 6), "change feed model test: how many seeds on SQLite (also IDEMSYNC_CHANGES_SEEDS)")
+	changesPGSeeds = flag.Int("changes-pg-seeds", envInt("IDEMSYNC_CHANGES_PG_SEEDS", 3), "change feed model test: how many seeds on PostgreSQL (also IDEMSYNC_CHANGES_PG_SEEDS)")
+	changesSeed    = flag.Int64("changes-seed", -1, "change feed model test: run only this seed")
+)
+
+// changesModelJob is the model's job: the billing API's invoices in small
+// pages (many points to be killed at), with the feed on. Its arguments
+// are the API's URL, the target and the table.
+const changesModelJob = `name: feedmodel
+source:
+  url: %s/invoices
+  records: data
+  timeout: 1s
+pagination:
+  style: page
+  size_param: per_page
+  size: 7
+  total_pages: meta.total_pages
+retry:
+  attempts: 8
+  min_wait: 20ms
+  max_wait: 200ms
+target:
+  url: %s
+  table: %s
+  key: [id]
+  columns:
+    id: {path: id, type: integer}
+    customer: customer
+    amount: {path: amount, type: numeric}
+    status: status
+    updated_at: {path: updated_at, type: timestamp}
+  changes: true
+`
+
+// The change feed's model test (docs/changes.md), seeded, on SQLite and
+// PostgreSQL: a billing API whose invoices are added and changed between
+// steps, syncs SIGKILLed at random moments, three consumers (every event,
+// inserts only, updates only) reading leased batches, acknowledging them
+// whole or in part, letting leases lapse, killed while reading or
+// acknowledging, and prunes of what every consumer acknowledged. After
+// every exit, killed or not:
+//   - the feed and the table agree: each row's last event is an insert or
+//     an update carrying the row's stored hash; a key's first event is its
+//     insert, and no event repeats the hash before it (an unchanged row
+//     records nothing); an event's number never changes meaning;
+//   - a prune removed nothing above what every consumer acknowledged;
+//   - a batch starts where its consumer acknowledged, and holds exactly
+//     the events of its consumer's kinds in its range, in order: none
+//     skipped; a second batch comes only once the first's lease ran out.
+//
+// Once the API is healthy again and the runs caught up, every consumer
+// has acknowledged every event of its kinds, and the table holds every
+// invoice. A failing seed prints the command that runs it again.
+func TestChangesModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the change feed's model test runs the binary many times")
+	}
+	seeds := func(t *testing.T, db string, n int) {
+		for i := range n {
+			seed := *modelSeedStart + int64(i)
+			if *changesSeed >= 0 {
+				if i > 0 {
+					break
+				}
+				seed = *changesSeed
+			}
+			t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				m := newChangesModel(t, db, seed)
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("reproduce: go test ./e2e -run 'TestChangesModel/%s/%d$' -changes-seed %d -v", db, seed, seed)
+					}
+				})
+				m.play(t)
+			})
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) { seeds(t, "sqlite", *changesSeeds) })
+	t.Run("postgres", func(t *testing.T) {
+		postgresURL(t)
+		seeds(t, "postgres", *changesPGSeeds)
+	})
+}
+
+// feedConsumer is the model of one consumer.
+type feedConsumer struct {
+	name, ops string
+	acked     int64          // its acknowledged position
+	out       *feed.Batch    // its batch not yet acknowledged, when known
+	leaseEnd  time.Time      // out's lease, by the batch's lease_expires
+	busyUntil time.Time      // a killed read may hold a batch unknown to the model until then
+	got       map[int64]bool // events it acknowledged
+}
+
+func (c *feedConsumer) wants(op string) bool { return c.ops == "" || strings.Contains(c.ops, op) }
+
+// feedEvent is one event as the model keeps it.
+type feedEvent struct{ key, op, hash string }
+
+type changesModel struct {
+	seed      int64
+	rnd       *rand.Rand
+	billing   *fakes.Billing
+	dir, job  string
+	consumers []*feedConsumer
+	events    map[int64]feedEvent // every event ever seen, by number
+	floor     int64               // a prune may have removed events up to here
+	// truth reads the feed's events and the table's rows (id → stored hash).
+	truth func(t *testing.T) (map[int64]feedEvent, []int64, map[string]string)
+	rows  func(t *testing.T) map[string]string // id → status
+	log   []string
+	tally map[string]int // what the seed did, for its summary line
+}
+
+func newChangesModel(t *testing.T, db string, seed int64) *changesModel {
+	m := &changesModel{seed: seed, rnd: rand.New(rand.NewPCG(uint64(seed), 26)), billing: fakes.NewBilling(uint64(seed)),
+		dir: t.TempDir(), events: map[int64]feedEvent{}, tally: map[string]int{}}
+	m.billing.FailRate, m.billing.HangRate, m.billing.Hang = 0.05, 0.02, 1500*time.Millisecond
+	api := serve(t, m.billing)
+	target, table := "sqlite:"+filepath.Join(m.dir, "billing.db"), "invoices"
+	var query func(t *testing.T, q string, each func(scan func(...any) error) error)
+	if db == "postgres" {
+		pg := postgresURL(t)
+		schema := freshSchema(t, pg)
+		target, table = pg, schema+".invoices"
+		query = func(t *testing.T, q string, each func(scan func(...any) error) error) {
+			t.Helper()
+			pgQuery(t, pg, strings.ReplaceAll(q, "{S}", pgx.Identifier{schema}.Sanitize()+"."), each)
+		}
+	} else {
+		query = func(t *testing.T, q string, each func(scan func(...any) error) error) {
+			t.Helper()
+			db, err := sql.Open("sqlite", filepath.Join(m.dir, "billing.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			rows, err := db.Query(strings.ReplaceAll(q, "{S}", ""))
+			if err != nil {
+				if strings.Contains(err.Error(), "no such table") {
+					return
+				}
+				t.Fatalf("%s: %v", q, err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				if err := each(rows.Scan); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m.truth = func(t *testing.T) (map[int64]feedEvent, []int64, map[string]string) {
+		t.Helper()
+		evs, order, table := map[int64]feedEvent{}, []int64(nil), map[string]string{}
+		query(t, `SELECT seq, CAST(key AS TEXT), CAST(op AS TEXT), CAST(coalesce(hash, '') AS TEXT) FROM {S}idemsync_changes WHERE job = 'feedmodel' ORDER BY seq`, func(scan func(...any) error) error {
+			var seq int64
+			var e feedEvent
+			if err := scan(&seq, &e.key, &e.op, &e.hash); err != nil {
+				return err
+			}
+			evs[seq], order = e, append(order, seq)
+			return nil
+		})
+		query(t, `SELECT CAST(id AS TEXT), CAST(_idemsync_hash AS TEXT) FROM {S}invoices`, func(scan func(...any) error) error {
+			var id, hash string
+			if err := scan(&id, &hash); err != nil {
+				return err
+			}
+			if _, dup := table[id]; dup {
+				return fmt.Errorf("key %s twice in the table", id)
+			}
+			table[id] = hash
+			return nil
+		})
+		return evs, order, table
+	}
+	m.rows = func(t *testing.T) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		query(t, `SELECT CAST(id AS TEXT), CAST(status AS TEXT) FROM {S}invoices`, func(scan func(...any) error) error {
+			var id, status string
+			if err := scan(&id, &status); err != nil {
+				return err
+			}
+			out[id] = status
+			return nil
+		})
+		return out
+	}
+	m.job = writeJob(t, m.dir, "job.yaml", fmt.Sprintf(changesModelJob, api, target, table))
+	m.consumers = []*feedConsumer{{name: "all"}, {name: "inserts", ops: "I"}, {name: "updates", ops: "U"}}
+	for _, c := range m.consumers {
+		c.got = map[int64]bool{}
+	}
+	return m
+}
+
+// pgQuery runs q on the PostgreSQL server at url and hands each row to
+// each; a missing table or schema reads as no rows.
+func pgQuery(t *testing.T, url, q string, each func(scan func(...any) error) error) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		if strings.Contains(err.Error(), "does not exist") {
+			return
+		}
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if strings.Contains(err.Error(), "does not exist") {
+			return
+		}
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func (m *changesModel) note(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
+
+// fail ends the seed with the steps that led to it.
+func (m *changesModel) fail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Fatalf("seed %d: %s\nsteps:\n  %s", m.seed, fmt.Sprintf(format, args...), strings.Join(m.log, "\n  "))
+}
+
+func (m *changesModel) play(t *testing.T) {
+	// A first sync creates the table, then every consumer starts at the
+	// feed's start before any prune: a prune never leaves one a gap.
+	m.billing.Add(10 + m.rnd.IntN(15))
+	for m.sync(t, 0, false) != 0 {
+	}
+	m.check(t)
+	for _, c := range m.consumers {
+		m.read(t, c, false)
+	}
+	for step := range 40 {
+		switch r := m.rnd.IntN(20); {
+		case r < 3:
+			n := 1 + m.rnd.IntN(8)
+			m.billing.Add(n)
+			u := m.rnd.IntN(5)
+			m.billing.Update(u)
+			m.note("%d: the API adds %d invoices and changes %d", step, n, u)
+		case r < 9:
+			m.sync(t, step, m.rnd.IntN(2) == 0)
+		case r < 14:
+			m.read(t, m.consumers[m.rnd.IntN(len(m.consumers))], m.rnd.IntN(7) == 0)
+		case r < 18:
+			m.ack(t, m.consumers[m.rnd.IntN(len(m.consumers))], m.rnd.IntN(7) == 0)
+		default:
+			m.prune(t, m.rnd.IntN(5) == 0)
+		}
+		m.check(t)
+	}
+	// Catch up: a healthy API, a sync that completes, every consumer
+	// reading and acknowledging until its feed is drained.
+	m.billing.FailRate, m.billing.HangRate = 0, 0
+	for i := 0; ; i++ {
+		if m.sync(t, -1, false) == 0 {
+			break
+		}
+		if i == 5 {
+			m.fail(t, "no sync completed against a healthy API")
+		}
+	}
+	m.check(t)
+	for _, c := range m.consumers {
+		time.Sleep(time.Until(c.busyUntil))
+		for i := 0; ; i++ {
+			if c.out != nil && time.Now().Before(c.leaseEnd) {
+				m.ack(t, c, false)
+				continue
+			}
+			time.Sleep(time.Until(c.leaseEnd.Add(50 * time.Millisecond)))
+			b := m.read(t, c, false)
+			if b != nil && len(b.Events) == 0 {
+				break
+			}
+			if b == nil { // refused: a batch of a killed read is still under lease
+				time.Sleep(200 * time.Millisecond)
+			}
+			if i == 100 {
+				m.fail(t, "consumer %s is never drained", c.name)
+			}
+		}
+		var missing []int64
+		for seq, e := range m.events {
+			if c.wants(e.op) && !c.got[seq] {
+				missing = append(missing, seq)
+			}
+		}
+		slices.Sort(missing)
+		if len(missing) > 0 {
+			m.fail(t, "consumer %s (ops %q) never acknowledged events %v", c.name, c.ops, missing)
+		}
+	}
+	rows, ids := m.rows(t), m.billing.IDs()
+	if len(rows) != len(ids) {
+		m.fail(t, "the table holds %d invoices, the API %d", len(rows), len(ids))
+	}
+	for _, id := range ids {
+		if _, ok := rows[strconv.Itoa(id)]; !ok {
+			m.fail(t, "invoice %d is not in the table", id)
+		}
+	}
+	t.Logf("seed %d: %d invoices, %d events, every consumer acknowledged all of its kinds; %v", m.seed, len(ids), len(m.events), m.tally)
+}
+
+// invoke runs the binary, SIGKILLed after a random moment when kill.
+func (m *changesModel) invoke(t *testing.T, kill bool, maxWait time.Duration, args ...string) modelExit {
+	t.Helper()
+	var when func() bool
+	if kill {
+		start, after := time.Now(), time.Duration(m.rnd.Int64N(int64(maxWait)))
+		when = func() bool { return time.Since(start) > after }
+	}
+	return modelInvoke(t, m.dir, when, args...)
+}
+
+// sync runs the job, killed at a random moment when kill, and returns
+// its exit code (-1: killed).
+func (m *changesModel) sync(t *testing.T, step int, kill bool) int {
+	t.Helper()
+	r := m.invoke(t, kill, 1500*time.Millisecond, "run", m.job)
+	m.note("%d: run, killed %v: exit %d", step, kill, r.code)
+	m.tally[fmt.Sprintf("run exit %d", r.code)]++
+	switch r.code {
+	case 0, 3, -1:
+	default:
+		m.fail(t, "run: exit %d\n%s", r.code, r.stderr)
+	}
+	return r.code
+}
+
+// read asks for c's next batch and checks it; it returns the batch, nil
+// when the read was killed or refused.
+func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batch {
+	t.Helper()
+	lease := []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second}[m.rnd.IntN(3)]
+	args := []string{"changes", m.job, "--consumer", c.name, "--limit", strconv.Itoa(1 + m.rnd.IntN(12)), "--lease", lease.String()}
+	if c.ops != "" {
+		args = append(args, "--ops", c.ops)
+	}
+	asked := time.Now()
+	r := m.invoke(t, kill, 150*time.Millisecond, args...)
+	m.note("read %s (lease %s), killed %v: exit %d %s", c.name, lease, kill, r.code, strings.TrimSpace(r.stdout))
+	m.tally[fmt.Sprintf("read exit %d", r.code)]++
+	if r.code == 0 && c.out != nil {
+		m.tally["lapsed batch read again"]++
+	}
+	const margin = 500 * time.Millisecond
+	switch r.code {
+	case -1:
+		// It may have taken a batch, which the model does not know; or
+		// been refused while the batch before was under lease.
+		end := time.Now().Add(lease)
+		if c.out != nil && c.leaseEnd.After(end) {
+			end = c.leaseEnd
+		}
+		c.out, c.busyUntil = nil, end.Add(margin)
+		return nil
+	case 4:
+		leased := c.out != nil && asked.Before(c.leaseEnd.Add(margin))
+		if !leased && asked.After(c.busyUntil) {
+			m.fail(t, "consumer %s refused a batch (exit 4) with none of its batches under lease\n%s", c.name, r.stderr)
+		}
+		return nil
+	case 0:
+	default:
+		m.fail(t, "%v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	var b feed.Batch
+	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+		m.fail(t, "%v: %v\n%s", args, err, r.stdout)
+	}
+	if c.out != nil && asked.Before(c.leaseEnd.Add(-margin)) {
+		m.fail(t, "consumer %s got batch %s while batch %s was under lease until %s", c.name, b.ID, c.out.ID, c.leaseEnd.Format(time.RFC3339Nano))
+	}
+	// An empty batch reports the position it moved the consumer to
+	// (past events its filters pass over), a batch the one it starts after.
+	if (b.ID != "" && b.After != c.acked) || (b.ID == "" && b.After != b.Through) || b.Through < c.acked {
+		m.fail(t, "consumer %s's batch %q is %d to %d; it acknowledged %d", c.name, b.ID, b.After, b.Through, c.acked)
+	}
+	truth, _, _ := m.truth(t)
+	var want []int64
+	for seq, e := range truth {
+		if seq > c.acked && seq <= b.Through && c.wants(e.op) {
+			want = append(want, seq)
+		}
+	}
+	slices.Sort(want)
+	var got []int64
+	for i, e := range b.Events {
+		if i > 0 && e.Seq <= b.Events[i-1].Seq {
+			m.fail(t, "consumer %s's batch %s is out of order at %d", c.name, b.ID, e.Seq)
+		}
+		got = append(got, e.Seq)
+		if te, ok := truth[e.Seq]; ok && (te.key != e.Key || te.op != e.Op || te.hash != e.Hash) {
+			m.fail(t, "event %d: delivered as %s %s %s, stored as %s %s %s", e.Seq, e.Op, e.Key, e.Hash, te.op, te.key, te.hash)
+		}
+		m.see(t, e.Seq, feedEvent{key: e.Key, op: e.Op, hash: e.Hash})
+	}
+	if !slices.Equal(got, want) {
+		m.fail(t, "consumer %s (ops %q), batch %q (%d to %d): events %v, the feed holds %v in that range", c.name, c.ops, b.ID, c.acked+1, b.Through, got, want)
+	}
+	if b.ID == "" {
+		// Nothing to deliver: events passed over by the filters are
+		// acknowledged at once.
+		c.out, c.leaseEnd = nil, time.Time{}
+		if at := m.position(t, c); at != b.Through {
+			m.fail(t, "consumer %s is at %d after an empty batch through %d", c.name, at, b.Through)
+		}
+		c.acked = b.Through
+		return &b
+	}
+	end, err := time.Parse(time.RFC3339Nano, b.LeaseExpires)
+	if err != nil {
+		m.fail(t, "batch %s: lease_expires %q: %v", b.ID, b.LeaseExpires, err)
+	}
+	c.out, c.leaseEnd = &b, end
+	return &b
+}
+
+// ack acknowledges c's batch, whole or in part, and checks that a
+// second ack of it is stale.
+func (m *changesModel) ack(t *testing.T, c *feedConsumer, kill bool) {
+	t.Helper()
+	b := c.out
+	if b == nil {
+		return
+	}
+	through := b.Through
+	args := []string{"changes", "ack", m.job, "--consumer", c.name, "--batch", b.ID}
+	if len(b.Events) > 1 && m.rnd.IntN(3) == 0 {
+		through = b.Events[m.rnd.IntN(len(b.Events))].Seq
+		args = append(args, "--through", strconv.FormatInt(through, 10))
+	}
+	r := m.invoke(t, kill, 100*time.Millisecond, args...)
+	m.note("ack %s batch %s through %d, killed %v: exit %d", c.name, b.ID, through, kill, r.code)
+	m.tally[fmt.Sprintf("ack exit %d", r.code)]++
+	if through != b.Through {
+		m.tally["partial ack"]++
+	}
+	switch r.code {
+	case 0:
+	case -1:
+		switch at := m.position(t, c); at {
+		case through:
+		case c.acked:
+			return // not acknowledged; the batch is still c's
+		default:
+			m.fail(t, "consumer %s at %d after a killed ack of %d..%d", c.name, at, c.acked, through)
+		}
+	default:
+		m.fail(t, "%v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	for _, e := range b.Events {
+		if e.Seq <= through {
+			c.got[e.Seq] = true
+		}
+	}
+	c.acked, c.out, c.leaseEnd = through, nil, time.Time{}
+	if m.rnd.IntN(5) == 0 {
+		if r := m.invoke(t, false, 0, "changes", "ack", m.job, "--consumer", c.name, "--batch", b.ID); r.code != 1 || !strings.Contains(r.stderr, "stale") {
+			m.fail(t, "a second ack of batch %s: exit %d, want 1 (stale)\n%s", b.ID, r.code, r.stderr)
+		}
+	}
+}
+
+// position is c's acknowledged position by changes status.
+func (m *changesModel) position(t *testing.T, c *feedConsumer) int64 {
+	t.Helper()
+	r := m.invoke(t, false, 0, "changes", "status", m.job)
+	var st feed.Report
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+		m.fail(t, "changes status: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, s := range st.Consumers {
+		if s.Name == c.name {
+			if s.State == "gap" {
+				m.fail(t, "consumer %s has a gap: %+v", c.name, s)
+			}
+			return s.Acked
+		}
+	}
+	m.fail(t, "changes status lists no consumer %s: %s", c.name, r.stdout)
+	return 0
+}
+
+// prune prunes what every consumer acknowledged; nothing above that may go.
+func (m *changesModel) prune(t *testing.T, kill bool) {
+	t.Helper()
+	low := m.consumers[0].acked
+	for _, c := range m.consumers {
+		low = min(low, c.acked)
+	}
+	r := m.invoke(t, kill, 100*time.Millisecond, "prune", m.job, "--keep", "0s")
+	m.note("prune (every consumer at %d or past), killed %v: exit %d", low, kill, r.code)
+	m.tally[fmt.Sprintf("prune exit %d", r.code)]++
+	if r.code != 0 && r.code != -1 {
+		m.fail(t, "prune: exit %d\n%s", r.code, r.stderr)
+	}
+	m.floor = max(m.floor, low)
+}
+
+// see records an event; a number never changes meaning.
+func (m *changesModel) see(t *testing.T, seq int64, e feedEvent) {
+	t.Helper()
+	if old, ok := m.events[seq]; ok && old != e {
+		m.fail(t, "event %d was %+v and is now %+v", seq, old, e)
+	}
+	m.events[seq] = e
+}
+
+// check holds the feed against the table and against what was seen.
+func (m *changesModel) check(t *testing.T) {
+	t.Helper()
+	truth, order, table := m.truth(t)
+	for _, seq := range order {
+		m.see(t, seq, truth[seq])
+	}
+	for seq := range m.events {
+		if _, ok := truth[seq]; !ok && seq > m.floor {
+			m.fail(t, "event %d is gone, above every consumer's acknowledgement (%d)", seq, m.floor)
+		}
+	}
+	byKey := map[string][]int64{}
+	for seq, e := range m.events {
+		byKey[e.key] = append(byKey[e.key], seq)
+	}
+	for key, seqs := range byKey {
+		slices.Sort(seqs)
+		for i, seq := range seqs {
+			e := m.events[seq]
+			switch {
+			case i == 0 && e.op != "I":
+				m.fail(t, "key %s: its first event, %d, is %s, not an insert", key, seq, e.op)
+			case i > 0 && e.op != "U":
+				m.fail(t, "key %s: event %d is %s after its insert", key, seq, e.op)
+			case i > 0 && e.hash == m.events[seqs[i-1]].hash:
+				m.fail(t, "key %s: event %d records hash %s again (an unchanged row)", key, seq, e.hash)
+			}
+		}
+		last := m.events[seqs[len(seqs)-1]]
+		hash, ok := table[key]
+		if !ok {
+			m.fail(t, "key %s has events %v and no row", key, seqs)
+		}
+		if last.hash != hash {
+			m.fail(t, "key %s: its last event %d has hash %s, the row %s", key, seqs[len(seqs)-1], last.hash, hash)
+		}
+	}
+	for key := range table {
+		if _, ok := byKey[key]; !ok {
+			m.fail(t, "row %s has no event", key)
+		}
+	}
+}
