@@ -38,6 +38,7 @@ type Billing struct {
 	mu       sync.Mutex
 	rnd      *rand.Rand
 	invoices []Invoice
+	last     int // the last id issued
 }
 
 // NewBilling returns a billing API with no invoice, its faults drawn from
@@ -52,7 +53,8 @@ func (b *Billing) Add(n int) []int {
 	defer b.mu.Unlock()
 	var ids []int
 	for range n {
-		id := len(b.invoices) + 1
+		b.last++
+		id := b.last
 		b.invoices = append(b.invoices, Invoice{ID: id, Customer: fmt.Sprintf("Customer %d", id),
 			Email: fmt.Sprintf("c%d@example.com", id), Amount: fmt.Sprintf("%d.%02d", 10+b.rnd.IntN(990), b.rnd.IntN(100)),
 			Status: "open", UpdatedAt: time.Now().UTC().Truncate(time.Millisecond)})
@@ -72,6 +74,22 @@ func (b *Billing) Update(n int) {
 		inv.Amount = fmt.Sprintf("%d.%02d", 10+b.rnd.IntN(990), b.rnd.IntN(100))
 		inv.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	}
+}
+
+// Remove deletes n invoices picked at random (voided, or deleted by
+// mistake) and returns their ids; the ones after them move a place up in
+// the pages, as when a real API's list loses a record. Ids are never
+// issued again.
+func (b *Billing) Remove(n int) []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []int
+	for range min(n, len(b.invoices)) {
+		i := b.rnd.IntN(len(b.invoices))
+		ids = append(ids, b.invoices[i].ID)
+		b.invoices = append(b.invoices[:i], b.invoices[i+1:]...)
+	}
+	return ids
 }
 
 // IDs returns every invoice's id.
