@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -60,7 +61,8 @@ target:
 // PostgreSQL: a billing API whose invoices are added, changed and removed
 // between steps (the job's target.deletes keep, hard or soft by the seed),
 // syncs SIGKILLed at random moments, three consumers (every event,
-// inserts only, updates only) reading leased batches, acknowledging them
+// inserts only, updates only) reading leased batches (now and then from
+// two processes at once: at most one gets events), acknowledging them
 // whole or in part, letting leases lapse, killed while reading or
 // acknowledging, and prunes of what every consumer acknowledged. After
 // every exit, killed or not:
@@ -291,8 +293,10 @@ func (m *changesModel) play(t *testing.T) {
 			m.note("%d: the API adds %d invoices, changes %d, removes %v", step, n, u, gone)
 		case r < 9:
 			m.sync(t, step, m.rnd.IntN(2) == 0)
-		case r < 14:
+		case r < 13:
 			m.read(t, m.consumers[m.rnd.IntN(len(m.consumers))], m.rnd.IntN(7) == 0)
+		case r < 14:
+			m.race(t, m.consumers[m.rnd.IntN(len(m.consumers))])
 		case r < 18:
 			m.ack(t, m.consumers[m.rnd.IntN(len(m.consumers))], m.rnd.IntN(7) == 0)
 		default:
@@ -401,6 +405,53 @@ func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batc
 	asked := time.Now()
 	r := m.invoke(t, kill, 150*time.Millisecond, args...)
 	m.note("read %s (lease %s), killed %v: exit %d %s", c.name, lease, kill, r.code, strings.TrimSpace(r.stdout))
+	return m.judge(t, c, args, lease, asked, r)
+}
+
+// race has two processes read c's next batch at once (two workers of one
+// consumer): at most one may get events, the other is refused (exit 4)
+// or, when nothing is pending, gets an empty batch too.
+func (m *changesModel) race(t *testing.T, c *feedConsumer) {
+	t.Helper()
+	lease := 3 * time.Second
+	args := []string{"changes", m.job, "--consumer", c.name, "--limit", strconv.Itoa(1 + m.rnd.IntN(12)), "--lease", lease.String()}
+	if c.ops != "" {
+		args = append(args, "--ops", c.ops)
+	}
+	asked := time.Now()
+	var rs [2]modelExit
+	var wg gosync.WaitGroup
+	for i := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs[i] = modelInvoke(t, m.dir, nil, args...)
+		}()
+	}
+	wg.Wait()
+	m.tally["two readers at once"]++
+	// Judged in the order of their leases' start; a batch's lease starts
+	// when it is read (read checks the second against the first).
+	start := func(r modelExit) string {
+		var b feed.Batch
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &b) != nil || b.ID == "" {
+			return "~" // refused or empty: after the batch taken, if any
+		}
+		return b.LeaseExpires
+	}
+	if start(rs[1]) < start(rs[0]) {
+		rs[0], rs[1] = rs[1], rs[0]
+	}
+	for _, r := range rs {
+		m.note("read %s (lease %s), racing another: exit %d %s", c.name, lease, r.code, strings.TrimSpace(r.stdout))
+		m.judge(t, c, args, lease, asked, r)
+	}
+}
+
+// judge checks the outcome r of a read of c's next batch, asked at asked
+// with args and lease, and moves the model on.
+func (m *changesModel) judge(t *testing.T, c *feedConsumer, args []string, lease time.Duration, asked time.Time, r modelExit) *feed.Batch {
+	t.Helper()
 	m.tally[fmt.Sprintf("read exit %d", r.code)]++
 	if r.code == 0 && c.out != nil {
 		m.tally["lapsed batch read again"]++
