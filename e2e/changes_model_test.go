@@ -173,21 +173,10 @@ func newChangesModel(t *testing.T, db string, seed int64) *changesModel {
 			}
 			defer db.Close()
 			rows, err := db.Query(strings.ReplaceAll(q, "{S}", ""))
-			if err != nil {
-				if strings.Contains(err.Error(), "no such table") {
-					return
-				}
-				t.Fatalf("%s: %v", q, err)
+			if err == nil {
+				defer rows.Close()
 			}
-			defer rows.Close()
-			for rows.Next() {
-				if err := each(rows.Scan); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			eachRow(t, q, rows, err, "no such table", each)
 		}
 	}
 	marked := "(1 = 0)"
@@ -239,22 +228,30 @@ func pgQuery(t *testing.T, url, q string, each func(scan func(...any) error) err
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, q)
-	if err != nil {
-		if strings.Contains(err.Error(), "does not exist") {
-			return
-		}
-		t.Fatalf("%s: %v", q, err)
+	if err == nil {
+		defer rows.Close()
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows.Scan); err != nil {
-			t.Fatal(err)
+	eachRow(t, q, rows, err, "does not exist", each)
+}
+
+// eachRow hands each row of the result of query q (database/sql's or
+// pgx's rows, or the error of the query) to each; an error that names a
+// missing table (missing) reads as no rows.
+func eachRow(t *testing.T, q string, rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+}, err error, missing string, each func(scan func(...any) error) error) {
+	t.Helper()
+	if err == nil {
+		for err == nil && rows.Next() {
+			err = each(rows.Scan)
+		}
+		if err == nil {
+			err = rows.Err()
 		}
 	}
-	if err := rows.Err(); err != nil {
-		if strings.Contains(err.Error(), "does not exist") {
-			return
-		}
+	if err != nil && !strings.Contains(err.Error(), missing) {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
