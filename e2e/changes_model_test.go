@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,36 +27,50 @@ var (
 	changesSeed    = flag.Int64("changes-seed", -1, "change feed model test: run only this seed")
 )
 
-// changesModelJob is the model's job: the billing API's invoices in small
-// pages (many points to be killed at), with the feed on. Its arguments
-// are the API's URL, the target and the table.
-const changesModelJob = `name: feedmodel
-source:
-  url: %s/invoices
-  records: data
-  timeout: 1s
-pagination:
-  style: page
-  size_param: per_page
-  size: 7
-  total_pages: meta.total_pages
-retry:
-  attempts: 8
-  min_wait: 20ms
-  max_wait: 200ms
-target:
-  url: %s
-  table: %s
-  key: [id]
-  columns:
-    id: {path: id, type: integer}
-    customer: customer
-    amount: {path: amount, type: numeric}
-    status: status
-    updated_at: {path: updated_at, type: timestamp}
-  changes: true
-  deletes: %s
+// changesModelSource is the model's source, mapping and feed: the billing
+// API's invoices in small pages (many points to be killed at). Its
+// argument is the target.deletes.
+const changesModelSource = `  source: {records: data, timeout: 1s}
+  pagination: {style: page, size_param: per_page, size: 7, total_pages: meta.total_pages}
+  retry: {attempts: 8, min_wait: 20ms, max_wait: 200ms}
+  target:
+    key: [id]
+    columns:
+      id: {path: id, type: integer}
+      customer: customer
+      amount: {path: amount, type: numeric}
+      status: status
+      updated_at: {path: updated_at, type: timestamp}
+    changes: true
+    deletes: %s
 `
+
+// changesModelJob is the model's job file: one resource, the job itself,
+// or several in one feed, each an API of its own at api/NAME/invoices
+// written to the table of its name (in schema, when not empty).
+func changesModelJob(api, target, schema, deletes string, resources []string) string {
+	qualified := func(table string) string {
+		if schema == "" {
+			return table
+		}
+		return schema + "." + table
+	}
+	if len(resources) == 1 && resources[0] == "feedmodel" {
+		// The one-resource form: source, pagination and target at the top.
+		body := strings.ReplaceAll(fmt.Sprintf(changesModelSource, deletes), "\n  ", "\n")
+		body = strings.TrimPrefix(body, "  ")
+		body = strings.Replace(body, "source: {records", "source: {url: "+api+"/feedmodel/invoices, records", 1)
+		body = strings.Replace(body, "target:\n", "target:\n  url: "+target+"\n  table: "+qualified("invoices")+"\n", 1)
+		return "name: feedmodel\n" + body
+	}
+	var b strings.Builder
+	b.WriteString("name: feedmodel\ndefaults:\n" + fmt.Sprintf(changesModelSource, deletes))
+	b.WriteString("    url: " + target + "\nresources:\n")
+	for _, r := range resources {
+		fmt.Fprintf(&b, "  - name: %s\n    source: {url: %s/%s/invoices}\n    target: {table: %s}\n", r, api, r, qualified(r))
+	}
+	return b.String()
+}
 
 // The change feed's model test (docs/changes.md), seeded, on SQLite and
 // PostgreSQL: a billing API whose invoices are added, changed and removed
@@ -114,6 +129,7 @@ func TestChangesModel(t *testing.T) {
 // feedConsumer is the model of one consumer.
 type feedConsumer struct {
 	name, ops string
+	resource  string         // --resource, when set
 	acked     int64          // its acknowledged position
 	out       *feed.Batch    // its batch not yet acknowledged, when known
 	leaseEnd  time.Time      // out's lease, by the batch's lease_expires
@@ -121,10 +137,15 @@ type feedConsumer struct {
 	got       map[int64]bool // events it acknowledged
 }
 
-func (c *feedConsumer) wants(op string) bool { return c.ops == "" || strings.Contains(c.ops, op) }
+func (c *feedConsumer) wants(e feedEvent) bool {
+	return (c.ops == "" || strings.Contains(c.ops, e.op)) && (c.resource == "" || c.resource == e.resource)
+}
 
 // feedEvent is one event as the model keeps it.
-type feedEvent struct{ key, op, hash string }
+type feedEvent struct{ resource, key, op, hash string }
+
+// row is the event's key in the model: resource/key.
+func (e feedEvent) row() string { return e.resource + "/" + e.key }
 
 // feedRow is one row of the table: its stored hash, and whether a soft
 // sweep marked it deleted.
@@ -136,30 +157,41 @@ type feedRow struct {
 type changesModel struct {
 	seed      int64
 	rnd       *rand.Rand
-	billing   *fakes.Billing
+	resources []string                  // the job's resources: feedmodel alone, or invoices and credits
+	billings  map[string]*fakes.Billing // each resource's API
 	dir, job  string
 	consumers []*feedConsumer
 	deletes   string              // the job's target.deletes: keep, hard or soft
 	events    map[int64]feedEvent // every event ever seen, by number
 	floor     int64               // a prune may have removed events up to here
-	// truth reads the feed's events and the table's rows (id → stored hash).
+	// truth reads the feed's events and the tables' rows (by resource/id).
 	truth func(t *testing.T) (map[int64]feedEvent, []int64, map[string]feedRow)
 	log   []string
 	tally map[string]int // what the seed did, for its summary line
 }
 
 func newChangesModel(t *testing.T, db string, seed int64) *changesModel {
-	m := &changesModel{seed: seed, rnd: rand.New(rand.NewPCG(uint64(seed), 26)), billing: fakes.NewBilling(uint64(seed)),
+	m := &changesModel{seed: seed, rnd: rand.New(rand.NewPCG(uint64(seed), 26)), billings: map[string]*fakes.Billing{},
 		dir: t.TempDir(), events: map[int64]feedEvent{}, tally: map[string]int{}}
-	m.billing.FailRate, m.billing.HangRate, m.billing.Hang = 0.05, 0.02, 1500*time.Millisecond
 	m.deletes = []string{"keep", "hard", "soft"}[m.rnd.IntN(3)]
-	api := serve(t, m.billing)
-	target, table := "sqlite:"+filepath.Join(m.dir, "billing.db"), "invoices"
+	m.resources = []string{"feedmodel"}
+	if m.rnd.IntN(2) == 0 {
+		m.resources = []string{"invoices", "credits"}
+	}
+	mux := http.NewServeMux()
+	for i, r := range m.resources {
+		b := fakes.NewBilling(uint64(seed)*10 + uint64(i))
+		b.FailRate, b.HangRate, b.Hang = 0.05, 0.02, 1500*time.Millisecond
+		m.billings[r] = b
+		mux.Handle("/"+r+"/", http.StripPrefix("/"+r, b))
+	}
+	api := serve(t, mux)
+	target, schema := "sqlite:"+filepath.Join(m.dir, "billing.db"), ""
 	var query func(t *testing.T, q string, each func(scan func(...any) error) error)
 	if db == "postgres" {
 		pg := postgresURL(t)
-		schema := freshSchema(t, pg)
-		target, table = pg, schema+".invoices"
+		schema = freshSchema(t, pg)
+		target = pg
 		query = func(t *testing.T, q string, each func(scan func(...any) error) error) {
 			t.Helper()
 			pgQuery(t, pg, strings.ReplaceAll(q, "{S}", pgx.Identifier{schema}.Sanitize()+"."), each)
@@ -186,31 +218,41 @@ func newChangesModel(t *testing.T, db string, seed int64) *changesModel {
 	m.truth = func(t *testing.T) (map[int64]feedEvent, []int64, map[string]feedRow) {
 		t.Helper()
 		evs, order, table := map[int64]feedEvent{}, []int64(nil), map[string]feedRow{}
-		query(t, `SELECT seq, CAST(key AS TEXT), CAST(op AS TEXT), CAST(coalesce(hash, '') AS TEXT) FROM {S}idemsync_changes WHERE job = 'feedmodel' ORDER BY seq`, func(scan func(...any) error) error {
+		query(t, `SELECT seq, CAST(resource AS TEXT), CAST(key AS TEXT), CAST(op AS TEXT), CAST(coalesce(hash, '') AS TEXT) FROM {S}idemsync_changes WHERE job = 'feedmodel' ORDER BY seq`, func(scan func(...any) error) error {
 			var seq int64
 			var e feedEvent
-			if err := scan(&seq, &e.key, &e.op, &e.hash); err != nil {
+			if err := scan(&seq, &e.resource, &e.key, &e.op, &e.hash); err != nil {
 				return err
 			}
 			evs[seq], order = e, append(order, seq)
 			return nil
 		})
-		query(t, `SELECT CAST(id AS TEXT), CAST(_idemsync_hash AS TEXT), `+marked+` FROM {S}invoices`, func(scan func(...any) error) error {
-			var id string
-			var r feedRow
-			if err := scan(&id, &r.hash, &r.marked); err != nil {
-				return err
+		for _, res := range m.resources {
+			name := res
+			if res == "feedmodel" {
+				name = "invoices"
 			}
-			if _, dup := table[id]; dup {
-				return fmt.Errorf("key %s twice in the table", id)
-			}
-			table[id] = r
-			return nil
-		})
+			query(t, `SELECT CAST(id AS TEXT), CAST(_idemsync_hash AS TEXT), `+marked+` FROM {S}`+name, func(scan func(...any) error) error {
+				var id string
+				var r feedRow
+				if err := scan(&id, &r.hash, &r.marked); err != nil {
+					return err
+				}
+				k := res + "/" + id
+				if _, dup := table[k]; dup {
+					return fmt.Errorf("key %s twice in the table", k)
+				}
+				table[k] = r
+				return nil
+			})
+		}
 		return evs, order, table
 	}
-	m.job = writeJob(t, m.dir, "job.yaml", fmt.Sprintf(changesModelJob, api, target, table, m.deletes))
+	m.job = writeJob(t, m.dir, "job.yaml", changesModelJob(api, target, schema, m.deletes, m.resources))
 	m.consumers = []*feedConsumer{{name: "all"}, {name: "inserts", ops: "I"}, {name: "updates", ops: "U"}}
+	if len(m.resources) > 1 {
+		m.consumers = append(m.consumers, &feedConsumer{name: "credits", resource: "credits"})
+	}
 	for _, c := range m.consumers {
 		c.got = map[int64]bool{}
 	}
@@ -269,7 +311,9 @@ func (m *changesModel) fail(t *testing.T, format string, args ...any) {
 func (m *changesModel) play(t *testing.T) {
 	// A first sync creates the table, then every consumer starts at the
 	// feed's start before any prune: a prune never leaves one a gap.
-	m.billing.Add(10 + m.rnd.IntN(15))
+	for _, b := range m.billings {
+		b.Add(10 + m.rnd.IntN(15))
+	}
 	for m.sync(t, 0, false) != 0 {
 	}
 	m.check(t)
@@ -279,15 +323,17 @@ func (m *changesModel) play(t *testing.T) {
 	for step := range 40 {
 		switch r := m.rnd.IntN(20); {
 		case r < 3:
+			res := m.resources[m.rnd.IntN(len(m.resources))]
+			b := m.billings[res]
 			n := 1 + m.rnd.IntN(8)
-			m.billing.Add(n)
+			b.Add(n)
 			u := m.rnd.IntN(5)
-			m.billing.Update(u)
+			b.Update(u)
 			var gone []int
-			if len(m.billing.IDs()) > 12 && m.rnd.IntN(2) == 0 {
-				gone = m.billing.Remove(1 + m.rnd.IntN(2))
+			if len(b.IDs()) > 12 && m.rnd.IntN(2) == 0 {
+				gone = b.Remove(1 + m.rnd.IntN(2))
 			}
-			m.note("%d: the API adds %d invoices, changes %d, removes %v", step, n, u, gone)
+			m.note("%d: the %s API adds %d invoices, changes %d, removes %v", step, res, n, u, gone)
 		case r < 9:
 			m.sync(t, step, m.rnd.IntN(2) == 0)
 		case r < 13:
@@ -303,15 +349,19 @@ func (m *changesModel) play(t *testing.T) {
 	}
 	// Catch up: a healthy API, a sync that completes, every consumer
 	// reading and acknowledging until its feed is drained.
-	m.billing.FailRate, m.billing.HangRate = 0, 0
+	invoices := 0
+	for _, b := range m.billings {
+		b.FailRate, b.HangRate = 0, 0
+		invoices += len(b.IDs())
+	}
 	// With deletes, a removed invoice goes at the second full pass that
 	// misses it (docs/deletions.md, "Two passes").
 	for i := 0; ; i++ {
-		if m.sync(t, -1, false) == 0 && (m.deletes == "keep" || len(m.live(t)) == len(m.billing.IDs())) {
+		if m.sync(t, -1, false) == 0 && (m.deletes == "keep" || len(m.live(t)) == invoices) {
 			break
 		}
 		if i == 8 {
-			m.fail(t, "the table never caught up with the API: %d live rows, %d invoices", len(m.live(t)), len(m.billing.IDs()))
+			m.fail(t, "the tables never caught up with the APIs: %d live rows, %d invoices", len(m.live(t)), invoices)
 		}
 	}
 	m.check(t)
@@ -336,7 +386,7 @@ func (m *changesModel) play(t *testing.T) {
 		}
 		var missing []int64
 		for seq, e := range m.events {
-			if c.wants(e.op) && !c.got[seq] {
+			if c.wants(e) && !c.got[seq] {
 				missing = append(missing, seq)
 			}
 		}
@@ -345,20 +395,22 @@ func (m *changesModel) play(t *testing.T) {
 			m.fail(t, "consumer %s (ops %q) never acknowledged events %v", c.name, c.ops, missing)
 		}
 	}
-	rows, ids := m.live(t), m.billing.IDs()
-	if len(rows) != len(ids) && m.deletes != "keep" {
-		m.fail(t, "the table holds %d invoices, the API %d", len(rows), len(ids))
+	rows := m.live(t)
+	if len(rows) != invoices && m.deletes != "keep" {
+		m.fail(t, "the tables hold %d live invoices, the APIs %d", len(rows), invoices)
 	}
-	for _, id := range ids {
-		if _, ok := rows[strconv.Itoa(id)]; !ok {
-			m.fail(t, "invoice %d is not in the table", id)
+	for res, b := range m.billings {
+		for _, id := range b.IDs() {
+			if !rows[res+"/"+strconv.Itoa(id)] {
+				m.fail(t, "invoice %s/%d is not in the table", res, id)
+			}
 		}
 	}
 	ops := map[string]int{}
 	for _, e := range m.events {
 		ops[e.op]++
 	}
-	t.Logf("seed %d (deletes %s): %d invoices, events %v, every consumer acknowledged all of its kinds; %v", m.seed, m.deletes, len(ids), ops, m.tally)
+	t.Logf("seed %d (resources %v, deletes %s): %d invoices, events %v, every consumer acknowledged all of its kinds; %v", m.seed, m.resources, m.deletes, invoices, ops, m.tally)
 }
 
 // invoke runs the binary, SIGKILLed after a random moment when kill.
@@ -376,8 +428,12 @@ func (m *changesModel) invoke(t *testing.T, kill bool, maxWait time.Duration, ar
 // its exit code (-1: killed).
 func (m *changesModel) sync(t *testing.T, step int, kill bool) int {
 	t.Helper()
-	r := m.invoke(t, kill, 1500*time.Millisecond, "run", m.job)
-	m.note("%d: run, killed %v: exit %d", step, kill, r.code)
+	args := []string{"run", m.job}
+	if len(m.resources) > 1 && step >= 0 && m.rnd.IntN(3) == 0 {
+		args = append(args, "--resource", m.resources[m.rnd.IntN(len(m.resources))])
+	}
+	r := m.invoke(t, kill, 1500*time.Millisecond, args...)
+	m.note("%d: %v, killed %v: exit %d", step, args[2:], kill, r.code)
 	m.tally[fmt.Sprintf("run exit %d", r.code)]++
 	switch {
 	case r.code == 0, r.code == 3, r.code == -1:
@@ -399,6 +455,9 @@ func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batc
 	if c.ops != "" {
 		args = append(args, "--ops", c.ops)
 	}
+	if c.resource != "" {
+		args = append(args, "--resource", c.resource)
+	}
 	asked := time.Now()
 	r := m.invoke(t, kill, 150*time.Millisecond, args...)
 	m.note("read %s (lease %s), killed %v: exit %d %s", c.name, lease, kill, r.code, strings.TrimSpace(r.stdout))
@@ -414,6 +473,9 @@ func (m *changesModel) race(t *testing.T, c *feedConsumer) {
 	args := []string{"changes", m.job, "--consumer", c.name, "--limit", strconv.Itoa(1 + m.rnd.IntN(12)), "--lease", lease.String()}
 	if c.ops != "" {
 		args = append(args, "--ops", c.ops)
+	}
+	if c.resource != "" {
+		args = append(args, "--resource", c.resource)
 	}
 	asked := time.Now()
 	var rs [2]modelExit
@@ -462,7 +524,8 @@ func (m *changesModel) judge(t *testing.T, c *feedConsumer, args []string, lease
 		if c.out != nil && c.leaseEnd.After(end) {
 			end = c.leaseEnd
 		}
-		c.out, c.busyUntil = nil, end.Add(margin)
+		// An earlier killed read's batch may outlast this one's.
+		c.out, c.busyUntil = nil, maxTime(c.busyUntil, end.Add(margin))
 		return nil
 	case 4:
 		leased := c.out != nil && asked.Before(c.leaseEnd.Add(margin))
@@ -486,7 +549,7 @@ func (m *changesModel) judge(t *testing.T, c *feedConsumer, args []string, lease
 	truth, _, _ := m.truth(t)
 	var want []int64
 	for seq, e := range truth {
-		if seq > c.acked && seq <= b.Through && c.wants(e.op) {
+		if seq > c.acked && seq <= b.Through && c.wants(e) {
 			want = append(want, seq)
 		}
 	}
@@ -497,13 +560,14 @@ func (m *changesModel) judge(t *testing.T, c *feedConsumer, args []string, lease
 			m.fail(t, "consumer %s's batch %s is out of order at %d", c.name, b.ID, e.Seq)
 		}
 		got = append(got, e.Seq)
-		if te, ok := truth[e.Seq]; ok && (te.key != e.Key || te.op != e.Op || te.hash != e.Hash) {
-			m.fail(t, "event %d: delivered as %s %s %s, stored as %s %s %s", e.Seq, e.Op, e.Key, e.Hash, te.op, te.key, te.hash)
+		ev := feedEvent{resource: e.Resource, key: e.Key, op: e.Op, hash: e.Hash}
+		if te, ok := truth[e.Seq]; ok && te != ev {
+			m.fail(t, "event %d: delivered as %+v, stored as %+v", e.Seq, ev, te)
 		}
-		m.see(t, e.Seq, feedEvent{key: e.Key, op: e.Op, hash: e.Hash})
+		m.see(t, e.Seq, ev)
 	}
 	if !slices.Equal(got, want) {
-		m.fail(t, "consumer %s (ops %q), batch %q (%d to %d): events %v, the feed holds %v in that range", c.name, c.ops, b.ID, c.acked+1, b.Through, got, want)
+		m.fail(t, "consumer %s (ops %q, resource %q), batch %q (%d to %d): events %v, the feed holds %v in that range", c.name, c.ops, c.resource, b.ID, c.acked+1, b.Through, got, want)
 	}
 	if b.ID == "" {
 		// Nothing to deliver: events passed over by the filters are
@@ -574,6 +638,13 @@ func (m *changesModel) ack(t *testing.T, c *feedConsumer, kill bool) {
 			m.fail(t, "a second ack of batch %s: exit %d, want 1 (stale)\n%s", b.ID, r.code, r.stderr)
 		}
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // live is the table's rows not marked deleted, by id.
@@ -648,7 +719,7 @@ func (m *changesModel) check(t *testing.T) {
 	}
 	byKey := map[string][]int64{}
 	for seq, e := range m.events {
-		byKey[e.key] = append(byKey[e.key], seq)
+		byKey[e.row()] = append(byKey[e.row()], seq)
 	}
 	for key, seqs := range byKey {
 		slices.Sort(seqs)
