@@ -75,10 +75,11 @@ func changesModelJob(api, target, schema, deletes string, resources []string) st
 // The change feed's model test (docs/changes.md), seeded, on SQLite and
 // PostgreSQL: a billing API whose invoices are added, changed and removed
 // between steps (the job's target.deletes keep, hard or soft by the seed),
-// syncs SIGKILLed at random moments, three consumers (every event,
-// inserts only, updates only) reading leased batches (now and then from
-// two processes at once: at most one gets events), acknowledging them
-// whole or in part, letting leases lapse, killed while reading or
+// as one resource or two in one feed (runs of one --resource now and
+// then), syncs SIGKILLed at random moments, consumers (every event,
+// inserts only, updates only, one resource) reading leased batches (now
+// and then from two processes at once: at most one gets events),
+// acknowledging them whole or in part, letting leases lapse, killed while reading or
 // acknowledging, and prunes of what every consumer acknowledged. After
 // every exit, killed or not:
 //   - the feed and the table agree: each live row's last event is an
