@@ -471,6 +471,15 @@ func (m *changesModel) sync(t *testing.T, step int, kill bool) int {
 func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batch {
 	t.Helper()
 	lease := []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second}[m.rnd.IntN(3)]
+	args := m.readArgs(c, lease)
+	asked := time.Now()
+	r := m.invoke(t, kill, 150*time.Millisecond, args...)
+	m.note("read %s (lease %s), killed %v: exit %d %s", c.name, lease, kill, r.code, strings.TrimSpace(r.stdout))
+	return m.judge(t, c, args, lease, asked, r)
+}
+
+// readArgs is a read of c's next batch under lease, of a random size.
+func (m *changesModel) readArgs(c *feedConsumer, lease time.Duration) []string {
 	args := []string{"changes", m.job, "--consumer", c.name, "--limit", strconv.Itoa(1 + m.rnd.IntN(12)), "--lease", lease.String()}
 	if c.ops != "" {
 		args = append(args, "--ops", c.ops)
@@ -478,10 +487,7 @@ func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batc
 	if c.resource != "" {
 		args = append(args, "--resource", c.resource)
 	}
-	asked := time.Now()
-	r := m.invoke(t, kill, 150*time.Millisecond, args...)
-	m.note("read %s (lease %s), killed %v: exit %d %s", c.name, lease, kill, r.code, strings.TrimSpace(r.stdout))
-	return m.judge(t, c, args, lease, asked, r)
+	return args
 }
 
 // race has two processes read c's next batch at once (two workers of one
@@ -490,13 +496,7 @@ func (m *changesModel) read(t *testing.T, c *feedConsumer, kill bool) *feed.Batc
 func (m *changesModel) race(t *testing.T, c *feedConsumer) {
 	t.Helper()
 	lease := 3 * time.Second
-	args := []string{"changes", m.job, "--consumer", c.name, "--limit", strconv.Itoa(1 + m.rnd.IntN(12)), "--lease", lease.String()}
-	if c.ops != "" {
-		args = append(args, "--ops", c.ops)
-	}
-	if c.resource != "" {
-		args = append(args, "--resource", c.resource)
-	}
+	args := m.readArgs(c, lease)
 	asked := time.Now()
 	var rs [2]modelExit
 	var wg gosync.WaitGroup
