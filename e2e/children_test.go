@@ -573,11 +573,19 @@ func TestChildTablesModel(t *testing.T) {
 						childCheck(t, tg, fmt.Sprintf("round %d (%s, exit %d)", round, mode, ex.code))
 					}
 					// Finished without a kill: the tables hold the source.
-					ex := modelInvoke(t, dir, nil, "run", job, "--full")
-					if ex.code != 0 {
-						t.Fatalf("last run: exit %d\n%s", ex.code, ex.stderr)
+					// The first of these runs may continue a killed pass,
+					// which misses a record that a deletion since moved
+					// back across a page it had read (docs/guarantees.md,
+					// "What exit 0 cannot prove"); the second starts from
+					// the first page.
+					var ids map[int]bool
+					for last := range 2 {
+						ex := modelInvoke(t, dir, nil, "run", job, "--full")
+						if ex.code != 0 {
+							t.Fatalf("last runs, %d: exit %d\n%s", last, ex.code, ex.stderr)
+						}
+						ids = childCheck(t, tg, fmt.Sprintf("last runs, %d", last))
 					}
-					ids := childCheck(t, tg, "last run")
 					if mode == "keep" || mode == "hard" {
 						for _, r := range api.Records() {
 							if !ids[r.ID] {
