@@ -205,10 +205,17 @@ func claimBatch(ctx context.Context, l contract.Ledger, o *keyOptions) error {
 
 // parseBatchLine reads one line of claim --batch over the defaults c.
 func parseBatchLine(text string, c ledger.Claim) (contract.ClaimRequest, error) {
+	// Before decoding, which would read two different keys as one.
+	if err := ledger.CheckText([]byte(text)); err != nil {
+		return contract.ClaimRequest{}, fmt.Errorf("line: %v", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return contract.ClaimRequest{}, fmt.Errorf("not a claim object: %v", err)
+	}
+	if dec.More() {
+		return contract.ClaimRequest{}, fmt.Errorf("more than one claim object: one a line")
 	}
 	return c.Request()
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	gosync "sync"
 	"testing"
 	"time"
@@ -93,6 +94,89 @@ func TestLedgerGCKeepForever(t *testing.T) {
 			}
 			if c, _ := key(t, dir, state, "claim", "inv-9"); c.Status != "completed" || string(c.Result) != `{"sent":true}` {
 				t.Fatalf("the completed key after the refused gcs: %+v, want its replay", c)
+			}
+		})
+	}
+}
+
+// Two different keys never read as one, and one key never as two, on
+// SQLite and PostgreSQL (the real binary): a claim --batch line whose
+// strings are not UTF-8 (Latin-1 "Müller" and "Mäller") or hold a lone
+// UTF-16 surrogate escape is refused with its line, where JSON decoding
+// would have turned both into U+FFFD and the second unit would have been
+// told the first one's outcome; so are --params that would fingerprint
+// alike, and a --result that is not UTF-8 (PostgreSQL refused it as a
+// store failure, SQLite replayed bytes that are not JSON). Keys are bytes:
+// case and Unicode normalisation twins, and one key in two namespaces,
+// are separate units (docs/ledger.md, "Choosing a key").
+func TestLedgerKeyBytes(t *testing.T) {
+	dir := t.TempDir()
+	for name, state := range ledgerStates(t, dir) {
+		t.Run(name, func(t *testing.T) {
+			in := strings.Join([]string{
+				"{\"key\":\"contact:M\xfcller:create\"}",
+				"{\"key\":\"contact:M\xe4ller:create\"}",
+				`{"key":"a\ud800"}`,
+				`{"key":"a\udbff"}`,
+				`{"key":"o","owner":"run\udc00"}`,
+				`{"key":"p","params":{"to":"x\ud800"}}`,
+				`{"key":"caf\u00e9"}`,
+				`{"key":"cafe\u0301"}`,
+				`{"key":"Cafe"}`,
+				`{"key":"cafe"}`,
+				`{"key":"k","ns":"a"}`,
+				`{"key":"k","ns":"b"}`,
+			}, "\n") + "\n"
+			r := idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, in, "key", "claim", "--batch")
+			if r.code != 0 {
+				t.Fatalf("batch: exit %d: %s", r.code, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if len(lines) != 12 {
+				t.Fatalf("batch: %d result lines for 12: %s", len(lines), r.stdout)
+			}
+			downstream := map[string]int{}
+			for i, line := range lines {
+				var k keyJSON
+				if err := json.Unmarshal([]byte(line), &k); err != nil {
+					t.Fatalf("line %d: %v: %q", i+1, err, line)
+				}
+				switch {
+				case i < 6 && (k.Status != "invalid" || !strings.Contains(k.Message, "UTF")):
+					t.Errorf("line %d: %s, want invalid naming UTF-8 or UTF-16", i+1, line)
+				case i >= 6 && k.Status != "acquired":
+					t.Errorf("line %d: %s, want acquired (a unit of its own)", i+1, line)
+				case i >= 6:
+					if j, seen := downstream[k.DownstreamKey]; seen {
+						t.Errorf("lines %d and %d share downstream key %s", j+1, i+1, k.DownstreamKey)
+					}
+					downstream[k.DownstreamKey] = i
+				}
+			}
+			for _, k := range []string{"contact:M\ufffdller:create", "a\ufffd", "o", "p"} {
+				if g, _ := key(t, dir, state, "get", k); g.Status != "not_found" {
+					t.Errorf("get %q after the refused lines: %+v, want not_found", k, g)
+				}
+			}
+			// Two objects on one line (a producer that forgot the newline):
+			// refused, not the first claimed and the second dropped unseen.
+			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"x1"}{"key":"x2"}`+"\n", "key", "claim", "--batch")
+			var two keyJSON
+			if json.Unmarshal([]byte(r.stdout), &two) != nil || two.Status != "invalid" {
+				t.Errorf("a line of two claims: %s, want one invalid line", r.stdout)
+			}
+			if g, _ := key(t, dir, state, "get", "x1"); g.Status != "not_found" {
+				t.Errorf("get x1 after its refused line: %+v, want not_found", g)
+			}
+			if _, r := key(t, dir, state, "claim", "p", "--params", `{"to":"x\ud800"}`); r.code != 2 {
+				t.Errorf("claim --params with a lone surrogate: exit %d, want 2: %s", r.code, r.stdout)
+			}
+			c, _ := key(t, dir, state, "claim", "r")
+			if g, r := key(t, dir, state, "complete", "r", "--token", c.Token, "--result", "\"\xff\""); r.code != 2 || !strings.Contains(r.stdout, "UTF-8") {
+				t.Errorf("complete --result not UTF-8: exit %d, %+v; want exit 2 naming UTF-8", r.code, g)
+			}
+			if g, _ := key(t, dir, state, "complete", "r", "--token", c.Token, "--result", `"\u00ff"`); g.Status != "completed" {
+				t.Errorf("complete after the refused one: %+v", g)
 			}
 		})
 	}

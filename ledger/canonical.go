@@ -28,6 +28,9 @@ import (
 // documents that mean the same have the same canonical form
 // (docs/ledger.md, "Fingerprints").
 func Canonical(data []byte) ([]byte, error) {
+	if err := CheckText(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -155,8 +156,8 @@ func Complete(ctx context.Context, l contract.Ledger, ns, key, token string, res
 	if len(result) == 0 {
 		result = []byte("null")
 	}
-	if !json.Valid(result) {
-		return Result{}, invalid("result is not JSON")
+	if err := checkJSON("result", result); err != nil {
+		return Result{}, err
 	}
 	e, st, err := l.Complete(ctx, ns, key, token, string(result))
 	return fenced(ns, key, e, st), err
@@ -170,8 +171,8 @@ func Fail(ctx context.Context, l contract.Ledger, ns, key, token string, f contr
 	if f.Error == "" {
 		f.Error = "null"
 	}
-	if !json.Valid([]byte(f.Error)) {
-		return Result{}, invalid("error is not JSON")
+	if err := checkJSON("error", []byte(f.Error)); err != nil {
+		return Result{}, err
 	}
 	e, st, err := l.Fail(ctx, ns, key, token, f)
 	return fenced(ns, key, e, st), err
@@ -220,6 +221,9 @@ func Resolve(ctx context.Context, l contract.Ledger, ns, key string, r contract.
 		if !json.Valid([]byte(*v)) {
 			return Result{}, invalid("--result and --error take JSON")
 		}
+		if !utf8.ValidString(*v) {
+			return Result{}, invalid("--result and --error take UTF-8: not valid at byte %d", invalidAt([]byte(*v)))
+		}
 	}
 	e, ok, err := l.Resolve(ctx, ns, key, r)
 	if err != nil {
@@ -233,6 +237,19 @@ func Resolve(ctx context.Context, l contract.Ledger, ns, key string, r contract.
 		res.Status = "forgotten"
 	}
 	return res, nil
+}
+
+// checkJSON refuses a result or error that is not JSON, or not UTF-8:
+// PostgreSQL's text cannot hold it, and SQLite would replay bytes that
+// are not JSON text (docs/ledger.md, "Commands").
+func checkJSON(what string, b []byte) error {
+	if !json.Valid(b) {
+		return invalid("%s is not JSON", what)
+	}
+	if !utf8.Valid(b) {
+		return invalid("%s is not valid UTF-8 at byte %d", what, invalidAt(b))
+	}
+	return nil
 }
 
 func checkNSKey(ns *string, key string) error {

@@ -119,3 +119,33 @@ func TestClaimRequestChecks(t *testing.T) {
 		}
 	}
 }
+
+// JSON text whose strings encoding/json would not read back as written —
+// bytes that are not UTF-8, a lone UTF-16 surrogate escape — is refused:
+// both read as U+FFFD, so two different parameter sets (or events) would
+// have one fingerprint (or derived key), and a claim with the other's
+// parameters would replay its result instead of answering mismatch.
+func TestCanonicalRefusesWhatDecodesAsAnother(t *testing.T) {
+	for _, twins := range [][2]string{
+		{"{\"to\":\"M\xfcller\"}", "{\"to\":\"M\xe4ller\"}"}, // Latin-1, not UTF-8
+		{`{"to":"x\ud800"}`, `{"to":"x\udbff"}`},             // lone high surrogates
+		{`{"to":"x\udc00"}`, `{"to":"x\udfff"}`},             // lone low surrogates
+		{`{"x\ud800":1}`, `{"x\udbff":1}`},                   // in a name
+		{`{"to":"\ud83d\u0041"}`, `{"to":"\ud83e\u0041"}`},   // high followed by no low
+	} {
+		for _, in := range twins {
+			if fp, err := Fingerprint([]byte(in)); err == nil {
+				t.Errorf("Fingerprint(%q) = %s, want an error", in, fp)
+			}
+			if k, _, err := Derive([]byte(in), nil); err == nil {
+				t.Errorf("Derive(%q) = %s, want an error", in, k)
+			}
+		}
+	}
+	// A surrogate pair, escaped or not, and U+FFFD itself are text.
+	for _, in := range []string{`"\ud83d\ude00"`, `"😀"`, `"\ufffd"`, "\"\uFFFD\"", `"\\ud800"`} {
+		if _, err := Canonical([]byte(in)); err != nil {
+			t.Errorf("Canonical(%s): %v", in, err)
+		}
+	}
+}

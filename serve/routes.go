@@ -205,6 +205,11 @@ func decodeBody(r *http.Request, v any) error {
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return err
 	}
+	// Before decoding, which reads such strings as U+FFFD: two keys or
+	// consumers as one.
+	if err := checkText(b); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

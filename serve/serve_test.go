@@ -300,6 +300,14 @@ func TestKeyRequests(t *testing.T) {
 		{"/keys/claim", `{"key":"k","wait":"soon"}`, 400},
 		{"/keys/fail", `{"key":"k","token":"t","retryable":true,"not_before":"-1m"}`, 400},
 		{"/keys/claim", `{"key":"k"`, 400},
+		// Strings that would read as U+FFFD, so as another key's: "M\xfcller"
+		// and "M\xe4ller" (Latin-1), lone surrogates (docs/serve.md).
+		{"/keys/claim", "{\"key\":\"M\xfcller\"}", 400},
+		{"/keys/claim", `{"key":"x\ud800"}`, 400},
+		{"/keys/claim", `{"key":"x","owner":"\udfff"}`, 400},
+		{"/keys/complete", `{"key":"x\udbff","token":"t"}`, 400},
+		{"/keys/complete", "{\"key\":\"k\",\"token\":\"t\",\"result\":\"\xff\"}", 400},
+		{"/keys/claim", `{"key":"\ud83d\ude00\\ud800","owner":"\ufffd"}`, 200}, // a pair; an escaped backslash
 	} {
 		if code, body := call(t, "POST", url+c.path, "", c.body); code != c.want {
 			t.Errorf("POST %s %s: %d %v, want %d", c.path, c.body, code, body, c.want)
@@ -311,7 +319,7 @@ func TestKeyRequests(t *testing.T) {
 	if code, body := call(t, "GET", url+"/keys/get?key=k&token=t", "", ""); code != 400 {
 		t.Errorf("get with a token: %d %v, want 400", code, body)
 	}
-	want := []string{"claim k", "complete k", "fail k", "heartbeat k", "get k"}
+	want := []string{"claim k", "complete k", "fail k", "heartbeat k", `claim 😀\ud800`, "get k"}
 	if got := b.keyCalls(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("ledger calls %v, want %v", got, want)
 	}

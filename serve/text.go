@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// checkText refuses JSON text whose strings would not read back as they
+// were written: bytes that are not UTF-8, and \u escapes of a lone UTF-16
+// surrogate. encoding/json reads both as U+FFFD, so two different keys
+// ("M\xfcller" and "M\xe4ller" in Latin-1, "x\ud800" and "x\udbff") would
+// be one key, and two parameter sets one fingerprint (docs/serve.md,
+// "Requests"). It checks the strings only; the decoder checks the rest of
+// the syntax. ledger.CheckText is its twin: this package imports nothing
+// of the project's own (docs/architecture.md).
+func checkText(b []byte) error {
+	if !utf8.Valid(b) {
+		return fmt.Errorf("not valid UTF-8 at byte %d", invalidAt(b))
+	}
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\' && i+1 < len(b) && b[i+1] == 'u':
+			r := hex4(b[i+2:])
+			switch {
+			case r < 0xD800 || r > 0xDFFF:
+				i += 5
+			case r < 0xDC00 && i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' && uint32(hex4(b[i+8:])-0xDC00) < 0x400:
+				i += 11 // a surrogate pair: one character
+			default:
+				return fmt.Errorf("a lone UTF-16 surrogate %s at byte %d (not a character)", b[i:i+6], i)
+			}
+		case c == '\\':
+			i++
+		}
+	}
+	return nil
+}
+
+// hex4 is the value of the 4 hex digits b starts with, or -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(v)
+}
+
+// invalidAt is the offset of the first byte of b that is not UTF-8.
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
