@@ -127,7 +127,10 @@ var busyTimeout = 10 * time.Second
 // dsn returns the modernc DSN of the state file at abs (an absolute path):
 // a file: URI, with the characters URIs reserve escaped, and the settings
 // every new connection applies: a busy timeout, synchronous=FULL, foreign
-// keys, and BEGIN IMMEDIATE for read-write transactions.
+// keys, cell_size_check (a damaged page's cell offsets are an error, not
+// followed: a damaged ledger index found no entry for a live key and a
+// second claimer acquired it, docs/ledger.md "Exit codes"), and BEGIN
+// IMMEDIATE for read-write transactions.
 func dsn(abs string) string {
 	p := filepath.ToSlash(abs)
 	if runtime.GOOS == "windows" && !strings.HasPrefix(p, "/") {
@@ -144,7 +147,7 @@ func dsn(abs string) string {
 		}
 	}
 	fmt.Fprintf(&b, "?_pragma=busy_timeout(%d)&", busyTimeout.Milliseconds())
-	b.WriteString("_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	b.WriteString("_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=cell_size_check(1)&_txlock=immediate")
 	return b.String()
 }
 

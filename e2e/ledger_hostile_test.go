@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -179,5 +182,61 @@ func TestLedgerKeyBytes(t *testing.T) {
 				t.Errorf("complete after the refused one: %+v", g)
 			}
 		})
+	}
+}
+
+// A state file whose key index is damaged (the cell offsets of its page
+// point past the page, as a torn or overwritten page does) fails closed,
+// exit 1: before, SQLite followed the offsets without complaint, found no
+// entry for a key whose lease was live, and a second claimer acquired it
+// (and the file then held the key twice). SQLite checks each cell's
+// bounds as it reads it (cell_size_check), so the damage is an error
+// (docs/ledger.md, "Exit codes").
+func TestLedgerDamagedKeyIndex(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "ledger.db")
+	for _, k := range []string{"k1", "k2", "k3"} {
+		c, _ := key(t, dir, state, "claim", k, "--ttl", "10m")
+		wantKey(t, "claim "+k, c, "acquired")
+	}
+	db, err := sql.Open("sqlite", state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, pageSize int64
+	err = db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_ledger_1'`).Scan(&root)
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+	}
+	if err == nil {
+		_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(state, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, pageSize)
+	if _, err := f.ReadAt(page, (root-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if page[0] != 0x0a { // a leaf index page: its cell offsets follow its 8-byte header
+		t.Fatalf("index root page type %#x, want a leaf (0x0a)", page[0])
+	}
+	for i := range int(page[3])<<8 | int(page[4]) {
+		page[8+2*i], page[9+2*i] = 0xff, 0x00 // offset 65280, past the page
+	}
+	if _, err := f.WriteAt(page, (root-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, k := range []string{"k1", "k4"} {
+		c, r := key(t, dir, state, "claim", k)
+		if c.Status == "acquired" || r.code != 1 {
+			t.Errorf("claim %s on the damaged file: exit %d, %+v; want exit 1, nothing acquired", k, r.code, c)
+		}
 	}
 }
