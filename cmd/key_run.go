@@ -111,6 +111,9 @@ func checkKeyUsage(o *keyOptions) error {
 		if o.poll <= 0 {
 			return bad("--poll must be positive")
 		}
+		if o.wait < 0 {
+			return bad("--wait %s is negative", o.wait)
+		}
 	case "complete", "fail", "heartbeat":
 		if o.token == "" {
 			return bad("--token is required (the token the claim returned)")
@@ -120,6 +123,9 @@ func checkKeyUsage(o *keyOptions) error {
 		}
 		if o.action == "fail" && o.notBefore != 0 && !o.retryable {
 			return bad("--not-before goes with --retryable")
+		}
+		if o.notBefore < 0 {
+			return bad("--not-before %s is negative", o.notBefore)
 		}
 	case "list":
 		if o.olderThan != "" {

@@ -284,6 +284,9 @@ func TestLedgerUsageErrors(t *testing.T) {
 		{"complete", "k"},
 		{"fail", "k", "--token", "t"},
 		{"fail", "k", "--token", "t", "--permanent", "--not-before", "1m"},
+		// Negative durations, refused as idemsync serve refuses them.
+		{"fail", "k", "--token", "t", "--retryable", "--not-before", "-5m"},
+		{"claim", "k", "--wait", "-5s"},
 		{"list", "--status", "done"},
 		{"derive"},
 	} {
