@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A holder's heartbeat, complete or fail races another worker's claim just
@@ -238,5 +242,59 @@ func TestLedgerDamagedKeyIndex(t *testing.T) {
 		if c.Status == "acquired" || r.code != 1 {
 			t.Errorf("claim %s on the damaged file: exit %d, %+v; want exit 1, nothing acquired", k, r.code, c)
 		}
+	}
+}
+
+// On PostgreSQL, a key whose row another transaction keeps locked — a
+// holder's complete paused mid-transaction, or its host partitioned
+// from the server, which keeps the transaction open until TCP gives up
+// (hours) — makes a claim, complete, fail or heartbeat of that key wait
+// at most the lock timeout (10 s, the SQLite state's busy timeout) and
+// fail closed, exit 3 and nothing claimed: before, each call waited for
+// as long as the lock was held, and an n8n node with it
+// (docs/ledger.md, "Atomic claims").
+func TestLedgerPostgresRowLocked(t *testing.T) {
+	pg := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")
+	if pg == "" {
+		t.Skip("IDEMSYNC_TEST_POSTGRES_URL is not set")
+	}
+	dir := t.TempDir()
+	schema := freshSchema(t, pg)
+	state := pgStateURL(t, pg, schema, "30s")
+	c, _ := key(t, dir, state, "claim", "locked", "--ttl", "1s")
+	wantKey(t, "the first claim", c, "acquired")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // ends the lock
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{schema, "ledger"}.Sanitize()+" WHERE key = 'locked' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the first lease ends: only the lock stands
+	for _, args := range [][]string{{"claim", "locked"}, {"complete", "locked", "--token", c.Token}} {
+		cctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+		cmd := exec.CommandContext(cctx, binary, append([]string{"key"}, args...)...)
+		cmd.Dir, cmd.Env = dir, append(cleanEnv(), "IDEMSYNC_STATE="+state)
+		start := time.Now()
+		out, _ := cmd.Output()
+		cancel()
+		took := time.Since(start)
+		var k keyJSON
+		_ = json.Unmarshal(out, &k)
+		if cmd.ProcessState.ExitCode() != 3 || k.Status != "error" || took > 30*time.Second {
+			t.Errorf("key %v with the row locked: exit %d after %s, %s; want exit 3 after about 10s",
+				args, cmd.ProcessState.ExitCode(), took.Round(time.Second), out)
+		}
+	}
+	_ = tx.Rollback(ctx)
+	if g, _ := key(t, dir, state, "claim", "locked"); g.Status != "acquired" || g.Previous != "expired_unknown" {
+		t.Errorf("claim after the lock ended: %+v, want acquired, expired_unknown", g)
 	}
 }

@@ -70,12 +70,30 @@ func (s *Store) Claim(ctx context.Context, reqs []contract.ClaimRequest) ([]cont
 	return out, nil
 }
 
-// retryTx is inTx, run again (a few times) when PostgreSQL aborted it for
-// a deadlock or a serialization failure.
+// ledgerLockWait bounds how long a ledger transaction waits for a row lock
+// another transaction holds: a holder's complete paused mid-transaction,
+// or its host cut off from the server, which keeps that transaction open
+// until TCP gives up (hours). Past it the call fails closed, exit 3 and
+// nothing claimed, as on the SQLite state past its busy timeout
+// (docs/ledger.md, "Atomic claims").
+const ledgerLockWait = 10 * time.Second
+
+// ledgerTxOptions begin a ledger transaction with its lock waits bounded
+// by ledgerLockWait, in BEGIN's own round trip (one simple-protocol
+// message).
+var ledgerTxOptions = pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN; SET LOCAL lock_timeout = %d", ledgerLockWait.Milliseconds())}
+
+// ledgerTx is inTx for the ledger: lock waits bounded (ledgerLockWait).
+func (s *Store) ledgerTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.inTxWith(ctx, ledgerTxOptions, fn)
+}
+
+// retryTx is ledgerTx, run again (a few times) when PostgreSQL aborted it
+// for a deadlock or a serialization failure.
 func (s *Store) retryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range 5 {
-		err = s.inTx(ctx, fn)
+		err = s.ledgerTx(ctx, fn)
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
 			return err
@@ -158,7 +176,7 @@ func (s *Store) Heartbeat(ctx context.Context, ns, key, token string) (contract.
 func (s *Store) fenced(ctx context.Context, ns, key, op, token, result string, f contract.LedgerFailure) (contract.LedgerEntry, string, error) {
 	var e contract.LedgerEntry
 	var status string
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.ledgerTx(ctx, func(tx pgx.Tx) error {
 		cur, now, err := s.lockEntry(ctx, tx, ns, key)
 		if err != nil {
 			return err
@@ -235,7 +253,7 @@ func (s *Store) List(ctx context.Context, f contract.LedgerFilter) ([]contract.L
 func (s *Store) Resolve(ctx context.Context, ns, key string, r contract.LedgerResolution) (contract.LedgerEntry, bool, error) {
 	var e contract.LedgerEntry
 	var ok bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.ledgerTx(ctx, func(tx pgx.Tx) error {
 		cur, now, err := s.lockEntry(ctx, tx, ns, key)
 		if err != nil || cur == nil {
 			return err

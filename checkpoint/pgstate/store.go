@@ -229,7 +229,12 @@ func newToken() string {
 // inTx runs fn in one read-write transaction and commits it; on any error
 // nothing of fn is kept.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+	return s.inTxWith(ctx, pgx.TxOptions{}, fn)
+}
+
+// inTxWith is inTx with the transaction begun by opts.
+func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
