@@ -103,6 +103,12 @@ func checkKeyUsage(o *keyOptions) error {
 	bad := func(format string, args ...any) error {
 		return &usageError{err: fmt.Errorf("key %s: "+format, append([]any{o.action}, args...)...)}
 	}
+	// The flag's default is the default namespace: an empty one is an
+	// unset variable, and read as the default it would make two families'
+	// keys one unit (docs/ledger.md, "Choosing a key").
+	if o.ns == "" && o.action != "list" && o.action != "gc" {
+		return bad("--ns is empty: leave it out for the namespace %q", ledger.DefaultNS)
+	}
 	switch o.action {
 	case "claim":
 		if o.batch && o.wait > 0 {
@@ -222,6 +228,9 @@ func parseBatchLine(text string, c ledger.Claim) (contract.ClaimRequest, error) 
 	}
 	if dec.More() {
 		return contract.ClaimRequest{}, fmt.Errorf("more than one claim object: one a line")
+	}
+	if c.NS == "" {
+		return contract.ClaimRequest{}, fmt.Errorf("ns is empty: leave it out for the namespace %q", ledger.DefaultNS)
 	}
 	return c.Request()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/feed"
 	"github.com/idemsync/idemsync/jobfile"
+	"github.com/idemsync/idemsync/ledger"
 	"github.com/idemsync/idemsync/serve"
 	idsync "github.com/idemsync/idemsync/sync"
 )
@@ -119,6 +120,9 @@ func (b *serveBackend) Key(ctx context.Context, action string, k serve.KeyReques
 	o := &keyOptions{action: action, key: k.Key, ns: k.NS, ttl: k.TTL, params: string(k.Params), fingerprint: k.Fingerprint,
 		owner: k.Owner, onExpired: k.OnExpired, poll: keyPoll, token: k.Token, result: string(k.Result),
 		retryable: k.Retryable, permanent: k.Permanent, errJSON: string(k.Error)}
+	if o.ns == "" { // left out: the server refuses an empty one
+		o.ns = ledger.DefaultNS
+	}
 	o.wait, _ = time.ParseDuration(k.Wait) // the server checked both
 	o.notBefore, _ = time.ParseDuration(k.NotBefore)
 	return b.call(func(g *globalOpts, ios *IOStreams) error {

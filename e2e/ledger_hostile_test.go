@@ -167,10 +167,14 @@ func TestLedgerKeyBytes(t *testing.T) {
 			}
 			// Two objects on one line (a producer that forgot the newline):
 			// refused, not the first claimed and the second dropped unseen.
-			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"x1"}{"key":"x2"}`+"\n", "key", "claim", "--batch")
-			var two keyJSON
-			if json.Unmarshal([]byte(r.stdout), &two) != nil || two.Status != "invalid" {
-				t.Errorf("a line of two claims: %s, want one invalid line", r.stdout)
+			// So is an empty ns (an unset variable), which read as the
+			// default namespace, one unit with the default's key.
+			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"x1"}{"key":"x2"}`+"\n"+`{"key":"x1","ns":""}`+"\n", "key", "claim", "--batch")
+			for i, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				var k keyJSON
+				if json.Unmarshal([]byte(line), &k) != nil || k.Status != "invalid" {
+					t.Errorf("line %d: %s, want invalid", i+1, line)
+				}
 			}
 			if g, _ := key(t, dir, state, "get", "x1"); g.Status != "not_found" {
 				t.Errorf("get x1 after its refused line: %+v, want not_found", g)

@@ -287,6 +287,11 @@ func TestLedgerUsageErrors(t *testing.T) {
 		// Negative durations, refused as idemsync serve refuses them.
 		{"fail", "k", "--token", "t", "--retryable", "--not-before", "-5m"},
 		{"claim", "k", "--wait", "-5s"},
+		// An empty namespace (an unset variable) is not the default one:
+		// two families' keys would be one unit.
+		{"claim", "k", "--ns", ""},
+		{"complete", "k", "--ns", "", "--token", "t"},
+		{"get", "k", "--ns", ""},
 		{"list", "--status", "done"},
 		{"derive"},
 	} {

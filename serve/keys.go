@@ -103,6 +103,11 @@ func decodeFields(r *http.Request, call string, fields []string, v any) error {
 		sort.Strings(bad)
 		return fmt.Errorf("request body: %s takes %s, not %s", call, strings.Join(fields, ", "), strings.Join(bad, ", "))
 	}
+	// A ledger call without ns is the default namespace; an empty one is
+	// an unset variable, which would make two families' keys one unit.
+	if ns, ok := got["ns"]; ok && string(ns) == `""` {
+		return fmt.Errorf("request body: ns is empty: leave it out for the default namespace")
+	}
 	b, _ := json.Marshal(got)
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
 		return fmt.Errorf("request body: %w", err)

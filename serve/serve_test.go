@@ -308,6 +308,8 @@ func TestKeyRequests(t *testing.T) {
 		{"/keys/complete", `{"key":"x\udbff","token":"t"}`, 400},
 		{"/keys/complete", "{\"key\":\"k\",\"token\":\"t\",\"result\":\"\xff\"}", 400},
 		{"/keys/claim", `{"key":"\ud83d\ude00\\ud800","owner":"\ufffd"}`, 200}, // a pair; an escaped backslash
+		{"/keys/claim", `{"key":"k","ns":""}`, 400},                            // empty, not the default namespace
+		{"/keys/heartbeat", `{"key":"k","ns":"","token":"t"}`, 400},
 	} {
 		if code, body := call(t, "POST", url+c.path, "", c.body); code != c.want {
 			t.Errorf("POST %s %s: %d %v, want %d", c.path, c.body, code, body, c.want)
