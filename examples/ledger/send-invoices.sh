@@ -10,6 +10,13 @@
 set -u
 : "${MAIL_API_URL:?set MAIL_API_URL}"
 
+# This run's own --owner: never $$, which is the same in every container
+# (PID 1) and on every host, and would hand one copy's live claims to the
+# other (docs/ledger.md, "The same owner").
+run_id=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+out=$(mktemp) # the API's answer; not /tmp/NAME.$$, for the same reason
+trap 'rm -f "$out"' EXIT
+
 while IFS= read -r invoice || [ -n "$invoice" ]; do
   [ -z "$invoice" ] && continue
   id=$(jq -r .id <<<"$invoice")
@@ -17,7 +24,7 @@ while IFS= read -r invoice || [ -n "$invoice" ]; do
 
   # Claim before the side effect. Every status exits 0; a non-zero exit is
   # the ledger failing (store unreachable: 3): stop, send nothing.
-  if ! claim=$(idemsync key claim "$key" --ns mail --params "$invoice" --ttl 5m --owner "cron-$$"); then
+  if ! claim=$(idemsync key claim "$key" --ns mail --params "$invoice" --ttl 5m --owner "cron-$run_id"); then
     echo "ledger unavailable; nothing sent: $claim" >&2
     exit 3
   fi
@@ -27,9 +34,9 @@ while IFS= read -r invoice || [ -n "$invoice" ]; do
     # The same on every attempt of this invoice: a mail API that honours
     # Idempotency-Key sends once even when this script died after sending.
     idem=$(jq -r .downstream_key <<<"$claim")
-    code=$(curl -sS -o /tmp/send-invoices.$$ -w '%{http_code}' -X POST "$MAIL_API_URL/send" \
+    code=$(curl -sS -o "$out" -w '%{http_code}' -X POST "$MAIL_API_URL/send" \
       -H "Idempotency-Key: $idem" -H 'Content-Type: application/json' --data "$invoice") || code=000
-    body=$(cat /tmp/send-invoices.$$ 2>/dev/null); rm -f /tmp/send-invoices.$$
+    body=$(cat "$out" 2>/dev/null); : >"$out"
     jq -e . >/dev/null 2>&1 <<<"$body" || body=$(jq -Rn --arg b "$body" '$b')
     case $code in
     2??) idemsync key complete "$key" --ns mail --token "$token" --result "$body" >/dev/null
