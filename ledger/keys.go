@@ -33,6 +33,9 @@ func Derive(from []byte, fields []string) (key, canonical string, err error) {
 		}
 		return sum(c), string(c), nil
 	}
+	if err := CheckText(from); err != nil { // before decoding reads it as U+FFFD
+		return "", "", fmt.Errorf("--from: %v", err)
+	}
 	var obj map[string]any
 	dec := json.NewDecoder(strings.NewReader(string(from)))
 	dec.UseNumber()

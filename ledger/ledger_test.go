@@ -140,6 +140,9 @@ func TestCanonicalRefusesWhatDecodesAsAnother(t *testing.T) {
 			if k, _, err := Derive([]byte(in), nil); err == nil {
 				t.Errorf("Derive(%q) = %s, want an error", in, k)
 			}
+			if k, _, err := Derive([]byte(`{"id":1,"x":`+in+`}`), []string{"id", "x"}); err == nil {
+				t.Errorf("Derive(%q, fields) = %s, want an error", in, k)
+			}
 		}
 	}
 	// A surrogate pair, escaped or not, and U+FFFD itself are text.
