@@ -176,6 +176,13 @@ func TestLedgerKeyBytes(t *testing.T) {
 					t.Errorf("line %d: %s, want invalid", i+1, line)
 				}
 			}
+			// An owner with a NUL (PostgreSQL's text cannot hold it) is
+			// its line's error, not the whole batch's store failure.
+			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"y1","owner":"a\u0000b"}`+"\n"+`{"key":"y2"}`+"\n", "key", "claim", "--batch")
+			if ls := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(ls) != 2 ||
+				!strings.Contains(ls[0], `"invalid"`) || !strings.Contains(ls[1], `"acquired"`) {
+				t.Errorf("a batch with an owner holding NUL: exit %d\n%s%s; want line 1 invalid, line 2 acquired", r.code, r.stdout, r.stderr)
+			}
 			if g, _ := key(t, dir, state, "get", "x1"); g.Status != "not_found" {
 				t.Errorf("get x1 after its refused line: %+v, want not_found", g)
 			}

@@ -58,8 +58,11 @@ func (c Claim) Request() (contract.ClaimRequest, error) {
 	if err := contract.CheckKey("namespace", r.NS); err != nil {
 		return r, err
 	}
-	if len(r.Owner) > contract.MaxKeyBytes {
-		return r, invalid("owner is longer than %d bytes", contract.MaxKeyBytes)
+	if r.Owner != "" {
+		// As a key: PostgreSQL's text holds no NUL nor bytes that are not UTF-8.
+		if err := contract.CheckKey("owner", r.Owner); err != nil {
+			return r, err
+		}
 	}
 	if c.TTL != "" {
 		d, err := time.ParseDuration(c.TTL)
