@@ -187,6 +187,11 @@ func claimBatch(ctx context.Context, l contract.Ledger, o *keyOptions) error {
 		lines, reqs, at = lines[:0], reqs[:0], at[:0]
 		return nil
 	}
+	// A key again in the same call is another delivery of its unit (a
+	// batch holding an event and its redelivery), never its claimer
+	// retrying: it claims without the owner, so that it is in_progress
+	// rather than the first line's claim back (docs/ledger.md).
+	claimed := map[[2]string]bool{}
 	n := 0
 	for in.Scan() {
 		n++
@@ -200,6 +205,10 @@ func claimBatch(ctx context.Context, l contract.Ledger, o *keyOptions) error {
 			lines = append(lines, ledger.Result{Status: "invalid", NS: c.NS, Key: r.Key, Line: n, Message: err.Error()})
 			continue
 		}
+		if claimed[[2]string{r.NS, r.Key}] {
+			r.Owner = ""
+		}
+		claimed[[2]string{r.NS, r.Key}] = true
 		at = append(at, len(lines))
 		lines = append(lines, ledger.Result{})
 		reqs = append(reqs, r)

@@ -309,3 +309,35 @@ func TestLedgerPostgresRowLocked(t *testing.T) {
 		t.Errorf("claim after the lock ended: %+v, want acquired, expired_unknown", g)
 	}
 }
+
+// A key twice in one claim --batch with an --owner (n8n's execution id,
+// as docs/ledger.md advises; a webhook batch that holds an event and its
+// redelivery): the first line acquires, the repeat is in_progress, on
+// SQLite and PostgreSQL. Before, the repeat got the first line's claim
+// back (acquired, previous reclaimed, the same token), and a workflow
+// acting on every acquired line did the unit twice: a repeat within one
+// call is another delivery, never the same claimer retrying.
+func TestLedgerBatchRepeatedKey(t *testing.T) {
+	dir := t.TempDir()
+	for name, state := range ledgerStates(t, dir) {
+		t.Run(name, func(t *testing.T) {
+			in := `{"key":"inv-1:send"}` + "\n" + `{"key":"inv-2:send","owner":"o"}` + "\n" +
+				`{"key":"inv-1:send"}` + "\n" + `{"key":"inv-2:send","owner":"o"}` + "\n"
+			r := idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, in, "key", "claim", "--batch", "--owner", "exec-42")
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if r.code != 0 || len(lines) != 4 {
+				t.Fatalf("batch: exit %d, %d lines: %s%s", r.code, len(lines), r.stdout, r.stderr)
+			}
+			for i, want := range []string{"acquired", "acquired", "in_progress", "in_progress"} {
+				var k keyJSON
+				if err := json.Unmarshal([]byte(lines[i]), &k); err != nil || k.Status != want {
+					t.Errorf("line %d: %s, want %s", i+1, lines[i], want)
+				}
+			}
+			// A later call by the same owner is its retry: its claim back.
+			if c, _ := key(t, dir, state, "claim", "inv-1:send", "--owner", "exec-42"); c.Status != "acquired" || c.Previous != "reclaimed" {
+				t.Errorf("the owner's next call: %+v, want acquired, reclaimed", c)
+			}
+		})
+	}
+}
