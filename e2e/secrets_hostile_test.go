@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	gosync "sync"
+	"testing"
+)
+
+// leakLog records every request another origin receives that carries one
+// of the job's credentials: in a header, the query or the body.
+type leakLog struct {
+	mu      gosync.Mutex
+	secrets []string
+	leaks   []string
+	n       int
+}
+
+func (l *leakLog) see(r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	for _, s := range l.secrets {
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				if strings.Contains(v, s) {
+					l.leaks = append(l.leaks, fmt.Sprintf("header %s carries %s", k, s))
+				}
+			}
+		}
+		if strings.Contains(r.URL.RawQuery, s) || strings.Contains(r.URL.RawQuery, url.QueryEscape(s)) {
+			l.leaks = append(l.leaks, "query carries "+s)
+		}
+		if strings.Contains(string(body), s) || strings.Contains(string(body), url.QueryEscape(s)) {
+			l.leaks = append(l.leaks, "body carries "+s)
+		}
+	}
+}
+
+func (l *leakLog) check(t *testing.T, what string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.leaks) > 0 {
+		t.Errorf("%s: the other origin received the job's credentials (%d requests): %v", what, l.n, l.leaks)
+	}
+}
+
+// A token endpoint that redirects (307, which keeps the method and the
+// body) to another origin must not get the client secret or the refresh
+// token sent there, in the body (auth_style: body) or in Basic
+// credentials (auth_style: header; the other origin is the same host on
+// another port, which Go's client treats as the same domain). The run
+// fails naming the redirect; nothing reaches the other origin.
+func TestSecretsTokenEndpointRedirect(t *testing.T) {
+	const secret, refresh = "cs-canary-7c1e94", "rt-canary-0b5d22"
+	for _, tc := range []struct{ name, auth string }{
+		{"client_credentials body", "type: oauth2_client_credentials\n    auth_style: body"},
+		{"client_credentials header", "type: oauth2_client_credentials\n    auth_style: header"},
+		{"refresh_token body", "type: oauth2_refresh_token\n    auth_style: body\n    refresh_token: " + refresh},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leaks := &leakLog{secrets: []string{secret, refresh}}
+			other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				leaks.see(r)
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"access_token":"stolen","token_type":"bearer","expires_in":3600}`)
+			}))
+			home := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/token" {
+					http.Redirect(w, r, other+"/token", http.StatusTemporaryRedirect)
+					return
+				}
+				authPage(w, r)
+			}))
+			dir := t.TempDir()
+			writeJob(t, dir, "job.yaml", authJob(home+"/items", fmt.Sprintf("    %s\n    token_url: %s/token\n    client_id: c1\n    client_secret: %s", tc.auth, home, secret)))
+			r := idemsync(t, dir, nil, "run", "job.yaml")
+			leaks.check(t, "token endpoint redirect")
+			if r.code != 1 || !strings.Contains(r.stderr, "token endpoint") || !strings.Contains(r.stderr, "another origin") {
+				t.Errorf("exit %d, want 1 naming the token endpoint's redirect to another origin:\n%s", r.code, r.stderr)
+			}
+			// The refresh token is kept in the state file (the one
+			// exception, docs/guarantees.md), never printed.
+			scan := &canaryScan{canaries: []string{secret, refresh}}
+			scan.result(t, "run", r)
+			authScanAll(t, dir, &canaryScan{canaries: []string{secret}}, r)
+			for _, args := range [][]string{{"status", "job.yaml"}, {"status", "job.yaml", "--json"}} {
+				scan.result(t, strings.Join(args, " "), idemsync(t, dir, nil, args...))
+			}
+		})
+	}
+}
