@@ -95,3 +95,58 @@ func TestSecretsTokenEndpointRedirect(t *testing.T) {
 		})
 	}
 }
+
+// An API that echoes the request's query, source.query secret and query
+// API key included, into where the next request goes (a redirect's
+// Location, a next_url, a Link header) on another origin that
+// source.follow_origins lists: that origin never receives them.
+func TestSecretsEchoedQueryToAnotherOrigin(t *testing.T) {
+	const qkey, akey, hdr = "qs-canary-5e81a0", "ak-canary-c2d7f3", "hd-canary-9a04b6"
+	for _, how := range []string{"redirect", "next_url", "link"} {
+		t.Run(how, func(t *testing.T) {
+			leaks := &leakLog{secrets: []string{qkey, akey, hdr}}
+			other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				leaks.see(r)
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"data":[{"id":3}],"next":null}`)
+			}))
+			home := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("key") != qkey || r.URL.Query().Get("api_key") != akey || r.Header.Get("X-Custom") != hdr {
+					http.Error(w, "no credentials", http.StatusUnauthorized)
+					return
+				}
+				echo := other + "/elsewhere?" + r.URL.RawQuery + "&page=2"
+				w.Header().Set("Content-Type", "application/json")
+				switch how {
+				case "redirect":
+					http.Redirect(w, r, echo, http.StatusFound)
+				case "next_url":
+					fmt.Fprintf(w, `{"data":[{"id":1},{"id":2}],"next":%q}`, echo)
+				case "link":
+					w.Header().Set("Link", "<"+echo+`>; rel="next"`)
+					fmt.Fprint(w, `{"data":[{"id":1},{"id":2}]}`)
+				}
+			}))
+			pagination := map[string]string{"redirect": "{style: none}", "next_url": "{style: cursor, next_url: next}", "link": "{style: link}"}[how]
+			dir := t.TempDir()
+			writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: echojob
+source:
+  url: %s/items
+  records: data
+  headers: {X-Custom: "${HDR}"}
+  query: {key: "${KEY}"}
+  auth: {type: api_key, name: api_key, in: query, value: "${AKEY}"}
+  follow_origins: [%s]
+pagination: %s
+retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, home, other, pagination))
+			r := idemsync(t, dir, []string{"KEY=" + qkey, "AKEY=" + akey, "HDR=" + hdr}, "run", "job.yaml")
+			if leaks.n == 0 {
+				t.Fatalf("the other origin was never asked: exit %d\n%s", r.code, r.stderr)
+			}
+			leaks.check(t, how)
+			authScanAll(t, dir, &canaryScan{canaries: []string{qkey, akey, hdr}}, r)
+		})
+	}
+}

@@ -189,14 +189,41 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 		changed = true
 	}
 	q := u.Query()
+	strip := false
 	for k, v := range f.cfg.Source.Query {
 		if slices.Equal(q[k], v) {
 			q.Del(k)
-			u.RawQuery, changed = q.Encode(), true
+			strip = true
 		}
+	}
+	// The query API key, which the auth chain sets on every request to
+	// the source's origin; on another origin, every value that holds a
+	// secret, which is never sent there (originTransport).
+	if a := f.cfg.Source.Auth; a != nil && a.Type == idsync.AuthAPIKey && a.In == "query" && q.Has(a.Name) && f.sameOrigin(u.String()) {
+		q.Del(a.Name)
+		strip = true
+	}
+	if !f.sameOrigin(u.String()) && f.dropSecretParams(q) {
+		strip = true
+	}
+	if strip {
+		u.RawQuery, changed = q.Encode(), true
 	}
 	if !changed {
 		return raw
 	}
 	return u.String()
+}
+
+// dropSecretParams removes from q every parameter one of whose values
+// holds a secret of the job, and reports whether it removed any.
+func (f *Fetcher) dropSecretParams(q url.Values) bool {
+	dropped := false
+	for k, vs := range q {
+		if slices.ContainsFunc(vs, func(v string) bool { return f.redact(v) != v }) {
+			q.Del(k)
+			dropped = true
+		}
+	}
+	return dropped
 }
