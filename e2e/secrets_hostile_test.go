@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -149,4 +151,50 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 			authScanAll(t, dir, &canaryScan{canaries: []string{qkey, akey, hdr}}, r)
 		})
 	}
+}
+
+// A ${VAR} secret in source.url's own query (?token=${TOKEN}) that the API
+// echoes into its next URLs (same origin) is not kept in the checkpoint:
+// the state file and status without the job file (no secrets to redact
+// with) never show it, and every page is still fetched with the token.
+func TestSecretsURLQueryEchoedIntoNextURL(t *testing.T) {
+	const token = "ut-canary-3f9c1d"
+	home := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("token") != token {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		p, _ := strconv.Atoi(r.URL.Query().Get("p"))
+		w.Header().Set("Content-Type", "application/json")
+		if p >= 3 {
+			fmt.Fprintf(w, `{"data":[{"id":%d}],"next":null}`, p+1)
+			return
+		}
+		q := r.URL.Query()
+		q.Set("p", strconv.Itoa(p+1))
+		fmt.Fprintf(w, `{"data":[{"id":%d}],"next":%q}`, p+1, "http://"+r.Host+r.URL.Path+"?"+q.Encode())
+	}))
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: urlq
+source:
+  url: %s/items?token=${TOKEN}
+  records: data
+pagination: {style: cursor, next_url: next}
+retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, home))
+	env := []string{"TOKEN=" + token}
+	var rs []result
+	for _, args := range [][]string{{"run", "job.yaml", "--max-pages", "2"}, {"status", "--state", filepath.Join(dir, ".idemsync", "state.db")},
+		{"status", "--state", filepath.Join(dir, ".idemsync", "state.db"), "--json"}, {"run", "job.yaml"}} {
+		r := idemsync(t, dir, env, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		rs = append(rs, r)
+	}
+	if n := authRows(t, dir); n != 4 {
+		t.Errorf("%d rows, want 4", n)
+	}
+	authScanAll(t, dir, &canaryScan{canaries: []string{token}}, rs...)
 }
