@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -197,4 +198,35 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		t.Errorf("%d rows, want 4", n)
 	}
 	authScanAll(t, dir, &canaryScan{canaries: []string{token}}, rs...)
+}
+
+// An API whose error page is HTML echoes a password HTML-escaped (&amp;,
+// &lt;, &#39;, &#x22;): the password shows in no output and not in the
+// state file, in none of its forms.
+func TestSecretsHTMLEscapedEcho(t *testing.T) {
+	const pw = `pa&ss<wo>rd'Zq9"x`
+	var escaped []string
+	for _, r := range []*strings.Replacer{
+		strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&#39;", `"`, "&quot;"),
+		strings.NewReplacer("&", "&#38;", "<", "&#x3C;", ">", "&#X3e;", "'", "&#x27;", `"`, "&#34;"),
+	} {
+		escaped = append(escaped, r.Replace(pw))
+	}
+	var n atomic.Int64
+	api := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "<html><body><h1>403</h1><p>password %s refused</p></body></html>", escaped[n.Add(1)%2])
+	}))
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", authJob(api, "    type: basic\n    username: alice\n    password: '"+strings.ReplaceAll(pw, "'", "''")+"'"))
+	var rs []result
+	for _, args := range [][]string{{"run", "job.yaml"}, {"run", "job.yaml", "--json", "--log-format", "json"}} {
+		r := idemsync(t, dir, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "403") {
+			t.Fatalf("%v: exit %d, want 1 naming the 403:\n%s", args, r.code, r.stderr)
+		}
+		rs = append(rs, r)
+	}
+	authScanAll(t, dir, &canaryScan{canaries: append([]string{pw, "Zq9"}, escaped...)}, rs...)
 }
