@@ -149,3 +149,36 @@ func TestURLQueryPasswordsAreSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A ${VAR} secret that the file joins to a word character (tok_${TOKEN},
+// /acct${ID}/, pw${DBPW}) is redacted with the word it is part of: the
+// redactor matches whole words only, so the value alone was never found,
+// and the query value was kept as text in the job's identity.
+func TestSecretJoinedToAWord(t *testing.T) {
+	yml := "name: j\nsource:\n  url: https://api.example.com/v1/acct${ACCT}/items\n  query: {token: \"tok_${TOK}\"}\n  headers: {X-Trace: \"t${HDR}\"}\ntarget: {url: \"postgres://app:pw${DBPW}@db/x\", table: items, key: [id]}\n"
+	vars := map[string]string{"ACCT": "Acct9Zk4", "TOK": "Tok9Zk4", "HDR": "Hdr9Zk4", "DBPW": "Db9Zk4"}
+	job, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"GET https://api.example.com/v1/acctAcct9Zk4/items?token=tok_Tok9Zk4",
+		`{"echo":"tok_Tok9Zk4","trace":"tHdr9Zk4"}`,
+		"postgres://app:pwDb9Zk4@db/x",
+		job.Identity().Encode(),
+	} {
+		got := job.Secrets.Redact(s)
+		for _, v := range vars {
+			if strings.Contains(got, v) {
+				t.Errorf("%s shows in %s", v, got)
+			}
+		}
+	}
+	if id := job.Identity().Encode(); strings.Contains(id, "Tok9Zk4") || strings.Contains(id, "Acct9Zk4") {
+		t.Errorf("the identity keeps a secret as text: %s", id)
+	}
+	// A word that merely begins like a value is left alone.
+	if got := job.Secrets.Redact("account tokens"); got != "account tokens" {
+		t.Errorf("ordinary words changed: %s", got)
+	}
+}
