@@ -74,7 +74,7 @@ it lists under decide:, which validate and run refuse until made.`,
 func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, o *initOpts) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &usageError{err: fmt.Errorf("init: %q is not an http:// or https:// URL", rawURL)}
+		return &usageError{err: fmt.Errorf("init: %q is not an http:// or https:// URL", initgen.ShownURL(rawURL))}
 	}
 	name := o.name
 	if name == "" {

@@ -101,3 +101,55 @@ func TestInitOpenAPISyncs(t *testing.T) {
 		t.Errorf("pets_visits: %d rows, want 69 (3 for each of 23 pets)", n)
 	}
 }
+
+// init --openapi URL names the URL without its password and its query's
+// values, in its errors (unreachable, HTTP 404, not a description, no list
+// operation) and in the file it writes (docs/job-file.md, "What is and is
+// not a secret").
+func TestInitOpenAPIURLHidesCredentials(t *testing.T) {
+	const pw, key = "pw-Hd3Ws7Qe", "qk-Mb6Yn1Lo"
+	base := petstoreAPI(t, "s3cret")
+	misc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/swagger.json":
+			_, _ = w.Write([]byte(`{"swagger":"2.0"}`))
+		case "/empty.json":
+			_, _ = w.Write([]byte(`{"openapi":"3.0.0","paths":{}}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(misc.Close)
+	withCreds := func(u, path string) string {
+		return strings.Replace(u, "http://", "http://alice:"+pw+"@", 1) + path + "?api_key=" + key
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		url  string
+		code int
+	}{
+		{withCreds(closed.URL, "/openapi.yaml"), 2},
+		{withCreds(misc.URL, "/missing.yaml"), 2},
+		{withCreds(misc.URL, "/swagger.json"), 2},
+		{withCreds(misc.URL, "/empty.json"), 1},
+		{withCreds(base, "/openapi.yaml"), 0},
+		{strings.Replace(withCreds(base, "/openapi.yaml"), "http:", "htp:", 1), 2}, // no http(s) URL: a file that is not there
+	} {
+		out := filepath.Join(dir, fmt.Sprintf("job%d.yaml", tc.code))
+		os.Remove(out)
+		r := execute(t, false, "init", "--openapi", tc.url, "--all", "--out", out)
+		if r.code != tc.code {
+			t.Errorf("init --openapi %s: exit %d, want %d\n%s%s", tc.url, r.code, tc.code, r.stdout, r.stderr)
+		}
+		data, _ := os.ReadFile(out)
+		for _, s := range []string{pw, key} {
+			for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "the job file": string(data)} {
+				if strings.Contains(text, s) {
+					t.Errorf("init --openapi %s: %s holds %s:\n%s", tc.url, what, s, text)
+				}
+			}
+		}
+	}
+}

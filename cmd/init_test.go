@@ -293,3 +293,28 @@ func TestInitCreatesOutFolder(t *testing.T) {
 		t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// A URL that init refuses is named without its password and its query's
+// values, which may hold a key: an unknown scheme and a URL that does not
+// parse (docs/job-file.md, "What is and is not a secret").
+func TestInitRefusedURLHidesCredentials(t *testing.T) {
+	const pw, key = "pw-Kx8Vq2Lm", "qk-Zt5Rw9Np"
+	for _, raw := range []string{
+		"htp://alice:" + pw + "@api.example.com/v1/items?api_key=" + key,
+		"http://alice:" + pw + "@[::1/v1/items?api_key=" + key,
+		"http://alice:" + pw + "/x?y@api.example.com/v1/items?api_key=" + key, // a password with / and ?
+	} {
+		r := execute(t, false, "init", raw, "--out", filepath.Join(t.TempDir(), "job.yaml"))
+		if r.code != 2 {
+			t.Errorf("init %s: exit %d, want 2\n%s", raw, r.code, r.stderr)
+		}
+		for _, s := range []string{pw, key} {
+			if strings.Contains(r.stdout+r.stderr, s) {
+				t.Errorf("init %s prints %s:\n%s%s", raw, s, r.stdout, r.stderr)
+			}
+		}
+		if !strings.Contains(r.stderr, "/v1/items") {
+			t.Errorf("init %s: the error does not name the URL:\n%s", raw, r.stderr)
+		}
+	}
+}

@@ -234,7 +234,7 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, fed *
 		fmt.Fprintf(ios.Out, "change feed %s: deleted %s; pruned through event %d\n", fed.Job, plural(fed.Deleted, "event"), fed.PrunedThrough)
 	}
 	if jobs == nil {
-		fmt.Fprintf(ios.Out, "no jobs in %s\n", path)
+		fmt.Fprintf(ios.Out, "no jobs in %s\n", stateName(path))
 		return nil
 	}
 	freed := "nothing freed: the file had no free space"

@@ -28,7 +28,7 @@ func (g *globalOpts) stateFrom(job *idsync.Job) string {
 // (a crontab's IDEMSYNC_STATE, a unit's --state), which an operator's shell
 // does not have (issue 28; docs/operations.md, Status).
 func (g *globalOpts) stateNotFound(job *idsync.Job, path, file string) string {
-	s := "no run in " + path + ", from " + g.stateFrom(job)
+	s := "no run in " + stateName(path) + ", from " + g.stateFrom(job)
 	if g.state == "" {
 		s += "; if a scheduler runs the job with IDEMSYNC_STATE or --state, name the same file: idemsync status --state PATH " + quoteArg(file)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/idemsync/idemsync/checkpoint"
@@ -29,8 +30,29 @@ func openStore(ctx context.Context, path string, log *slog.Logger) (contract.Sto
 		return nil, &contract.Error{Class: contract.Invalid,
 			Msg:  fmt.Sprintf("state %s: not a state this idemsync keeps", stateName(path)),
 			Hint: "use a file path or a postgres:// URL"}
+	case keyValueDSN(path):
+		return nil, &contract.Error{Class: contract.Invalid,
+			Msg:  fmt.Sprintf("state %s: a key=value connection string, not a state file's path", stateName(path)),
+			Hint: "write a state in PostgreSQL as a URL: postgres://USER:PASSWORD@HOST:5432/DATABASE (docs/operations.md, \"State in PostgreSQL\")"}
 	}
 	return checkpoint.Open(ctx, path, log)
+}
+
+// dsnKey is a keyword of a PostgreSQL key=value connection string.
+var dsnKey = regexp.MustCompile(`(?i)^(host|hostaddr|port|dbname|user|password|passfile|sslmode|sslpassword|service|options|connect_timeout|application_name)=`)
+
+// keyValueDSN reports whether path, a state that is no URL (made absolute
+// when it came from a job file), is a key=value connection string
+// ("host=db user=app password=…"): taken for a file's path, it would
+// create a state file named after it, password and all.
+func keyValueDSN(path string) bool {
+	fields := strings.Fields(path)
+	for i, f := range fields {
+		if dsnKey.MatchString(f) || i == 0 && dsnKey.MatchString(filepath.Base(f)) {
+			return true
+		}
+	}
+	return false
 }
 
 // stateJoinsTarget reports whether the state at path lives in the target
@@ -44,16 +66,17 @@ func stateJoinsTarget(path, target string) bool {
 // that only read it (status, prune) never create a state file. A state in
 // PostgreSQL is opened (its schema created when missing) to know.
 func stateMissing(path string) bool {
-	if strings.Contains(path, "://") {
-		return false
+	if strings.Contains(path, "://") || keyValueDSN(path) {
+		return false // opening it says what it is
 	}
 	_, err := os.Stat(path)
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// stateName is path as it may be printed: a URL without its password.
+// stateName is path as it may be printed: a URL or a key=value
+// connection string without its password.
 func stateName(path string) string {
-	if strings.Contains(path, "://") {
+	if strings.Contains(path, "://") || keyValueDSN(path) {
 		return sqlkit.RedactURL(path)
 	}
 	return path

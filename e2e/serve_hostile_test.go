@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -206,5 +209,74 @@ func TestServeKilledMidRun(t *testing.T) {
 			}
 			assertEqualSource(t, readSQLite(t, filepath.Join(jobs, "out.db")), sourceRows(api))
 		})
+	}
+}
+
+// Without a token the server must end up on a loopback address, not only
+// be asked for one: "localhost" is a name, and a hosts file or a resolver
+// (a search domain answering localhost.corp.example) can map it to an
+// address other machines reach. Run under a hosts file mapping localhost
+// to this machine's own non-loopback address, `serve --listen localhost:P`
+// without $IDEMSYNC_SERVE_TOKEN exits 2 naming the address it got,
+// instead of serving the network without a token (docs/serve.md,
+// "Security"). Needs unshare(1) and a user namespace to bind-mount the
+// hosts file; skips without them.
+func TestServeLocalhostResolvingElsewhere(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("user and mount namespaces are Linux's")
+	}
+	var ip net.IP
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			ip = n.IP
+			break
+		}
+	}
+	if ip == nil {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hosts, []byte(ip.String()+" localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unshare := []string{"unshare", "--user", "--map-root-user", "--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts}
+	if out, err := exec.Command(unshare[0], append(unshare[1:], "true")...).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount a hosts file in a user namespace: %v: %s", err, out)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	c := exec.Command(unshare[0], append(unshare[1:], binary, "serve", "--jobs", dir, "--listen", "localhost:"+port)...)
+	c.Env = cleanEnv()
+	var errOut strings.Builder
+	c.Stderr = &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(errOut.String(), ip.String()) {
+			t.Errorf("serve --listen localhost:%s with localhost at %s: %v, want exit 2 naming %s: %s", port, ip, err, ip, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		// Another machine reaches it, and may send any Host it likes.
+		req, _ := http.NewRequest("GET", "http://"+net.JoinHostPort(ip.String(), port)+"/jobs", nil)
+		req.Host = "localhost:" + port
+		code := 0
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			code = resp.StatusCode
+			resp.Body.Close()
+		}
+		_ = c.Process.Kill()
+		<-done
+		t.Errorf("serve --listen localhost:%s without a token is serving on %s (GET /jobs from there: %d): %s", port, ip, code, errOut.String())
 	}
 }

@@ -6,7 +6,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	gosync "sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -116,4 +119,67 @@ func TestServeLedger(t *testing.T) {
 			t.Errorf("unreachable store: %d %+v after %s", code, k, time.Since(start))
 		}
 	})
+}
+
+// SIGTERM stops the server promptly even while a claim waits (up to 5m)
+// for a key another holder has: the waiting claim is interrupted as
+// SIGTERM interrupts `idemsync key claim --wait` (answered, nothing
+// claimed), and the server exits 0 at once, not after its 60 s grace
+// with a shutdown error (docs/serve.md, "Runs").
+func TestServeShutdownDuringClaimWait(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, dir, jobs, nil)
+	if code, k := s.keyOver(t, "claim", `{"key":"held","owner":"first","ttl":"10m"}`); code != 200 || k.Status != "acquired" {
+		t.Fatalf("the first claim: %d %+v", code, k)
+	}
+	waiting := make(chan serveRun, 1)
+	go func() {
+		code, body := s.do(t, "POST", "/keys/claim", `{"key":"held","owner":"second","wait":"5m"}`)
+		waiting <- serveRun{code, body}
+	}()
+	time.Sleep(time.Second) // the claim is waiting
+	start := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v, want exit 0", err)
+		}
+		if took := time.Since(start); took > 15*time.Second {
+			t.Errorf("serve took %s to stop", took.Round(time.Second))
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	got := <-waiting
+	if got.code != 503 || !strings.Contains(got.body, `"status":"error"`) || !strings.Contains(got.body, `"exit_code":130`) {
+		t.Errorf("the claim waiting at SIGTERM: %d %q, want 503, status error, exit code 130", got.code, got.body)
+	}
+	// The command line's claim --wait, sent SIGTERM, exits the same 130.
+	c, errOut, done := startIdemsync(t, dir, nil, "key", "claim", "held", "--owner", "cli", "--wait", "5m")
+	time.Sleep(time.Second)
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		if code := c.ProcessState.ExitCode(); code != 130 {
+			t.Errorf("idemsync key claim --wait 5m at SIGTERM: exit %d, want 130: %s", code, errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("idemsync key claim --wait did not stop after SIGTERM")
+	}
+	out := idemsync(t, dir, nil, "key", "get", "held")
+	if !strings.Contains(out.stdout, `"owner":"first"`) {
+		t.Errorf("the key after SIGTERM: %s, want still the first owner's", out.stdout)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -59,6 +60,24 @@ func Fetch(ctx context.Context, u *url.URL) (*Page, error) {
 		return nil, contract.Errorf(contract.Permanent, "init: GET %s: the body is not JSON (Content-Type %q)", RedactQuery(u), resp.Header.Get("Content-Type"))
 	}
 	return &Page{url: u, header: resp.Header, body: gjson.ParseBytes(body)}, nil
+}
+
+// ShownURL is how a message or a written file names a URL or path given
+// to init: an http(s) URL as RedactQuery; anything else with a URL's
+// password redacted (by pattern when it does not parse) and cut at its
+// query (docs/job-file.md, "What is and is not a secret").
+func ShownURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return RedactQuery(u)
+	}
+	if !strings.Contains(raw, "://") {
+		return raw // a file's path
+	}
+	shown, _, hasQuery := strings.Cut(sqlkit.RedactURL(raw), "?")
+	if hasQuery {
+		shown += "?…"
+	}
+	return shown
 }
 
 // RedactQuery is u without its query's values, which may hold a key.

@@ -3,8 +3,10 @@ package initgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -33,15 +35,21 @@ type apiDoc struct {
 func ReadOpenAPI(ctx context.Context, src string) (*apiDoc, error) {
 	var data []byte
 	var err error
+	// Errors and the file written name src without a URL's password and
+	// query values (docs/job-file.md, "What is and is not a secret").
+	shown := ShownURL(src)
 	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		data, err = getDescription(ctx, u)
 	} else {
 		data, err = os.ReadFile(src)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // named by shown
+		}
 	}
 	if err != nil {
-		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: %w", src, err)
+		return nil, contract.Errorf(contract.Invalid, "init --openapi %s: %w", shown, err)
 	}
-	return parseOpenAPI(data, src)
+	return parseOpenAPI(data, shown)
 }
 
 // parseOpenAPI decodes the description read from src.
@@ -70,6 +78,9 @@ func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // *url.Error quotes the URL, query values included
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"github.com/idemsync/idemsync/sync/paging"
 
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -63,10 +62,8 @@ func (j loading) jobDefaults(bad func(key, format string, args ...any), dir stri
 		bad("decide", "left open by idemsync init: %s (make the decision in the file, then delete this entry)", d)
 	}
 	j.StatePath = resolve(j.State)
-	if pu, err := url.Parse(j.State); err == nil && pu.User != nil && strings.Contains(j.State, "://") {
-		if pw, ok := pu.User.Password(); ok {
-			j.Secrets.Add(pw) // a state in PostgreSQL: its password is a secret
-		}
+	if strings.Contains(j.State, "://") {
+		j.Secrets.Add(urlPasswords(j.State)...) // a state in PostgreSQL: its passwords are secrets
 	}
 }
 

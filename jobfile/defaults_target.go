@@ -10,6 +10,26 @@ import (
 	"time"
 )
 
+// urlPasswords returns the passwords a database URL holds: its userinfo's
+// and its query's password= and sslpassword= (docs/job-file.md, "What is
+// and is not a secret").
+func urlPasswords(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		out = append(out, pw)
+	}
+	for k, vs := range u.Query() {
+		if k := strings.ToLower(k); k == "password" || k == "sslpassword" {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
 // targetDefaults fills and checks the target block (its URL checked and
 // resolved against dir by the database it names, package sink/targets) and derives the target table from it.
 func (j loading) targetDefaults(bad func(key, format string, args ...any), dir string, lines map[string]int) {
@@ -23,11 +43,7 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 		if !file && t.Mode != "" {
 			bad("target.mode", "applies to file databases only (sqlite:): a database server owns its files")
 		}
-		if pu, err := url.Parse(u); err == nil && pu.User != nil {
-			if pw, ok := pu.User.Password(); ok {
-				j.Secrets.Add(pw)
-			}
-		}
+		j.Secrets.Add(urlPasswords(u)...)
 	}
 	if t.Table == "" {
 		bad("target.table", "is required")

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -276,8 +278,47 @@ func expandNode(n *yaml.Node, path string, lookup LookupFunc, red *idsync.Redact
 		}
 		if secretPath(path) {
 			red.Add(used...)
+			red.Add(joinedWords(v, used)...)
 		}
 	}
+}
+
+// joinedWords returns, for each value of used that s joins to a word
+// character (key=tok_${TOKEN}, /acct${ID}/), the whole word it is part
+// of: the redactor matches a secret as a whole word only, so the secret
+// alone would never be found there (docs/job-file.md, "What is and is not
+// a secret").
+func joinedWords(s string, used []string) []string {
+	word := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	var out []string
+	for _, v := range used {
+		for off := 0; ; {
+			i := strings.Index(s[off:], v)
+			if i < 0 {
+				break
+			}
+			from, to := off+i, off+i+len(v)
+			for from > 0 {
+				r, n := utf8.DecodeLastRuneInString(s[:from])
+				if !word(r) {
+					break
+				}
+				from -= n
+			}
+			for to < len(s) {
+				r, n := utf8.DecodeRuneInString(s[to:])
+				if !word(r) {
+					break
+				}
+				to += n
+			}
+			if to-from > len(v) {
+				out = append(out, s[from:to])
+			}
+			off += i + len(v)
+		}
+	}
+	return out
 }
 
 func join(path, key string) string {

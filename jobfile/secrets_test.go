@@ -115,3 +115,70 @@ target: {url: "postgres://app:${DBPW}@${DBHOST}/${DB}", table: "${TABLE}", key: 
 		}
 	}
 }
+
+// A password in a PostgreSQL URL's query (password=, sslpassword=, the
+// client key's passphrase) is a secret like the userinfo's, in the target
+// and in the state URL: redacted wherever its value shows, and never kept
+// as text in the job's identity, which the state file stores.
+func TestURLQueryPasswordsAreSecrets(t *testing.T) {
+	for _, tc := range []struct{ name, target, state, secret string }{
+		{"target sslpassword", "postgres://app@db.example.com/warehouse?sslpassword=kp-Qw3Er5&sslmode=verify-full", "", "kp-Qw3Er5"},
+		{"target password", "postgres://app@db.example.com/warehouse?password=pw-Ty7Ui9", "", "pw-Ty7Ui9"},
+		{"target escaped sslpassword", "postgres://app@db.example.com/warehouse?sslpassword=kp%20Zx1%26Cv", "", "kp Zx1&Cv"},
+		{"state sslpassword", "sqlite:out.db", "postgres://app@db.example.com/state?sslpassword=st-Gh4Jk6", "st-Gh4Jk6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yml := fmt.Sprintf("name: j\nsource: {url: https://api.example.com/v1/items}\ntarget: {url: %q, table: items, key: [id]}\n", tc.target)
+			if tc.state != "" {
+				yml += fmt.Sprintf("state: %q\n", tc.state)
+			}
+			job, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(nil))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, yml)
+			}
+			if got := job.Secrets.Redact("<" + tc.secret + ">"); got != "<"+idsync.Redacted+">" {
+				t.Errorf("%q is not redacted: %s", tc.secret, got)
+			}
+			for _, shown := range []string{job.Identity().Encode(), job.Secrets.Redact(tc.target + " " + tc.state)} {
+				for _, part := range strings.Fields(tc.secret) {
+					if strings.Contains(shown, part) {
+						t.Errorf("part %q of the password shows in %s", part, shown)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A ${VAR} secret that the file joins to a word character (tok_${TOKEN},
+// /acct${ID}/, pw${DBPW}) is redacted with the word it is part of: the
+// redactor matches whole words only, so the value alone was never found,
+// and the query value was kept as text in the job's identity.
+func TestSecretJoinedToAWord(t *testing.T) {
+	yml := "name: j\nsource:\n  url: https://api.example.com/v1/acct${ACCT}/items\n  query: {token: \"tok_${TOK}\"}\n  headers: {X-Trace: \"t${HDR}\"}\ntarget: {url: \"postgres://app:pw${DBPW}@db/x\", table: items, key: [id]}\n"
+	vars := map[string]string{"ACCT": "Acct9Zk4", "TOK": "Tok9Zk4", "HDR": "Hdr9Zk4", "DBPW": "Db9Zk4"}
+	job, err := Load([]byte(yml), filepath.Join(t.TempDir(), "job.yaml"), env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"GET https://api.example.com/v1/acctAcct9Zk4/items?token=tok_Tok9Zk4",
+		`{"echo":"tok_Tok9Zk4","trace":"tHdr9Zk4"}`,
+		"postgres://app:pwDb9Zk4@db/x",
+		job.Identity().Encode(),
+	} {
+		got := job.Secrets.Redact(s)
+		for _, v := range vars {
+			if strings.Contains(got, v) {
+				t.Errorf("%s shows in %s", v, got)
+			}
+		}
+	}
+	if id := job.Identity().Encode(); strings.Contains(id, "Tok9Zk4") || strings.Contains(id, "Acct9Zk4") {
+		t.Errorf("the identity keeps a secret as text: %s", id)
+	}
+	// A word that merely begins like a value is left alone.
+	if got := job.Secrets.Redact("account tokens"); got != "account tokens" {
+		t.Errorf("ordinary words changed: %s", got)
+	}
+}

@@ -145,7 +145,8 @@ func ClaimWait(ctx context.Context, l contract.Ledger, r contract.ClaimRequest, 
 		}
 		select {
 		case <-ctx.Done():
-			return Result{}, ctx.Err()
+			// SIGINT/SIGTERM: interrupted (exit 130), nothing claimed.
+			return Result{}, contract.Errorf(contract.Interrupted, "interrupted while waiting for the key: %w", contract.ErrInterrupted)
 		case <-time.After(d):
 		}
 	}

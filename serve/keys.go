@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -63,6 +64,13 @@ func keyCall(action string) func(*Server, http.ResponseWriter, *http.Request) {
 			}
 			// The claim may wait that long before it answers.
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d + writeTimeout))
+			// The shutdown interrupts the wait as SIGTERM interrupts
+			// `key claim --wait` (503, exit 130), instead of holding the
+			// server up to its grace.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(s.runCtx, cancel)()
+			r = r.WithContext(ctx)
 		}
 		if req.NotBefore != "" {
 			if d, err := time.ParseDuration(req.NotBefore); err != nil || d < 0 {

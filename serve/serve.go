@@ -14,6 +14,8 @@ import (
 	"net/http"
 	gosync "sync"
 	"time"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Reply is what the CLI printed and how it exited: one JSON object (what
@@ -132,6 +134,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: listen on %s: %w", s.cfg.Listen, err)
+	}
+	// Without a token, what counts is the address bound, not the one
+	// asked for: "localhost" is a name that a hosts file or a resolver's
+	// search domain can map to an address other machines reach.
+	if a, ok := ln.Addr().(*net.TCPAddr); s.token == nil && (!ok || !a.IP.IsLoopback()) {
+		ln.Close()
+		return contract.Errorf(contract.Invalid, "--listen %s resolved to %s, not a loopback address: set $%s to a bearer token, or listen on 127.0.0.1", s.cfg.Listen, ln.Addr(), TokenEnv)
 	}
 	srv := &http.Server{
 		Handler:           s.mux,

@@ -151,7 +151,7 @@ func (e *Engine) checkPage(ctx, wctx context.Context, rs *runState, sink contrac
 	}
 	rs.noProof(fp.noProof)
 	if e.sweeps(rs) {
-		e.checkShift(rs, rs.hashPage(keys), fp.parent, where)
+		e.checkShift(rs, rs.hashPage(keys), fp.parent, fp.next.End, where)
 	}
 	e.checkTotal(rs, keys, fp, where)
 	if err := e.checkDistinct(rs, fp, rows, where); err != nil {

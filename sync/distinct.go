@@ -53,12 +53,27 @@ func (e *Engine) countsDistinct(rs *runState) bool {
 // starts over at the style's first position or a new parent; a pass
 // continued by a later invocation counts from its first page there (for a
 // run that sweeps, checkPassDistinct checks across the two).
+//
+// A child's parents and a windowed run's windows are walks of their own,
+// whose pages are committed interleaved when several are in flight
+// (fanout_concurrency, incremental.concurrency): each such walk is counted
+// apart (rs.walks, by window), and checked at its own last page, not the
+// run's.
 func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, where string) error {
 	if !e.countsDistinct(rs) {
 		return nil
 	}
 	pg := &pager{job: e.Job}
 	w := &rs.walk
+	if fp.ckpt != nil { // a window's walk (windows.go)
+		if rs.walks == nil {
+			rs.walks = map[int]*walkKeys{}
+		}
+		if w = rs.walks[fp.pos.Win]; w == nil {
+			w = &walkKeys{}
+			rs.walks[fp.pos.Win] = w
+		}
+	}
 	if st := pg.style().Start(e.Job.Pagination, ""); w.prev == nil || fp.parent != w.parent || paging.SameSpot(fp.pos.At, st) {
 		*w = walkKeys{seed: maphash.MakeSeed(), prev: map[uint64]bool{}, parent: fp.parent}
 	}
@@ -79,8 +94,11 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 		cur[h] = true
 	}
 	w.prev = cur
-	if !fp.checkpoint().End {
+	if !fp.next.End { // the end of this walk, not only of the run
 		return nil
+	}
+	if w != &rs.walk {
+		delete(rs.walks, fp.pos.Win)
 	}
 	tot := e.totalOf(fp)
 	t, name := tot.n, tot.name
@@ -89,18 +107,20 @@ func (e *Engine) checkDistinct(rs *runState, fp *fetched, rows []contract.Row, w
 		return nil
 	}
 	w.end, w.endSeen, w.endTotal, w.endWhere, w.totalName = true, seen, t, where, name
-	return e.shortOfTotal(rs, w.repeats)
+	if w != &rs.walk { // the last walk to end is the one checkPassDistinct reads
+		rs.walk.end, rs.walk.endSeen, rs.walk.endTotal, rs.walk.endWhere, rs.walk.totalName = true, seen, t, where, name
+	}
+	return e.shortOfTotal(rs, w, w.repeats)
 }
 
 // shortOfTotal fails with Transient, and has the run abandoned, when
-// the walk's last page, less repeats records read twice, falls short of
-// pagination.total.
-func (e *Engine) shortOfTotal(rs *runState, repeats int64) error {
-	w := &rs.walk
+// the last page of the walk w, less repeats records read twice, falls
+// short of pagination.total.
+func (e *Engine) shortOfTotal(rs *runState, w *walkKeys, repeats int64) error {
 	if repeats == 0 || w.endSeen-repeats >= w.endTotal {
 		return nil
 	}
-	w.rewalk = true
+	rs.walk.rewalk = true
 	return &contract.Error{Class: contract.Transient,
 		Msg: fmt.Sprintf("the %s walk ended at %s with %d distinct records, short of %s (%d): it read %d record(s) twice, so a page left a record out and the walk did not list every record",
 			e.Job.Pagination.Style, w.endWhere, w.endSeen-repeats, w.totalName, w.endTotal, repeats),
@@ -117,7 +137,7 @@ func (e *Engine) checkPassDistinct(rs *runState, pk passKeys) error {
 	if !e.checksPassDistinct(rs) || !pk.complete {
 		return nil
 	}
-	return e.shortOfTotal(rs, pk.read-pk.distinct)
+	return e.shortOfTotal(rs, &rs.walk, pk.read-pk.distinct)
 }
 
 // checksPassDistinct reports whether checkPassDistinct checks the pass rs:

@@ -145,10 +145,11 @@ type runState struct {
 	skipped int64
 	pages   int64
 	records int64
-	proof   proofState // what voids the pass's proof of absence (proof.go)
-	walk    walkKeys   // the distinct keys of the walk in progress (distinct.go)
-	hashes  passHashes // the hashes of the keys of the pages committed (passkeys.go)
-	schema  schemaRun  // what target.schema did in the run (schema.go)
+	proof   proofState        // what voids the pass's proof of absence (proof.go)
+	walk    walkKeys          // the distinct keys of the walk in progress (distinct.go)
+	walks   map[int]*walkKeys // those of each window's walk in flight, by window (distinct.go)
+	hashes  passHashes        // the hashes of the keys of the pages committed (passkeys.go)
+	schema  schemaRun         // what target.schema did in the run (schema.go)
 }
 
 // Run runs the job as o says. The returned Result is never nil once the lock

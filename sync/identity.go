@@ -178,7 +178,7 @@ func (id Identity) Changes(old Identity) []string {
 	var out []string
 	for _, k := range sortedKeys(keys) {
 		a, b := old[k], id[k]
-		if a == b || sameHashed(k, a, b) {
+		if a == b || sameHashed(k, a, b) || sameHashed(k, b, a) {
 			continue
 		}
 		if strings.HasPrefix(a, secretPrefix) || strings.HasPrefix(b, secretPrefix) {
@@ -191,10 +191,11 @@ func (id Identity) Changes(old Identity) []string {
 	return out
 }
 
-// sameHashed reports whether stored value a is the hash of current value b:
-// a value once a secret (every ${VAR} was, before docs/job-file.md "What is
-// and is not a secret") and stored hashed is the same walk when its value
-// did not change.
+// sameHashed reports whether value a is the hash of value b: a value once
+// a secret (every ${VAR} was, before docs/job-file.md "What is and is not a
+// secret") and stored hashed is the same walk when its value did not
+// change; so is a value stored as text that is a secret now (a target
+// URL's sslpassword=), compared the other way round.
 func sameHashed(key, a, b string) bool {
 	if !strings.HasPrefix(a, secretPrefix) || b == "" || strings.HasPrefix(b, secretPrefix) {
 		return false

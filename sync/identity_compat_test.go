@@ -18,3 +18,18 @@ func TestIdentityHashedBeforeIsSame(t *testing.T) {
 		t.Errorf("another value: changes %q", got)
 	}
 }
+
+// A value stored as text by an older binary that hashes it now (a target
+// URL's sslpassword=, a secret since) is the same walk; another value
+// still changes it.
+func TestIdentityHashedNowIsSame(t *testing.T) {
+	const key, v = "target.url", "postgres://app@db/x?sslpassword=kp-Qw3Er5"
+	sum := sha256.Sum256([]byte(key + "\x00" + v))
+	now := Identity{key: secretPrefix + hex.EncodeToString(sum[:12])}
+	if got := now.Changes(Identity{key: v}); got != nil {
+		t.Errorf("the same value, now hashed: changes %q", got)
+	}
+	if got := now.Changes(Identity{key: v + "2"}); len(got) != 1 || got[0] != key+": changed" {
+		t.Errorf("another value: changes %q", got)
+	}
+}

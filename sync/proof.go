@@ -21,18 +21,18 @@ import (
 type proofState struct {
 	reason string // the first reason found ("" while the pass proves)
 	saved  bool   // reason is in the state file (RunInfo.SweepSkipped)
-	// prev holds the hashes (runState.hashes) of the keys of the last
-	// committed page of a page or offset walk, to see a shift as it
+	// prev holds, for each walk in progress (by its parent row: "" but
+	// for a child's, whose parents' pages are committed interleaved under
+	// fanout_concurrency), the hashes (runState.hashes) of the keys of its
+	// last committed page of a page or offset walk, to see a shift as it
 	// happens (see checkShift); next is the map the following page fills,
 	// and the two are swapped, so a walk of any length allocates them once.
-	prev, next map[uint64]struct{}
-	prevParent string
-	// total is the pagination.total of the last committed page of a page
-	// or offset walk in this invocation, when hasTotal, and the parent row
-	// whose walk it belongs to (a child's; checkTotal).
-	total       int64
-	hasTotal    bool
-	totalParent string
+	prev map[string]map[uint64]struct{}
+	next map[uint64]struct{}
+	// total is, for each walk in progress (by parent row, as prev), the
+	// pagination.total of its last committed page of a page or offset
+	// walk in this invocation (checkTotal).
+	total map[string]int64
 }
 
 // noProof records that the pass cannot prove the absence of the rows it
@@ -76,31 +76,36 @@ func (e *Engine) shiftable() bool {
 // pass prove less. The whole pass's keys are checked again before the
 // sweep (keysProve): this check sees the common shift at once, so that
 // even an unfinished run says so.
-func (e *Engine) checkShift(rs *runState, keys []uint64, parent, where string) {
+func (e *Engine) checkShift(rs *runState, keys []uint64, parent string, end bool, where string) {
 	if keys == nil || !e.shiftable() {
 		return
 	}
 	p := &rs.proof
 	if p.prev == nil {
-		p.prev, p.next = make(map[uint64]struct{}, len(keys)), make(map[uint64]struct{}, len(keys))
+		p.prev = map[string]map[uint64]struct{}{}
 	}
-	if parent != p.prevParent {
-		clear(p.prev)
-		p.prevParent = parent
+	prev, next := p.prev[parent], p.next
+	if next == nil {
+		next = make(map[uint64]struct{}, len(keys))
 	}
-	clear(p.next)
+	clear(next)
 	n := 0
 	for _, h := range keys {
-		if _, ok := p.prev[h]; ok {
+		if _, ok := prev[h]; ok {
 			n++
 		}
-		p.next[h] = struct{}{}
+		next[h] = struct{}{}
 	}
 	if n > 0 {
 		rs.noProof(fmt.Sprintf("the %s walk read %d key(s) twice (%s repeats the page before it): it shifted, so a record it did not list may still exist",
 			e.Job.Pagination.Style, n, where))
 	}
-	p.prev, p.next = p.next, p.prev
+	if end { // the parent's walk is over: nothing follows its page
+		delete(p.prev, parent)
+		p.next = next
+		return
+	}
+	p.prev[parent], p.next = next, prev
 }
 
 // checkTotal voids the proof of a page or offset walk whose
@@ -110,7 +115,8 @@ func (e *Engine) checkShift(rs *runState, keys []uint64, parent, where string) {
 // page, though it exists. (A growing total shifts records forward: that
 // reads one twice, which checkShift sees.) Only the pages of one
 // invocation are compared, and for a child only those of one parent's walk
-// (parent is the page's parent row).
+// (parent is the page's parent row), whatever pages of other parents were
+// committed between them.
 func (e *Engine) checkTotal(rs *runState, keys []string, fp *fetched, where string) {
 	if keys == nil || !e.shiftable() {
 		return
@@ -120,11 +126,19 @@ func (e *Engine) checkTotal(rs *runState, keys []string, fp *fetched, where stri
 	if !tot.ok {
 		return
 	}
-	if rs.proof.hasTotal && parent == rs.proof.totalParent && t < rs.proof.total {
+	p := &rs.proof
+	if last, ok := p.total[parent]; ok && t < last {
 		rs.noProof(fmt.Sprintf("%s went down from %d to %d during the %s walk (at %s): a record removed before its position shifted the rest, so a record it did not list may still exist",
-			name, rs.proof.total, t, e.Job.Pagination.Style, where))
+			name, last, t, e.Job.Pagination.Style, where))
 	}
-	rs.proof.total, rs.proof.hasTotal, rs.proof.totalParent = t, true, parent
+	if fp.next.End { // the parent's walk is over: nothing follows its page
+		delete(p.total, parent)
+		return
+	}
+	if p.total == nil {
+		p.total = map[string]int64{}
+	}
+	p.total[parent] = t
 }
 
 // totalOf is the pagination.total of the fetched page fp: the one its end

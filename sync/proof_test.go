@@ -23,17 +23,17 @@ func TestNoProofReasons(t *testing.T) {
 		t.Fatalf("an empty reason voided the proof: %q", rs.proof.reason)
 	}
 
-	e.checkShift(rs, page("a", "b"), "", "offset 0")
-	e.checkShift(rs, page("c", "d"), "", "offset 2")
+	e.checkShift(rs, page("a", "b"), "", false, "offset 0")
+	e.checkShift(rs, page("c", "d"), "", false, "offset 2")
 	if rs.proof.reason != "" {
 		t.Fatalf("distinct pages voided the proof: %q", rs.proof.reason)
 	}
-	e.checkShift(rs, page("x"), "p2", "offset 0")
-	e.checkShift(rs, page("d"), "p3", "offset 0") // d again, but another parent's walk
+	e.checkShift(rs, page("x"), "p2", false, "offset 0")
+	e.checkShift(rs, page("d"), "p3", false, "offset 0") // d again, but another parent's walk
 	if rs.proof.reason != "" {
 		t.Fatalf("a key of another parent's walk voided the proof: %q", rs.proof.reason)
 	}
-	e.checkShift(rs, page("d", "e"), "p3", "offset 1")
+	e.checkShift(rs, page("d", "e"), "p3", false, "offset 1")
 	if !strings.Contains(rs.proof.reason, "read 1 key(s) twice (offset 1") {
 		t.Fatalf("a repeated key: %q", rs.proof.reason)
 	}
@@ -54,6 +54,25 @@ func TestNoProofReasons(t *testing.T) {
 	e.checkTotal(rs, []string{"d"}, &fetched{resp: resp(`{"data":[],"total":3}`), parent: "p2"}, "offset 2")
 	if !strings.Contains(rs.proof.reason, "total went down from 4 to 3") {
 		t.Fatalf("a shrinking total: %q", rs.proof.reason)
+	}
+
+	// Parents walked at once (fanout_concurrency) commit their pages
+	// interleaved: each parent's walk is compared with its own pages.
+	rs = &runState{info: &contract.RunInfo{}}
+	e.checkTotal(rs, []string{"a"}, &fetched{resp: resp(`{"data":[],"total":5}`), parent: "p1"}, "offset 0")
+	e.checkShift(rs, page("a", "b"), "p1", false, "offset 0")
+	e.checkTotal(rs, []string{"x"}, &fetched{resp: resp(`{"data":[],"total":1}`), parent: "p2"}, "offset 0")
+	e.checkShift(rs, page("x"), "p2", false, "offset 0")
+	e.checkShift(rs, page("b", "c"), "p1", false, "offset 2")
+	if !strings.Contains(rs.proof.reason, "read 1 key(s) twice (offset 2") {
+		t.Fatalf("a repeated key after another parent's page: %q", rs.proof.reason)
+	}
+	rs = &runState{info: &contract.RunInfo{}}
+	e.checkTotal(rs, []string{"a"}, &fetched{resp: resp(`{"data":[],"total":5}`), parent: "p1"}, "offset 0")
+	e.checkTotal(rs, []string{"x"}, &fetched{resp: resp(`{"data":[],"total":1}`), parent: "p2"}, "offset 0")
+	e.checkTotal(rs, []string{"d"}, &fetched{resp: resp(`{"data":[],"total":4}`), parent: "p1"}, "offset 2")
+	if !strings.Contains(rs.proof.reason, "total went down from 5 to 4") {
+		t.Fatalf("a shrinking total after another parent's page: %q", rs.proof.reason)
 	}
 
 	// The total the page's end decision read is the one checked: the body

@@ -72,7 +72,10 @@ func (r *Redactor) Add(values ...string) {
 }
 
 var urlPassword = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^@\s/]*)@`)
-var dsnPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('[^']*'|\S+)`)
+
+// dsnPassword matches password= and sslpassword= (the client key's
+// passphrase) in a connection string or a URL's query.
+var dsnPassword = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('[^']*'|\S+)`)
 
 // Redact returns s with every registered secret and every URL or DSN
 // password replaced by [redacted]. A secret is matched as a whole token,

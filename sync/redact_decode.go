@@ -8,12 +8,13 @@ import (
 )
 
 // redactDecoded replaces every secret that appears in s once its JSON
-// string escapes (\/, \u002d, \", \t, also doubly escaped \\/) and URL percent
-// escapes (%2F, %2f) are decoded: an API may echo a token in any of these
-// forms. The matching source text is replaced whole by [redacted]; text
+// string escapes (\/, \u002d, \", \t, also doubly escaped \\/), URL percent
+// escapes (%2F, %2f) and HTML character references (&amp;, &#39;, &#x3C;)
+// are decoded: an API may echo a token in any of these forms (an error
+// page in HTML escapes a password's & < > ' "). The matching source text is replaced whole by [redacted]; text
 // without escapes is returned unchanged.
 func redactDecoded(s string, secrets []string) string {
-	if len(secrets) == 0 || !strings.ContainsAny(s, `\%`) {
+	if len(secrets) == 0 || !strings.ContainsAny(s, `\%&`) {
 		return s
 	}
 	dec, spans := decodeEscapes(s)
@@ -60,7 +61,8 @@ func redactDecoded(s string, secrets []string) string {
 	return b.String()
 }
 
-// decodeEscapes decodes JSON and percent escapes in s, returning the bytes
+// decodeEscapes decodes JSON and percent escapes and HTML character
+// references in s, returning the bytes
 // and, for each decoded byte, the [from, to) span of s it came from.
 func decodeEscapes(s string) ([]byte, [][2]int) {
 	dec := make([]byte, 0, len(s))
@@ -85,6 +87,15 @@ func decodeEscapes(s string) ([]byte, [][2]int) {
 				continue
 			}
 			emit([]byte{'\\'}, i, i+1)
+			i++
+		case '&':
+			if r, n := htmlReference(s[i:]); n > 0 {
+				var buf [utf8.UTFMax]byte
+				emit(buf[:utf8.EncodeRune(buf[:], r)], i, i+n)
+				i += n
+				continue
+			}
+			emit([]byte{'&'}, i, i+1)
 			i++
 		case '%':
 			if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
@@ -170,4 +181,44 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return c - '0'
+}
+
+// htmlNamed are the named character references an HTML page escapes text
+// with.
+var htmlNamed = map[string]rune{"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\'', "nbsp": '\u00a0'}
+
+// htmlReference decodes the HTML character reference s begins with
+// (&amp;, &#39;, &#x3C;): the rune and its length, or 0 for none.
+func htmlReference(s string) (rune, int) {
+	end := strings.IndexByte(s, ';')
+	if end < 2 || end > 10 {
+		return 0, 0
+	}
+	name := s[1:end]
+	if r, ok := htmlNamed[name]; ok {
+		return r, end + 1
+	}
+	if name[0] != '#' || len(name) < 2 {
+		return 0, 0
+	}
+	digits, base := name[1:], 10
+	if digits[0] == 'x' || digits[0] == 'X' {
+		digits, base = digits[1:], 16
+	}
+	if digits == "" {
+		return 0, 0
+	}
+	var r rune
+	for _, c := range []byte(digits) {
+		switch {
+		case base == 10 && c >= '0' && c <= '9', base == 16 && isHex(c):
+			r = r*rune(base) + rune(unhex(c))
+		default:
+			return 0, 0
+		}
+		if r > utf8.MaxRune {
+			return 0, 0
+		}
+	}
+	return r, end + 1
 }

@@ -143,7 +143,7 @@ func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contrac
 	}
 	held := strings.Join(on, " AND ")
 	on = append(on, fmt.Sprintf(`"_s".%s = u.h`, sqlkit.QuoteIdent(contract.ColHash)))
-	if t.Soft() {
+	if pgUnmarks(t, types) {
 		on = append(on, fmt.Sprintf(`"_s".%s IS NULL`, sqlkit.QuoteIdent(contract.ColDeletedAt)))
 	}
 	// The second probe runs for the changed rows only: none on an

@@ -275,6 +275,9 @@ func pgMergeSQL(t *contract.Table, types map[string]string, filter bool) string 
 	names = append(names, "h")
 	hash, synced := sqlkit.QuoteIdent(contract.ColHash), sqlkit.QuoteIdent(contract.ColSyncedAt)
 	content = append(content, hash)
+	// A row marked deleted when the job had deletes: soft is unmarked by
+	// a write whatever deletes says now (docs/deletions.md).
+	unmark := pgUnmarks(t, types)
 	where := fmt.Sprintf("(%s.%s IS DISTINCT FROM EXCLUDED.%[2]s%s)", target, hash, pgVerifyTerms(t, target))
 	guard := "" // with soft deletes, the version guard moves into the SET
 	if t.Version != "" {
@@ -283,14 +286,14 @@ func pgMergeSQL(t *contract.Table, types map[string]string, filter bool) string 
 	}
 	var sets []string
 	for _, q := range content {
-		if t.Soft() && guard != "" {
+		if unmark && guard != "" {
 			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN %[2]s THEN EXCLUDED.%[1]s ELSE %[3]s.%[1]s END", q, guard, target))
 		} else {
 			sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", q))
 		}
 	}
 	sets = append(sets, fmt.Sprintf("%s = EXCLUDED.%[1]s", synced))
-	if t.Soft() {
+	if unmark {
 		// A marked row whose key came back is unmarked even when unchanged,
 		// and whatever the version guard decides about its content
 		// (docs/deletions.md): the guard chooses each column's value above,
@@ -305,7 +308,7 @@ ON CONFLICT (%s) DO UPDATE SET %s
 WHERE %s
 RETURNING (%s.xmax = 0)`,
 		sqlkit.QuoteTable(t), target, strings.Join(cols, ", "), hash, synced,
-		strings.Join(sels, ", "), n+2, strings.Join(params, ", "), strings.Join(names, ", "), pgStoredAsIs(t, sels, filter),
+		strings.Join(sels, ", "), n+2, strings.Join(params, ", "), strings.Join(names, ", "), pgStoredAsIs(t, sels, filter, unmark),
 		sqlkit.QuoteList(t.Key), strings.Join(sets, ", "),
 		where,
 		target)
@@ -320,7 +323,7 @@ RETURNING (%s.xmax = 0)`,
 // an unchanged row is only read. sels are the merge's select expressions
 // (the page's values cast to the columns' types). A verifying run (t.Verify)
 // compares every mapped column, not the hash: it keeps the merge as is.
-func pgStoredAsIs(t *contract.Table, sels []string, filter bool) string {
+func pgStoredAsIs(t *contract.Table, sels []string, filter, unmark bool) string {
 	if t.Verify || !filter {
 		return ""
 	}
@@ -332,10 +335,18 @@ func pgStoredAsIs(t *contract.Table, sels []string, filter bool) string {
 		}
 	}
 	on = append(on, fmt.Sprintf("%s.%s = u.h", stored, sqlkit.QuoteIdent(contract.ColHash)))
-	if t.Soft() {
+	if unmark {
 		on = append(on, fmt.Sprintf("%s.%s IS NULL", stored, sqlkit.QuoteIdent(contract.ColDeletedAt)))
 	}
 	return fmt.Sprintf("\nWHERE NOT EXISTS (SELECT 1 FROM %s AS %s WHERE %s)", sqlkit.QuoteTable(t), stored, strings.Join(on, " AND "))
+}
+
+// pgUnmarks reports whether a write into t clears the soft-delete mark:
+// on a soft table, and on one that has the mark column (types: the
+// table's columns) from when its job had deletes: soft.
+func pgUnmarks(t *contract.Table, types map[string]string) bool {
+	_, ok := types[contract.ColDeletedAt]
+	return t.Soft() || ok
 }
 
 // columnTypes returns the type of each column of t as the server names it

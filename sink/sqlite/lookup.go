@@ -21,12 +21,13 @@ import (
 // bound too (sqliteStmts.verifyIdx) and must be the same as well (IS: NULL
 // is NULL, values compare with the column's affinity, text byte by byte
 // whatever the column's collation, and a value of another storage class is
-// not the same). On a soft table a marked row is never unchanged: its
-// write clears the mark.
-func sqliteSameSQL(t *contract.Table, n int) string {
+// not the same). With unmark (a soft table, or one that has the mark
+// column from when it was) a marked row is never unchanged: its write
+// clears the mark.
+func sqliteSameSQL(t *contract.Table, n int, unmark bool) string {
 	names := []string{"p", "h"}
 	on := []string{fmt.Sprintf("%s.%s = v.h", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColHash))}
-	if t.Soft() {
+	if unmark {
 		on = append(on, fmt.Sprintf("%s.%s IS NULL", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColDeletedAt)))
 	}
 	for i, k := range t.Key {

@@ -184,14 +184,19 @@ func (s *Sink) newStatements(ctx context.Context, t *contract.Table) (*sqliteStm
 	if len(st.keyIdx) != len(t.Key) {
 		return nil, contract.Errorf(contract.Permanent, "table %s: a key column is not among the mapped columns", t)
 	}
-	st.sql = func(n int) [2]string { return sqliteUpsertSQL(t, n) }
-	st.sameSQL = func(n int) string { return sqliteSameSQL(t, n) }
+	// A row marked deleted when the job had deletes: soft is unmarked by
+	// a write whatever deletes says now (docs/deletions.md).
+	_, marks := decl[sqlkit.ASCIILower(contract.ColDeletedAt)]
+	unmark := t.Soft() || marks
+	st.sql = func(n int) [2]string { return sqliteUpsertSQL(t, n, unmark) }
+	st.sameSQL = func(n int) string { return sqliteSameSQL(t, n, unmark) }
 	return st, nil
 }
 
 // sqliteUpsertSQL returns the insert and upsert statements writing n rows
-// into t (see newStatements).
-func sqliteUpsertSQL(t *contract.Table, n int) [2]string {
+// into t (see newStatements); unmark: the table has the soft-delete mark
+// column, which a write clears.
+func sqliteUpsertSQL(t *contract.Table, n int, unmark bool) [2]string {
 	const target = `"_t"`
 	hash, synced := sqlkit.QuoteIdent(contract.ColHash), sqlkit.QuoteIdent(contract.ColSyncedAt)
 	var cols, content []string // content: the columns an update copies from the record
@@ -213,14 +218,14 @@ func sqliteUpsertSQL(t *contract.Table, n int) [2]string {
 	}
 	var sets []string
 	for _, q := range content {
-		if t.Soft() && guard != "" {
+		if unmark && guard != "" {
 			sets = append(sets, fmt.Sprintf("%[1]s = CASE WHEN %[2]s THEN excluded.%[1]s ELSE %[3]s.%[1]s END", q, guard, target))
 		} else {
 			sets = append(sets, q+" = excluded."+q)
 		}
 	}
 	sets = append(sets, synced+" = excluded."+synced)
-	if t.Soft() {
+	if unmark {
 		// A marked row whose key came back is unmarked even when unchanged,
 		// and whatever the version guard decides about its content
 		// (docs/deletions.md): the guard chooses each column's value above,

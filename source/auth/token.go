@@ -58,8 +58,31 @@ func (c *tokenCache) current() string {
 
 // exchangeContext gives x/oauth2 a client that sends through base (TLS
 // settings of the job, no auth), bounded by ctx (the attempt's timeout).
+// It follows a redirect on the token URL's own origin only: a 307 or 308
+// sends the request's body again, client secret and refresh token
+// included (docs/job-file.md, "What is and is not a secret").
 func exchangeContext(ctx context.Context, base http.RoundTripper) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: base})
+	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: base, CheckRedirect: tokenRedirect})
+}
+
+// tokenRedirectError is a token endpoint's redirect to another origin,
+// refused before anything is sent there.
+type tokenRedirectError struct{ to string }
+
+func (e *tokenRedirectError) Error() string {
+	return "token endpoint redirects to another origin, " + e.to
+}
+
+// tokenRedirect is the token client's redirect policy: the token URL's
+// origin only, at most 10 redirects.
+func tokenRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("token endpoint: stopped after 10 redirects")
+	}
+	if o := idsync.Origin(req.URL); o != idsync.Origin(via[0].URL) {
+		return &tokenRedirectError{to: o}
+	}
+	return nil
 }
 
 // authStyle maps source.auth.auth_style to x/oauth2's.
@@ -77,6 +100,11 @@ func authStyle(s string) oauth2.AuthStyle {
 // rejected client or grant is permanent (exit 1); a timeout, network error,
 // 408, 429 or 5xx is returned as is and retried like any request (exit 3).
 func classify(kind string, err error) error {
+	var rd *tokenRedirectError
+	if errors.As(err, &rd) {
+		return permanent(rd.Error()+": refused (the token request carries the client secret and refresh token; nothing was sent there)",
+			fmt.Sprintf("set source.auth.token_url (type %s) to the URL the token endpoint answers at", kind), nil)
+	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.Response != nil {
 		code := re.Response.StatusCode

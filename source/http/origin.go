@@ -149,6 +149,9 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 			u.User = src.User // the source's credentials, on its own origin only
 		}
 		f.restorePathSecrets(u)
+		if origin(u) == origin(src) {
+			f.restoreURLQuerySecrets(u, src)
+		}
 	}
 	q := u.Query()
 	foreign := isNext && !f.sameOrigin(u.String())
@@ -189,14 +192,71 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 		changed = true
 	}
 	q := u.Query()
+	strip := false
 	for k, v := range f.cfg.Source.Query {
 		if slices.Equal(q[k], v) {
 			q.Del(k)
-			u.RawQuery, changed = q.Encode(), true
+			strip = true
 		}
+	}
+	// The parameters of source.url's own query that hold a secret, which
+	// BuildURL puts back on the source's origin.
+	if src, err := url.Parse(f.cfg.Source.URL); err == nil && origin(u) == origin(src) {
+		for k, v := range src.Query() {
+			if slices.Equal(q[k], v) && f.holdsSecret(v) {
+				q.Del(k)
+				strip = true
+			}
+		}
+	}
+	// The query API key, which the auth chain sets on every request to
+	// the source's origin; on another origin, every value that holds a
+	// secret, which is never sent there (originTransport).
+	if a := f.cfg.Source.Auth; a != nil && a.Type == idsync.AuthAPIKey && a.In == "query" && q.Has(a.Name) && f.sameOrigin(u.String()) {
+		q.Del(a.Name)
+		strip = true
+	}
+	if !f.sameOrigin(u.String()) && f.dropSecretParams(q) {
+		strip = true
+	}
+	if strip {
+		u.RawQuery, changed = q.Encode(), true
 	}
 	if !changed {
 		return raw
 	}
 	return u.String()
+}
+
+// restoreURLQuerySecrets adds to u, a next URL on the source's origin, the
+// parameters of source.url's own query (src) that hold a secret and that
+// u lacks: CheckpointURL stored it without them.
+func (f *Fetcher) restoreURLQuerySecrets(u, src *url.URL) {
+	q, added := u.Query(), false
+	for k, v := range src.Query() {
+		if !q.Has(k) && f.holdsSecret(v) {
+			q[k], added = v, true
+		}
+	}
+	if added {
+		u.RawQuery = q.Encode()
+	}
+}
+
+// holdsSecret reports whether one of vs holds a secret of the job.
+func (f *Fetcher) holdsSecret(vs []string) bool {
+	return slices.ContainsFunc(vs, func(v string) bool { return f.redact(v) != v })
+}
+
+// dropSecretParams removes from q every parameter one of whose values
+// holds a secret of the job, and reports whether it removed any.
+func (f *Fetcher) dropSecretParams(q url.Values) bool {
+	dropped := false
+	for k, vs := range q {
+		if f.holdsSecret(vs) {
+			q.Del(k)
+			dropped = true
+		}
+	}
+	return dropped
 }

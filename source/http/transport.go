@@ -51,12 +51,27 @@ func (f *Fetcher) SetAuth(wrap func(http.RoundTripper) http.RoundTripper) {
 }
 
 // originTransport sends requests to the source's origin through the auth
-// chain and every other request without it.
+// chain and every other request without it, and without the query
+// parameters that hold a secret (an API echoes the request's query, API
+// key included, into a redirect's Location or a next link) or a Referer
+// (Go sets one on a redirect: the previous URL, query and all).
 type originTransport struct{ f *Fetcher }
 
 func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.f.authed != nil && t.f.sameOrigin(req.URL.String()) {
-		return t.f.authed.RoundTrip(req)
+	if t.f.sameOrigin(req.URL.String()) {
+		if t.f.authed != nil {
+			return t.f.authed.RoundTrip(req)
+		}
+		return t.f.plain.RoundTrip(req)
+	}
+	q := req.URL.Query()
+	if t.f.dropSecretParams(q) || req.Header.Get("Referer") != "" {
+		r := req.Clone(req.Context())
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		r.URL = &u
+		r.Header.Del("Referer")
+		req = r
 	}
 	return t.f.plain.RoundTrip(req)
 }
