@@ -19,8 +19,11 @@ const minTokenLen = 16
 
 // CheckListen refuses a configuration that would expose the server
 // without a token: an address that is not loopback needs one, and a
-// token, when set, must be at least minTokenLen bytes.
+// token, when set, must be at least minTokenLen bytes. The blanks around
+// a token are not part of it (a secret read from a file ends with a
+// newline): see newToken.
 func CheckListen(addr, token string) error {
+	token = strings.TrimSpace(token)
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--listen %q: want host:port (e.g. 127.0.0.1:8787): %v", addr, err)
@@ -49,22 +52,23 @@ func loopback(host string) bool {
 type token struct{ sum [sha256.Size]byte }
 
 func newToken(t string) *token {
-	if t == "" {
+	if t = strings.TrimSpace(t); t == "" {
 		return nil
 	}
 	return &token{sum: sha256.Sum256([]byte(t))}
 }
 
-// allows reports whether r carries the token. Both sides are hashed
-// first so that the comparison takes the same time whatever the length
-// of what was sent.
+// allows reports whether r carries the token: Authorization: Bearer
+// TOKEN, the scheme's name in any case (HTTP's schemes are
+// case-insensitive). Both sides are hashed first so that the comparison
+// takes the same time whatever the length of what was sent.
 func (t *token) allows(r *http.Request) bool {
 	if t == nil {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 && ok
+	return subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 && ok && strings.EqualFold(scheme, "Bearer")
 }
 
 // guard answers 401 to a request without the token.

@@ -151,7 +151,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Log.Handler(), slog.LevelWarn),
 	}
-	s.cfg.Log.Info("serving", "addr", ln.Addr().String(), "jobs", s.jobs.root, "token", s.cfg.Token != "")
+	s.cfg.Log.Info("serving", "addr", ln.Addr().String(), "jobs", s.jobs.root, "token", s.token != nil)
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(ln.Addr().String())
 	}

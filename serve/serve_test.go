@@ -382,3 +382,42 @@ func TestReplyStatusOfFeedRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A token read from a file (a Kubernetes or Docker secret) usually ends
+// with a newline: the server's token is taken without the blanks around
+// it, as a client's is, and the scheme's name is matched whatever its case
+// (HTTP's auth schemes are case-insensitive). A token of blanks only is no
+// token: loopback only.
+func TestTokenFromAFileAndSchemeCase(t *testing.T) {
+	_, url, _ := newTestServer(t, testToken+"\n", &recorder{})
+	for _, h := range []string{"Bearer " + testToken, "bearer " + testToken, "BEARER  " + testToken + " "} {
+		req, _ := http.NewRequest("GET", url+"/jobs/a/status", nil)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("Authorization %q against a token ending in a newline: %d, want 200", h, resp.StatusCode)
+		}
+	}
+	for _, h := range []string{"Basic " + testToken, "Bearer" + testToken, testToken} {
+		req, _ := http.NewRequest("GET", url+"/jobs/a/status", nil)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", h, resp.StatusCode)
+		}
+	}
+	if err := CheckListen("0.0.0.0:8787", " \n\t"); err == nil {
+		t.Errorf("a token of blanks only was taken for a token on a non-loopback address")
+	}
+	if err := CheckListen("127.0.0.1:8787", "short\n\n\n\n\n\n\n\n\n\n\n\n"); err == nil {
+		t.Errorf("a short token padded with newlines was taken")
+	}
+}
