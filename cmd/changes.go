@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/feed"
 	"github.com/idemsync/idemsync/sink"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -87,10 +88,19 @@ func (o *changesOptions) checkNext() error {
 	return nil
 }
 
-// check refuses a command line without a consumer (when it needs one).
+// check refuses a command line without a consumer (when it needs one),
+// or with a consumer's name PostgreSQL's text cannot hold or index (a NUL
+// byte, bytes that are not UTF-8, more than 255 bytes): a database's
+// refusal of it read as a transient failure, retried for ever
+// (docs/changes.md).
 func (o *changesOptions) check(needConsumer bool) error {
 	if needConsumer && strings.TrimSpace(o.consumer) == "" {
 		return &usageError{err: fmt.Errorf("--consumer is required")}
+	}
+	if needConsumer {
+		if err := contract.CheckKey("--consumer", o.consumer); err != nil {
+			return &usageError{err: err}
+		}
 	}
 	return nil
 }

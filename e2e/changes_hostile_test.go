@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"testing"
@@ -102,4 +103,48 @@ func firstSeq(b *feed.Batch) any {
 		return "nothing"
 	}
 	return b.Events[0].Seq
+}
+
+// A consumer's name that PostgreSQL's text cannot hold (a NUL byte, bytes
+// that are not UTF-8) or too long to index is refused as the bad input it
+// is, exit 2 (400 over HTTP), naming --consumer, on SQLite as on
+// PostgreSQL; it was a transient error on PostgreSQL (exit 3, 503: retry,
+// forever) and taken as is on SQLite, whose status then printed the bytes
+// that are not UTF-8 as U+FFFD, one name for two consumers
+// (docs/changes.md, "Batches, leases, acknowledgements").
+func TestChangesConsumerNames(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 3})
+	var long strings.Builder // 10,240 bytes that compress badly
+	for i := range 160 {
+		fmt.Fprintf(&long, "%x", sha256.Sum256([]byte{byte(i)}))
+	}
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			job := changesJob(t, name, dir, url)
+			runCode(t, dir, nil, 0, "run", job)
+			for _, c := range []string{"mail\xff", long.String()} {
+				for _, args := range [][]string{
+					{"changes", job, "--consumer", c},
+					{"changes", "ack", job, "--consumer", c, "--batch", "x"},
+					{"changes", "reset", job, "--consumer", c, "--to", "latest"},
+				} {
+					if r := idemsync(t, dir, nil, args...); r.code != 2 || !strings.Contains(r.stderr, "--consumer") {
+						t.Errorf("%s %s --consumer %.12q…: exit %d, want 2 naming --consumer\n%s", args[0], args[1], c, r.code, r.stderr)
+					}
+				}
+			}
+			s := startServe(t, dir, dir, nil)
+			for _, body := range []string{`{"consumer":"mail\u0000x"}`, `{"consumer":"` + long.String() + `"}`} {
+				if code, out := s.do(t, "POST", "/jobs/job/changes", body); code != 400 || !strings.Contains(out, "consumer") {
+					t.Errorf("POST /changes %.30s…: %d %s, want 400 naming the consumer", body, code, out)
+				}
+			}
+			var st feed.Report
+			changesOut(t, dir, 0, &st, "changes", "status", job)
+			if len(st.Consumers) != 0 {
+				t.Errorf("after the refused names: consumers %+v, want none", st.Consumers)
+			}
+		})
+	}
 }
