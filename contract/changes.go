@@ -56,6 +56,14 @@ type FeedDB struct {
 	// clocks disagree agree on them (PostgreSQL). "" measures them by the
 	// reading process's clock (SQLite: a feed in one host's file).
 	Clock string
+	// Last selects the highest number the job's feed has handed out
+	// (placeholder: the job; SQLite: of the file's feeds, which share
+	// one numbering), 0 when none: a consumer past it finds the feed's
+	// numbers started again, its tables emptied or recreated by hand.
+	Last string
+	// Dense is whether a job's numbers have no holes (PostgreSQL: one
+	// counter per job), so an event missing between two is a gap.
+	Dense bool
 }
 
 // ChangeFeeder is the part of a Sink that keeps a change feed

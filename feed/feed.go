@@ -215,18 +215,33 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 	if in, err := gap(); in || err != nil {
 		return nil, err
 	}
+	if err := restarted(ctx, tx, fd, job, o.Consumer, c.acked); err != nil {
+		return nil, err
+	}
 	b := &Batch{Job: job, Consumer: o.Consumer, After: c.acked, Through: c.acked, Events: []Event{}}
 	keep := filter(o)
 	// Events are numbered in commit order, so an event not yet visible
 	// gets a number above every visible one: reading on from the last
 	// number read never passes one over (docs/changes.md, "Ordering").
 	chunk := max(o.Limit, 500)
+	var hole error
+read:
 	for len(b.Events) < o.Limit {
 		evs, err := readEvents(ctx, tx, fd, job, b.Through, chunk)
 		if err != nil {
 			return nil, wrap("read the change feed", err)
 		}
 		for _, e := range evs {
+			if fd.Dense && e.Seq != b.Through+1 {
+				// Numbers have no holes: unless a prune that committed
+				// meanwhile took them (the check below), these were
+				// deleted by hand.
+				hole = &contract.Error{Class: contract.Permanent,
+					Msg:  fmt.Sprintf("consumer %s of %s: events %d to %d are missing from the feed (deleted, not pruned)", o.Consumer, job, b.Through+1, e.Seq-1),
+					Hint: fmt.Sprintf("to accept the loss and go on after them: idemsync changes reset JOB --consumer %s --to %d", o.Consumer, e.Seq-1),
+					Err:  ErrGap}
+				break read
+			}
 			if keep(e) {
 				b.Events = append(b.Events, e)
 			}
@@ -247,6 +262,9 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 	// means none of them reached past it.
 	if in, err := gap(); in || err != nil {
 		return nil, err
+	}
+	if hole != nil {
+		return nil, hole
 	}
 	if len(b.Events) == 0 {
 		if b.Through > c.acked { // only passed-over events: nothing to deliver
@@ -269,6 +287,27 @@ func Next(ctx context.Context, fd contract.FeedDB, job string, o Options) (*Batc
 		return nil, wrap("read the change feed", err)
 	}
 	return b, nil
+}
+
+// restarted refuses a consumer past the feed's last number: the feed's
+// tables were emptied or recreated and its numbers started again, so
+// reading on from the consumer's position would pass over the events
+// numbered up to it in silence.
+func restarted(ctx context.Context, tx *sql.Tx, fd contract.FeedDB, job, name string, acked int64) error {
+	if fd.Last == "" || acked == 0 {
+		return nil
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, q(fd, fd.Last), job).Scan(&last); err != nil {
+		return wrap("read the change feed", err)
+	}
+	if acked <= last {
+		return nil
+	}
+	return &contract.Error{Class: contract.Permanent,
+		Msg:  fmt.Sprintf("consumer %s of %s is at event %d, but the feed's numbers end at %d: its tables were emptied or recreated, and the events numbered up to %d would be passed over", name, job, acked, last, acked),
+		Hint: fmt.Sprintf("to read the feed from its oldest event kept: idemsync changes reset JOB --consumer %s --to oldest", name),
+		Err:  ErrGap}
 }
 
 // clock is the time leases are measured by, in Unix milliseconds: the

@@ -259,7 +259,9 @@ func (p *Sink) FeedDB(ctx context.Context, t *contract.Table) (contract.FeedDB, 
 		Events:         `idemsync_events(?, ?, ?)`,
 		RecordedBefore: `SELECT max(hi) FROM idemsync_change_packs WHERE job = ? AND at < ?`,
 		Delete:         `DELETE FROM idemsync_change_packs WHERE job = ? AND hi <= ?`,
-		Clock:          `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`}, nil
+		Clock:          `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`,
+		Last:           `SELECT COALESCE(max(last), 0) FROM idemsync_change_jobs WHERE job = ?`,
+		Dense:          true}, nil
 }
 
 // closeFeed closes the handles FeedDB opened.

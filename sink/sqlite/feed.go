@@ -44,7 +44,8 @@ func (s *Sink) FeedDB(ctx context.Context, _ *contract.Table) (contract.FeedDB, 
 	return contract.FeedDB{DB: s.db, Param: func(int) string { return "?" },
 		Events:         `(SELECT seq, resource, key, op, hash, version, run, row, at FROM idemsync_changes WHERE job = ? AND seq > ? ORDER BY seq LIMIT ?)`,
 		RecordedBefore: `SELECT max(seq) FROM idemsync_changes WHERE job = ? AND at < ?`,
-		Delete:         `DELETE FROM idemsync_changes WHERE job = ? AND seq <= ?`}, nil
+		Delete:         `DELETE FROM idemsync_changes WHERE job = ? AND seq <= ?`,
+		Last:           `SELECT COALESCE(max(seq), 0) FROM sqlite_sequence WHERE name = 'idemsync_changes' AND ? IS NOT NULL`}, nil
 }
 
 // prepareFeed, in Prepare's transaction, installs t's feed triggers when
