@@ -71,7 +71,7 @@ func writeChildren(w func(format string, args ...any), children []initChild) {
 		w("      path: %s\n", yamlString(c.path))
 		w("      table: %s\n", c.table)
 		if c.key != nil {
-			w("      key: [%s]  # unique among the first page's elements\n", c.key.name)
+			w("      key: [%s]  # unique among the first page's elements\n", yamlString(c.key.name))
 		} else {
 			w("      # No id-like field is unique among the elements: rows are keyed by position.\n")
 		}

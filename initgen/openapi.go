@@ -30,7 +30,8 @@ type listOp struct {
 	security      []any
 	name, style   string
 	parent        *listOp
-	parentParam   map[string]string // path parameter → parent column
+	parentParam   map[string]string // path parameter → parent property
+	columns       map[string]string // property → the column written for it
 }
 
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)

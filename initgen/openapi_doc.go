@@ -70,6 +70,9 @@ func parseOpenAPI(data []byte, src string) (*apiDoc, error) {
 	return &apiDoc{root: root, from: src}, nil
 }
 
+// maxDescription is the largest description init reads from a URL.
+var maxDescription int64 = 64 << 20
+
 func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
@@ -88,7 +91,13 @@ func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: HTTP %d", RedactQuery(u), resp.StatusCode)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxDescription+1))
+	if err == nil && int64(len(data)) > maxDescription {
+		// Cut short, YAML still parses (type: stri): the file would be
+		// written from a part of the description.
+		return nil, fmt.Errorf("GET %s: the description is larger than %d bytes", RedactQuery(u), maxDescription)
+	}
+	return data, err
 }
 
 // obj is a node as a mapping (nil when it is not one), its $ref resolved.

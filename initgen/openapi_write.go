@@ -54,7 +54,7 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	w("# (%s): one resource per list operation.\n", oneLine(d.from))
 	w("# Every parameter name below is declared by the description; validate and\n")
 	w("# run refuse the file while a decide: list has an entry. Reference: docs/job-file.md.\n")
-	w("name: %s\n", name)
+	w("name: %s\n", yamlString(name))
 	w("defaults:\n  source:\n")
 	base, baseQ := d.baseURL()
 	note := ""
@@ -75,7 +75,7 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	if len(decisions) > 0 {
 		w("decide:\n")
 		for _, q := range decisions {
-			w("  - %s\n", strconv.Quote(q))
+			w("  - %s\n", quoteDecision(q))
 		}
 	}
 	w("resources:\n")
@@ -185,8 +185,8 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	var decide []string
 	path := op.path
 	for _, p := range op.pathParams() {
-		if col, ok := op.parentParam[p]; ok {
-			path = strings.ReplaceAll(path, "{"+p+"}", "{parent."+col+"}")
+		if prop, ok := op.parentParam[p]; ok {
+			path = strings.ReplaceAll(path, "{"+p+"}", "{parent."+op.parent.columnOf(prop)+"}")
 		} else {
 			decide = append(decide, fmt.Sprintf("source.path: which parent resource's column fills {%s} (no list operation of the description lists what %s names)?", p, p))
 		}
@@ -198,18 +198,18 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	if props["id"] == nil {
 		decide = append(decide, keyQ)
 	}
-	w("  - name: %s\n", op.name)
+	w("  - name: %s\n", yamlString(op.name))
 	if op.summary != "" {
 		w("    # GET %s: %s\n", commentText(op.path), oneLine(op.summary))
 	}
 	if len(decide) > 0 {
 		w("    decide:\n")
 		for _, q := range decide {
-			w("      - %s\n", strconv.Quote(q))
+			w("      - %s\n", quoteDecision(q))
 		}
 	}
 	if op.parent != nil {
-		w("    parent: %s\n", op.parent.name)
+		w("    parent: %s\n", yamlString(op.parent.name))
 	}
 	w("    source:\n      path: %s\n", yamlString(path))
 	if op.records != "" {
@@ -237,15 +237,17 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 	var cols []col
 	parentCol := ""
 	if op.parent != nil {
-		for p, c := range op.parentParam {
+		for p, prop := range op.parentParam {
 			parentCol = columnName(strings.TrimSuffix(strings.TrimSuffix(p, "_id"), "Id")+"_id", used)
-			cols = append(cols, col{parentCol, c, ""})
+			cols = append(cols, col{parentCol, op.parent.columnOf(prop), ""})
 		}
 	}
+	op.columns = map[string]string{}
 	for _, k := range keys {
-		cols = append(cols, col{columnName(k, used), escapePath(k), d.columnType(props[k])})
+		op.columns[k] = columnName(k, used)
+		cols = append(cols, col{op.columns[k], escapePath(k), d.columnType(props[k])})
 	}
-	w("    target:\n      table: %s\n", op.name)
+	w("    target:\n      table: %s\n", yamlString(op.name))
 	switch {
 	case props["id"] != nil && parentCol != "":
 		w("      key: [%s, id]\n", parentCol)
@@ -263,6 +265,16 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		w("        %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	return decide
+}
+
+// columnOf is the column op's file has for property prop ({parent.COL}
+// and {parent: COL} name the parent's column, which is prop in snake_case:
+// projectKey is project_key). A parent is written before its children.
+func (op *listOp) columnOf(prop string) string {
+	if c, ok := op.columns[prop]; ok {
+		return c
+	}
+	return prop
 }
 
 // escapePercent writes a '%' of a path that starts no escape ("/%",

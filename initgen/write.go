@@ -2,6 +2,7 @@ package initgen
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -48,13 +49,13 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("# Job file written by `idemsync init` from one page of\n#   %s\n", RedactQuery(p.url))
 	w("# Read the lines marked \"check\", then: idemsync validate FILE && idemsync run FILE\n")
 	w("# Reference: docs/job-file.md; pagination styles: docs/pagination.md.\n")
-	w("name: %s\n", name)
+	w("name: %s\n", yamlString(name))
 	if len(decide) > 0 {
 		w("# init could not decide what follows: validate and run refuse this file\n")
 		w("# until each entry is settled in the file below and deleted from this list.\n")
 		w("decide:\n")
 		for _, d := range decide {
-			w("  - %s\n", strconv.Quote(d))
+			w("  - %s\n", quoteDecision(d))
 		}
 	}
 	w("source:\n")
@@ -82,12 +83,12 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("target:\n")
 	w("  # SQLite beside this file; for PostgreSQL: postgres://USER:${PGPASSWORD}@HOST:5432/DB\n")
 	w("  url: sqlite:%s.db\n", name)
-	w("  table: %s\n", table)
+	w("  table: %s\n", yamlString(table))
 	if guessed {
-		w("  # key: [%s]  # decide: no id-like field is unique on the first page; %s is, there\n", key.name, key.name)
+		w("  # key: [%s]  # decide: no id-like field is unique on the first page; %s is, there\n", yamlString(key.name), key.name)
 	} else {
 		w("  # %s identifies a record (unique on the first page).\n", key.name)
-		w("  key: [%s]\n", key.name)
+		w("  key: [%s]\n", yamlString(key.name))
 	}
 	w("  # One column per field of the records, typed from the first page's values\n")
 	w("  # (check the types; mixed scalars are text, json holds objects and arrays).\n")
@@ -106,16 +107,22 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 }
 
 // sourceURL is the page's URL without the query parameters the
-// pagination sets itself.
+// pagination sets itself, the others as given: decoded and encoded again,
+// a parameter with a ';' would be dropped and "expand" become "expand=".
 func sourceURL(p *Page, owned []string) string {
 	u := *p.url
-	q := u.Query()
-	for k := range q {
-		if slices.Contains(owned, k) {
-			q.Del(k)
-		}
+	if u.RawQuery == "" {
+		return u.String()
 	}
-	u.RawQuery = q.Encode()
+	var kept []string
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		k, _, _ := strings.Cut(part, "=")
+		if name, err := url.QueryUnescape(k); err == nil && slices.Contains(owned, name) {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	u.RawQuery = strings.Join(kept, "&")
 	return u.String()
 }
 
@@ -134,6 +141,14 @@ func yamlString(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// quoteDecision writes an entry of a decide: list: the loader expands
+// ${VAR}s in every value, and a question quotes what the page or the
+// description shows (a next cursor "${AWS_SECRET_ACCESS_KEY}"), which
+// validate would print expanded.
+func quoteDecision(s string) string {
+	return strconv.Quote(strings.ReplaceAll(s, "$", "$$"))
 }
 
 // yamlValue writes a pagination value: numbers bare, the rest as yamlString.
