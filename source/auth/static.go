@@ -2,6 +2,8 @@ package auth
 
 import (
 	"net/http"
+
+	"github.com/idemsync/idemsync/internal/urlquery"
 )
 
 // headerAuth sets one header on every request (bearer, api_key in a header).
@@ -32,9 +34,9 @@ func queryAuth(name, value string) func(http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			r := req.Clone(req.Context())
 			u := *r.URL
-			q := u.Query()
-			q.Set(name, value)
-			u.RawQuery = q.Encode()
+			q := urlquery.Parse(u.RawQuery) // the query as written (docs/pagination.md)
+			q.Set(name, []string{value})
+			u.RawQuery = q.String()
 			r.URL = &u
 			return base.RoundTrip(r)
 		})

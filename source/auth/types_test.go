@@ -140,3 +140,21 @@ func cmp[T any](p, def *T) *T {
 	}
 	return p
 }
+
+// The query API key is set on the request's query as written: the
+// request's other pairs keep their bytes and order (docs/pagination.md,
+// "The request's query"), a ?filter=a;b among them.
+func TestQueryAuthKeepsTheQueryAsWritten(t *testing.T) {
+	var got string
+	rt := queryAuth("api_key", "k&1")(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = r.URL.RawQuery
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	}))
+	req, _ := http.NewRequest("GET", "https://api.example.com/x?filter=a;b&expand&api_key=old&z=1", nil)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if want := "filter=a;b&expand&api_key=k%261&z=1"; got != want {
+		t.Errorf("query sent %q, want %q", got, want)
+	}
+}

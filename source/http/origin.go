@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/urlquery"
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
@@ -153,23 +154,25 @@ func (f *Fetcher) BuildURL(base string, params url.Values, isNext bool) (string,
 			f.restoreURLQuerySecrets(u, src)
 		}
 	}
-	q := u.Query()
+	// The query as written: its pairs keep their bytes and order, and the
+	// job's own parameters are set after them (urlquery).
+	q := urlquery.Parse(u.RawQuery)
 	foreign := isNext && !f.sameOrigin(u.String())
 	for _, k := range slices.Sorted(maps.Keys(f.cfg.Source.Query)) {
 		if foreign {
 			break // source.query may hold API keys: never to another origin
 		}
 		if !isNext || !q.Has(k) {
-			q[k] = slices.Clone(f.cfg.Source.Query[k])
+			q.Set(k, f.cfg.Source.Query[k])
 		}
 	}
-	for k, vs := range params {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if isNext && q.Has(k) && k != f.cfg.PositionParam {
 			continue
 		}
-		q[k] = vs
+		q.Set(k, params[k])
 	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = q.String()
 	return u.String(), nil
 }
 
@@ -191,10 +194,10 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 	if f.stripPathSecrets(u) {
 		changed = true
 	}
-	q := u.Query()
+	q := urlquery.Parse(u.RawQuery)
 	strip := false
 	for k, v := range f.cfg.Source.Query {
-		if slices.Equal(q[k], v) {
+		if slices.Equal(q.Values(k), v) {
 			q.Del(k)
 			strip = true
 		}
@@ -202,8 +205,9 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 	// The parameters of source.url's own query that hold a secret, which
 	// BuildURL puts back on the source's origin.
 	if src, err := url.Parse(f.cfg.Source.URL); err == nil && origin(u) == origin(src) {
-		for k, v := range src.Query() {
-			if slices.Equal(q[k], v) && f.holdsSecret(v) {
+		sq := urlquery.Parse(src.RawQuery)
+		for _, k := range sq.Keys() {
+			if v := sq.Values(k); slices.Equal(q.Values(k), v) && f.holdsSecret(v) {
 				q.Del(k)
 				strip = true
 			}
@@ -220,7 +224,7 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 		strip = true
 	}
 	if strip {
-		u.RawQuery, changed = q.Encode(), true
+		u.RawQuery, changed = q.String(), true
 	}
 	if !changed {
 		return raw
@@ -232,14 +236,15 @@ func (f *Fetcher) CheckpointURL(raw string) string {
 // parameters of source.url's own query (src) that hold a secret and that
 // u lacks: CheckpointURL stored it without them.
 func (f *Fetcher) restoreURLQuerySecrets(u, src *url.URL) {
-	q, added := u.Query(), false
-	for k, v := range src.Query() {
-		if !q.Has(k) && f.holdsSecret(v) {
-			q[k], added = v, true
+	q, sq, added := urlquery.Parse(u.RawQuery), urlquery.Parse(src.RawQuery), false
+	for _, k := range sq.Keys() {
+		if v := sq.Values(k); !q.Has(k) && f.holdsSecret(v) {
+			q.Set(k, v)
+			added = true
 		}
 	}
 	if added {
-		u.RawQuery = q.Encode()
+		u.RawQuery = q.String()
 	}
 }
 
@@ -248,15 +253,10 @@ func (f *Fetcher) holdsSecret(vs []string) bool {
 	return slices.ContainsFunc(vs, func(v string) bool { return f.redact(v) != v })
 }
 
-// dropSecretParams removes from q every parameter one of whose values
-// holds a secret of the job, and reports whether it removed any.
-func (f *Fetcher) dropSecretParams(q url.Values) bool {
-	dropped := false
-	for k, vs := range q {
-		if f.holdsSecret(vs) {
-			q.Del(k)
-			dropped = true
-		}
-	}
-	return dropped
+// dropSecretParams removes from q every pair that holds a secret of the
+// job, as written or decoded, and reports whether it removed any.
+func (f *Fetcher) dropSecretParams(q *urlquery.Query) bool {
+	return q.DelFunc(func(p string) bool {
+		return f.redact(p) != p || f.holdsSecret([]string{urlquery.Key(p), urlquery.Value(p)})
+	})
 }

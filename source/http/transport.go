@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/idemsync/idemsync/internal/urlquery"
 )
 
 // timedRoundTrip sends req through base with the per-attempt timeout
@@ -64,11 +66,11 @@ func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return t.f.plain.RoundTrip(req)
 	}
-	q := req.URL.Query()
+	q := urlquery.Parse(req.URL.RawQuery)
 	if t.f.dropSecretParams(q) || req.Header.Get("Referer") != "" {
 		r := req.Clone(req.Context())
 		u := *r.URL
-		u.RawQuery = q.Encode()
+		u.RawQuery = q.String()
 		r.URL = &u
 		r.Header.Del("Referer")
 		req = r

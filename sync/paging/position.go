@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/idemsync/idemsync/internal/urlquery"
 )
 
 // At is one style's position of a page: what the style needs to ask for
@@ -179,7 +181,7 @@ func sameURL(a, b string) bool {
 	if err != nil || b == "" {
 		return false
 	}
-	ua.RawQuery, ub.RawQuery = ua.Query().Encode(), ub.Query().Encode()
+	ua.RawQuery, ub.RawQuery = urlquery.Parse(ua.RawQuery).Canonical(), urlquery.Parse(ub.RawQuery).Canonical()
 	return ua.String() == ub.String()
 }
 
