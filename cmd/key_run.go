@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/jsontext"
 	"github.com/idemsync/idemsync/ledger"
 )
 
@@ -227,7 +228,7 @@ func claimBatch(ctx context.Context, l contract.Ledger, o *keyOptions) error {
 // parseBatchLine reads one line of claim --batch over the defaults c.
 func parseBatchLine(text string, c ledger.Claim) (contract.ClaimRequest, error) {
 	// Before decoding, which would read two different keys as one.
-	if err := ledger.CheckText([]byte(text)); err != nil {
+	if err := jsontext.Check([]byte(text)); err != nil {
 		return contract.ClaimRequest{}, fmt.Errorf("line: %v", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(text))

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -68,7 +69,14 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return &usageError{err: err}
 	}
-	return s.Serve(ctx)
+	if err := s.Serve(ctx); err != nil {
+		var ce *serve.ConfigError
+		if errors.As(err, &ce) {
+			return &usageError{err: err}
+		}
+		return err
+	}
+	return nil
 }
 
 // serveBackend answers serve's requests with the commands' own functions,

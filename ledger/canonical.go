@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/idemsync/idemsync/internal/jsontext"
 )
 
 // Canonical returns the canonical form of the JSON text data (RFC 8785,
@@ -28,7 +30,7 @@ import (
 // documents that mean the same have the same canonical form
 // (docs/ledger.md, "Fingerprints").
 func Canonical(data []byte) ([]byte, error) {
-	if err := CheckText(data); err != nil {
+	if err := jsontext.Check(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

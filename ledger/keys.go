@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/idemsync/idemsync/internal/jsontext"
 )
 
 // DownstreamKey is the idempotency key to send to the API that does the
@@ -33,7 +35,7 @@ func Derive(from []byte, fields []string) (key, canonical string, err error) {
 		}
 		return sum(c), string(c), nil
 	}
-	if err := CheckText(from); err != nil { // before decoding reads it as U+FFFD
+	if err := jsontext.Check(from); err != nil { // before decoding reads it as U+FFFD
 		return "", "", fmt.Errorf("--from: %v", err)
 	}
 	var obj map[string]any

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/jsontext"
 )
 
 // Defaults of a claim and of gc (docs/ledger.md).
@@ -226,7 +227,7 @@ func Resolve(ctx context.Context, l contract.Ledger, ns, key string, r contract.
 			return Result{}, invalid("--result and --error take JSON")
 		}
 		if !utf8.ValidString(*v) {
-			return Result{}, invalid("--result and --error take UTF-8: not valid at byte %d", invalidAt([]byte(*v)))
+			return Result{}, invalid("--result and --error take UTF-8: not valid at byte %d", jsontext.InvalidAt([]byte(*v)))
 		}
 	}
 	e, ok, err := l.Resolve(ctx, ns, key, r)
@@ -251,7 +252,7 @@ func checkJSON(what string, b []byte) error {
 		return invalid("%s is not JSON", what)
 	}
 	if !utf8.Valid(b) {
-		return invalid("%s is not valid UTF-8 at byte %d", what, invalidAt(b))
+		return invalid("%s is not valid UTF-8 at byte %d", what, jsontext.InvalidAt(b))
 	}
 	return nil
 }

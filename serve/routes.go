@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/idemsync/idemsync/internal/jsontext"
 )
 
 // route is one endpoint: the table the mux is built from and that the
@@ -207,7 +209,7 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	// Before decoding, which reads such strings as U+FFFD: two keys or
 	// consumers as one.
-	if err := checkText(b); err != nil {
+	if err := jsontext.Check(b); err != nil {
 		return fmt.Errorf("request body: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

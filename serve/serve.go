@@ -14,8 +14,6 @@ import (
 	"net/http"
 	gosync "sync"
 	"time"
-
-	"github.com/idemsync/idemsync/contract"
 )
 
 // Reply is what the CLI printed and how it exited: one JSON object (what
@@ -140,7 +138,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	// search domain can map to an address other machines reach.
 	if a, ok := ln.Addr().(*net.TCPAddr); s.token == nil && (!ok || !a.IP.IsLoopback()) {
 		ln.Close()
-		return contract.Errorf(contract.Invalid, "--listen %s resolved to %s, not a loopback address: set $%s to a bearer token, or listen on 127.0.0.1", s.cfg.Listen, ln.Addr(), TokenEnv)
+		return &ConfigError{Msg: fmt.Sprintf("--listen %s resolved to %s, not a loopback address: set $%s to a bearer token, or listen on 127.0.0.1", s.cfg.Listen, ln.Addr(), TokenEnv)}
 	}
 	srv := &http.Server{
 		Handler:           s.mux,
@@ -194,3 +192,10 @@ func (s *Server) begin() bool {
 	s.wg.Add(1)
 	return true
 }
+
+// ConfigError is a configuration Serve refuses once it has listened (a
+// --listen whose bound address is not loopback, without a token): the
+// command's usage error, exit 2.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }

@@ -1,4 +1,8 @@
-package serve
+// Package jsontext checks that JSON text reads back as it was written,
+// for the ledger and the HTTP face alike (docs/ledger.md, "Choosing a
+// key"; docs/serve.md, "Requests"). It imports nothing of the project's
+// own: serve, which imports nothing else of it, uses it too.
+package jsontext
 
 import (
 	"fmt"
@@ -6,17 +10,16 @@ import (
 	"unicode/utf8"
 )
 
-// checkText refuses JSON text whose strings would not read back as they
+// Check refuses JSON text whose strings would not read back as they
 // were written: bytes that are not UTF-8, and \u escapes of a lone UTF-16
 // surrogate. encoding/json reads both as U+FFFD, so two different keys
 // ("M\xfcller" and "M\xe4ller" in Latin-1, "x\ud800" and "x\udbff") would
-// be one key, and two parameter sets one fingerprint (docs/serve.md,
-// "Requests"). It checks the strings only; the decoder checks the rest of
-// the syntax. ledger.CheckText is its twin: this package imports nothing
-// of the project's own (docs/architecture.md).
-func checkText(b []byte) error {
+// be one key, and two parameter sets one fingerprint (docs/ledger.md,
+// "Choosing a key"). It checks the strings only; the decoder checks the
+// rest of the syntax.
+func Check(b []byte) error {
 	if !utf8.Valid(b) {
-		return fmt.Errorf("not valid UTF-8 at byte %d", invalidAt(b))
+		return fmt.Errorf("not valid UTF-8 at byte %d", InvalidAt(b))
 	}
 	in := false
 	for i := 0; i < len(b); i++ {
@@ -54,8 +57,8 @@ func hex4(b []byte) rune {
 	return rune(v)
 }
 
-// invalidAt is the offset of the first byte of b that is not UTF-8.
-func invalidAt(b []byte) int {
+// InvalidAt is the offset of the first byte of b that is not UTF-8.
+func InvalidAt(b []byte) int {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && n == 1 {
