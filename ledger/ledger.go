@@ -223,11 +223,8 @@ func Resolve(ctx context.Context, l contract.Ledger, ns, key string, r contract.
 		if *v == "" {
 			*v = "null"
 		}
-		if !json.Valid([]byte(*v)) {
-			return Result{}, invalid("--result and --error take JSON")
-		}
-		if !utf8.ValidString(*v) {
-			return Result{}, invalid("--result and --error take UTF-8: not valid at byte %d", jsontext.InvalidAt([]byte(*v)))
+		if err := checkJSON("--result and --error", []byte(*v)); err != nil {
+			return Result{}, err
 		}
 	}
 	e, ok, err := l.Resolve(ctx, ns, key, r)
