@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/urlquery"
 	"github.com/idemsync/idemsync/jobfile/spec"
 	"github.com/idemsync/idemsync/sink/targets"
 
@@ -22,9 +23,10 @@ func urlPasswords(raw string) []string {
 	if pw, ok := u.User.Password(); ok {
 		out = append(out, pw)
 	}
-	for k, vs := range u.Query() {
-		if k := strings.ToLower(k); k == "password" || k == "sslpassword" {
-			out = append(out, vs...)
+	q := urlquery.Parse(u.RawQuery) // a value holding ';' included (net/url drops it)
+	for _, k := range q.Keys() {
+		if l := strings.ToLower(k); l == "password" || l == "sslpassword" {
+			out = append(out, q.Values(k)...)
 		}
 	}
 	return out

@@ -126,6 +126,7 @@ func TestURLQueryPasswordsAreSecrets(t *testing.T) {
 		{"target password", "postgres://app@db.example.com/warehouse?password=pw-Ty7Ui9", "", "pw-Ty7Ui9"},
 		{"target escaped sslpassword", "postgres://app@db.example.com/warehouse?sslpassword=kp%20Zx1%26Cv", "", "kp Zx1&Cv"},
 		{"state sslpassword", "sqlite:out.db", "postgres://app@db.example.com/state?sslpassword=st-Gh4Jk6", "st-Gh4Jk6"},
+		{"target sslpassword holding ;", "postgres://app@db.example.com/warehouse?sslpassword=kp-Bn8;Mk2", "", "kp-Bn8;Mk2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yml := fmt.Sprintf("name: j\nsource: {url: https://api.example.com/v1/items}\ntarget: {url: %q, table: items, key: [id]}\n", tc.target)
