@@ -16,7 +16,8 @@ import (
 	idsync "github.com/idemsync/idemsync/sync"
 )
 
-// A job registers itself as a writer of its table in the target database
+// A job registers itself as a writer of its table (and as the only writer
+// of its child tables) in the target database
 // when it opens the target to write (run, resume, replay), and validate
 // --connect refuses as the run would (docs/deletions.md, "One writer per
 // swept table"). idemsync claim hands a table over.
@@ -36,17 +37,35 @@ func openWriting(ctx context.Context, g *globalOpts, job *idsync.Job, log *slog.
 		return nil, err
 	}
 	c.Writer = writerOf(g, job)
-	if err := claimTable(ctx, s, job, c); err != nil {
+	if err := claimTable(ctx, s, job, &job.Table, c); err != nil {
+		s.Close()
+		return nil, err
+	}
+	// Its child tables, at every depth, have it as their only writer.
+	c.Writer.Deletes = contract.ChildRows
+	var claimChildren func(t *contract.Table) error
+	claimChildren = func(t *contract.Table) error {
+		for i := range t.Children {
+			if err := claimTable(ctx, s, job, &t.Children[i].Table, c); err != nil {
+				return err
+			}
+			if err := claimChildren(&t.Children[i].Table); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := claimChildren(&job.Table); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// claimTable registers c on s for job's table; a refusal's hint names the
-// exact claim command of job's file.
-func claimTable(ctx context.Context, s contract.Sink, job *idsync.Job, c contract.TableClaim) error {
-	err := s.ClaimTable(ctx, &job.Table, c)
+// claimTable registers c on s for t, job's table or one of its child
+// tables; a refusal's hint names the exact claim command of job's file.
+func claimTable(ctx context.Context, s contract.Sink, job *idsync.Job, t *contract.Table, c contract.TableClaim) error {
+	err := s.ClaimTable(ctx, t, c)
 	if errors.Is(err, contract.ErrNotImplemented) {
 		if c.Writer.Sweeps() {
 			return contract.Errorf(contract.Invalid, "target.deletes: %s: this database cannot record the writers of its tables, so it cannot sweep", job.Table.String())

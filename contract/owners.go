@@ -11,7 +11,8 @@ import (
 // files cannot see each other, so every writer registers itself in the
 // target database, when its target is opened and before any page is
 // fetched; a sweeping writer meeting another writer, or any writer meeting
-// a sweeping one, is refused (exit 2).
+// a sweeping one, is refused (exit 2). A child table (target.children) is
+// registered too, with its parent job as its only writer.
 
 // ErrSharedTable marks the refusal of a writer on a table that another
 // writer's deletions make its own.
@@ -32,6 +33,16 @@ type Writer struct {
 
 // Sweeps reports whether the writer removes or marks rows it did not see.
 func (w Writer) Sweeps() bool { return SweepingDeletes(w.Deletes) }
+
+// ChildRows is the Deletes recorded for the writer of a child table
+// (target.children, docs/job-file.md "Child tables"): it replaces every
+// child row of each parent it writes and removes them with their parent,
+// so, like a sweeping writer, it must be the table's only writer.
+const ChildRows = "child rows"
+
+// Exclusive reports whether the writer must be its table's only writer:
+// it sweeps, or the table is one of its child tables.
+func (w Writer) Exclusive() bool { return w.Sweeps() || w.Deletes == ChildRows }
 
 // Same reports whether w and o are one writer.
 func (w Writer) Same(o Writer) bool { return w.Job == o.Job && w.State == o.State }
@@ -55,15 +66,15 @@ type TableClaim struct {
 
 // CheckWriters returns the refusal (exit 2) of w writing t while others
 // (every registered writer of t but w) are registered, or nil: a sweeping
-// writer must be alone, and no writer may share a table with a sweeping
-// one. Writers with deletes: keep share a table freely.
+// writer, or the writer of a child table, must be alone, and no writer may
+// share a table with one. Writers with deletes: keep share a table freely.
 func CheckWriters(t *Table, w Writer, others []Writer) error {
 	var blocker *Writer
 	for i := range others {
 		if others[i].Same(w) {
 			continue
 		}
-		if w.Sweeps() || others[i].Sweeps() {
+		if w.Exclusive() || others[i].Exclusive() {
 			blocker = &others[i]
 			break
 		}
@@ -76,10 +87,17 @@ func CheckWriters(t *Table, w Writer, others []Writer) error {
 		since = " since " + blocker.Since
 	}
 	var msg string
-	if blocker.Sweeps() {
+	switch {
+	case blocker.Deletes == ChildRows:
+		msg = fmt.Sprintf("table %s holds the child rows of %s (target.children, registered%s): it replaces the child rows of every parent it writes, so rows %s writes there would be deleted",
+			t, blocker, since, "job "+w.Job)
+	case w.Deletes == ChildRows:
+		msg = fmt.Sprintf("table %s is also written by %s (registered%s); job %s writes it as a child table (target.children), replacing the child rows of every parent it writes, and would remove that job's rows",
+			t, blocker, since, w.Job)
+	case blocker.Sweeps():
 		msg = fmt.Sprintf("table %s belongs to %s, registered%s with deletes: %s: it removes every row its own source does not list, so rows %s writes there would be deleted",
 			t, blocker, since, blocker.Deletes, "job "+w.Job)
-	} else {
+	default:
 		msg = fmt.Sprintf("table %s is also written by %s (registered%s); job %s has deletes: %s and would remove that job's rows as unseen",
 			t, blocker, since, w.Job, w.Deletes)
 	}

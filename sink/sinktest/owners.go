@@ -49,6 +49,18 @@ func ownerCases() []testCase {
 			mustClaim(t, s, tbl, contract.TableClaim{Writer: b})
 			refused(t, s, tbl, contract.TableClaim{Writer: a}, "shop.refunds")
 		}},
+		{"owners: a child table's writer is alone, with keep writers too", func(t *testing.T, b0 *DB) {
+			tbl := People(b0)
+			s1, s2 := owners(t, b0), owners(t, b0)
+			child := contract.Writer{Job: "shop.orders", State: "/srv/a/state.db", Deletes: contract.ChildRows}
+			mustClaim(t, s1, tbl, contract.TableClaim{Writer: child})
+			refused(t, s2, tbl, contract.TableClaim{Writer: keep2}, "child rows of job shop.orders")
+			refused(t, s2, tbl, contract.TableClaim{Writer: keep2, Check: true}, "child rows of job shop.orders")
+			// A keep writer first: the child table's writer is refused.
+			other := b0.Table("other", []string{"id"}, Col("id", contract.TypeText))
+			mustClaim(t, s2, other, contract.TableClaim{Writer: keep2})
+			refused(t, s1, other, contract.TableClaim{Writer: child}, "writes it as a child table")
+		}},
 		{"owners: take over releases the others", func(t *testing.T, b0 *DB) {
 			tbl := People(b0)
 			s1, s2 := owners(t, b0), owners(t, b0)
