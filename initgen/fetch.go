@@ -20,6 +20,18 @@ import (
 // fetchTimeout bounds init's one request.
 const fetchTimeout = 30 * time.Second
 
+// client is init's HTTP client: Go's default, but a redirect is sent with
+// no Referer, which would carry the URL given to init, query secrets
+// included, to whatever origin the redirect names (docs/job-file.md,
+// "Starting from idemsync init").
+var client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	req.Header.Del("Referer")
+	return nil
+}}
+
 // Fetch requests u once (no retries: a person is waiting) and parses its
 // JSON body. Errors name the URL and status: exit 3 for the statuses a
 // later try may get past (408, 429, 5xx) and network errors, exit 1
@@ -33,7 +45,7 @@ func Fetch(ctx context.Context, u *url.URL) (*Page, error) {
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "idemsync/"+idsync.Version)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, contract.Errorf(contract.Transient, "init: GET %s: %w", RedactQuery(u), errors.Unwrap(err))
 	}

@@ -80,7 +80,7 @@ func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		err = ue.Err // *url.Error quotes the URL, query values included
 	}
