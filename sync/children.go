@@ -29,15 +29,21 @@ func (m *Mapper) mapChildren(index int, rec gjson.Result, row *contract.Row) err
 			return err
 		}
 		row.Children[i] = rows
-		hashChildren(h, c.Name, rows)
+		hashChildren(h, c, rows)
 	}
 	row.Hash = strconv.FormatUint(h.Sum64(), 16)
 	return nil
 }
 
-// hashChildren adds one child table's rows of a parent to h.
-func hashChildren(h *xxhash.Digest, name string, rows []contract.Row) {
-	_, _ = h.WriteString(name)
+// hashChildren adds one child table's rows of a parent to h, after the
+// child's name and its table's: rows written to another table (a child
+// renamed in the job file) change the parent's hash, so the next run
+// writes the parent and fills the new table, whose rows' own columns and
+// hashes may be the old table's.
+func hashChildren(h *xxhash.Digest, c *contract.Child, rows []contract.Row) {
+	_, _ = h.WriteString(c.Name)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.WriteString(c.Table.Name)
 	_, _ = h.Write([]byte{0, byte(len(rows) >> 24), byte(len(rows) >> 16), byte(len(rows) >> 8), byte(len(rows))})
 	for _, r := range rows {
 		_, _ = h.WriteString(r.Hash)
@@ -142,7 +148,7 @@ func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, pare
 					return nil, err
 				}
 				r.Children[j] = sub
-				hashChildren(h, gc.Name, sub)
+				hashChildren(h, gc, sub)
 			}
 			r.Hash = strconv.FormatUint(h.Sum64(), 16)
 		}
