@@ -35,6 +35,10 @@ type FencedStore interface {
 	// target (the key names the state and the job); ok is false when
 	// the store holds no lease on job.
 	Fencing(job string) (key string, token int64, ok bool)
+	// Holds refuses (exit 4) when a lease the store holds on job was
+	// lost or is past the time it can trust it: the engine asks before
+	// every write to the target, which a SQLite target cannot fence.
+	Holds(job string) error
 	// CommitPageIn is CommitPage inside tx, a transaction of the store's
 	// own database: the checkpoint commits with the page's rows or not
 	// at all.

@@ -45,6 +45,13 @@ func (e *Engine) upsertTarget(ctx, wctx context.Context, sink contract.Sink, row
 	}
 	var counts contract.Counts
 	var err error
+	// A lease lost or past its trusted time writes nothing, to a target
+	// no token fences included (docs/operations.md, "Leases").
+	if e.Fenced != nil {
+		if err := e.Fenced.Holds(job.Name); err != nil {
+			return contract.Counts{}, fmt.Errorf("write %s to %s: %w", where, job.Table.String(), err)
+		}
+	}
 	switch {
 	case pw.joined:
 		since := time.Now()
@@ -67,6 +74,9 @@ func (e *Engine) upsertTarget(ctx, wctx context.Context, sink contract.Sink, row
 		}
 	case pw.tx != nil:
 		counts, err = pw.tx.UpsertIn(wctx, &job.Table, rows, func(ctx context.Context, tx contract.PageTx, _ contract.Counts) error {
+			if err := e.Fenced.Holds(job.Name); err != nil {
+				return err
+			}
 			return tx.Fence(ctx, pw.key, pw.token)
 		})
 	default:

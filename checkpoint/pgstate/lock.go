@@ -190,20 +190,9 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, job string) error {
 // docs/performance.md "State in PostgreSQL"). A renewal that matches no
 // row fails (guarded), which aborts the transaction.
 func (s *Store) queueFence(b *pgx.Batch, job string) error {
-	file, _, _ := strings.Cut(job, ".")
-	s.mu.Lock()
-	var ls []*lease
-	for _, name := range []string{job, file} {
-		if l := s.leases[name]; l != nil && (len(ls) == 0 || ls[0] != l) {
-			ls = append(ls, l)
-		}
-	}
-	s.mu.Unlock()
+	ls := s.jobLeases(job)
 	for _, l := range ls {
-		l.mu.Lock()
-		lost := l.lost || time.Now().After(l.trusted)
-		l.mu.Unlock()
-		if lost {
+		if l.untrusted() {
 			return leaseLost(l)
 		}
 		b.Queue(s.q(guarded(renewSQL)), l.job, l.token, s.lease.Milliseconds()).Fn = func(br pgx.BatchResults) error {
@@ -216,6 +205,42 @@ func (s *Store) queueFence(b *pgx.Batch, job string) error {
 				return fmt.Errorf("renew the lease of %s: %w", l.job, err)
 			}
 			return nil
+		}
+	}
+	return nil
+}
+
+// jobLeases are the leases this Store holds that fence job's writes: the
+// job's and its job file's ("shop" for "shop.orders").
+func (s *Store) jobLeases(job string) []*lease {
+	file, _, _ := strings.Cut(job, ".")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ls []*lease
+	for _, name := range []string{job, file} {
+		if l := s.leases[name]; l != nil && (len(ls) == 0 || ls[0] != l) {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
+// untrusted reports whether l was lost or its trusted time has passed.
+func (l *lease) untrusted() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost || time.Now().After(l.trusted)
+}
+
+// Holds refuses to write for job, exit 4, once a lease fencing it was lost
+// or its trusted time passed (docs/operations.md, "Leases"): asked before
+// each write to the target, so that a holder paused past its lease, whose
+// page arrives after another host took the job over, writes no row of it,
+// to a target no token fences (a SQLite file) included.
+func (s *Store) Holds(job string) error {
+	for _, l := range s.jobLeases(job) {
+		if l.untrusted() {
+			return leaseLost(l)
 		}
 	}
 	return nil
