@@ -167,3 +167,37 @@ func readExact(t *testing.T, pg bool, dir, target, table string) map[string]map[
 	}
 	return out
 }
+
+// A JSON number no column type stores exactly (an exponent of 5 digits,
+// more than 1000 characters) widens an inferred column to text, kept as
+// written: it failed the page as a bad record on every run
+// (docs/job-file.md, "Without columns").
+func TestTypesInferHugeNumberWidens(t *testing.T) {
+	long := "1" + strings.Repeat("0", 1000)
+	body := `[{"id":1,"n":5},{"id":2,"n":1e99999},{"id":3,"n":` + long + `}]`
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf("name: huge\nsource:\n  url: %s\npagination:\n  style: none\ntarget:\n  url: sqlite:out.db\n  table: items\n  key: [id]\n", url))
+	if got := runCode(t, dir, nil, 0, "run", job); got.Inserted != 3 {
+		t.Fatalf("inserted %d, want 3", got.Inserted)
+	}
+	rows, err := openSQLite(t, filepath.Join(dir, "out.db")).Query("SELECT id, n, typeof(n) FROM items ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	want := []string{"5", "1e99999", long}
+	for i := 0; rows.Next(); i++ {
+		var id int
+		var n, typ string
+		if err := rows.Scan(&id, &n, &typ); err != nil {
+			t.Fatal(err)
+		}
+		if n != want[i] || typ != "text" {
+			t.Errorf("id %d: n = %.20q (%s), want %.20q as text", id, n, typ, want[i])
+		}
+	}
+}
