@@ -17,6 +17,7 @@ package infer
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -34,7 +35,8 @@ const (
 
 // Of is the narrowest type of one JSON value: integer for an integral
 // number within 64 bits written without a fraction or exponent, numeric for
-// any other number (exact), boolean, text for a string, json for an object
+// any other number (exact) but text for one beyond an exact decimal's
+// bounds (exactNumber), boolean, text for a string, json for an object
 // or array, and "" for null or a missing value. Strings are text whatever
 // they hold (a timestamp or a number in a string is the source's text).
 func Of(v gjson.Result) string {
@@ -47,11 +49,29 @@ func Of(v gjson.Result) string {
 		if _, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
 			return Integer
 		}
+		if !exactNumber(v.Raw) {
+			return Text
+		}
 		return Numeric
 	case v.Type == gjson.String:
 		return Text
 	}
 	return JSON
+}
+
+// exactNumber reports whether a JSON number is within the bounds of an
+// exact decimal (paging.IsDecimal: at most 1000 characters, an exponent
+// of at most 4 digits, within what PostgreSQL's numeric stores). Beyond
+// them only text keeps it as written: typed numeric, it was a bad record
+// on every run.
+func exactNumber(raw string) bool {
+	if len(raw) > 1000 {
+		return false
+	}
+	if i := strings.IndexAny(raw, "eE"); i >= 0 {
+		return len(strings.TrimLeft(raw[i+1:], "+-")) <= 4
+	}
+	return true
 }
 
 // Join is the narrowest type holding every value of types a and b ("" is

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/infer"
+	"github.com/idemsync/idemsync/internal/jsontext"
 	"github.com/idemsync/idemsync/sync/paging"
 )
 
@@ -235,7 +236,7 @@ func Convert(v gjson.Result, t contract.ColumnType) (any, error) {
 	switch t {
 	case contract.TypeText:
 		if v.Type == gjson.String {
-			return v.Str, nil
+			return convertString(v)
 		}
 		return v.Raw, nil
 	case contract.TypeInteger:
@@ -254,6 +255,19 @@ func Convert(v gjson.Result, t contract.ColumnType) (any, error) {
 	return nil, fmt.Errorf("unknown column type %q", t)
 }
 
+// convertString is a JSON string's characters. A string holding the
+// escape of a lone UTF-16 surrogate (\ud800) has no UTF-8 form: decoded, it
+// was U+FFFD and the escape after it was lost, so two different strings
+// were one value (docs/job-file.md, "Columns").
+func convertString(v gjson.Result) (any, error) {
+	if strings.Contains(v.Raw, `\u`) {
+		if err := jsontext.Surrogates(v.Raw); err != nil {
+			return nil, fmt.Errorf("want text, got a string holding %v, which has no UTF-8 form (a json column keeps it as written)", err)
+		}
+	}
+	return v.Str, nil
+}
+
 // numberText is the text of a JSON number, or of a string holding one
 // (trimmed); any other JSON type fails with "want WANT".
 func numberText(v gjson.Result, want string) (string, error) {
@@ -265,7 +279,7 @@ func numberText(v gjson.Result, want string) (string, error) {
 	return v.Raw, nil
 }
 
-// convertInteger converts a number or numeric string with an integral
+// convertInteger converts a number or decimal string with an integral
 // value (1, "2", 3.0, 4e2) that fits in 64 bits.
 func convertInteger(v gjson.Result) (any, error) {
 	s, err := numberText(v, "an integer")
@@ -275,6 +289,9 @@ func convertInteger(v gjson.Result) (any, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
 	}
+	if !paging.IsDecimal(s) { // big.Rat also reads "0x10", "4/2", "0b11" and "1_000"
+		return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
+	}
 	r, ok := new(big.Rat).SetString(s)
 	if !ok || !r.IsInt() || !r.Num().IsInt64() {
 		return nil, fmt.Errorf("want a 64-bit integer, got %s", describe(v))
@@ -282,14 +299,14 @@ func convertInteger(v gjson.Result) (any, error) {
 	return r.Num().Int64(), nil
 }
 
-// convertReal converts a number or numeric string to a finite float64.
+// convertReal converts a number or decimal string to a finite float64.
 func convertReal(v gjson.Result) (any, error) {
 	s, err := numberText(v, "a number")
 	if err != nil {
 		return nil, err
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !paging.IsDecimal(s) { // ParseFloat also reads "0x1p4" and "1_000"
 		return nil, fmt.Errorf("want a number, got %s", describe(v))
 	}
 	return f, nil

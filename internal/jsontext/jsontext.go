@@ -21,6 +21,15 @@ func Check(b []byte) error {
 	if !utf8.Valid(b) {
 		return fmt.Errorf("not valid UTF-8 at byte %d", InvalidAt(b))
 	}
+	return Surrogates(b)
+}
+
+// Surrogates refuses JSON text holding, in a string, the \u escape of a
+// lone UTF-16 surrogate: it has no UTF-8 form, so a decoder reads it as
+// U+FFFD (gjson also drops the escape after it), and PostgreSQL's jsonb
+// refuses it. A surrogate pair is one character. Bytes that are not UTF-8
+// are not its concern (docs/job-file.md, "Columns").
+func Surrogates[T string | []byte](b T) error {
 	in := false
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
@@ -36,7 +45,7 @@ func Check(b []byte) error {
 			case r < 0xDC00 && i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' && uint32(hex4(b[i+8:])-0xDC00) < 0x400:
 				i += 11 // a surrogate pair: one character
 			default:
-				return fmt.Errorf("a lone UTF-16 surrogate %s at byte %d (not a character)", b[i:i+6], i)
+				return fmt.Errorf("a lone UTF-16 surrogate %s at byte %d (not a character)", string(b[i:i+6]), i)
 			}
 		case c == '\\':
 			i++
@@ -46,7 +55,7 @@ func Check(b []byte) error {
 }
 
 // hex4 is the value of the 4 hex digits b starts with, or -1.
-func hex4(b []byte) rune {
+func hex4[T string | []byte](b T) rune {
 	if len(b) < 4 {
 		return -1
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/jsontext"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
@@ -20,8 +21,10 @@ var _ contract.RowValidator = (*Sink)(nil)
 
 // CheckRow reports the first value of r PostgreSQL cannot store (see
 // contract.RowValidator): text holding a NUL character or invalid UTF-8,
-// JSON holding the escape \u0000 (jsonb refuses it) or invalid UTF-8, and
-// a key larger than pgMaxKeyBytes. It returns nil when the row fits.
+// JSON holding the escape \u0000 or of a lone surrogate (jsonb refuses
+// them) or invalid UTF-8, a timestamp with digits below the microsecond
+// (timestamptz would drop them), and a key larger than pgMaxKeyBytes. It
+// returns nil when the row fits.
 func (p *Sink) CheckRow(t *contract.Table, r contract.Row) error {
 	rc := p.rowChecks(t)
 	keyBytes := 0
@@ -33,6 +36,11 @@ func (p *Sink) CheckRow(t *contract.Table, r contract.Row) error {
 			if why := textProblem(rc.cols[j].problem, s); why != "" {
 				return &contract.BadRecord{Column: t.Columns[j].Name, Reason: why}
 			}
+		}
+		if tm, ok := v.(time.Time); ok && tm.Nanosecond()%1000 != 0 {
+			return &contract.BadRecord{Column: t.Columns[j].Name, Reason: fmt.Sprintf(
+				"timestamp %s has digits below the microsecond, which PostgreSQL's timestamptz cannot store (declare the column text to keep them)",
+				tm.Format(time.RFC3339Nano))}
 		}
 		if rc.cols[j].key {
 			keyBytes += valueBytes(v)
@@ -105,10 +113,14 @@ func textProblem(problem func(string) string, s string) string {
 	return ""
 }
 
-// jsonProblem refuses JSON holding the escape \u0000.
+// jsonProblem refuses JSON holding the escape \u0000 or the escape of a
+// lone UTF-16 surrogate (\ud800), both of which jsonb refuses.
 func jsonProblem(s string) string {
 	if hasNULEscape(s) {
 		return `JSON holds the escape \u0000, which PostgreSQL's jsonb cannot store`
+	}
+	if err := jsontext.Surrogates(s); err != nil {
+		return fmt.Sprintf("JSON holds %v, which PostgreSQL's jsonb cannot store", err)
 	}
 	return ""
 }
