@@ -180,11 +180,22 @@ func (b *serveBackend) Metrics(ctx context.Context, files []string, running map[
 	inProgress := family{name: "idemsync_serve_run_in_progress", kind: "gauge",
 		help: "1 while idemsync serve runs the job, else 0."}
 	quiet := slog.New(slog.DiscardHandler)
+	seen := map[string]int{} // a job's name: its sample in inProgress
 	for _, file := range files {
 		jf, _, err := jobfile.LoadForState(file)
 		if err != nil {
 			continue // an invalid job file has no metrics; its run request says why
 		}
+		// Files that give the same name (a copy, a symlink under a second
+		// name) are one job's series, which the exposition may carry once:
+		// the first file's, in progress while any of them runs.
+		if i, ok := seen[jf.Name]; ok {
+			if running[file] {
+				inProgress.samples[i].value = 1
+			}
+			continue
+		}
+		seen[jf.Name] = len(inProgress.samples)
 		inProgress.samples = append(inProgress.samples, sample{[]string{"job", jf.Name}, boolValue(running[file])})
 		path := b.g.statePath(jf.Resources[0].Job)
 		if stateMissing(path) {
