@@ -100,7 +100,7 @@ func (b *serveBackend) call(do func(g *globalOpts, ios *IOStreams) error) serve.
 }
 
 // Run is `idemsync run FILE --json` with the request's flags.
-func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions) serve.Reply {
+func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions, started func()) serve.Reply {
 	o := &runOptions{name: contract.KindRun, file: file, full: so.Full, restart: so.Restart, verify: so.Verify,
 		maxPages: so.MaxPages, resources: so.Resources}
 	if so.TimeLimit != "" {
@@ -109,6 +109,7 @@ func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions
 	return b.call(func(g *globalOpts, ios *IOStreams) error {
 		// A run already going answers 409 (exit 4), never a second run
 		// (docs/serve.md).
+		g.onRunStart = started
 		return runJob(ctx, g, ios, file, o.engineOptions(), "", o.resources, runGate{ifRunning: ifRunningFail})
 	})
 }
