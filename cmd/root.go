@@ -31,6 +31,9 @@ type globalOpts struct {
 	jobName   string // the job's name once its file was read, for error objects
 	gate      *jsonGate
 	keyring   *auth.Keyring // the job file's refresh tokens, once it was read
+	// onRunStart, when set (serve), is called as each run of a resource
+	// is recorded in the state, before its first page.
+	onRunStart func()
 }
 
 // writeResult prints a run's result object, through the gate when a

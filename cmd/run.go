@@ -253,6 +253,14 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		eng.JoinState = stateJoinsTarget(g.statePath(job), job.Target.URL)
 	}
 	eng.OnStart = hooks.Start
+	if started := g.onRunStart; started != nil {
+		eng.OnStart = func(ev idsync.PageEvent) {
+			if hooks.Start != nil {
+				hooks.Start(ev)
+			}
+			started()
+		}
+	}
 	if hooks.Page != nil {
 		barPage := eng.OnPage
 		eng.OnPage = func(ev idsync.PageEvent) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	gosync "sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,6 +86,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 type serveBackend struct {
 	g   *globalOpts
 	ios *IOStreams
+	// mu guards running: the job's name of each run in progress, by
+	// its job file, read when the run started (a file renamed or edited
+	// since is still that job's run: Metrics).
+	mu      gosync.Mutex
+	running map[string]string
 }
 
 var _ serve.Backend = (*serveBackend)(nil)
@@ -100,7 +106,7 @@ func (b *serveBackend) call(do func(g *globalOpts, ios *IOStreams) error) serve.
 }
 
 // Run is `idemsync run FILE --json` with the request's flags.
-func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions) serve.Reply {
+func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions, started func()) serve.Reply {
 	o := &runOptions{name: contract.KindRun, file: file, full: so.Full, restart: so.Restart, verify: so.Verify,
 		maxPages: so.MaxPages, resources: so.Resources}
 	if so.TimeLimit != "" {
@@ -109,6 +115,20 @@ func (b *serveBackend) Run(ctx context.Context, file string, so serve.RunOptions
 	return b.call(func(g *globalOpts, ios *IOStreams) error {
 		// A run already going answers 409 (exit 4), never a second run
 		// (docs/serve.md).
+		g.onRunStart = func() {
+			b.mu.Lock()
+			if b.running == nil {
+				b.running = map[string]string{}
+			}
+			b.running[file] = g.jobName
+			b.mu.Unlock()
+			started()
+		}
+		defer func() {
+			b.mu.Lock()
+			delete(b.running, file)
+			b.mu.Unlock()
+		}()
 		return runJob(ctx, g, ios, file, o.engineOptions(), "", o.resources, runGate{ifRunning: ifRunningFail})
 	})
 }
@@ -180,12 +200,29 @@ func (b *serveBackend) Metrics(ctx context.Context, files []string, running map[
 	inProgress := family{name: "idemsync_serve_run_in_progress", kind: "gauge",
 		help: "1 while idemsync serve runs the job, else 0."}
 	quiet := slog.New(slog.DiscardHandler)
+	seen := map[string]int{} // a job's name: its sample in inProgress
+	names := map[string]bool{}
+	b.mu.Lock()
+	for _, name := range b.running {
+		names[name] = true
+	}
+	b.mu.Unlock()
 	for _, file := range files {
 		jf, _, err := jobfile.LoadForState(file)
 		if err != nil {
 			continue // an invalid job file has no metrics; its run request says why
 		}
-		inProgress.samples = append(inProgress.samples, sample{[]string{"job", jf.Name}, boolValue(running[file])})
+		// Files that give the same name (a copy, a symlink under a second
+		// name) are one job's series, which the exposition may carry once:
+		// the first file's, in progress while any of them runs.
+		if i, ok := seen[jf.Name]; ok {
+			if running[file] {
+				inProgress.samples[i].value = 1
+			}
+			continue
+		}
+		seen[jf.Name] = len(inProgress.samples)
+		inProgress.samples = append(inProgress.samples, sample{[]string{"job", jf.Name}, boolValue(running[file] || names[jf.Name])})
 		path := b.g.statePath(jf.Resources[0].Job)
 		if stateMissing(path) {
 			continue

@@ -35,7 +35,7 @@ func TestServeBackend(t *testing.T) {
 	var errOut bytes.Buffer
 	b := &serveBackend{g: &globalOpts{state: filepath.Join(dir, "state.db"), quiet: true, logFormat: "text", logLevel: "info"},
 		ios: &IOStreams{ErrOut: &errOut}}
-	r := b.Run(context.Background(), filepath.Join(dir, "missing.yaml"), serve.RunOptions{})
+	r := b.Run(context.Background(), filepath.Join(dir, "missing.yaml"), serve.RunOptions{}, func() { t.Error("a run that never started called started") })
 	var res map[string]any
 	if err := json.Unmarshal(r.Body, &res); err != nil || r.Code != exitUsage || res["status"] != "failed" || res["exit_code"] != float64(exitUsage) {
 		t.Errorf("run of a missing file: exit %d %s (%v)", r.Code, r.Body, err)

@@ -11,11 +11,17 @@ type guard struct {
 	running map[string]*flight // by resolved job file
 }
 
-// flight is one run in progress; done closes when reply is set.
+// flight is one run in progress; started closes once the run is
+// recorded in the job's state (or has ended), done when reply is set.
 type flight struct {
-	done  chan struct{}
-	reply Reply
+	started   chan struct{}
+	startOnce gosync.Once
+	done      chan struct{}
+	reply     Reply
 }
+
+// markStarted closes started; a second call does nothing.
+func (f *flight) markStarted() { f.startOnce.Do(func() { close(f.started) }) }
 
 func newGuard() *guard { return &guard{running: map[string]*flight{}} }
 
@@ -27,7 +33,7 @@ func (g *guard) start(file string) (*flight, bool) {
 	if f, ok := g.running[file]; ok {
 		return f, false
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{started: make(chan struct{}), done: make(chan struct{})}
 	g.running[file] = f
 	return f, true
 }
@@ -38,6 +44,7 @@ func (g *guard) finish(file string, f *flight, r Reply) {
 	defer g.mu.Unlock()
 	f.reply = r
 	delete(g.running, file)
+	f.markStarted()
 	close(f.done)
 }
 

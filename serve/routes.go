@@ -152,7 +152,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	f, started := s.runs.start(file)
 	if !started {
-		s.inProgress(w, r, file)
+		s.inProgress(w, r, file, f)
 		return
 	}
 	if !s.begin() {
@@ -162,7 +162,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	go func() {
 		defer s.wg.Done()
-		s.runs.finish(file, f, s.cfg.Backend.Run(s.runCtx, file, o))
+		s.runs.finish(file, f, s.cfg.Backend.Run(s.runCtx, file, o, f.markStarted))
 	}()
 	// A run takes as long as it takes: no write deadline for its answer.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
@@ -174,9 +174,19 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// inProgress answers a run request while the job's run is going: 409
-// with the CLI's word for it (locked, exit 4) and the job's status.
-func (s *Server) inProgress(w http.ResponseWriter, r *http.Request, file string) {
+// inProgress answers a run request while the job's run f is going: 409
+// with the CLI's word for it (locked, exit 4) and the job's status, read
+// once f is recorded in it (or ended, or startWait passed), so that its
+// last run is f and not the one before.
+func (s *Server) inProgress(w http.ResponseWriter, r *http.Request, file string, f *flight) {
+	wait := time.NewTimer(startWait)
+	defer wait.Stop()
+	select {
+	case <-f.started:
+	case <-wait.C:
+	case <-r.Context().Done():
+		return
+	}
 	st := s.cfg.Backend.Status(r.Context(), file, 0)
 	body := struct {
 		errorBody

@@ -39,8 +39,10 @@ type RunOptions struct {
 // with the functions behind `idemsync run --json` and `status --json`.
 type Backend interface {
 	// Run runs the job file as `idemsync run FILE --json` would; ctx is
-	// cancelled as a first SIGTERM cancels the CLI's.
-	Run(ctx context.Context, file string, o RunOptions) Reply
+	// cancelled as a first SIGTERM cancels the CLI's. It calls started
+	// once the run is recorded in the job's state, so that Status shows it
+	// as the job's last run (it may not call it: a run that never started).
+	Run(ctx context.Context, file string, o RunOptions, started func()) Reply
 	// Status is `idemsync status FILE --json [--runs N]`.
 	Status(ctx context.Context, file string, runs int) Reply
 	// Key is `idemsync key ACTION` (claim, complete, fail, heartbeat,
@@ -67,6 +69,10 @@ const (
 	// ShutdownGrace is how long a shutdown waits for the runs it
 	// interrupted to save their checkpoint and answer.
 	ShutdownGrace = 60 * time.Second
+	// startWait is how long a run request that finds the job's run going
+	// waits for that run to be recorded before answering with the job's
+	// status (docs/serve.md, "Runs").
+	startWait = 10 * time.Second
 )
 
 // Config is a server's configuration.

@@ -25,7 +25,8 @@ type recorder struct {
 	block chan struct{} // when set, Run waits for it
 }
 
-func (b *recorder) Run(ctx context.Context, file string, o RunOptions) Reply {
+func (b *recorder) Run(ctx context.Context, file string, o RunOptions, started func()) Reply {
+	started()
 	b.mu.Lock()
 	b.files = append(b.files, file)
 	block := b.block

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idemsync/idemsync/internal/fakeapi"
+)
+
+// A run request that finds the job's run going in this server is answered
+// 409 with the job's status, whose last_run is the run in progress
+// (docs/serve.md, "Runs"), also when it comes while that run is still
+// starting: here its target is held by another writer, so the run has
+// its lock but has not yet recorded its run. The answer waits until it
+// has, instead of reporting the previous run, completed, as the job's last.
+func TestServeBusyAnswerShowsTheRunInProgress(t *testing.T) {
+	_, apiURL := startAPI(t, fakeapi.Options{Records: 60})
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, jobs, "orders.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+	s := startServe(t, dir, jobs, nil)
+	code, body := s.do(t, "POST", "/jobs/orders/run", "")
+	prev := parseRun(t, result{stdout: body})
+	if code != 200 || prev.Status != "completed" {
+		t.Fatalf("first run: %d %s", code, body)
+	}
+
+	// Another writer holds the target: the next run waits to open it.
+	db := openSQLite(t, filepath.Join(jobs, "out.db"))
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	first := s.runAsync(t, "orders")
+	deadline := time.Now().Add(20 * time.Second)
+	for s.jobStatus(t, "orders").Status != "running" {
+		if time.Now().After(deadline) {
+			t.Fatal("the second run never took its lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	busy := make(chan serveRun, 1)
+	go func() {
+		code, body := s.do(t, "POST", "/jobs/orders/run", "")
+		busy <- serveRun{code, body}
+	}()
+	time.Sleep(300 * time.Millisecond) // the busy request is in
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	got := <-busy
+	var reply struct {
+		Status    string
+		JobStatus struct{ Jobs []jobStatusJSON } `json:"job_status"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &reply); err != nil || got.code != 409 || reply.Status != "locked" ||
+		len(reply.JobStatus.Jobs) != 1 || reply.JobStatus.Jobs[0].LastRun == nil {
+		t.Fatalf("a run request during a starting run: %d %s", got.code, got.body)
+	}
+	last := reply.JobStatus.Jobs[0].LastRun
+	if reply.JobStatus.Jobs[0].Status != "running" || last.Status != "running" || last.RunID == prev.RunID {
+		t.Errorf("the 409's job_status: status %s, last_run %d %s; want the run in progress, not run %d",
+			reply.JobStatus.Jobs[0].Status, last.RunID, last.Status, prev.RunID)
+	}
+	if r := <-first; r.code != 200 {
+		t.Errorf("the run: %d %s", r.code, r.body)
+	}
+}
