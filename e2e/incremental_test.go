@@ -357,6 +357,22 @@ func TestIncrementalMarkKinds(t *testing.T) {
 			wantSent2: "95", wantMark2: "101",
 			want: map[int]string{1: "a", 2: "b", 3: "c", 4: "d", 5: "e", 6: "f", 7: "g", 8: "h"},
 		},
+		{
+			// Unix milliseconds (13 digits, read as such by windows and
+			// end_param): an overlap written as a duration is 600,000 of
+			// them, not 600, or a record committed 5 minutes late was
+			// left behind the window for good.
+			name: "unix milliseconds", field: "ms", typ: "numeric", initial: "1709280000000", overlap: "10m",
+			recs: []map[string]any{
+				{"id": 1, "name": "a", "ms": 1709280000000}, {"id": 2, "name": "b", "ms": 1709283600000},
+			},
+			wantSent1: "1709280000000", wantMark1: "1709283600000",
+			later: []map[string]any{
+				{"id": 3, "name": "c", "ms": 1709283300000}, // 5 minutes before the saved mark, committed late
+			},
+			wantSent2: "1709283000000", wantMark2: "1709283600000",
+			want: map[int]string{1: "a", 2: "b", 3: "c"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

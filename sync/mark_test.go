@@ -97,3 +97,27 @@ func TestFormatMark(t *testing.T) {
 		}
 	}
 }
+
+// A window's upper bound is written rounded up: the window sent never
+// ends before its bound. A bound the format writes exactly stays.
+func TestFormatEnd(t *testing.T) {
+	const m = "2024-03-09T19:04:05.987+02:00"
+	for _, tc := range []struct{ end, format, want string }{
+		{m, "", m}, {m, paging.FormatAsReceived, m},
+		{m, paging.FormatRFC3339, "2024-03-09T17:04:06Z"},
+		{m, paging.FormatDate, "2024-03-10"},
+		{m, paging.FormatUnix, "1710003846"},
+		{m, paging.FormatUnixMS, "1710003845987"},
+		{m, "2006-01-02 15:04:05", "2024-03-09 17:04:06"},
+		{m, "2006-01-02 15:04", "2024-03-09 17:05"},
+		{m, "2006-01", "2024-04"},
+		{"2024-03-10T00:00:00Z", paging.FormatDate, "2024-03-10"},
+		{"2024-03-09T17:04:06Z", paging.FormatRFC3339, "2024-03-09T17:04:06Z"},
+		{"1710003846", paging.FormatUnix, "1710003846"},
+	} {
+		got, err := paging.FormatEnd(tc.end, tc.format)
+		if err != nil || got != tc.want {
+			t.Errorf("FormatEnd(%q, %q) = %q, %v; want %q", tc.end, tc.format, got, err, tc.want)
+		}
+	}
+}

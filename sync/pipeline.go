@@ -121,6 +121,11 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		failpoint.Hit("fetched")
 		fp.resp = resp
 		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp)
+		if err := e.checkAscending(fp.marks); err != nil {
+			fp.err = &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %v", where, err),
+				Hint: "style hwm needs the records sorted by pagination.field, ascending (set the API's sort parameter in source.query)"}
+			return fp
+		}
 		d, err := pg.decideEnd(pos, resp, fp.pageMax, to, probe)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -230,6 +235,29 @@ func (e *Engine) pageMarks(resp *contract.Response) ([]markOf, string, string) {
 		}
 	}
 	return marks, pageMax, fmt.Sprintf("%016x", h.Sum64())
+}
+
+// checkAscending returns an error when an hwm page's marks go down: the
+// style asks for the records past the page's highest mark next, so the
+// records an API sorted otherwise left for later pages, below that mark,
+// would never be asked for (docs/pagination.md, "hwm"). Records without a
+// mark or with a bad one are left out.
+func (e *Engine) checkAscending(marks []markOf) error {
+	if !paging.Of(e.Job.Pagination.Style).Traits().KeepsMark {
+		return nil
+	}
+	prev := -1
+	for i, m := range marks {
+		if m.err != nil || m.mark == "" {
+			continue
+		}
+		if prev >= 0 && paging.CompareMarks(m.mark, marks[prev].mark) < 0 {
+			return fmt.Errorf("records are not in ascending order of %s: record %d has %s, after %s in record %d",
+				e.Job.Pagination.Field, i, paging.Elide(m.mark, 40), paging.Elide(marks[prev].mark, 40), prev)
+		}
+		prev = i
+	}
+	return nil
 }
 
 // sleepCtx waits d or until ctx is done, and reports whether ctx is live.

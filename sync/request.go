@@ -28,11 +28,18 @@ func (p *pager) request(pos paging.Position, win Window) (contract.Request, erro
 	pg := p.job.Pagination
 	params := url.Values{}
 	if inc := p.job.Incremental; inc != nil {
-		for _, b := range []struct{ param, mark string }{{inc.Param, win.From}, {inc.EndParam, win.To}} {
+		for _, b := range []struct {
+			param, mark string
+			end         bool
+		}{{inc.Param, win.From, false}, {inc.EndParam, win.To, true}} {
 			if b.param == "" || b.mark == "" {
 				continue
 			}
-			w, err := paging.FormatMark(b.mark, inc.Format)
+			format := paging.FormatMark // the lower bound rounds down
+			if b.end {
+				format = paging.FormatEnd // the upper bound up
+			}
+			w, err := format(b.mark, inc.Format)
 			if err != nil {
 				return contract.Request{}, err
 			}

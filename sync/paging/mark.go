@@ -75,7 +75,8 @@ func MaxMark(a, b string) string {
 }
 
 // SubtractOverlap moves a mark back by overlap: a duration for timestamps,
-// a number (or a duration's seconds) for numeric marks. A timestamp keeps
+// a number (or a duration's seconds; milliseconds for an integer mark of 13
+// digits or more) for numeric marks. A timestamp keeps
 // the form of mark (offset and fractional digits). An empty overlap or
 // mark returns the mark unchanged.
 func SubtractOverlap(mark, overlap string) (string, error) {
@@ -107,6 +108,11 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 			return "", fmt.Errorf("overlap %q must be a number or a duration", overlap)
 		}
 		o = new(big.Rat).SetFloat64(d.Seconds())
+		if len(mark) >= 13 && strings.Trim(mark, "0123456789") == "" {
+			// 13 digits and more is a Unix time in milliseconds, as windows
+			// and end_param read it: the duration is that many of them.
+			o = new(big.Rat).SetInt64(d.Milliseconds())
+		}
 	}
 	r := new(big.Rat).Sub(m, o)
 	out := r.FloatString(9)

@@ -88,3 +88,59 @@ func FormatLike(t time.Time, sample string) string {
 		return t.In(st.Location()).Format(layout + "-07:00")
 	}
 }
+
+// FormatEnd returns the upper bound of a window (incremental.end_param) as
+// it is sent under format: the smallest value the format writes that is not
+// before end, so that the bound sent never ends the window earlier than end
+// (a date cut down to its day would leave out the day's records up to end,
+// while the saved mark moves to end). as_received and numeric marks are
+// sent as they are.
+func FormatEnd(end, format string) (string, error) {
+	w, err := FormatMark(end, format)
+	if err != nil || end == "" || format == "" || format == FormatAsReceived {
+		return w, err
+	}
+	t, ok := ParseTime(end)
+	if !ok {
+		return w, nil
+	}
+	back := func(x time.Time) (string, time.Time) {
+		s, _ := FormatMark(x.UTC().Format(time.RFC3339Nano), format)
+		switch format {
+		case FormatUnix, FormatUnixMS:
+			n, _ := strconv.ParseInt(s, 10, 64)
+			if format == FormatUnix {
+				return s, time.Unix(n, 0)
+			}
+			return s, time.UnixMilli(n)
+		case FormatRFC3339:
+			p, _ := time.Parse(time.RFC3339, s)
+			return s, p
+		case FormatDate:
+			p, _ := time.Parse(time.DateOnly, s)
+			return s, p
+		}
+		p, _ := time.Parse(format, s)
+		return s, p
+	}
+	s, floor := back(t)
+	if !floor.Before(t) {
+		return w, nil
+	}
+	// The format cut end down: step up by growing units until what it
+	// writes is at or after end.
+	for _, up := range []func(time.Time) time.Time{
+		func(x time.Time) time.Time { return x.Add(time.Millisecond) },
+		func(x time.Time) time.Time { return x.Add(time.Second) },
+		func(x time.Time) time.Time { return x.Add(time.Minute) },
+		func(x time.Time) time.Time { return x.Add(time.Hour) },
+		func(x time.Time) time.Time { return x.AddDate(0, 0, 1) },
+		func(x time.Time) time.Time { return x.AddDate(0, 1, 0) },
+		func(x time.Time) time.Time { return x.AddDate(1, 0, 0) },
+	} {
+		if s2, p := back(up(floor)); !p.Before(t) {
+			return s2, nil
+		}
+	}
+	return s, nil
+}
