@@ -18,7 +18,7 @@ var graphQLRequestCodes = []string{
 }
 
 // nullPageErrorKeys are the top-level keys that, not empty, make a null
-// records value an error answer rather than an empty page.
+// or empty records value an error answer rather than an empty page.
 var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
 
 // errorPayload classifies a valid 2xx JSON body by its error payload
@@ -27,7 +27,8 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // (st.refused), whatever the path selects (a filter such as
 // errors.#(path.#<3)# drops errors without a path, the request's); any
 // other payload at the path is retried (st.reason alone). Without one,
-// and with one, a null records value next to an error is retried too.
+// and with one, a null or empty records value next to an error is
+// retried too.
 func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
 		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
@@ -41,18 +42,30 @@ func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 		}
 	}
 	// A missing records value is a permanent error already (records), one
-	// that names the body's top-level keys.
+	// that names the body's top-level keys. An empty list next to an
+	// error is no more the end than a null one: it ends a cursor walk
+	// (no next cursor) and would let its sweep run.
 	if r := f.cfg.Source.Records; r != "" {
+		is := ""
 		if sc := st.scan; sc.located {
-			if !sc.found || data[sc.start] != 'n' {
-				return
+			switch {
+			case !sc.found:
+			case data[sc.start] == 'n':
+				is = "null"
+			case data[sc.start] == '[' && len(sc.elems) == 0:
+				is = "empty"
 			}
-		} else if v := gjson.GetBytes(data, r); !v.Exists() || v.Type != gjson.Null {
+		} else if v := gjson.GetBytes(data, r); v.Type == gjson.Null && v.Exists() {
+			is = "null"
+		} else if v.IsArray() && len(v.Array()) == 0 {
+			is = "empty"
+		}
+		if is == "" {
 			return
 		}
 		for _, k := range nullPageErrorKeys {
 			if v := gjson.GetBytes(data, gjson.Escape(k)); errorValue(v) {
-				st.reason = fmt.Sprintf("records path %s is null next to an error payload at %s: %s", r, k, f.excerpt([]byte(v.Raw)))
+				st.reason = fmt.Sprintf("records path %s is %s next to an error payload at %s: %s", r, is, k, f.excerpt([]byte(v.Raw)))
 				return
 			}
 		}

@@ -11,8 +11,8 @@ import (
 
 // How a 2xx error payload is classified (docs/job-file.md, "Error payloads
 // in a 2xx body"): GraphQL request errors fail at once (exit 1, one
-// request), other payloads are retried (exit 3), and a null records value
-// is an error only next to a non-empty error key.
+// request), other payloads are retried (exit 3), and a null or empty
+// records value is an error only next to a non-empty error key.
 func TestFetchErrorPayloadClasses(t *testing.T) {
 	const gql = "  method: POST\n  body: {query: \"{ x }\"}\n" // error_path: errors by default
 	tests := []struct {
@@ -33,6 +33,9 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 		{"null next to fault", "", `{"data":null,"fault":"down"}`, contract.Transient, "at fault"},
 		{"null next to errors, error_path off", gql + "  error_path: \"\"\n", `{"data":null,"errors":[{"message":"x"}]}`, contract.Transient, "at errors"},
 		{"null next to an empty error", "", `{"data":null,"error":{},"errors":[],"message":"no more"}`, 0, ""},
+		{"empty next to error", "", `{"data":[],"error":{"message":"down"}}`, contract.Transient, "records path data is empty next to an error payload at error"},
+		{"empty next to errors, records by filter", "  records: \"data.#(id>0)#\"\n", `{"data":[],"errors":["down"]}`, contract.Transient, "is empty next to an error payload at errors"},
+		{"empty next to an empty error", "", `{"data":[],"error":null,"errors":[],"fault":false}`, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +43,9 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 			spec := fetchSpec(srv.URL, tt.source, "  attempts: 2\n  min_wait: 1ms\n  max_wait: 2ms\n")
 			if strings.Contains(tt.source, "# records: items") {
 				spec = strings.Replace(spec, "  records: data\n", "  records: items\n", 1)
+			}
+			if strings.Contains(tt.source, "  records: ") {
+				spec = strings.Replace(spec, "  records: data\n", "", 1)
 			}
 			f, _ := newTestFetcher(t, spec, nil)
 			if tt.code == 0 {

@@ -192,7 +192,8 @@ func (f *Fetcher) Fetch(ctx context.Context, r contract.Request) (*contract.Resp
 
 // newRequest builds the request r names with the source's method, body
 // (with the position's values set in it) and headers (the configured
-// headers only for the source's own origin; the position's header always).
+// headers, a child's with its parent's values too, only for the source's
+// own origin; the position's header always).
 // An invalid URL or a body the position cannot be set in fails with exit
 // code 1.
 func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryablehttp.Request, error) {
@@ -210,10 +211,14 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	if err != nil {
 		return nil, contract.Errorf(contract.Permanent, "build request for %s: invalid URL", f.redact(rawURL))
 	}
+	same := f.sameOrigin(rawURL)
 	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+		if _, configured := src.Headers[k]; configured && !same {
+			continue // a configured header with its parent's values: the job's own
+		}
 		req.Header.Set(k, r.Header[k])
 	}
-	if f.sameOrigin(rawURL) {
+	if same {
 		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
 			if _, set := r.Header[k]; !set { // a child's header with its parent's values is in r.Header
 				req.Header.Set(k, src.Headers[k])

@@ -100,6 +100,9 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !f.mayFollow(req.URL) {
 		return f.refuse("a redirect", req.URL)
 	}
+	if err := f.keepsPosition(req, via[len(via)-1]); err != nil {
+		return err
+	}
 	if origin(req.URL) != origin(via[0].URL) {
 		for k := range f.cfg.Source.Headers {
 			req.Header.Del(k)
@@ -107,6 +110,36 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		req.Header.Del("Authorization")
 		req.Header.Del("Cookie")
 		f.logger.Warn("redirect to another origin: configured headers not sent", "to", origin(req.URL))
+	}
+	return nil
+}
+
+// keepsPosition refuses a redirect from prev to req that loses the
+// request's position: a method changed (a 301, 302 or 303 turns a POST
+// into a GET and drops its body, where a GraphQL or body position is) or
+// the position's query parameter (pagination.param) dropped or changed.
+// Its answer would be another page, taken for this one: the records of
+// this page would be lost (docs/fault-tolerance.md, "Hostile input").
+func (f *Fetcher) keepsPosition(req, prev *http.Request) error {
+	status := 0
+	if req.Response != nil {
+		status = req.Response.StatusCode
+	}
+	what := fmt.Sprintf("a redirect (HTTP %d) from %s to %s", status, f.redact(prev.URL.Redacted()), f.redact(req.URL.Redacted()))
+	hint := "the API redirected the request to a URL that is not the same page; set source.url to the URL it redirects to, or fix the API (nothing was written for this page; the checkpoint is intact)"
+	if req.Method != prev.Method {
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s turns the %s into a %s without its body: refused, its answer would not be this page", what, prev.Method, req.Method), Hint: hint}
+	}
+	k := f.cfg.PositionParam
+	if k == "" {
+		return nil
+	}
+	from := urlquery.Parse(prev.URL.RawQuery)
+	if !from.Has(k) {
+		return nil
+	}
+	if to := urlquery.Parse(req.URL.RawQuery).Values(k); !slices.Equal(to, from.Values(k)) {
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s drops or changes the position parameter %s=%s: refused, its answer would be another page", what, k, f.redact(strings.Join(from.Values(k), ","))), Hint: hint}
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package httpsource
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/internal/urlquery"
 )
 
@@ -53,7 +55,8 @@ func (f *Fetcher) SetAuth(wrap func(http.RoundTripper) http.RoundTripper) {
 }
 
 // originTransport sends requests to the source's origin through the auth
-// chain and every other request without it, and without the query
+// chain and every other request without it, never with a body that holds
+// a secret (source.body's ${VAR}s: refused), and without the query
 // parameters that hold a secret (an API echoes the request's query, API
 // key included, into a redirect's Location or a next link) or a Referer
 // (Go sets one on a redirect: the previous URL, query and all).
@@ -66,6 +69,12 @@ func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return t.f.plain.RoundTrip(req)
 	}
+	if t.f.bodyHoldsSecret(req) {
+		o := t.f.redact(origin(req.URL))
+		return nil, &contract.Error{Class: contract.Permanent,
+			Msg:  fmt.Sprintf("the request body holds a secret of the job (a ${VAR} in source.body) and would go to another origin, %s: refused", o),
+			Hint: fmt.Sprintf("nothing was sent to %s: a body is sent as it is, so a request whose body holds a secret goes to the source's own origin only (a next page or redirect there is refused, even in source.follow_origins)", o)}
+	}
 	q := urlquery.Parse(req.URL.RawQuery)
 	if t.f.dropSecretParams(q) || req.Header.Get("Referer") != "" {
 		r := req.Clone(req.Context())
@@ -76,4 +85,23 @@ func (t *originTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = r
 	}
 	return t.f.plain.RoundTrip(req)
+}
+
+// bodyHoldsSecret reports whether req's body holds a secret of the job.
+// A body it cannot read again is taken to hold one when source.body does.
+func (f *Fetcher) bodyHoldsSecret(req *http.Request) bool {
+	if req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	if req.GetBody == nil {
+		b := string(f.cfg.Source.Body)
+		return f.redact(b) != b
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return true
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return err != nil || f.redact(string(b)) != string(b)
 }
