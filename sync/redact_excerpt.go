@@ -1,7 +1,9 @@
 package sync
 
 import (
+	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -14,6 +16,9 @@ const excerptWindow = 64 << 10
 // secret"): the text is redacted first, whole, and only then are its
 // whitespace runs collapsed and the result cut, so that neither a secret
 // cut at the limit nor one with double spaces or tabs escapes the match.
+// Control characters and bytes that are not UTF-8 are then written as
+// escapes (\x1b, \u009b, \xff): the excerpt goes to a terminal, and a
+// server's body must not drive it (docs/operations.md, "Logs").
 func (r *Redactor) Excerpt(text string, n int) string {
 	cut := len(text) > excerptWindow
 	if cut {
@@ -25,6 +30,7 @@ func (r *Redactor) Excerpt(text string, n int) string {
 		// much of the end as a secret can take (escaped, 6 bytes a byte).
 		s = s[:max(0, len(s)-6*r.longest())]
 	}
+	s = escapeControls(s)
 	if len(s) > n {
 		i := n
 		for i > 0 && !utf8.RuneStart(s[i]) {
@@ -48,4 +54,35 @@ func (r *Redactor) longest() int {
 		n = max(n, len(r.secrets[0]))
 	}
 	return n
+}
+
+// escapeControls writes the control characters of s (C0, DEL, C1) and its
+// bytes that are not UTF-8 as Go escapes, and leaves the rest as it is.
+func escapeControls(s string) string {
+	clean := true
+	for _, c := range s {
+		if c == utf8.RuneError || unicode.IsControl(c) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case c < 0x80 && unicode.IsControl(c):
+			fmt.Fprintf(&b, `\x%02x`, c)
+		case unicode.IsControl(c):
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
