@@ -25,6 +25,15 @@ func TestParseDuration(t *testing.T) {
 		{"1dd", 0, false},
 		{"days", 0, false},
 		{"", 0, false},
+		// The largest whole number of days a duration holds, and past it:
+		// 213504d wrapped round to 26 minutes (a retention of centuries
+		// that kept 26 minutes), 106752d to a negative duration.
+		{"106751d", 106751 * 24 * time.Hour, true},
+		{"106752d", 0, false},
+		{"213504d", 0, false},
+		{"2147483647d", 0, false},
+		{"106751d23h", 2562047 * time.Hour, true},
+		{"106751d24h", 0, false},
 	} {
 		got, err := ParseDuration(c.in)
 		if (err == nil) != c.ok || got != c.want {

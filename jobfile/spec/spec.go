@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -277,11 +278,19 @@ func ParseDuration(s string) (time.Duration, error) {
 	if err != nil || n < 0 || days == "" || days[0] == '+' {
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}
+	// Bounded: days past what a duration holds wrapped round (a
+	// retention of 213504d was 25 minutes, and kept that little).
+	if n > int64(math.MaxInt64/(24*time.Hour)) {
+		return 0, fmt.Errorf("invalid duration %q: at most %dd", s, int64(math.MaxInt64/(24*time.Hour)))
+	}
 	v := time.Duration(n) * 24 * time.Hour
 	if rest != "" {
 		r, err := time.ParseDuration(rest)
 		if err != nil || r < 0 || rest[0] == '-' || rest[0] == '+' {
 			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		if r > math.MaxInt64-v {
+			return 0, fmt.Errorf("invalid duration %q: longer than a duration holds", s)
 		}
 		v += r
 	}
