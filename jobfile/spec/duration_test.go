@@ -1,8 +1,11 @@
 package spec
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -39,5 +42,17 @@ func TestParseDuration(t *testing.T) {
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", c.in, got, err, c.want, c.ok)
 		}
+	}
+}
+
+// A duration longer than a duration holds is an error naming its line and
+// the bound, never a shorter duration.
+func TestDurationTooLongNamesLine(t *testing.T) {
+	var v struct {
+		Retention Duration `yaml:"retention"`
+	}
+	err := yaml.Unmarshal([]byte("name: x\nretention: 213504d\n"), &v)
+	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "106751d") {
+		t.Fatalf("retention: 213504d: %v (%v), want an error naming line 2 and the longest 106751d", err, v.Retention)
 	}
 }
