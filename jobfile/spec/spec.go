@@ -2,7 +2,9 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -255,6 +257,9 @@ type Duration struct{ time.Duration }
 // UnmarshalYAML parses a duration and names the line on failure.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
+	if errors.Is(err, errDurationTooLong) && n.Kind == yaml.ScalarNode {
+		return fieldError("line %d: %v", n.Line, err)
+	}
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return fieldError("line %d: invalid duration %q (want a Go duration such as 30s, 5m or 7d)", n.Line, n.Value)
 	}
@@ -264,6 +269,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	d.Duration = v
 	return nil
 }
+
+// errDurationTooLong is a number of days past what a duration holds.
+var errDurationTooLong = fmt.Errorf("longer than the longest duration, about 292 years (%dd)", int64(math.MaxInt64/(24*time.Hour)))
 
 // ParseDuration reads a Go duration, optionally led by a whole number of
 // days: "30s", "5m", "7d", "1d12h". It returns an error for anything else.
@@ -277,11 +285,19 @@ func ParseDuration(s string) (time.Duration, error) {
 	if err != nil || n < 0 || days == "" || days[0] == '+' {
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}
+	// Bounded: days past what a duration holds wrapped round (a
+	// retention of 213504d was 25 minutes, and kept that little).
+	if n > int64(math.MaxInt64/(24*time.Hour)) {
+		return 0, fmt.Errorf("duration %q: %w", s, errDurationTooLong)
+	}
 	v := time.Duration(n) * 24 * time.Hour
 	if rest != "" {
 		r, err := time.ParseDuration(rest)
 		if err != nil || r < 0 || rest[0] == '-' || rest[0] == '+' {
 			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		if r > math.MaxInt64-v {
+			return 0, fmt.Errorf("duration %q: %w", s, errDurationTooLong)
 		}
 		v += r
 	}
