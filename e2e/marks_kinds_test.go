@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+)
+
+// leadInt reads a query value as a lenient API does (JavaScript's
+// parseInt, PHP's intval): the leading digits, so "2025-06-01T12:00:00Z"
+// is 2025. ok is false when there are none.
+func leadInt(s string) (int64, bool) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	return n, err == nil
+}
+
+// unixAPI keeps Unix-second marks and filters by since <= mark < until,
+// both read as leniently as leadInt; a missing bound does not filter.
+type unixAPI struct {
+	mu    gosync.Mutex
+	recs  map[int]int64
+	query []string // the query of every request
+}
+
+func (a *unixAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q := r.URL.Query()
+	a.query = append(a.query, r.URL.RawQuery)
+	since, hasSince := leadInt(q.Get("since"))
+	until, hasUntil := leadInt(q.Get("until"))
+	data := []map[string]any{}
+	for id := 1; id <= len(a.recs)+10; id++ {
+		m, ok := a.recs[id]
+		if !ok || hasSince && m < since || hasUntil && m >= until {
+			continue
+		}
+		data = append(data, map[string]any{"id": id, "name": fmt.Sprintf("rec %d", id), "updated": m})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+}
+
+func (a *unixAPI) queries() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.query
+	a.query = nil
+	return out
+}
+
+// A windowed job on an API whose marks are Unix seconds, without initial:
+// the first run's upper bound was written as an RFC 3339 timestamp, which
+// such an API reads as the number 2025: the run read nothing, completed
+// with exit 0 and saved the run's start as a timestamp, above every record
+// it never stored, and every later run sent timestamps again. A bound is
+// sent only in a form the marks are known to have, and the saved mark keeps
+// the kind of the marks read.
+func TestWindowsUnixMarksWithoutInitial(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Unix()
+	a := &unixAPI{recs: map[int]int64{1: now - 3*86400, 2: now - 86400, 3: now - 3600}}
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: unixwin
+source: {url: "%s", records: data}
+pagination: {style: none}
+incremental: {field: updated, param: since, end_param: until, step: 1d, overlap: 1m}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, serve(t, a)))
+	runCode(t, dir, nil, 0, "run", job)
+	for _, q := range a.queries() {
+		if strings.Contains(q, "T") {
+			t.Errorf("first run sent %s to an API whose marks are numbers", q)
+		}
+	}
+	hwm := statusOf(t, dir, job).HWM
+	got := readItems(t, filepath.Join(dir, "out.db"), "", "")
+	saved, err := strconv.ParseInt(hwm, 10, 64)
+	if err != nil {
+		t.Fatalf("saved mark %q is not a number like the marks read", hwm)
+	}
+	for id, m := range a.recs {
+		if _, ok := got[id]; !ok && m <= saved {
+			t.Errorf("exit 0 with saved mark %s, but record %d (mark %d) is not in the table", hwm, id, m)
+		}
+	}
+	a.mu.Lock()
+	a.recs[4] = time.Now().Unix()
+	a.mu.Unlock()
+	time.Sleep(1100 * time.Millisecond) // record 4 stamped before the run's second
+	runCode(t, dir, nil, 0, "run", job)
+	for _, q := range a.queries() {
+		if strings.Contains(q, "T") {
+			t.Errorf("second run sent %s to an API whose marks are numbers", q)
+		}
+	}
+	if got := readItems(t, filepath.Join(dir, "out.db"), "", ""); len(got) != 4 {
+		t.Errorf("after the second run the table holds %v, want records 1 to 4", got)
+	}
+}
