@@ -108,3 +108,51 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		t.Errorf("after the second run the table holds %v, want records 1 to 4", got)
 	}
 }
+
+// An overlap given as a bare number where the job file says the marks are
+// timestamps (initial, or a format that writes timestamps) passed validate
+// and failed only when a run started from a saved mark; a number written
+// otherwise than as a plain decimal (0x10, 1e400) was read by big.Rat.
+// validate refuses both, naming the key and what it accepts.
+func TestOverlapNumberRefusedForTimestampMarks(t *testing.T) {
+	t.Parallel()
+	inc := func(extra string) string {
+		return `name: ov
+source: {url: "http://127.0.0.1:1/x", records: data}
+incremental: {field: updated_at, param: since, ` + extra + `}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`
+	}
+	hwm := func(extra string) string {
+		return `name: ov
+source: {url: "http://127.0.0.1:1/x", records: data}
+pagination: {style: hwm, field: updated_at, param: since, size_param: n, size: 10, ` + extra + `}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`
+	}
+	for _, tc := range []struct{ name, job, key string }{
+		{"incremental number", inc(`initial: "2024-01-01T00:00:00Z", overlap: "5"`), "incremental.overlap"},
+		{"incremental 1e400", inc(`initial: "2024-01-01T00:00:00Z", overlap: "1e400"`), "incremental.overlap"},
+		{"incremental format", inc(`format: rfc3339, overlap: "5"`), "incremental.overlap"},
+		{"hwm number", hwm(`initial: "2024-01-01T00:00:00Z", overlap: "5"`), "pagination.overlap"},
+		{"hex", inc(`initial: "100", overlap: "0x10"`), "incremental.overlap"},
+		{"numbers", inc(`initial: "100", overlap: "5"`), ""},
+		{"duration", inc(`initial: "2024-01-01T00:00:00Z", overlap: 10m`), ""},
+		{"unknown kind", inc(`overlap: "5"`), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := idemsync(t, dir, nil, "validate", writeJob(t, dir, "job.yaml", tc.job))
+			if tc.key == "" {
+				if r.code != 0 {
+					t.Errorf("validate: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+				}
+				return
+			}
+			out := r.stdout + r.stderr
+			if r.code != 2 || !strings.Contains(out, tc.key) || !strings.Contains(out, "duration") {
+				t.Errorf("validate: exit %d, want 2 naming %s and what it accepts\n%s", r.code, tc.key, out)
+			}
+		})
+	}
+}
