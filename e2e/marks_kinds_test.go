@@ -156,3 +156,52 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		})
 	}
 }
+
+// listAPI serves its records, as they are, on one page, and logs since.
+type listAPI struct {
+	mu     gosync.Mutex
+	recs   []map[string]any
+	sinces []string
+}
+
+func (a *listAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sinces = append(a.sinces, r.URL.Query().Get("since"))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": a.recs})
+}
+
+// Marks of two kinds in one walk (a timestamp API with one record whose
+// mark is the number 99999, a placeholder) were compared as strings:
+// "99999" > "2024-…", so the run saved 99999 as the job's mark and the
+// next run asked for the records changed since it. A mark of the other
+// kind than the walk's (the mark it started from, else its first) is a
+// bad record, and never the saved mark.
+func TestMarksOfMixedKinds(t *testing.T) {
+	t.Parallel()
+	a := &listAPI{recs: []map[string]any{
+		{"id": 1, "name": "a", "updated_at": "2024-03-01T10:00:00Z"},
+		{"id": 2, "name": "b", "updated_at": 99999},
+		{"id": 3, "name": "c", "updated_at": "2024-03-01T11:00:00Z"},
+	}}
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: mixed
+source: {url: "%s", records: data}
+pagination: {style: none}
+incremental: {field: updated_at, param: since, initial: "2024-01-01T00:00:00Z", overlap: 1m}
+target: {url: "sqlite:out.db", table: items, key: [id], on_bad_record: skip}
+`, serve(t, a)))
+	runCode(t, dir, nil, 0, "run", job)
+	st := statusOf(t, dir, job, "--dead-letters")
+	if st.HWM != "2024-03-01T11:00:00Z" {
+		t.Errorf("saved mark %q, want 2024-03-01T11:00:00Z, the highest timestamp", st.HWM)
+	}
+	if len(st.Dead) != 1 || !strings.Contains(st.Dead[0].Reason, "99999") {
+		t.Errorf("dead letters %+v, want record 2 with its mark 99999", st.Dead)
+	}
+	runCode(t, dir, nil, 0, "run", job)
+	if last := a.sinces[len(a.sinces)-1]; last != "2024-03-01T10:59:00Z" {
+		t.Errorf("second run sent since=%s, want 2024-03-01T10:59:00Z", last)
+	}
+}

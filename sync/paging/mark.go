@@ -66,6 +66,20 @@ func CompareMarks(a, b string) int {
 	return strings.Compare(a, b)
 }
 
+// MarkKind is "timestamp" or "number" for a valid mark, "" for "". A walk's
+// marks are of one kind: a timestamp and a number have no order.
+func MarkKind(m string) string {
+	switch {
+	case m == "":
+		return ""
+	case isTime(m):
+		return "timestamp"
+	}
+	return "number"
+}
+
+func isTime(m string) bool { _, ok := ParseTime(m); return ok }
+
 // MaxMark returns the greater of two marks.
 func MaxMark(a, b string) string {
 	if CompareMarks(a, b) >= 0 {
