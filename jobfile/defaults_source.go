@@ -63,7 +63,7 @@ func (j loading) incrementalDefaults(bad func(key, format string, args ...any)) 
 		if inc.Step.Duration > 0 && inc.Step.Duration < time.Second {
 			bad("incremental.step", "%s is shorter than a second", inc.Step.Duration)
 		}
-		if err := paging.CheckOverlap(inc.Overlap); err != nil {
+		if err := paging.CheckOverlap(inc.Overlap, inc.Initial, inc.Format); err != nil {
 			bad("incremental.overlap", "%v", err)
 		}
 		if inc.Initial != "" {

@@ -105,7 +105,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		if err != nil {
 			return nil, "", fetchErr(next.Describe(job.Pagination.Style, job.Secrets), " (to tell whether "+where+" is the last page)", err)
 		}
-		_, pageMax, _ := e.pageMarks(resp)
+		_, pageMax, _ := e.pageMarks(resp, walkMark(next, win))
 		return resp, pageMax, nil
 	}
 	attempts := max(job.Retry.Attempts, 1)
@@ -120,7 +120,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		pre = nil
 		failpoint.Hit("fetched")
 		fp.resp = resp
-		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp)
+		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp, walkMark(pos, win))
 		if err := e.checkAscending(fp.marks); err != nil {
 			fp.err = &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %v", where, err),
 				Hint: "style hwm needs the records sorted by pagination.field, ascending (set the API's sort parameter in source.query)"}
@@ -211,9 +211,21 @@ func (e *Engine) mapStage(ctx context.Context, in <-chan fetched) <-chan fetched
 	return out
 }
 
+// walkMark is the mark a page at pos of window win was asked from: the hwm
+// position's, or the incremental window's lower bound ("" when none).
+func walkMark(pos paging.Position, win Window) string {
+	if a, ok := pos.At.(paging.HWMAt); ok {
+		return a.Mark
+	}
+	return win.From
+}
+
 // pageMarks returns the marks of a page's records (nil when the job keeps
-// no mark), the highest valid one, and the page's content hash.
-func (e *Engine) pageMarks(resp *contract.Response) ([]markOf, string, string) {
+// no mark), the highest valid one, and the page's content hash. The marks
+// are of the kind of ref, the mark the page was asked from, else of the
+// page's first mark: a mark of the other kind is a bad one
+// (docs/pagination.md, "hwm"), never compared as text.
+func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, string, string) {
 	markPath := e.markPath()
 	var marks []markOf
 	if markPath != "" {
@@ -228,6 +240,13 @@ func (e *Engine) pageMarks(resp *contract.Response) ([]markOf, string, string) {
 		}
 		if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
 			m, err := paging.MarkFromJSON(v)
+			if err == nil && ref == "" {
+				ref = m
+			}
+			if k := paging.MarkKind(ref); err == nil && paging.MarkKind(m) != k {
+				err = fmt.Errorf("%s is a %s, but the walk's marks are %ss (%s)", paging.Elide(m, 40), paging.MarkKind(m), k, paging.Elide(ref, 40))
+				m = ""
+			}
 			marks[i] = markOf{mark: m, err: err}
 			if err == nil {
 				pageMax = paging.MaxMark(pageMax, m)

@@ -114,6 +114,13 @@ func (p *pager) place(req *contract.Request, params url.Values, v string, pos pa
 // numeric ones, unix_ms for 13 digits and more). The mark the run saves
 // stays at or before its start (incrementalSavedMark, savedEnd), so what
 // changes in that last second is read again by the next run.
+//
+// The form of the marks is from's, else initial's, else the one
+// incremental.format writes (unix, unix_ms: a number; the others a
+// timestamp). A run with none of them (a first run without initial, format
+// as_received) cannot tell timestamps from numbers before it reads a
+// record: it has no upper bound, rather than one the API may read as
+// another number (docs/job-file.md, "incremental").
 func runWindow(job *Job, from string, started time.Time) Window {
 	inc := job.Incremental
 	if inc == nil {
@@ -130,6 +137,16 @@ func runWindow(job *Job, from string, started time.Time) Window {
 	sample := from
 	if sample == "" {
 		sample = inc.Initial
+	}
+	if sample == "" {
+		switch inc.Format {
+		case "", paging.FormatAsReceived:
+			return w
+		case paging.FormatUnix:
+			sample = "0"
+		case paging.FormatUnixMS:
+			sample = "0000000000000"
+		}
 	}
 	w.To = markLike(t, sample)
 	return w

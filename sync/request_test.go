@@ -73,6 +73,15 @@ func TestRunWindowUpperBound(t *testing.T) {
 			t.Errorf("from %q: request %s (%v), want until=%s", tc.from, req.URL, err, tc.want)
 		}
 	}
+	// Without a mark or initial, only a format tells the marks' form: as
+	// received, the first run has no upper bound.
+	for format, want := range map[string]string{"as_received": "", "unix": "1795538406", "unix_ms": "1795538406000", "rfc3339": "2026-11-24T16:40:06Z"} {
+		job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since, end_param: until, format: "+format+"}\n"+
+			"target: {url: 'sqlite:x.db', table: t, key: [id]}\n")
+		if w := runWindow(job, "", started); w.To != want {
+			t.Errorf("format %s, no mark: window %+v, want To %q", format, w, want)
+		}
+	}
 	job := testJob(t, "name: w\nsource: {url: 'http://api.test/x'}\nincremental: {field: ts, param: since}\ntarget: {url: 'sqlite:x.db', table: t, key: [id]}\n")
 	if w := runWindow(job, "2024-01-01T00:00:00Z", started); w.To != "" {
 		t.Errorf("without end_param: window %+v, want no upper bound", w)

@@ -236,7 +236,10 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 	if err != nil {
 		return contract.RunFailed, wrapPermanent("restore the windows in flight", err)
 	}
-	if l, ok := src.(windowList); ok && rs.info.Kind == contract.KindRun && e.Job.Parent == nil {
+	if l, ok := src.(windowList); ok && rs.info.Kind == contract.KindRun && e.Job.Parent == nil && l[0].From != "" {
+		// A run without a lower bound is one window and saves the highest
+		// mark it read, as a run without step does: only a mark read tells
+		// whether the marks are timestamps or numbers.
 		w.final = markLike(rs.info.StartedAt.UTC().Truncate(time.Second), l[0].From)
 	}
 	inFlight := 1

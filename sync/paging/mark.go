@@ -66,6 +66,20 @@ func CompareMarks(a, b string) int {
 	return strings.Compare(a, b)
 }
 
+// MarkKind is "timestamp" or "number" for a valid mark, "" for "". A walk's
+// marks are of one kind: a timestamp and a number have no order.
+func MarkKind(m string) string {
+	switch {
+	case m == "":
+		return ""
+	case isTime(m):
+		return "timestamp"
+	}
+	return "number"
+}
+
+func isTime(m string) bool { _, ok := ParseTime(m); return ok }
+
 // MaxMark returns the greater of two marks.
 func MaxMark(a, b string) string {
 	if CompareMarks(a, b) >= 0 {
@@ -128,7 +142,12 @@ func SubtractOverlap(mark, overlap string) (string, error) {
 	return out, nil
 }
 
-func CheckOverlap(s string) error {
+// CheckOverlap checks an overlap (incremental.overlap, pagination.overlap):
+// a duration for any marks, or a decimal number for numeric marks. initial
+// and format are the job's: when either says the marks are timestamps (an
+// initial timestamp; a format that writes timestamps), a number is refused
+// here rather than when a run first starts from a saved mark.
+func CheckOverlap(s, initial, format string) error {
 	if s == "" {
 		return nil
 	}
@@ -138,13 +157,20 @@ func CheckOverlap(s string) error {
 		}
 		return nil
 	}
-	if r, ok := new(big.Rat).SetString(s); ok {
-		if r.Sign() < 0 {
-			return fmt.Errorf("must not be negative")
-		}
+	if !IsDecimal(s) {
+		return fmt.Errorf("%q must be a duration (10m, 1h) or, for numeric marks, a decimal number (5, 0.5)", Elide(s, 40))
+	}
+	if r, _ := new(big.Rat).SetString(s); r.Sign() < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	if _, ok := ParseTime(strings.TrimSpace(initial)); ok {
+		return fmt.Errorf("%q is a number, but initial is a timestamp: give a duration (10m, 1h)", Elide(s, 40))
+	}
+	switch format {
+	case "", FormatAsReceived, FormatUnix, FormatUnixMS:
 		return nil
 	}
-	return fmt.Errorf("%q must be a duration (10m) or a number", s)
+	return fmt.Errorf("%q is a number, but format %s writes timestamps: give a duration (10m, 1h)", Elide(s, 40), format)
 }
 
 // ParseTime parses RFC 3339 timestamps with any offset.

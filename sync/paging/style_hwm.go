@@ -47,7 +47,7 @@ func (hwmPaging) fill(pg *spec.Pagination, bad BadFunc) {
 		bad("pagination.size", "is required with style hwm (records per page: a short page ends the walk)")
 	}
 	sizeNeedsParam(pg, bad)
-	if err := CheckOverlap(pg.Overlap); err != nil {
+	if err := CheckOverlap(pg.Overlap, pg.Initial, ""); err != nil {
 		bad("pagination.overlap", "%v", err)
 	}
 	if pg.MaxFuture.Duration == 0 {
