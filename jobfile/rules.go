@@ -122,7 +122,8 @@ var rules = map[string]Rule{
 		Examples: []any{"updated_at"}},
 	"pagination.initial": {Doc: "hwm style: mark of the very first run (RFC 3339 timestamp or number). Omitted: the first request sends no mark.",
 		Examples: []any{"2024-01-01T00:00:00Z"}},
-	"pagination.overlap": {Doc: "hwm style: subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
+	"pagination.overlap": {Doc: "hwm style: subtracted from the saved mark when a new run starts: a duration for timestamp marks; for numeric marks a decimal number, " +
+		"or a duration (seconds; milliseconds for integer marks of 13 digits or more). A number with an initial timestamp is refused.",
 		Examples: []any{"1m", "10m"}},
 	"pagination.max_future": {Doc: "hwm style: a record whose mark lies more than this after the run's start is synced but never moves the saved mark (counted in a warning).",
 		Default: "1h", Examples: []any{"1h", "1d"}},
@@ -134,15 +135,16 @@ var rules = map[string]Rule{
 	"incremental.field": {Doc: "Required. GJSON path of the record's change mark (RFC 3339 timestamp or number).",
 		Examples: []any{"updated_at"}},
 	"incremental.param": {Doc: "Required. Query parameter receiving the run's mark.", Examples: []any{"updated_since", "since"}},
-	"incremental.end_param": {Doc: "Query parameter receiving the run's upper bound (the time the run started, in the form of the marks) on every request: " +
-		"records changed while the run goes on are left to the next run instead of being read half-way.", Examples: []any{"updated_before", "until"}},
+	"incremental.end_param": {Doc: "Query parameter receiving the run's upper bound (the time the run started, in the form of the run's mark, else of initial, else of format) on every request: " +
+		"records changed while the run goes on are left to the next run instead of being read half-way. A first run without initial under format: as_received sends none.", Examples: []any{"updated_before", "until"}},
 	"incremental.step": {Doc: "Split the run's window [mark − overlap, run start) into windows of this length, fixed when the run starts and walked one after another, " +
 		"each from the first page and checkpointed like any page (several at once with concurrency); the saved mark moves to the end of each completed window. Needs end_param.", Min: num(0), Examples: []any{"1d", "6h"}},
 	"incremental.concurrency": {Doc: "Windows walked at once (with step; any pagination style, cursor included). Each window keeps its own place in the run's checkpoint; " +
 		"the saved mark moves only over the windows completed without a gap.", Default: 1, Fill: true, Min: num(1), Max: num(64)},
 	"incremental.initial": {Doc: "Mark of the very first run. Omitted: the first run sends no mark (full sync).",
 		Examples: []any{"2024-01-01T00:00:00Z"}},
-	"incremental.overlap": {Doc: "Subtracted from the saved mark when a new run starts (a duration for timestamp marks, a number for numeric marks).",
+	"incremental.overlap": {Doc: "Subtracted from the saved mark when a new run starts: a duration for timestamp marks; for numeric marks a decimal number, " +
+		"or a duration (seconds; milliseconds for integer marks of 13 digits or more). A number where initial or format says the marks are timestamps is refused.",
 		Examples: []any{"10m"}},
 	"incremental.format": {Fill: true, Doc: "How marks are sent: as_received (verbatim, in the form the API wrote them; before any was received, the form of initial), rfc3339 (UTC, whole seconds), date (UTC), unix, unix_ms, or a Go time layout.",
 		Default: "as_received", Examples: []any{"as_received", "unix", "2006-01-02 15:04:05"}},
