@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,72 @@ func TestPostgresStateLeaseRowDeletedFencedTargetAccepts(t *testing.T) {
 		t.Fatalf("run after the lease row was deleted: exit %d, want 0: %s", r.code, r.stderr)
 	}
 	assertEqualSource(t, readPostgres(t, target, pgx.Identifier{schema, "orders"}), sourceRows(api))
+}
+
+// A role whose lock_timeout (ALTER ROLE … SET) is shorter than the holder's
+// page transaction, which keeps the lease row locked while it writes: a
+// second host meeting that lock is told the job is locked, as when it waits
+// for the transaction (docs/operations.md, "Leases"), so --if-running skip
+// skips with exit 0 and wait waits and then runs; neither fails with exit 3
+// as if the database were unreachable.
+func TestPostgresStateRoleLockTimeout(t *testing.T) {
+	pg := postgresURL(t)
+	schema := pgstate2Schema(t, pg)
+	role := "pgstate2_role_" + schema[len("pgstate2_"):]
+	pgExec(t, pg, "CREATE ROLE "+role+" LOGIN PASSWORD 'pgstate2'",
+		"ALTER ROLE "+role+" SET lock_timeout = '100ms'",
+		"ALTER SCHEMA "+schema+" OWNER TO "+role,
+		"GRANT CREATE ON DATABASE "+pgx.Identifier{strings.TrimPrefix(mustURL(t, pg).Path, "/")}.Sanitize()+" TO "+role)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), pg)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role)
+			_, _ = c.Exec(context.Background(), "DROP ROLE "+role)
+			c.Close(context.Background())
+		}
+	})
+	u := mustURL(t, pg)
+	u.User = url.UserPassword(role, "pgstate2")
+	state := pgStateURL(t, u.String(), schema, "30s")
+	env := []string{"IDEMSYNC_STATE=" + state}
+	_, apiURL := startAPI(t, fakeapi.Options{Records: 50})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+	if r := idemsync(t, dir, env, "run", job, "--quiet"); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	// A page transaction in flight: the lease row locked for a while.
+	hold := func(d time.Duration) chan struct{} {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{schema, "leases"}.Sanitize()+" FOR UPDATE"); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan struct{})
+		go func() {
+			time.Sleep(d)
+			_ = tx.Commit(ctx)
+			c.Close(ctx)
+			close(ended)
+		}()
+		return ended
+	}
+	ended := hold(time.Second)
+	if r := idemsync(t, dir, env, "run", job, "--if-running", "skip"); r.code != 0 || !strings.Contains(r.stdout, ": skipped: ") {
+		t.Errorf("--if-running skip meeting the holder's page transaction: exit %d, want 0 skipped: %s %s", r.code, r.stdout, r.stderr)
+	}
+	<-ended
+	ended = hold(time.Second)
+	if r := idemsync(t, dir, env, "run", job, "--if-running", "wait=20s"); r.code != 0 || strings.Contains(r.stdout, ": skipped: ") {
+		t.Errorf("--if-running wait meeting the holder's page transaction: exit %d, want 0 after the wait: %s %s", r.code, r.stdout, r.stderr)
+	}
+	<-ended
 }

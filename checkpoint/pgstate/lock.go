@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // lease is a run lock this Store holds (docs/operations.md, "Leases"): the
@@ -72,14 +73,18 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 			acquired_at = clock_timestamp(), expires_at = clock_timestamp() + $3 * interval '1 millisecond'
 		WHERE l.expires_at <= clock_timestamp()
 		RETURNING token`), job, holder, s.lease.Milliseconds()).Scan(&token)
-	if errors.Is(err, pgx.ErrNoRows) {
+	// A lock_timeout set on the role (or the database) ends the wait for
+	// the holder's page transaction, which locks the row, with 55P03: the
+	// job is locked as surely as when the wait ends with the row unexpired.
+	if errors.Is(err, pgx.ErrNoRows) || lockNotAvailable(err) {
 		who, until, _ := s.holder(ctx, job)
+		msg := fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339))
 		if who == "" {
-			who = "another process"
+			msg = fmt.Sprintf("job %s is locked by another process (its transaction holds the job's lease row)", job)
 		}
 		return nil, &contract.Error{
 			Class: contract.Locked,
-			Msg:   fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339)),
+			Msg:   msg,
 			Hint:  "wait for that run to finish; a holder that died loses the lease when it expires",
 			Err:   contract.ErrLocked,
 		}
@@ -325,6 +330,13 @@ func (s *Store) holder(ctx context.Context, job string) (string, time.Time, erro
 		who = "another process"
 	}
 	return who, until, nil
+}
+
+// lockNotAvailable reports whether err is a lock_timeout's end of a wait
+// for a row lock (SQLSTATE 55P03).
+func lockNotAvailable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // hostname names this host in the holder text.
