@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,35 @@ func TestPostgresStateRoleLockTimeout(t *testing.T) {
 		t.Errorf("--if-running wait meeting the holder's page transaction: exit %d, want 0 after the wait: %s %s", r.code, r.stdout, r.stderr)
 	}
 	<-ended
+}
+
+// A state schema made beforehand by an administrator and owned by a role
+// that may not create schemas in the database (the least privilege a
+// state needs): the first run opens it, creates the state's tables in it
+// and completes (docs/operations.md, "State in PostgreSQL").
+func TestPostgresStateSchemaOwnedByRole(t *testing.T) {
+	pg := postgresURL(t)
+	schema := pgstate2Schema(t, pg)
+	role := "pgstate2_owner_" + schema[len("pgstate2_"):]
+	pgExec(t, pg, "CREATE ROLE "+role+" LOGIN PASSWORD 'pgstate2'",
+		"ALTER SCHEMA "+schema+" OWNER TO "+role)
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), pg)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			_, _ = c.Exec(context.Background(), "DROP OWNED BY "+role)
+			_, _ = c.Exec(context.Background(), "DROP ROLE "+role)
+			c.Close(context.Background())
+		}
+	})
+	u := mustURL(t, pg)
+	u.User = url.UserPassword(role, "pgstate2")
+	env := []string{"IDEMSYNC_STATE=" + pgStateURL(t, u.String(), schema, "30s")}
+	api, apiURL := startAPI(t, fakeapi.Options{Records: 50})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+	if r := idemsync(t, dir, env, "run", job, "--quiet"); r.code != 0 {
+		t.Fatalf("run on a schema its role owns: exit %d: %s", r.code, r.stderr)
+	}
+	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
 }
