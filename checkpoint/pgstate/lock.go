@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // lease is a run lock this Store holds (docs/operations.md, "Leases"): the
@@ -34,9 +35,22 @@ type lease struct {
 // transaction takes time.
 func margin(d time.Duration) time.Duration { return d / 5 }
 
+// firstTokenSQL is the token of a lease row inserted for a job: the
+// database's clock in milliseconds since 1970, never 1. A job's row is
+// inserted once, and its token then grows by one per acquisition, so it
+// stays below the clock of any later moment (it would need more than one
+// acquisition per millisecond, on average, since the row was made). A
+// row deleted by hand is therefore re-created with a token above every
+// token an earlier holder had: no earlier holder's renewal or page matches
+// it, and a fenced target holding an earlier token accepts the new holder
+// (docs/operations.md, "Leases"). Rows inserted before this rule, from 1,
+// are far below it.
+const firstTokenSQL = `greatest(1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)`
+
 // Lock acquires the job's lease without waiting: it succeeds when no row
-// exists, or the row's lease has expired by the database's clock (a
-// released lease has), and increments the token. A takeover that waited
+// exists (the token starts at firstTokenSQL), or the row's lease has
+// expired by the database's clock (a released lease has), and increments
+// the token. A takeover that waited
 // for the holder's page transaction (its fence locks the row) is stamped
 // when it happens, after that wait, not with the VALUES computed before
 // it: the lease runs a whole lease from then, and its acquired_at is
@@ -54,19 +68,23 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 	var token int64
 	err = s.pool.QueryRow(ctx, s.q(`
 		INSERT INTO {S}.leases AS l (job, token, holder, acquired_at, expires_at)
-		VALUES ($1, 1, $2, clock_timestamp(), clock_timestamp() + $3 * interval '1 millisecond')
+		VALUES ($1, `+firstTokenSQL+`, $2, clock_timestamp(), clock_timestamp() + $3 * interval '1 millisecond')
 		ON CONFLICT (job) DO UPDATE SET token = l.token + 1, holder = excluded.holder,
 			acquired_at = clock_timestamp(), expires_at = clock_timestamp() + $3 * interval '1 millisecond'
 		WHERE l.expires_at <= clock_timestamp()
 		RETURNING token`), job, holder, s.lease.Milliseconds()).Scan(&token)
-	if errors.Is(err, pgx.ErrNoRows) {
+	// A lock_timeout set on the role (or the database) ends the wait for
+	// the holder's page transaction, which locks the row, with 55P03: the
+	// job is locked as surely as when the wait ends with the row unexpired.
+	if errors.Is(err, pgx.ErrNoRows) || lockNotAvailable(err) {
 		who, until, _ := s.holder(ctx, job)
+		msg := fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339))
 		if who == "" {
-			who = "another process"
+			msg = fmt.Sprintf("job %s is locked by another process (its transaction holds the job's lease row)", job)
 		}
 		return nil, &contract.Error{
 			Class: contract.Locked,
-			Msg:   fmt.Sprintf("job %s is locked by %s (lease until %s)", job, who, until.UTC().Format(time.RFC3339)),
+			Msg:   msg,
 			Hint:  "wait for that run to finish; a holder that died loses the lease when it expires",
 			Err:   contract.ErrLocked,
 		}
@@ -312,6 +330,13 @@ func (s *Store) holder(ctx context.Context, job string) (string, time.Time, erro
 		who = "another process"
 	}
 	return who, until, nil
+}
+
+// lockNotAvailable reports whether err is a lock_timeout's end of a wait
+// for a row lock (SQLSTATE 55P03).
+func lockNotAvailable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // hostname names this host in the holder text.

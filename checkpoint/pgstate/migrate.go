@@ -118,8 +118,18 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, s.q(`CREATE SCHEMA IF NOT EXISTS {S}`)); err != nil {
-			return fmt.Errorf("create schema: %w", err)
+		// CREATE SCHEMA IF NOT EXISTS needs the database's CREATE privilege
+		// even when the schema exists: a schema made beforehand for a role
+		// without it (docs/operations.md, "State in PostgreSQL") is used
+		// as it is.
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, s.name).Scan(&exists); err != nil {
+			return fmt.Errorf("look for schema: %w", err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, s.q(`CREATE SCHEMA IF NOT EXISTS {S}`)); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
 		}
 		if _, err := tx.Exec(ctx, s.q(`CREATE TABLE IF NOT EXISTS {S}.idemsync_schema (
 			version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)); err != nil {
