@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idemsync/idemsync/checkpoint/pgstate"
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/feed"
 	idsync "github.com/idemsync/idemsync/sync"
@@ -235,6 +236,12 @@ func printPrune(ios *IOStreams, g *globalOpts, jobs []contract.PruneStats, fed *
 	}
 	if jobs == nil {
 		fmt.Fprintf(ios.Out, "no jobs in %s\n", stateName(path))
+		return nil
+	}
+	if pgstate.IsURL(path) {
+		// Its tables are never rewritten: autovacuum reclaims the space
+		// (docs/operations.md, "State in PostgreSQL").
+		fmt.Fprintf(ios.Out, "state %s: tables of %d KiB before, %d KiB after (autovacuum reclaims the space)\n", path, before>>10, after>>10)
 		return nil
 	}
 	freed := "nothing freed: the file had no free space"
