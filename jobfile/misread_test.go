@@ -1,0 +1,116 @@
+package jobfile
+
+import (
+	"strings"
+	"testing"
+)
+
+// A job file either means what docs/job-file.md says or is refused with
+// the line and the key: these are forms that were read as something else.
+
+const plainSpec = `name: orders
+source:
+  url: https://api.example.com/v1/orders
+  records: data
+pagination:
+  style: page
+  size_param: per_page
+  size: 100
+target:
+  url: sqlite:out/orders.db
+  table: orders
+  key: [id]
+`
+
+// wantRefused loads spec and fails unless it is refused with every one
+// of want in the error.
+func wantRefused(t *testing.T, spec string, lookup LookupFunc, want ...string) string {
+	t.Helper()
+	_, err := LoadResources([]byte(spec), "/jobs/orders.yaml", lookup)
+	if err == nil {
+		t.Fatalf("accepted, want refused naming %q:\n%s", want, spec)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %q", err, w)
+		}
+	}
+	return err.Error()
+}
+
+func TestSecondDocumentRefused(t *testing.T) {
+	spec := plainSpec + "---\nname: other\ntarget: {deletes: hard}\n"
+	wantRefused(t, spec, env(nil), "/jobs/orders.yaml", "line 13:", "one YAML document")
+}
+
+func TestFractionalIntegerRefused(t *testing.T) {
+	for _, tt := range []struct{ spec, line, key string }{
+		{strings.Replace(plainSpec, "size: 100", "size: 2.5", 1), "line 8:", "pagination.size"},
+		{plainSpec + "retry:\n  attempts: 0.5\n", "line 14:", "retry.attempts"},
+		{strings.Replace(plainSpec, "  records: data\n", "  records: data\n  concurrency: ${N}\n", 1), "line 5:", "source.concurrency"},
+	} {
+		wantRefused(t, tt.spec, env(map[string]string{"N": "1.9"}), tt.line, tt.key, "whole number")
+	}
+	// A whole number written as a float is that number.
+	job, err := Load([]byte(strings.Replace(plainSpec, "size: 100", "size: 1e2", 1)), "/jobs/orders.yaml", env(nil))
+	if err != nil || job.Pagination.Size != 100 {
+		t.Fatalf("size: 1e2 = %v, %v; want 100", job, err)
+	}
+}
+
+func TestNestedVariableInDefaultRefused(t *testing.T) {
+	spec := strings.Replace(plainSpec, "table: orders", "table: ${TABLE:-${OTHER}}", 1)
+	wantRefused(t, spec, env(map[string]string{"OTHER": "x"}), "line 11:", "target.table", "${")
+}
+
+func TestSecretNotInValueProblems(t *testing.T) {
+	const secret = "supersecretvalue"
+	for _, auth := range []string{
+		`{type: bearer, token: x, ttl: "${TOK}"}`,
+		`{type: "${TOK}", token: x}`,
+	} {
+		spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  auth: "+auth+"\n", 1)
+		msg := wantRefused(t, spec, env(map[string]string{"TOK": secret}), "line 5:", "source.auth")
+		if strings.Contains(msg, secret) {
+			t.Errorf("the value of ${TOK} in source.auth shows in the error: %s", msg)
+		}
+	}
+}
+
+func TestBodyAliasBombNamesKey(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{a0: &a0 [x, x, x, x, x, x, x, x, x, x]")
+	for i := 1; i < 7; i++ {
+		b.WriteString(", a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [")
+		for j := 0; j < 10; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*a" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("}")
+	spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  method: POST\n  body: "+b.String()+"\n", 1)
+	msg := wantRefused(t, spec, env(nil), "line 6:", "source.body")
+	if strings.Contains(msg, "is required") {
+		t.Errorf("keys that are set are reported missing: %s", msg)
+	}
+}
+
+func TestDuplicateKeyUnderDefaultsRefused(t *testing.T) {
+	spec := `name: shop
+defaults:
+  source: {base_url: "https://api.example.com/v1"}
+  target: {url: "sqlite:out/shop.db", deletes: keep}
+resources:
+  - name: orders
+    source: {path: /orders, records: data}
+    target:
+      table: orders
+      key: [id]
+      deletes: hard
+      deletes: keep
+`
+	wantRefused(t, spec, env(nil), "resource orders", "line 12:", "duplicate key target.deletes")
+}
