@@ -114,3 +114,49 @@ resources:
 `
 	wantRefused(t, spec, env(nil), "resource orders", "line 12:", "duplicate key target.deletes")
 }
+
+// A header HTTP cannot carry failed every run as a network error to retry
+// (exit 3) after validate had passed it.
+func TestUnsendableHeaderRefused(t *testing.T) {
+	const secret = "tok-secret"
+	for _, tt := range []struct{ headers, key string }{
+		{`{X-Tenant: "${T}"}`, "source.headers.X-Tenant"},
+		{`{"X Tenant": acme}`, "source.headers.X Tenant"},
+		{`{"": acme}`, "source.headers"},
+		{"{Authorization: \"Bearer tok-secret\\nX-Evil: 1\"}", "source.headers.Authorization"},
+	} {
+		spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  headers: "+tt.headers+"\n", 1)
+		msg := wantRefused(t, spec, env(map[string]string{"T": secret + "\r\nX-Evil: 1"}), "line 5:", tt.key)
+		if strings.Contains(msg, secret) {
+			t.Errorf("a header's value shows in the error: %s", msg)
+		}
+	}
+	spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  headers: {X-Tenant: \"a\\tb ü\"}\n", 1)
+	if _, err := Load([]byte(spec), "/jobs/orders.yaml", env(nil)); err != nil {
+		t.Fatalf("a tab and UTF-8 in a header value are sendable: %v", err)
+	}
+}
+
+// A token read from a file keeps its line break: sent in a header as
+// written, it failed every run as a network error (exit 3).
+func TestUnsendableAuthHeaderRefused(t *testing.T) {
+	const secret = "tok-secret"
+	for _, tt := range []struct{ auth, key string }{
+		{`{type: bearer, token: "${T}"}`, "source.auth.token"},
+		{`{type: api_key, name: X-Key, value: "${T}"}`, "source.auth.value"},
+		{`{type: api_key, name: "X Key", value: v}`, "source.auth.name"},
+		{`{type: command, run: [echo], header: "X:Key"}`, "source.auth.header"},
+		{`{type: command, run: [echo], prefix: "${T}"}`, "source.auth.prefix"},
+	} {
+		spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  auth: "+tt.auth+"\n", 1)
+		msg := wantRefused(t, spec, env(map[string]string{"T": secret + "\n"}), "line 5:", tt.key)
+		if strings.Contains(msg, secret) {
+			t.Errorf("a credential shows in the error: %s", msg)
+		}
+	}
+	// In the query a value is escaped: any character is sendable.
+	spec := strings.Replace(plainSpec, "  records: data\n", "  records: data\n  auth: {type: api_key, name: \"k y\", value: \"${T}\", in: query}\n", 1)
+	if _, err := Load([]byte(spec), "/jobs/orders.yaml", env(map[string]string{"T": secret + "\n"})); err != nil {
+		t.Fatalf("an api_key in the query is escaped: %v", err)
+	}
+}
