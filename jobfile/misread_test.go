@@ -160,3 +160,19 @@ func TestUnsendableAuthHeaderRefused(t *testing.T) {
 		t.Fatalf("an api_key in the query is escaped: %v", err)
 	}
 }
+
+// A zero written for a key with a default was taken for "unset" and
+// replaced by the default: attempts: 0 ran 5 attempts though the key is
+// "at least 1" (and the editor's schema says so), retention: 0s kept 30
+// days.
+func TestWrittenZeroNotReadAsDefault(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{plainSpec + "retry:\n  attempts: 0\n", "line 14: retry.attempts: 0 must be at least 1"},
+		{strings.Replace(plainSpec, "  records: data\n", "  records: data\n  concurrency: 0\n", 1), "line 5: source.concurrency: 0 must be between 1 and 64"},
+		{plainSpec + "retention: 0s\n", "line 13: retention: "},
+		{strings.Replace(plainSpec, "  records: data\n", "  records: data\n  timeout: 0s\n", 1), "line 5: source.timeout: "},
+		{plainSpec + "  deletes: \"${DELETES}\"\n", `line 13: target.deletes: "" must be keep, soft or hard`},
+	} {
+		wantRefused(t, tt.spec, env(map[string]string{"DELETES": ""}), tt.want)
+	}
+}
