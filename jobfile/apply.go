@@ -16,11 +16,21 @@ import (
 // fillRules sets the Default of every rule with Fill on the keys the spec
 // leaves unset. A block that is absent (incremental, source.auth) is left
 // absent. Defaults are decoded as YAML into the key's type, so a rule's
-// Default is written exactly as a user would write it.
-func fillRules(sp *spec.Spec) {
+// Default is written exactly as a user would write it. A key written in
+// the file (in written) with a zero or empty value is not unset: it is
+// reported through bad, never read as the default (attempts: 0 is not 5).
+func fillRules(sp *spec.Spec, written map[string]int, bad paging.BadFunc) {
 	walkSpec(reflect.ValueOf(sp).Elem(), "", func(key string, v reflect.Value) {
 		r, ok := rules[key]
 		if !ok || !r.Fill || !v.IsZero() {
+			return
+		}
+		if _, ok := written[key]; ok {
+			if p := ruleProblem(r, v); p != "" {
+				bad(key, "%s", p) // 0 must be at least 1; "" must be keep, soft or hard
+			} else {
+				bad(key, "is empty or zero; omit the key for its default, %v", r.Default)
+			}
 			return
 		}
 		text, err := yaml.Marshal(r.Default)

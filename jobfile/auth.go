@@ -49,6 +49,27 @@ func (j loading) authDefaults(bad func(key, format string, args ...any)) {
 	if t.fill != nil {
 		t.fill(c)
 	}
+	// What is sent in a header as written must be sendable (a token read
+	// from a file with its line break).
+	header := func(key, v string, name bool) {
+		if name && v != "" && !headerName(v) {
+			bad("source.auth."+key, notHeaderName)
+		} else if !name && !headerValue(v) {
+			bad("source.auth."+key, notHeaderValue)
+		}
+	}
+	switch {
+	case a.Type == idsync.AuthBearer:
+		header("token", a.Token, false)
+	case a.Type == idsync.AuthAPIKey && a.In == "header":
+		header("name", a.Name, true)
+		header("value", a.Value, false)
+	case a.Type == idsync.AuthCommand:
+		header("header", a.Header, true)
+		if a.Prefix != nil {
+			header("prefix", *a.Prefix, false)
+		}
+	}
 }
 
 // authCheck fills and checks one source.auth block, reporting problems

@@ -25,7 +25,7 @@ func (j loading) finish(lines map[string]int) []string {
 		reported[key] = true
 		p = append(p, lineOf(lines, key)+key+": "+fmt.Sprintf(format, args...))
 	}
-	fillRules(&j.Spec)
+	fillRules(&j.Spec, lines, bad)
 	dir := "."
 	if j.File != "" {
 		dir = filepath.Dir(j.File)

@@ -33,6 +33,15 @@ func (j loading) sourceDefaults(bad func(key, format string, args ...any)) {
 		bad("source.body", "is only allowed with method: POST")
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		// One HTTP cannot send would fail every run as a network error.
+		switch {
+		case k == "":
+			bad("source.headers", "a header name cannot be empty")
+		case !headerName(k):
+			bad("source.headers."+k, notHeaderName)
+		case !headerValue(s.Headers[k]):
+			bad("source.headers."+k, notHeaderValue)
+		}
 		if idsync.CredentialName(k) { // a ${VAR} in any header is a secret already (secretPath)
 			j.Secrets.Add(s.Headers[k])
 		}
@@ -111,4 +120,28 @@ func (j loading) bodyDefaults(bad paging.BadFunc, lines map[string]int) {
 	if _, written := lines["source.error_path"]; !written && s.Method == http.MethodPost {
 		s.ErrorPath = "errors"
 	}
+}
+
+// A header name or value HTTP cannot send would fail every run as a
+// network error: the loader refuses it (docs/job-file.md, source).
+const (
+	notHeaderName  = "is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+	notHeaderValue = "its value holds a line break or another control character, which a header cannot carry"
+)
+
+// headerName reports whether s is a header name (RFC 9110, token).
+func headerName(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return false
+		}
+		return !strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+	}) < 0
+}
+
+// headerValue reports whether s can be sent as a header's value: no
+// control character but the tab.
+func headerValue(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) < 0
 }

@@ -45,6 +45,9 @@ func expandEnv(s string, lookup LookupFunc) (string, []string, error) {
 		}
 		ref := s[i+2 : i+2+end]
 		name, def, hasDef := strings.Cut(ref, ":-")
+		if strings.Contains(def, "${") { // would be sent as written: ${A:-${B}} is "${B}"
+			return "", nil, fmt.Errorf("a default cannot hold a ${VAR} reference: ${%s}", paging.Elide(ref, 40))
+		}
 		if !validVarName(name) {
 			return "", nil, fmt.Errorf("invalid variable name %q in ${%s}", name, paging.Elide(ref, 40))
 		}

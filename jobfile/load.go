@@ -5,8 +5,11 @@ import (
 	"github.com/idemsync/idemsync/jobfile/spec"
 	idsync "github.com/idemsync/idemsync/sync"
 
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,11 +72,20 @@ func parseDoc(data []byte, file string, lookup LookupFunc) (*yaml.Node, func(pro
 		return &contract.Error{Class: contract.Invalid, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
 	}
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fail, fail(yamlProblem(err))
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, fail, fail("the file is empty")
+	}
+	// A second document (after ---) would be ignored: a job file is one.
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, fail, fail(yamlProblem(err))
+		}
+		return nil, fail, fail(fmt.Sprintf("line %d: a job file is one YAML document; a second one starts here (---)", next.Line))
 	}
 	return root.Content[0], fail, nil
 }
@@ -112,6 +124,7 @@ func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string
 	lines := map[string]int{"": doc.Line}
 	checkNode(doc, reflect.TypeOf(spec.Spec{}), "", lines, &problems)
 	expandNode(doc, "", lookup, red, &problems)
+	wholeNumbers(doc, reflect.TypeOf(spec.Spec{}), "", &problems)
 	dropReported(doc, reportedKeys(problems)) // problems.go: report the rest too
 	var parsed spec.Spec
 	if err := doc.Decode(&parsed); err != nil {
@@ -120,6 +133,9 @@ func loadDoc(doc *yaml.Node, file string, lookup LookupFunc, fail func(...string
 	job := &idsync.Job{Spec: parsed, File: file, Secrets: red}
 	problems = append(problems, withoutEchoes((loading{job}).finish(lines), problems)...)
 	if len(problems) > 0 {
+		for i := range problems { // a value quoted in a problem may be a ${VAR} secret
+			problems[i] = red.Redact(problems[i])
+		}
 		return nil, fail(problems...)
 	}
 	return job, nil
@@ -248,6 +264,48 @@ func checkMapping(n *yaml.Node, t reflect.Type, path string, lines map[string]in
 		seen[k.Value] = true
 		lines[key] = k.Line
 		checkNode(v, f.Type, key, lines, problems)
+	}
+}
+
+// wholeNumbers refuses, in a key that takes an integer, a number with a
+// fraction (size: 2.5), which YAML decoding would cut to 2; it runs after
+// ${VAR} expansion, so a variable's value is checked too.
+func wholeNumbers(n *yaml.Node, t reflect.Type, path string, problems *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()) {
+		return // the type reads itself
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			fields[name] = f.Type
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if ft, ok := fields[n.Content[i].Value]; ok {
+				wholeNumbers(n.Content[i+1], ft, join(path, n.Content[i].Value), problems)
+			}
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.SequenceNode {
+			for i, c := range n.Content {
+				wholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), problems)
+			}
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
+			return
+		}
+		var f float64
+		if n.Decode(&f) != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
+			*problems = append(*problems, fmt.Sprintf("line %d: %s: %s is not a whole number", n.Line, path, n.Value))
+		}
 	}
 }
 

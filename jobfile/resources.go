@@ -256,7 +256,9 @@ func mergeNodes(base, over *yaml.Node) *yaml.Node {
 		out.Content = append(out.Content, copyMapping(base.Content[i]), copyMapping(v))
 	}
 	for i := 0; i+1 < len(over.Content); i += 2 {
-		if mapValue(base, over.Content[i].Value) == nil {
+		// A key the resource repeats is kept twice, to be refused as a
+		// duplicate, never settled by its first value.
+		if k := over.Content[i].Value; mapValue(base, k) == nil || mapValue(over, k) != over.Content[i+1] {
 			out.Content = append(out.Content, copyMapping(over.Content[i]), copyMapping(over.Content[i+1]))
 		}
 	}

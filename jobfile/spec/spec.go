@@ -382,7 +382,13 @@ func (b *BodyText) UnmarshalYAML(n *yaml.Node) error {
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		return err
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return err
+		}
+		// Not a field error (excessive aliasing): name the line, and let
+		// the decoding of the other keys go on.
+		return fieldError("line %d: %s", n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	data, err := json.Marshal(jsonable(v))
 	if err != nil {
