@@ -92,10 +92,11 @@ duplicate-free; it is itself resumable; it never moves the saved mark.`
 			return &usageError{err: fmt.Errorf("--max-pages and --time-limit must not be negative")}
 		}
 		if name == contract.KindRun {
+			from := "--if-running"
 			if v := os.Getenv("IDEMSYNC_IF_RUNNING"); v != "" && !c.Flags().Changed("if-running") {
-				o.ifRunning = v
+				o.ifRunning, from = v, "$IDEMSYNC_IF_RUNNING"
 			}
-			if err := o.gate.parseIfRunning(o.ifRunning); err != nil {
+			if err := o.gate.parseIfRunning(from, o.ifRunning); err != nil {
 				return err
 			}
 			if err := o.gate.checkKey(); err != nil {

@@ -136,3 +136,24 @@ func TestShowClaimValidateOptions(t *testing.T) {
 		}
 	}
 }
+
+// A bad $IDEMSYNC_IF_RUNNING is a usage error that names the variable, not
+// a flag the command line does not have; --if-running overrides it.
+func TestIfRunningFromEnvNamesTheVariable(t *testing.T) {
+	t.Setenv("IDEMSYNC_IF_RUNNING", "bogus")
+	p := parseCmd(t, newCmdRun, "run", "job.yaml")
+	if p.opts != nil || p.code() != exitUsage || !strings.Contains(p.err.Error(), `$IDEMSYNC_IF_RUNNING "bogus"`) {
+		t.Errorf("bad $IDEMSYNC_IF_RUNNING: ran %v, exit %d, %v; want exit 2 naming the variable", p.opts != nil, p.code(), p.err)
+	}
+	t.Setenv("IDEMSYNC_IF_RUNNING", "wait=0s")
+	if p := parseCmd(t, newCmdRun, "run", "job.yaml"); p.err == nil || !strings.Contains(p.err.Error(), "$IDEMSYNC_IF_RUNNING wait=0s") {
+		t.Errorf("$IDEMSYNC_IF_RUNNING=wait=0s: %v, want an error naming the variable", p.err)
+	}
+	p = parseCmd(t, newCmdRun, "run", "job.yaml", "--if-running", "skip")
+	if p.err != nil || p.opts.gate.ifRunning != ifRunningSkip {
+		t.Errorf("--if-running skip over a bad $IDEMSYNC_IF_RUNNING: %v", p.err)
+	}
+	if p := parseCmd(t, newCmdRun, "run", "job.yaml", "--if-running", "nope"); p.err == nil || !strings.Contains(p.err.Error(), `--if-running "nope"`) {
+		t.Errorf("--if-running nope: %v, want an error naming the flag", p.err)
+	}
+}

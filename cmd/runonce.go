@@ -31,9 +31,10 @@ type runGate struct {
 	key       string        // --run-key or $IDEMSYNC_RUN_KEY ("" : none)
 }
 
-// parseIfRunning reads --if-running: skip, fail, wait or wait=DURATION;
-// "" is the default, which depends on the state store (defaultMode).
-func (g *runGate) parseIfRunning(v string) error {
+// parseIfRunning reads --if-running (or $IDEMSYNC_IF_RUNNING, which from
+// names in errors): skip, fail, wait or wait=DURATION; "" is the default,
+// which depends on the state store (defaultMode).
+func (g *runGate) parseIfRunning(from, v string) error {
 	mode, d, hasD := strings.Cut(v, "=")
 	switch {
 	case v == "":
@@ -42,11 +43,11 @@ func (g *runGate) parseIfRunning(v string) error {
 	case mode == ifRunningWait:
 		dur, err := time.ParseDuration(d)
 		if err != nil || dur <= 0 {
-			return &usageError{err: fmt.Errorf("--if-running %s: the wait is a positive duration, such as wait=10m", v)}
+			return &usageError{err: fmt.Errorf("%s %s: the wait is a positive duration, such as wait=10m", from, v)}
 		}
 		g.wait = dur
 	default:
-		return &usageError{err: fmt.Errorf("--if-running %q: use skip, fail, wait or wait=DURATION", v)}
+		return &usageError{err: fmt.Errorf("%s %q: use skip, fail, wait or wait=DURATION", from, v)}
 	}
 	g.ifRunning = mode
 	return nil
