@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemsync/idemsync/contract"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -117,6 +118,9 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 			if err := s.checkEmpty(ctx, tx); err != nil {
 				return err
 			}
+			if err := s.checkCase(ctx, tx); err != nil {
+				return err
+			}
 		}
 		// CREATE SCHEMA IF NOT EXISTS needs the database's CREATE privilege
 		// even when the schema exists: a schema made beforehand for a role
@@ -178,6 +182,41 @@ func (s *Store) checkEmpty(ctx context.Context, tx pgx.Tx) error {
 	}
 	if n > 0 && !ours {
 		return fmt.Errorf("%w: schema %s has %d tables and no idemsync_schema", errNotOurs, s.name, n)
+	}
+	return nil
+}
+
+// checkCase refuses a new state whose schema name differs only in case
+// from another schema's: ?schema= is a quoted identifier, so Ledger and
+// ledger are two schemas, and a host configured with the other spelling
+// would keep a state and a ledger of its own, where both hosts acquire
+// the same key (docs/operations.md, "State in PostgreSQL"). A new
+// schema's name is lower case, as PostgreSQL folds a name written
+// without quotes; a schema that exists is used as it is.
+func (s *Store) checkCase(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	var other, otherState *string
+	if err := tx.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1),
+		(SELECT min(nspname) FROM pg_namespace WHERE lower(nspname) = lower($1) AND nspname <> $1),
+		(SELECT min(schemaname) FROM pg_tables WHERE lower(schemaname) = lower($1) AND schemaname <> $1
+			AND tablename = 'idemsync_schema')`, s.name).Scan(&exists, &other, &otherState); err != nil {
+		return fmt.Errorf("look for schema: %w", err)
+	}
+	refuse := func(format string, args ...any) error {
+		return &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("state %s: ", s.display) + fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case otherState != nil:
+		return refuse("schema %q holds no idemsync state, but %q does: PostgreSQL tells the two names apart, "+
+			"so they would be two states whose ledgers both acquire the same key; use ?schema=%s", s.name, *otherState, *otherState)
+	case !exists && other != nil:
+		return refuse("schema %q does not exist, but %q does: PostgreSQL tells the two names apart; use ?schema=%s",
+			s.name, *other, *other)
+	case !exists && s.name != strings.ToLower(s.name):
+		return refuse("schema %q does not exist, and a new schema's name is lower case: PostgreSQL folds %s "+
+			"written without quotes to %s, so the two spellings would be two states; use ?schema=%s",
+			s.name, s.name, strings.ToLower(s.name), strings.ToLower(s.name))
 	}
 	return nil
 }
