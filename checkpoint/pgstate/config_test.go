@@ -20,3 +20,20 @@ func TestConfigSchemaBounds(t *testing.T) {
 		}
 	}
 }
+
+// A parameter given twice is refused, not read as its first value: libpq
+// reads the last, and a host whose URL ends in &schema=b would keep its
+// state in a, beside the hosts whose URL says only ?schema=b
+// (docs/operations.md, "State in PostgreSQL").
+func TestConfigRepeatedParameter(t *testing.T) {
+	for _, bad := range []string{
+		"postgres://u@h/db?schema=a&schema=b",
+		"postgres://u@h/db?schema=a&schema=a",
+		"postgres://u@h/db?lease=10s&lease=1m",
+	} {
+		_, schema, _, err := config(bad)
+		if err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("%s: schema %q, %v; want refused as given twice", bad, schema, err)
+		}
+	}
+}

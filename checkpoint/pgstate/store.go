@@ -88,6 +88,14 @@ func config(state string) (connURL, schema string, leaseFor time.Duration, err e
 		return "", "", 0, errors.New("not a valid URL")
 	}
 	q := u.Query()
+	// Given twice, a parameter is refused rather than read as its first
+	// value: libpq reads the last, and hosts whose URLs spell the same
+	// schema both ways would keep two states (docs/operations.md).
+	for _, k := range []string{"schema", "lease"} {
+		if len(q[k]) > 1 {
+			return "", "", 0, fmt.Errorf("%s is given twice (%s): give it once", k, strings.Join(q[k], ", "))
+		}
+	}
 	schema, leaseFor = DefaultSchema, DefaultLease
 	if v := q.Get("schema"); v != "" {
 		if len(v) > maxSchemaName || !schemaName.MatchString(v) {
