@@ -277,10 +277,16 @@ func Fenced(cur *LedgerEntry, op, token string, result string, f LedgerFailure, 
 }
 
 // Resolved applies an operator's resolution to cur at now: the entry to
-// store (nil with forget: delete it).
+// store (nil with forget: delete it). A pending key's lease ends here
+// without its holder's outcome, and is counted in Unknown: a holder still
+// live may do its side effect after the operator looked downstream
+// (docs/ledger.md, "Statuses").
 func Resolved(cur LedgerEntry, r LedgerResolution, now time.Time) *LedgerEntry {
 	e := cur
 	e.Token, e.UpdatedAt = "", now
+	if cur.Status == LedgerPending {
+		e.Unknown++
+	}
 	switch r.As {
 	case LedgerCompleted:
 		e.Status, e.Result, e.Error = LedgerCompleted, r.Result, ""

@@ -25,6 +25,7 @@ func RunLedger(t *testing.T, h Harness) {
 		{"CompleteReplays", ledgerCompleteReplays},
 		{"LeaseExpiry", ledgerLeaseExpiry},
 		{"HoldAndResolve", ledgerHoldAndResolve},
+		{"ResolvePending", ledgerResolvePending},
 		{"Mismatch", ledgerMismatch},
 		{"FailRetryable", ledgerFailRetryable},
 		{"FailPermanent", ledgerFailPermanent},
@@ -231,6 +232,42 @@ func ledgerHoldAndResolve(t *testing.T, open func(t *testing.T) contract.Ledger)
 	}
 	if _, ok, _ := l.Resolve(ctx, "ns", "nope", contract.LedgerResolution{As: "retry"}); ok {
 		t.Fatal("resolve of a missing key reported found")
+	}
+}
+
+// An operator's resolve of a pending key ends its lease without the
+// holder's outcome: a holder still live may do its side effect after the
+// operator looked downstream, and the next holder does it again. The
+// lease is counted in unknown_leases, as a lease that expired is, so the
+// possible double is visible (docs/ledger.md, "Statuses").
+func ledgerResolvePending(t *testing.T, open func(t *testing.T) contract.Ledger) {
+	ctx := context.Background()
+	l := open(t)
+	live := claim1(t, l, req("live", "", time.Minute))
+	if _, ok, err := l.Resolve(ctx, "ns", "live", contract.LedgerResolution{As: contract.LedgerRetry}); err != nil || !ok {
+		t.Fatalf("resolve: %v %v", ok, err)
+	}
+	next := claim1(t, l, req("live", "", time.Minute))
+	wantStatus(t, "claim after resolving a live lease", next.Status, contract.StatusAcquired)
+	if next.Previous != contract.PrevResolved || next.Entry.Unknown != 1 {
+		t.Errorf("claim after resolving a live lease: previous %q, unknown_leases %d; want resolved, 1", next.Previous, next.Entry.Unknown)
+	}
+	if _, st, _ := l.Complete(ctx, "ns", "live", live.Entry.Token, `{}`); st != contract.StatusStaleToken {
+		t.Errorf("the resolved holder's complete: %q, want stale_token", st)
+	}
+	// Resolved as completed, the count stays on the key for list and get.
+	if _, _, err := l.Resolve(ctx, "ns", "live", contract.LedgerResolution{As: contract.LedgerCompleted, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := l.Get(ctx, "ns", "live"); e.Unknown != 2 {
+		t.Errorf("unknown_leases after two resolved leases: %d, want 2", e.Unknown)
+	}
+	// A key resolved when it was no longer pending counts nothing more.
+	if _, _, err := l.Resolve(ctx, "ns", "live", contract.LedgerResolution{As: contract.LedgerRetry}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := l.Get(ctx, "ns", "live"); e.Unknown != 2 {
+		t.Errorf("unknown_leases after resolving a completed key: %d, want 2", e.Unknown)
 	}
 }
 
