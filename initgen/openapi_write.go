@@ -192,6 +192,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		}
 	}
 	path = escapePercent(path)
+	decide = append(decide, d.requiredQuery(op, pg)...)
 	decide = append(decide, pg.decide...)
 	props := d.props(op.item)
 	const keyQ = "target.key: the records have no id: which columns identify one?"
@@ -265,6 +266,35 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		w("        %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	return decide
+}
+
+// requiredQuery are the decisions on the operation's required query
+// parameters that neither the pagination nor an API key sets (Stripe's
+// search query): left out, every request would be refused.
+func (d *apiDoc) requiredQuery(op *listOp, pg *pagination) []string {
+	set := map[string]bool{}
+	for _, s := range pg.settings {
+		if s.key == "param" || s.key == "size_param" {
+			set[s.value] = true
+		}
+	}
+	for _, sc := range mapOf(mapOf(d.root["components"])["securitySchemes"]) {
+		if s := d.obj(sc); str(s["type"]) == "apiKey" && str(s["in"]) == "query" {
+			set[str(s["name"])] = true
+		}
+	}
+	var names []string
+	for k, p := range op.params {
+		if n, ok := strings.CutPrefix(k, "query:"); ok && p["required"] == true && !set[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("source.query.%s: the operation requires the query parameter %s: which value?", n, n))
+	}
+	return out
 }
 
 // columnOf is the column op's file has for property prop ({parent.COL}
