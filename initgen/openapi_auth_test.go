@@ -77,3 +77,57 @@ paths:
 		}
 	}
 }
+
+// A security requirement that names several schemes needs them all
+// (Algolia's application id and API key, two headers): source.auth sends
+// one, so init leaves the choice open rather than write one of them and a
+// file whose every request is refused (401). Alternatives ([{a: []}, {b:
+// []}]) are each enough: one is written. Failed first: the application id
+// written alone, no decision.
+func TestOpenAPIAuthSchemesTogether(t *testing.T) {
+	for _, tt := range []struct{ security, want string }{
+		{`[{appId: [], apiKey: []}]`, "decide"},
+		{`[{appId: [], apiKey: []}, {bearer: []}]`, `auth: {type: bearer, token: "${SEARCH_TOKEN}"}`},
+		{`[{apiKey: []}, {appId: []}]`, `auth: {type: api_key, name: X-Algolia-API-Key, in: header, value: "${SEARCH_API_KEY}"}`},
+	} {
+		t.Run(tt.security, func(t *testing.T) {
+			spec := `openapi: 3.0.2
+info: {title: Search, version: "1"}
+servers: [{url: "https://search.example.com"}]
+security: ` + tt.security + `
+components:
+  securitySchemes:
+    appId: {type: apiKey, in: header, name: X-Algolia-Application-Id}
+    apiKey: {type: apiKey, in: header, name: X-Algolia-API-Key}
+    bearer: {type: http, scheme: bearer}
+paths:
+  /1/indexes:
+    get:
+      responses:
+        "200":
+          content:
+            application/json:
+              schema: {type: object, properties: {items: {type: array, items: {type: object, properties: {id: {type: string}}}}}}
+`
+			d, err := parseOpenAPI([]byte(spec), "search.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, sum, err := BuildOpenAPI(d, OpenAPIOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lerr := jobfile.LoadResources([]byte(out), "/jobs/search.yaml", func(string) (string, bool) { return "x", true })
+			if tt.want == "decide" {
+				if lerr == nil || !strings.Contains(lerr.Error(), "source.auth") || strings.Contains(out, "auth: {") ||
+					!strings.Contains(strings.Join(sum["decide"].([]string), "\n"), "apiKey") {
+					t.Errorf("two schemes together must be a decision naming them: %v\n%s", lerr, out)
+				}
+				return
+			}
+			if !strings.Contains(out, tt.want) || lerr != nil {
+				t.Errorf("want %s, validating; got %v\n%s", tt.want, lerr, out)
+			}
+		})
+	}
+}

@@ -144,10 +144,24 @@ func (d *apiDoc) baseURL() (string, string) {
 // auth for is a decision left open.
 func (d *apiDoc) auth(security []any, name string) (string, string) {
 	schemes := mapOf(mapOf(d.root["components"])["securitySchemes"])
-	var names []string
+	// Each requirement is enough by itself; the schemes one names are all
+	// needed together, which source.auth does not send.
+	var names, together []string
 	for _, req := range security {
-		for k := range mapOf(req) {
-			names = append(names, k)
+		switch m := mapOf(req); len(m) {
+		case 1:
+			for k := range m {
+				names = append(names, k)
+			}
+		default:
+			var all []string
+			for k := range m {
+				all = append(all, k)
+			}
+			sort.Strings(all)
+			if len(all) > 1 && together == nil {
+				together = all
+			}
 		}
 	}
 	sort.Strings(names)
@@ -157,6 +171,9 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 	if env[0] >= '0' && env[0] <= '9' {
 		env = "_" + env // a variable's name starts with no digit: ${1_TOKEN} is refused
+	}
+	if len(names) == 0 && together != nil {
+		return "", fmt.Sprintf("source.auth: the description's security requirement needs the schemes %s together, and source.auth sends one: choose source.auth and source.headers (docs/job-file.md#auth)", strings.Join(together, " and "))
 	}
 	if len(names) == 0 {
 		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
