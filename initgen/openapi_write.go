@@ -3,6 +3,7 @@ package initgen
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 		note = "  # decide: a placeholder, see the decide: list" // which refuses the file until it goes
 	}
 	w("    base_url: %s%s\n", yamlString(base), note)
-	auth, authDecide := d.auth(chosen[0].security, name)
+	auth, authDecide := d.opsAuth(chosen, name)
 	w("%s", auth)
 	w("  target:\n    url: sqlite:%s.db\n", name)
 	var decisions []string
@@ -137,6 +138,29 @@ func (d *apiDoc) baseURL() (string, string) {
 	// "ftp://x", "http00", "http://": written as is, base_url would be
 	// refused for itself, not as a decision.
 	return "https://api.example.com", "the description's server " + strconv.Quote(u) + " is no http(s) URL: which URL serves the API?"
+}
+
+// opsAuth is the auth of the chosen operations, written once in defaults:
+// that of the ones with a security requirement (one that needs none takes
+// it too: the same API), and a decision when they need different ones.
+func (d *apiDoc) opsAuth(ops []*listOp, name string) (string, string) {
+	auth, decide, from := "", "", ""
+	for _, op := range ops {
+		if !slices.ContainsFunc(op.security, func(req any) bool { return len(mapOf(req)) > 0 }) {
+			continue // [], or [{}]: no credentials needed
+		}
+		a, q := d.auth(op.security, name)
+		switch {
+		case from == "":
+			auth, decide, from = a, q, op.path
+		case a != auth || q != decide:
+			return "", fmt.Sprintf("source.auth: GET %s and GET %s require different security schemes, and defaults.source.auth is one: choose it, or source.auth per resource (docs/job-file.md#auth)", from, op.path)
+		}
+	}
+	if from == "" {
+		return d.auth(nil, name)
+	}
+	return auth, decide
 }
 
 // auth writes source.auth from the security scheme the operations
