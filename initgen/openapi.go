@@ -46,6 +46,7 @@ func (d *apiDoc) listOps() []*listOp {
 	sort.Strings(keys)
 	var out []*listOp
 	for _, p := range keys {
+		d.at = p
 		item := d.obj(paths[p])
 		get := d.obj(item["get"])
 		if get == nil {
@@ -394,6 +395,7 @@ func (d *apiDoc) linkParents(ops []*listOp) {
 			}
 			param := rest[:end]
 			last := cand.path[strings.LastIndexByte(cand.path, '/')+1:]
+			d.at = cand.path
 			props := d.props(cand.item)
 			col := ""
 			switch n := normKey(param); {

@@ -19,6 +19,14 @@ import (
 // resources, their styles and the decisions left open.
 func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	ops := d.listOps()
+	if o.Path == "" && len(d.unresolved) > 0 { // a list operation it hides would be left out
+		var at []string
+		for p := range d.unresolved {
+			at = append(at, p)
+		}
+		sort.Strings(at)
+		return "", nil, d.unresolvedAt(at...)
+	}
 	if len(ops) == 0 {
 		return "", nil, contract.Errorf(contract.Permanent, "init --openapi %s: no list operation (a GET answering an array of objects, directly or under a property)", d.from)
 	}
@@ -33,6 +41,9 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 					chosen = append([]*listOp{p}, chosen...)
 				}
 			}
+		}
+		if err := d.unresolvedAt(o.Path); err != nil {
+			return "", nil, err
 		}
 		if len(chosen) == 0 {
 			return "", nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("init --openapi: %s is not a list operation of %s", o.Path, d.from), Hint: "the list operations: " + opPaths(ops)}
@@ -83,7 +94,11 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	sum := map[string]any{"job": name, "resources": len(chosen)}
 	styles := map[string]string{}
 	for _, op := range chosen {
+		d.at = op.path
 		ds := d.writeResource(w, op)
+		if err := d.unresolvedAt(op.path); err != nil { // a column it hides would be left out
+			return "", nil, err
+		}
 		decisions = append(decisions, ds...)
 		styles[op.name] = op.style
 	}
