@@ -46,6 +46,7 @@ func (d *apiDoc) listOps() []*listOp {
 	sort.Strings(keys)
 	var out []*listOp
 	for _, p := range keys {
+		d.at = p
 		item := d.obj(paths[p])
 		get := d.obj(item["get"])
 		if get == nil {
@@ -273,6 +274,17 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 			pg.leave("next", "", "which response field holds the next "+param+"? The response schema names none")
 		}
 		withSize()
+	case hasAny(op, "page", "page_number", "pageNumber") && d.pageToken(op) && nextField(false) != "":
+		// A page parameter that is text, with a next field in the response,
+		// takes a token: Stripe's search lists (page, next_page).
+		param, _, _ := op.query("page", "page_number", "pageNumber")
+		pg.style, pg.why = paging.StyleCursor, "the operation takes "+param+", a text, and the response has "+nextField(false)
+		pg.set("param", param, "")
+		pg.set("next", nextField(false), "")
+		if hasMore != "" {
+			pg.set("has_more", hasMore, "")
+		}
+		withSize()
 	case hasAny(op, "page", "page_number", "pageNumber"):
 		param, p, _ := op.query("page", "page_number", "pageNumber")
 		pg.style, pg.why = paging.StylePage, "the operation takes "+param
@@ -308,6 +320,13 @@ func (d *apiDoc) openAPIPagination(op *listOp) *pagination {
 		pg.style, pg.why = paging.StyleNone, "the operation has no paging parameter and its response no paging field: one request"
 	}
 	return pg
+}
+
+// pageToken reports whether the operation's page parameter is a string: a
+// token to send back, not a number to count up.
+func (d *apiDoc) pageToken(op *listOp) bool {
+	_, p, ok := op.query("page", "page_number", "pageNumber")
+	return ok && d.typeOf(d.obj(p["schema"])) == "string"
 }
 
 func has(op *listOp, name string) bool { _, _, ok := op.query(name); return ok }
@@ -376,6 +395,7 @@ func (d *apiDoc) linkParents(ops []*listOp) {
 			}
 			param := rest[:end]
 			last := cand.path[strings.LastIndexByte(cand.path, '/')+1:]
+			d.at = cand.path
 			props := d.props(cand.item)
 			col := ""
 			switch n := normKey(param); {

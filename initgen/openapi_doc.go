@@ -28,6 +28,13 @@ type apiDoc struct {
 	propsOf   map[string]map[string]map[string]any
 	typeOfRef map[string]string
 	walks     int
+
+	// at is the path whose operation is being read; unresolved holds, by
+	// path, the first $ref met there that names nothing this file has (in
+	// another file, or a typo), which init refuses rather than leave out
+	// what it hides.
+	at         string
+	unresolved map[string]string
 }
 
 // ReadOpenAPI reads an OpenAPI 3.x description from a file or an http(s)
@@ -112,6 +119,31 @@ func (d *apiDoc) obj(node any) map[string]any {
 			return m
 		}
 		node = d.lookup(ref)
+		if node == nil {
+			d.miss(ref)
+		}
+	}
+	d.miss(str(mapOf(node)["$ref"]) + " (a chain of $refs that does not end)")
+	return nil
+}
+
+// miss records a $ref met at d.at that resolves to nothing.
+func (d *apiDoc) miss(ref string) {
+	if d.unresolved == nil {
+		d.unresolved = map[string]string{}
+	}
+	if _, ok := d.unresolved[d.at]; !ok {
+		d.unresolved[d.at] = ref
+	}
+}
+
+// unresolvedAt is the error for the first $ref of paths that resolves to
+// nothing, or nil.
+func (d *apiDoc) unresolvedAt(paths ...string) error {
+	for _, p := range paths {
+		if ref, ok := d.unresolved[p]; ok {
+			return contract.Errorf(contract.Invalid, "init --openapi %s: GET %s: $ref %q names nothing in the description (init reads one file: bundle a description split across files first)", d.from, commentText(p), commentText(ref))
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package initgen
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -32,9 +33,10 @@ func TestOpenAPIGolden(t *testing.T) {
 		{"github.json", map[string]string{"organizations": "link", "orgs_repos": "link", "repos_issues": "link", "user_repos": "link"},
 			map[string]string{"organizations.size_param": "per_page"}, []string{"{org}", "{owner}", "{repo}"}},
 		// Stripe documents starting_after, limit and has_more.
-		{"stripe.json", map[string]string{"customers": "cursor", "charges": "cursor", "customers_tax_ids": "cursor"},
+		{"stripe.json", map[string]string{"customers": "cursor", "charges": "cursor", "customers_tax_ids": "cursor", "customers_search": "cursor"},
 			map[string]string{"customers.param": "starting_after", "customers.next": "data.@reverse.0.id", "customers.has_more": "has_more",
-				"customers_tax_ids.parent": "customers", "customers_tax_ids.path": "/v1/customers/{parent.id}/tax_ids"}, nil},
+				"customers_tax_ids.parent": "customers", "customers_tax_ids.path": "/v1/customers/{parent.id}/tax_ids",
+				"customers_search.next": "next_page"}, []string{"source.query.query"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -110,5 +112,58 @@ func TestOpenAPISelect(t *testing.T) {
 	}
 	if _, _, err := BuildOpenAPI(d, OpenAPIOptions{Path: "/v1/nothing"}); err == nil || !strings.Contains(err.Error(), "/v1/nothing") {
 		t.Errorf("--path of no list operation: %v", err)
+	}
+}
+
+// Stripe's search lists take a page parameter that is a token, not a
+// number: the response's next_page is sent back as page (stripe.com/docs/search,
+// "Pagination"). Sent as 1, 2, 3 it would be refused or read as another
+// list. Failed first: style page, param page, has_more.
+func TestOpenAPIPageTokenIsCursor(t *testing.T) {
+	d, err := ReadOpenAPI(context.Background(), filepath.Join("testdata", "openapi", "stripe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, sum, err := BuildOpenAPI(d, OpenAPIOptions{Path: "/v1/customers/search"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := sum["styles"].(map[string]string)["customers_search"]; st != "cursor" {
+		t.Errorf("style %q, want cursor:\n%s", st, spec)
+	}
+	for _, want := range []string{"\n      param: page\n", "\n      next: next_page\n"} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("%q not written:\n%s", strings.TrimSpace(want), spec)
+		}
+	}
+	anyVar := func(string) (string, bool) { return "x", true }
+	_, err = jobfile.LoadResources([]byte(spec), "/jobs/api.yaml", anyVar)
+	var se *jobfile.SpecError
+	if !errors.As(err, &se) || len(se.Problems) != 1 || !strings.Contains(se.Problems[0], "source.query.query") {
+		t.Errorf("validate: %v, want only the decision on the search query", err)
+	}
+}
+
+// A required query parameter init cannot fill (Stripe's search query,
+// GitHub's Copilot report day) is a decision, not left out: the file
+// would validate and every run be refused by the API (400). Failed first:
+// the file validated with no decision.
+func TestOpenAPIRequiredQueryIsDecided(t *testing.T) {
+	d, err := ReadOpenAPI(context.Background(), filepath.Join("testdata", "openapi", "stripe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, sum, err := BuildOpenAPI(d, OpenAPIOptions{Path: "/v1/customers/search"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := strings.Join(sum["decide"].([]string), "\n")
+	if !strings.Contains(decided, "source.query.query") || strings.Contains(decided, "limit") || strings.Contains(decided, "page") {
+		t.Errorf("decisions %q, want one for source.query.query only:\n%s", decided, spec)
+	}
+	anyVar := func(string) (string, bool) { return "x", true }
+	_, err = jobfile.LoadResources([]byte(spec), "/jobs/api.yaml", anyVar)
+	if err == nil || !strings.Contains(err.Error(), "source.query.query") {
+		t.Errorf("validate: %v, want the decision on source.query.query", err)
 	}
 }

@@ -3,6 +3,7 @@ package initgen
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,14 @@ import (
 // resources, their styles and the decisions left open.
 func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	ops := d.listOps()
+	if o.Path == "" && len(d.unresolved) > 0 { // a list operation it hides would be left out
+		var at []string
+		for p := range d.unresolved {
+			at = append(at, p)
+		}
+		sort.Strings(at)
+		return "", nil, d.unresolvedAt(at...)
+	}
 	if len(ops) == 0 {
 		return "", nil, contract.Errorf(contract.Permanent, "init --openapi %s: no list operation (a GET answering an array of objects, directly or under a property)", d.from)
 	}
@@ -32,6 +41,9 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 					chosen = append([]*listOp{p}, chosen...)
 				}
 			}
+		}
+		if err := d.unresolvedAt(o.Path); err != nil {
+			return "", nil, err
 		}
 		if len(chosen) == 0 {
 			return "", nil, &contract.Error{Class: contract.Invalid, Msg: fmt.Sprintf("init --openapi: %s is not a list operation of %s", o.Path, d.from), Hint: "the list operations: " + opPaths(ops)}
@@ -62,7 +74,7 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 		note = "  # decide: a placeholder, see the decide: list" // which refuses the file until it goes
 	}
 	w("    base_url: %s%s\n", yamlString(base), note)
-	auth, authDecide := d.auth(chosen[0].security, name)
+	auth, authDecide := d.opsAuth(chosen, name)
 	w("%s", auth)
 	w("  target:\n    url: sqlite:%s.db\n", name)
 	var decisions []string
@@ -82,7 +94,11 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	sum := map[string]any{"job": name, "resources": len(chosen)}
 	styles := map[string]string{}
 	for _, op := range chosen {
+		d.at = op.path
 		ds := d.writeResource(w, op)
+		if err := d.unresolvedAt(op.path); err != nil { // a column it hides would be left out
+			return "", nil, err
+		}
 		decisions = append(decisions, ds...)
 		styles[op.name] = op.style
 	}
@@ -139,15 +155,52 @@ func (d *apiDoc) baseURL() (string, string) {
 	return "https://api.example.com", "the description's server " + strconv.Quote(u) + " is no http(s) URL: which URL serves the API?"
 }
 
+// opsAuth is the auth of the chosen operations, written once in defaults:
+// that of the ones with a security requirement (one that needs none takes
+// it too: the same API), and a decision when they need different ones.
+func (d *apiDoc) opsAuth(ops []*listOp, name string) (string, string) {
+	auth, decide, from := "", "", ""
+	for _, op := range ops {
+		if !slices.ContainsFunc(op.security, func(req any) bool { return len(mapOf(req)) > 0 }) {
+			continue // [], or [{}]: no credentials needed
+		}
+		a, q := d.auth(op.security, name)
+		switch {
+		case from == "":
+			auth, decide, from = a, q, op.path
+		case a != auth || q != decide:
+			return "", fmt.Sprintf("source.auth: GET %s and GET %s require different security schemes, and defaults.source.auth is one: choose it, or source.auth per resource (docs/job-file.md#auth)", from, op.path)
+		}
+	}
+	if from == "" {
+		return d.auth(nil, name)
+	}
+	return auth, decide
+}
+
 // auth writes source.auth from the security scheme the operations
 // require, its secrets as ${VAR} placeholders; a scheme idemsync has no
 // auth for is a decision left open.
 func (d *apiDoc) auth(security []any, name string) (string, string) {
 	schemes := mapOf(mapOf(d.root["components"])["securitySchemes"])
-	var names []string
+	// Each requirement is enough by itself; the schemes one names are all
+	// needed together, which source.auth does not send.
+	var names, together []string
 	for _, req := range security {
-		for k := range mapOf(req) {
-			names = append(names, k)
+		switch m := mapOf(req); len(m) {
+		case 1:
+			for k := range m {
+				names = append(names, k)
+			}
+		default:
+			var all []string
+			for k := range m {
+				all = append(all, k)
+			}
+			sort.Strings(all)
+			if len(all) > 1 && together == nil {
+				together = all
+			}
 		}
 	}
 	sort.Strings(names)
@@ -157,6 +210,9 @@ func (d *apiDoc) auth(security []any, name string) (string, string) {
 	env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 	if env[0] >= '0' && env[0] <= '9' {
 		env = "_" + env // a variable's name starts with no digit: ${1_TOKEN} is refused
+	}
+	if len(names) == 0 && together != nil {
+		return "", fmt.Sprintf("source.auth: the description's security requirement needs the schemes %s together, and source.auth sends one: choose source.auth and source.headers (docs/job-file.md#auth)", strings.Join(together, " and "))
 	}
 	if len(names) == 0 {
 		return "    # No security requirement in the description: add source.auth if the API wants one.\n", ""
@@ -192,6 +248,7 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		}
 	}
 	path = escapePercent(path)
+	decide = append(decide, d.requiredQuery(op, pg)...)
 	decide = append(decide, pg.decide...)
 	props := d.props(op.item)
 	const keyQ = "target.key: the records have no id: which columns identify one?"
@@ -265,6 +322,35 @@ func (d *apiDoc) writeResource(w func(string, ...any), op *listOp) []string {
 		w("        %s: {path: %s, type: %s}\n", c.name, yamlString(c.path), c.typ)
 	}
 	return decide
+}
+
+// requiredQuery are the decisions on the operation's required query
+// parameters that neither the pagination nor an API key sets (Stripe's
+// search query): left out, every request would be refused.
+func (d *apiDoc) requiredQuery(op *listOp, pg *pagination) []string {
+	set := map[string]bool{}
+	for _, s := range pg.settings {
+		if s.key == "param" || s.key == "size_param" {
+			set[s.value] = true
+		}
+	}
+	for _, sc := range mapOf(mapOf(d.root["components"])["securitySchemes"]) {
+		if s := d.obj(sc); str(s["type"]) == "apiKey" && str(s["in"]) == "query" {
+			set[str(s["name"])] = true
+		}
+	}
+	var names []string
+	for k, p := range op.params {
+		if n, ok := strings.CutPrefix(k, "query:"); ok && p["required"] == true && !set[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("source.query.%s: the operation requires the query parameter %s: which value?", n, n))
+	}
+	return out
 }
 
 // columnOf is the column op's file has for property prop ({parent.COL}

@@ -68,8 +68,14 @@ func readFile(path string) (string, []byte, error) {
 // with it the function that makes a *SpecError (exit 2) of problems. A file
 // that is not YAML or is empty fails with that error.
 func parseDoc(data []byte, file string, lookup LookupFunc) (*yaml.Node, func(problems ...string) error, error) {
+	// The name is read from the whole file once: a file of many resources
+	// calls fail once per resource with a problem.
+	name, named := "", false
 	fail := func(problems ...string) error {
-		return &contract.Error{Class: contract.Invalid, Err: &SpecError{File: file, Name: specName(data, lookup), Problems: problems}}
+		if !named {
+			name, named = specName(data, lookup), true
+		}
+		return &contract.Error{Class: contract.Invalid, Err: &SpecError{File: file, Name: name, Problems: problems}}
 	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -56,7 +56,7 @@ def main():
     github, stripe = sys.argv[1], sys.argv[2]
     for src, dst, paths in [
         (github, "github.json", ["/organizations", "/orgs/{org}/repos", "/repos/{owner}/{repo}/issues", "/user/repos"]),
-        (stripe, "stripe.json", ["/v1/customers", "/v1/customers/{customer}/tax_ids", "/v1/charges"]),
+        (stripe, "stripe.json", ["/v1/customers", "/v1/customers/{customer}/tax_ids", "/v1/charges", "/v1/customers/search"]),
     ]:
         with open(src) as f:
             doc = json.load(f)
