@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
@@ -33,4 +34,43 @@ func TestResourcesRunAfterKilledReplaySyncsTheResource(t *testing.T) {
 		t.Fatalf("run after the killed replay: %+v", j)
 	}
 	assertShop(t, tgt, dir, s, false)
+}
+
+// A target table emptied while a replay was unfinished: the replay goes
+// on where it stopped and restores its range only, so the job has still
+// lost every row outside it. The run after the replay must start from the
+// beginning, as a run that finds the table empty does, not from the saved
+// mark (hwm) or the feed's last position (continue: true): two runs later
+// the table equals the source (docs/operations.md, "Replay").
+func TestReplayOverEmptiedTableLeavesNoHole(t *testing.T) {
+	for _, style := range []string{"hwm", "continue"} {
+		t.Run(style, func(t *testing.T) {
+			t.Parallel()
+			api, url := startAPI(t, fakeapi.Options{Records: 120})
+			dir := t.TempDir()
+			db := filepath.Join(dir, "out.db")
+			job := writeJob(t, dir, "job.yaml", styleJob(style, url, "sqlite:out.db"))
+			runCode(t, dir, nil, 0, "run", job)
+			hwm := statusOf(t, dir, job).HWM
+			from := map[string]string{"hwm": fakeMark(50), "continue": fakeCursor(50)}[style]
+			k := idemsync(t, dir, []string{"IDEMSYNC_TEST_FAILPOINT=checkpoint-committed:1"}, "replay", job, "--from", from)
+			if k.code != -1 && k.code != 137 {
+				t.Fatalf("replay with failpoint: exit %d, want killed: %s", k.code, k.stderr)
+			}
+			outliveKilledLease()
+			if _, err := openSQLite(t, db).Exec(`DELETE FROM orders`); err != nil {
+				t.Fatal(err)
+			}
+			if r := runCode(t, dir, nil, 0, "run", job); r.Kind != "replay" || r.Status != "completed" {
+				t.Fatalf("run after the kill did not continue the replay: %+v", r)
+			}
+			if st := statusOf(t, dir, job); st.HWM != hwm {
+				t.Errorf("the replay moved the saved mark from %q to %q", hwm, st.HWM)
+			}
+			if r := runCode(t, dir, nil, 0, "run", job); r.Kind != "run" || r.Status != "completed" {
+				t.Fatalf("run after the replay: %+v", r)
+			}
+			assertEqualSource(t, readSQLite(t, db), sourceRows(api))
+		})
+	}
 }

@@ -133,6 +133,8 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
 			return nil, err
 		}
+	} else if err := e.replayOverLost(ctx, sink, js); err != nil {
+		return nil, err
 	}
 	if job.Infer {
 		saved, err := DecodeColumns(js.Columns)
@@ -167,6 +169,24 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		return nil, err
 	}
 	return rs, nil
+}
+
+// replayOverLost makes the job's next run a full pass when a replay starts
+// or continues over a target table that is missing or empty while the
+// state file holds a saved mark or a feed position: the replay restores
+// its range only, and the next run must not start from a mark or position
+// that no longer describes the table (docs/operations.md, "Replay").
+func (e *Engine) replayOverLost(ctx context.Context, sink contract.Sink, js *contract.JobState) error {
+	if js.FullDue {
+		return nil
+	}
+	why, err := e.targetLost(ctx, sink, js, nil)
+	if err != nil || why == "" {
+		return err
+	}
+	e.Logger.Warn(why+" while the state file holds progress: the replay restores its range only, so the job's next run is a full pass from the beginning",
+		"job", e.Job.Name)
+	return e.Store.DueFullPass(ctx, e.Job.Name)
 }
 
 // startRun records a new run starting where startPosition says and sets
