@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/idemsync/idemsync/internal/fakeapi"
@@ -72,5 +73,28 @@ func TestReplayOverEmptiedTableLeavesNoHole(t *testing.T) {
 			}
 			assertEqualSource(t, readSQLite(t, db), sourceRows(api))
 		})
+	}
+}
+
+// A child's replay range is in parent keys; one whose --to comes before
+// its --from is a usage error naming both, before any request, as it is
+// for pages, offsets and marks: it would walk no parent and report a
+// completed replay of nothing.
+func TestReplayChildRangeBackwards(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 12, MaxChildren: 3, Seed: 24})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	runJob(t, dir, 0, "run", job)
+	s.ResetCounters()
+	r := idemsync(t, dir, nil, "replay", job, "--resource", "order_items", "--from", "10", "--to", "3")
+	if r.code != 2 || !strings.Contains(r.stderr+r.stdout, "--to 3 comes before --from 10") {
+		t.Errorf("replay of the children of parents 10 to 3: exit %d, want 2 naming the range: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if n := s.TotalRequests(); n != 0 {
+		t.Errorf("%d requests for an invalid replay", n)
+	}
+	// Equal ends are one parent.
+	if j := runJob(t, dir, 0, "replay", job, "--resource", "order_items", "--from", "4", "--to", "4"); j.Status != "completed" {
+		t.Errorf("replay of parent 4's children: %+v", j)
 	}
 }

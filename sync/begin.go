@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -63,12 +64,17 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		return nil, nil, nil
 	}
 	if job.Parent != nil { // parent keys, bounding the parents the walk reads
-		if _, err := e.parentKey(o.From, "--from"); err != nil {
+		lo, err := e.parentKey(o.From, "--from")
+		if err != nil {
 			return nil, nil, err
 		}
 		if o.To != "" {
-			if _, err := e.parentKey(o.To, "--to"); err != nil {
+			hi, err := e.parentKey(o.To, "--to")
+			if err != nil {
 				return nil, nil, err
+			}
+			if keyBefore(hi, lo) {
+				return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 			}
 		}
 		return nil, nil, nil
@@ -92,6 +98,42 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		}
 	}
 	return from, to, nil
+}
+
+// keyBefore reports whether the parent key a sorts before b, column by
+// column, as far as Go can tell the database's order: numbers and times.
+// Text (whose order is the database's collation) and anything else stop
+// the comparison with false, so a range is never refused on a guess.
+func keyBefore(a, b []any) bool {
+	for i := range min(len(a), len(b)) {
+		var c int
+		switch x := a[i].(type) {
+		case int64:
+			y, ok := b[i].(int64)
+			if !ok {
+				return false
+			}
+			c = cmp.Compare(x, y)
+		case float64:
+			y, ok := b[i].(float64)
+			if !ok {
+				return false
+			}
+			c = cmp.Compare(x, y)
+		case time.Time:
+			y, ok := b[i].(time.Time)
+			if !ok {
+				return false
+			}
+			c = x.Compare(y)
+		default:
+			return false
+		}
+		if c != 0 {
+			return c < 0
+		}
+	}
+	return false
 }
 
 // pickRun decides whether the unfinished run (nil when none) is continued:
