@@ -98,3 +98,27 @@ func TestReplayChildRangeBackwards(t *testing.T) {
 		t.Errorf("replay of parent 4's children: %+v", j)
 	}
 }
+
+// A page number before the job's first page (pagination.start, 1 by
+// default) names no page of the walk: it is a usage error before any
+// request, not a replay recorded and failed at the API's 400, which every
+// later run would continue and fail again.
+func TestReplayPageBeforeStart(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 60})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	first := runCode(t, dir, nil, 0, "run", job)
+	api.ResetCounters()
+	for _, args := range [][]string{{"--from", "0"}, {"--from", "0", "--to", "2"}} {
+		r := idemsync(t, dir, nil, append([]string{"replay", job}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--from 0 comes before the first page, 1 (pagination.start)") {
+			t.Errorf("replay %v: exit %d, want 2 naming pagination.start: %s", args, r.code, r.stderr)
+		}
+	}
+	if n := api.TotalRequests(); n != 0 {
+		t.Errorf("%d requests for an invalid replay", n)
+	}
+	if r := runCode(t, dir, nil, 0, "run", job); r.Kind != "run" || r.RunID == first.RunID || r.Status != "completed" {
+		t.Errorf("run after the refused replays: %+v", r)
+	}
+}

@@ -86,11 +86,17 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 	if err != nil {
 		return nil, nil, contract.Errorf(contract.Invalid, "replay --from: %v", err)
 	}
+	if err := e.beforeStart(p, "--from", o.From); err != nil {
+		return nil, nil, err
+	}
 	from = &p
 	if o.To != "" {
 		p, err := paging.ParsePosition(job.Pagination.Style, o.To)
 		if err != nil {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
+		}
+		if err := e.beforeStart(p, "--to", o.To); err != nil {
+			return nil, nil, err
 		}
 		to = &p
 		if st := job.Pagination.Style; paging.Of(st).Traits().Ordered && paging.LastBefore(st, *from, *from, p) {
@@ -98,6 +104,16 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		}
 	}
 	return from, to, nil
+}
+
+// beforeStart refuses a replay page number before the job's first page
+// (pagination.start): no page of the walk has it.
+func (e *Engine) beforeStart(p paging.Position, flag, v string) error {
+	pg := e.Job.Pagination
+	if pg.Style != paging.StylePage || pg.Start == nil || paging.PageOf(p.At).Page >= *pg.Start {
+		return nil
+	}
+	return contract.Errorf(contract.Invalid, "replay %s %s comes before the first page, %d (pagination.start)", flag, v, *pg.Start)
 }
 
 // keyBefore reports whether the parent key a sorts before b, column by
