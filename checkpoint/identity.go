@@ -27,6 +27,24 @@ func (s *Store) ClearMark(ctx context.Context, job string) error {
 	return nil
 }
 
+// DueFullPass makes the job's next run a full pass (jobs.full_due); the
+// saved mark stays. A job with no row yet is left as it is.
+func (s *Store) DueFullPass(ctx context.Context, job string) error {
+	op := "job " + job + ": make the next run a full pass"
+	if err := checkJob(job); err != nil {
+		return s.wrap(op, err)
+	}
+	now := s.stamp()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET full_due = 1, updated_at = ? WHERE name = ?`, now, job)
+		return err
+	})
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	return nil
+}
+
 // AdoptIdentity records identity as the walk of run runID and of the job
 // where none is stored yet (a state file written before identities were
 // kept); a stored identity is never overwritten. Errors are *contract.Error

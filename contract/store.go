@@ -76,6 +76,9 @@ type RunStore interface {
 	FinishRun(ctx context.Context, runID int64, status, errMsg, hwm string) error
 	// ClearMark forgets the job's saved high-water mark.
 	ClearMark(ctx context.Context, job string) error
+	// DueFullPass makes the job's next run a full pass (JobState.FullDue),
+	// leaving its saved mark as it is.
+	DueFullPass(ctx context.Context, job string) error
 	// AdoptIdentity stores identity for the run and the job where none is
 	// stored (a state older than identities); it never overwrites one.
 	AdoptIdentity(ctx context.Context, job string, runID int64, identity string) error

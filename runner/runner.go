@@ -156,7 +156,7 @@ func (m *Runner) runAll(ctx context.Context, selected []jobfile.Resource) error 
 		if err != nil {
 			return err
 		}
-		if !done && !m.ran[r.Name] || m.dirty[r.Name] {
+		if !done && (!m.ran[r.Name] || m.replayedOnly(r.Name)) || m.dirty[r.Name] {
 			m.runResource(ctx, r, m.Options)
 		}
 	}
@@ -166,6 +166,15 @@ func (m *Runner) runAll(ctx context.Context, selected []jobfile.Resource) error 
 		}
 	}
 	return nil
+}
+
+// replayedOnly reports whether resource name's run in this invocation was
+// an unfinished replay it continued to completion: the replay read its
+// range only, so the resource has still to complete a run of kind run in
+// the cycle (docs/job-file.md, "Running a file with several resources").
+func (m *Runner) replayedOnly(name string) bool {
+	rr := m.results[name]
+	return rr != nil && rr.Kind == contract.KindReplay && rr.Status == contract.RunCompleted
 }
 
 // parentOf is the resource name of job's parent ("" when it has none).

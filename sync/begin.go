@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -63,12 +64,17 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		return nil, nil, nil
 	}
 	if job.Parent != nil { // parent keys, bounding the parents the walk reads
-		if _, err := e.parentKey(o.From, "--from"); err != nil {
+		lo, err := e.parentKey(o.From, "--from")
+		if err != nil {
 			return nil, nil, err
 		}
 		if o.To != "" {
-			if _, err := e.parentKey(o.To, "--to"); err != nil {
+			hi, err := e.parentKey(o.To, "--to")
+			if err != nil {
 				return nil, nil, err
+			}
+			if keyBefore(hi, lo) {
+				return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 			}
 		}
 		return nil, nil, nil
@@ -80,11 +86,17 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 	if err != nil {
 		return nil, nil, contract.Errorf(contract.Invalid, "replay --from: %v", err)
 	}
+	if err := e.beforeStart(p, "--from", o.From); err != nil {
+		return nil, nil, err
+	}
 	from = &p
 	if o.To != "" {
 		p, err := paging.ParsePosition(job.Pagination.Style, o.To)
 		if err != nil {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
+		}
+		if err := e.beforeStart(p, "--to", o.To); err != nil {
+			return nil, nil, err
 		}
 		to = &p
 		if st := job.Pagination.Style; paging.Of(st).Traits().Ordered && paging.LastBefore(st, *from, *from, p) {
@@ -92,6 +104,52 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		}
 	}
 	return from, to, nil
+}
+
+// beforeStart refuses a replay page number before the job's first page
+// (pagination.start): no page of the walk has it.
+func (e *Engine) beforeStart(p paging.Position, flag, v string) error {
+	pg := e.Job.Pagination
+	if pg.Style != paging.StylePage || pg.Start == nil || paging.PageOf(p.At).Page >= *pg.Start {
+		return nil
+	}
+	return contract.Errorf(contract.Invalid, "replay %s %s comes before the first page, %d (pagination.start)", flag, v, *pg.Start)
+}
+
+// keyBefore reports whether the parent key a sorts before b, column by
+// column, as far as Go can tell the database's order: numbers and times.
+// Text (whose order is the database's collation) and anything else stop
+// the comparison with false, so a range is never refused on a guess.
+func keyBefore(a, b []any) bool {
+	for i := range min(len(a), len(b)) {
+		var c int
+		switch x := a[i].(type) {
+		case int64:
+			y, ok := b[i].(int64)
+			if !ok {
+				return false
+			}
+			c = cmp.Compare(x, y)
+		case float64:
+			y, ok := b[i].(float64)
+			if !ok {
+				return false
+			}
+			c = cmp.Compare(x, y)
+		case time.Time:
+			y, ok := b[i].(time.Time)
+			if !ok {
+				return false
+			}
+			c = x.Compare(y)
+		default:
+			return false
+		}
+		if c != 0 {
+			return c < 0
+		}
+	}
+	return false
 }
 
 // pickRun decides whether the unfinished run (nil when none) is continued:
@@ -133,6 +191,8 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		if run, fresh, err = e.startOver(ctx, o, sink, js, run, cur); err != nil {
 			return nil, err
 		}
+	} else if err := e.replayOverLost(ctx, sink, js); err != nil {
+		return nil, err
 	}
 	if job.Infer {
 		saved, err := DecodeColumns(js.Columns)
@@ -167,6 +227,24 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		return nil, err
 	}
 	return rs, nil
+}
+
+// replayOverLost makes the job's next run a full pass when a replay starts
+// or continues over a target table that is missing or empty while the
+// state file holds a saved mark or a feed position: the replay restores
+// its range only, and the next run must not start from a mark or position
+// that no longer describes the table (docs/operations.md, "Replay").
+func (e *Engine) replayOverLost(ctx context.Context, sink contract.Sink, js *contract.JobState) error {
+	if js.FullDue {
+		return nil
+	}
+	why, err := e.targetLost(ctx, sink, js, nil)
+	if err != nil || why == "" {
+		return err
+	}
+	e.Logger.Warn(why+" while the state file holds progress: the replay restores its range only, so the job's next run is a full pass from the beginning",
+		"job", e.Job.Name)
+	return e.Store.DueFullPass(ctx, e.Job.Name)
 }
 
 // startRun records a new run starting where startPosition says and sets

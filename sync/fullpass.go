@@ -43,7 +43,7 @@ func (e *Engine) fullPass(o Options, js *contract.JobState) (bool, string) {
 	case o.Full:
 		return true, "run --full"
 	case js.FullDue:
-		return true, "the last full pass's sweep was refused"
+		return true, "a full pass is due: the last full pass's sweep was refused, or a replay found the target table empty or missing"
 	}
 	every := e.fullEvery()
 	if every <= 0 {

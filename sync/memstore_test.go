@@ -221,6 +221,8 @@ func (s *memStore) SkipSweep(_ context.Context, id int64, reason string) error {
 	return err
 }
 
+func (s *memStore) DueFullPass(context.Context, string) error { return nil }
+
 func (s *memStore) RefusePass(_ context.Context, id int64, errMsg string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -111,6 +111,20 @@ func (s *Store) ClearMark(ctx context.Context, job string) error {
 	return s.wrap(op, err)
 }
 
+// DueFullPass makes the job's next run a full pass (jobs.full_due); the
+// saved mark stays.
+func (s *Store) DueFullPass(ctx context.Context, job string) error {
+	op := "job " + job + ": make the next run a full pass"
+	if err := checkJob(job); err != nil {
+		return s.wrap(op, err)
+	}
+	err := s.inJobTx(ctx, job, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, s.q(`UPDATE {S}.jobs SET full_due = true, updated_at = $1 WHERE name = $2`), s.now().UTC(), job)
+		return err
+	})
+	return s.wrap(op, err)
+}
+
 // AdoptIdentity stores identity for the run and the job where none is
 // stored; it never overwrites one.
 func (s *Store) AdoptIdentity(ctx context.Context, job string, runID int64, identity string) error {
