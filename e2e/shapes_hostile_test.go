@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -67,6 +68,8 @@ func TestBodyCursorStringLooksLikeJSON(t *testing.T) {
 	const n = 25
 	var mu sync.Mutex
 	var sent []string
+	var failAt20 atomic.Bool
+	failAt20.Store(true)
 	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		c := gjson.GetBytes(b, "filter.after")
@@ -74,6 +77,10 @@ func TestBodyCursorStringLooksLikeJSON(t *testing.T) {
 		sent = append(sent, c.Raw)
 		mu.Unlock()
 		after := 0
+		if failAt20.Load() && c.Str == `["k",20]` {
+			http.Error(w, `{"message":"unavailable"}`, 503)
+			return
+		}
 		switch c.Type {
 		case gjson.Null:
 		case gjson.String:
@@ -112,12 +119,17 @@ pagination:
 retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
 target: {url: "sqlite:out.db", table: items, key: [id]}
 `, url))
+	// The third page fails (exit 3): the checkpoint holds the string cursor.
+	if r := idemsync(t, dir, nil, "run", job); r.code != 3 {
+		t.Fatalf("exit %d, want 3 (page 3 unavailable); cursors sent %q\n%s", r.code, sent, r.stderr)
+	}
+	failAt20.Store(false)
 	r := idemsync(t, dir, nil, "run", job)
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0; cursors sent %q\n%s", r.code, sent, r.stderr)
 	}
 	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(n, func(i int) string { return fmt.Sprintf("order %d", i) }))
-	want := []string{"null", `"[\"k\",10]"`, `"[\"k\",20]"`}
+	want := []string{"null", `"[\"k\",10]"`, `"[\"k\",20]"`, `"[\"k\",20]"`, `"[\"k\",20]"`} // two attempts, then the resumed run
 	if strings.Join(sent, " ") != strings.Join(want, " ") {
 		t.Errorf("filter.after sent %q, want %q", sent, want)
 	}
