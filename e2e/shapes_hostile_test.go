@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,5 +133,163 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 	want := []string{"null", `"[\"k\",10]"`, `"[\"k\",20]"`, `"[\"k\",20]"`, `"[\"k\",20]"`} // two attempts, then the resumed run
 	if strings.Join(sent, " ") != strings.Join(want, " ") {
 		t.Errorf("filter.after sent %q, want %q", sent, want)
+	}
+}
+
+// gqlShaped serves 30 orders as a GraphQL connection, ten a page, at the
+// cursor in variables.after ("c"+the last id, null first); edit rewrites
+// the answer to the page after that cursor (0 for the first) before it
+// is sent. It returns the URL and the cursors sent (as raw JSON).
+func gqlShaped(t *testing.T, edit func(after int, resp map[string]any)) (string, *[]string) {
+	t.Helper()
+	var mu sync.Mutex
+	var sent []string
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		c := gjson.GetBytes(b, "variables.after")
+		mu.Lock()
+		sent = append(sent, c.Raw)
+		mu.Unlock()
+		after := 0
+		if c.Type != gjson.Null {
+			var err error // "c20", or "20" when the API gave the number 20
+			if after, err = strconv.Atoi(strings.TrimPrefix(c.String(), "c")); err != nil {
+				fmt.Fprintf(w, `{"errors":[{"message":"invalid cursor","extensions":{"code":"BAD_USER_INPUT"}}],"data":null}`)
+				return
+			}
+		}
+		nodes := []any{}
+		for i := after + 1; i <= min(after+10, 30); i++ {
+			nodes = append(nodes, map[string]any{"id": i, "name": fmt.Sprintf("order %d", i)})
+		}
+		info := map[string]any{"hasNextPage": after+10 < 30, "endCursor": nil}
+		if len(nodes) > 0 {
+			info["endCursor"] = fmt.Sprintf("c%d", min(after+10, 30))
+		}
+		resp := map[string]any{"data": map[string]any{"orders": map[string]any{"nodes": nodes, "pageInfo": info}}}
+		if edit != nil {
+			edit(after, resp)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	return url, &sent
+}
+
+// Answers that do not prove their page are never taken as one: whatever
+// page 2 of a GraphQL walk says, a run exits 0 only with all 30 orders.
+func TestGraphQLPageTwoShapes(t *testing.T) {
+	info := func(r map[string]any) map[string]any {
+		return r["data"].(map[string]any)["orders"].(map[string]any)["pageInfo"].(map[string]any)
+	}
+	conn := func(r map[string]any) map[string]any { return r["data"].(map[string]any)["orders"].(map[string]any) }
+	for _, c := range []struct {
+		name string
+		edit func(r map[string]any)
+		code int
+		want string
+	}{
+		{"partial data", func(r map[string]any) {
+			r["errors"] = []any{map[string]any{"message": "node 14 failed", "path": []any{"orders", "nodes", 3}}}
+		}, 3, "error payload at errors"},
+		{"data null", func(r map[string]any) {
+			r["data"] = nil
+			r["errors"] = []any{map[string]any{"message": "timeout"}}
+		}, 3, "errors"},
+		{"data null, no errors", func(r map[string]any) { r["data"] = nil }, 1, "data.orders.nodes"},
+		{"empty errors", func(r map[string]any) { r["errors"] = []any{} }, 0, ""},
+		{"errors under extensions", func(r map[string]any) {
+			r["extensions"] = map[string]any{"warnings": []any{"slow"}}
+		}, 0, ""},
+		{"more, no cursor", func(r map[string]any) { info(r)["endCursor"] = nil; info(r)["hasNextPage"] = true }, 3, "hasNextPage is true"},
+		{"more, repeated cursor", func(r map[string]any) { info(r)["endCursor"] = "c10"; info(r)["hasNextPage"] = true }, 1, "second time"},
+		{"more, repeated cursor, one node", func(r map[string]any) {
+			conn(r)["nodes"] = conn(r)["nodes"].([]any)[:1]
+			info(r)["endCursor"] = "c10"
+			info(r)["hasNextPage"] = true
+		}, 3, "hasNextPage is true"},
+		{"no hasNextPage", func(r map[string]any) { delete(info(r), "hasNextPage") }, 0, ""},
+		// A cursor that is a number on one page and a string on the next:
+		// the number goes back as a string ("20"), as the docs say.
+		{"numeric cursor", func(r map[string]any) { info(r)["endCursor"] = 20 }, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url, sent := gqlShaped(t, func(after int, r map[string]any) {
+				if after == 10 {
+					c.edit(r)
+				}
+			})
+			dir := t.TempDir()
+			spec := strings.Replace(gqlJob(url, "sqlite:out.db"), "retry: {attempts: 4", "retry: {attempts: 2", 1)
+			job := writeJob(t, dir, "job.yaml", spec)
+			r := idemsync(t, dir, nil, "run", job)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("exit %d, want %d naming %q; sent %q\n%s", r.code, c.code, c.want, *sent, r.stderr)
+			}
+			got := readItems(t, filepath.Join(dir, "out.db"), "", "")
+			if r.code == 0 {
+				assertItems(t, got, wantItems(30, func(i int) string { return fmt.Sprintf("order %d", i) }))
+			} else if len(got) > 10 {
+				t.Errorf("%d rows after exit %d: page 2 was committed", len(got), r.code)
+			}
+		})
+	}
+}
+
+// A cursor that goes in a header (pagination.in: header) is sent as the
+// API gave it when a header can carry it (non-ASCII included); one holding
+// a line break cannot be sent: the run stops at once with exit 1 naming
+// the header, after committing the pages before it, instead of retrying a
+// request that cannot be made.
+func TestHeaderCursorBytes(t *testing.T) {
+	for _, c := range []struct {
+		name, cursor string
+		code         int
+	}{
+		{"non-ASCII", "café-10", 0},
+		{"CRLF", "c10\r\nX-Evil: 1", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var sent []string
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got := r.Header.Get("X-Cursor")
+				mu.Lock()
+				sent = append(sent, got)
+				mu.Unlock()
+				if r.Header.Get("X-Evil") != "" {
+					t.Errorf("the cursor injected a header")
+				}
+				body := `{"items":[{"id":1,"name":"order 1"}],"next":` + strconv.Quote(c.cursor) + `}`
+				if got != "" {
+					body = `{"items":[{"id":2,"name":"order 2"}],"next":null}`
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, body)
+			}))
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: hdr
+source: {url: %s, records: items}
+pagination: {style: cursor, next: next, in: header, param: X-Cursor}
+retry: {attempts: 3, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, url))
+			r := idemsync(t, dir, nil, "run", job)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d; sent %q\n%s", r.code, c.code, sent, r.stderr)
+			}
+			if c.code == 0 {
+				if len(sent) != 2 || sent[1] != c.cursor {
+					t.Errorf("X-Cursor sent %q, want the cursor %q on the second request", sent, c.cursor)
+				}
+				return
+			}
+			if strings.Contains(r.stderr, "\nX-Evil") {
+				t.Errorf("the cursor's line break starts a line of its own on stderr:\n%s", r.stderr)
+			}
+			if len(sent) != 1 || !strings.Contains(r.stderr, "X-Cursor") {
+				t.Errorf("%d requests (want 1: the second cannot be sent), stderr should name X-Cursor:\n%s", len(sent), r.stderr)
+			}
+		})
 	}
 }

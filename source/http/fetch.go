@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -215,6 +216,13 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
 		if _, configured := src.Headers[k]; configured && !same {
 			continue // a configured header with its parent's values: the job's own
+		}
+		if strings.ContainsFunc(r.Header[k], func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) {
+			// The API's cursor (or a parent's value) holds a line break:
+			// no request can carry it, now or on a later run.
+			return nil, &contract.Error{Class: contract.Permanent,
+				Msg:  fmt.Sprintf("cannot send header %s: its value %q holds a line break or another control character", k, f.redact(r.Header[k])),
+				Hint: "a header cannot carry it: the API's value must go in the query or the body (pagination.in)"}
 		}
 		req.Header.Set(k, r.Header[k])
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 
@@ -119,7 +121,11 @@ func (cursorPaging) describe(at At, r Redacter) string {
 	case pos.URL != "":
 		return r.Redact(pos.URL)
 	case pos.Cursor != "":
-		return "cursor " + r.Redact(pos.Cursor)
+		c := r.Redact(pos.Cursor)
+		if strings.ContainsFunc(c, unicode.IsControl) {
+			c = strconv.Quote(c) // an API's line break must not start a line of its own in a message
+		}
+		return "cursor " + c
 	}
 	return "first page"
 }
