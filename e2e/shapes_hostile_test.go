@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -291,5 +293,98 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 				t.Errorf("%d requests (want 1: the second cannot be sent), stderr should name X-Cursor:\n%s", len(sent), r.stderr)
 			}
 		})
+	}
+}
+
+// A POST whose connection is reset is sent again byte for byte, and a run
+// SIGKILLed while it waits for a page sends that page's body, byte for
+// byte, when the next run resumes: the checkpoint holds the exact position
+// (a cursor that is JSON text, here) and the body is rebuilt from the job.
+func TestBodyBytesAcrossResetAndKill(t *testing.T) {
+	const n = 30
+	var mu sync.Mutex
+	bodies := map[string][]string{} // the bodies sent for each cursor
+	var reset, block atomic.Bool
+	reset.Store(true)
+	block.Store(true)
+	waiting := make(chan struct{}, 1)
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		c := gjson.GetBytes(b, "q.page.after")
+		mu.Lock()
+		bodies[c.Raw] = append(bodies[c.Raw], string(b))
+		mu.Unlock()
+		if c.Str == `{"k":10}` && reset.CompareAndSwap(true, false) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close() // reset mid-request
+			return
+		}
+		if c.Str == `{"k":20}` && block.Load() {
+			waiting <- struct{}{}
+			<-r.Context().Done() // until the client dies
+			return
+		}
+		after := 0
+		if c.Type == gjson.String {
+			fmt.Sscanf(c.Str, `{"k":%d}`, &after)
+		}
+		var items []string
+		for i := after + 1; i <= min(after+10, n); i++ {
+			items = append(items, fmt.Sprintf(`{"id":%d,"name":"order %d"}`, i, i))
+		}
+		next := "null"
+		if after+10 < n {
+			cur, _ := json.Marshal(fmt.Sprintf(`{"k":%d}`, after+10))
+			next = string(cur)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"items":[%s],"next":%s}`, strings.Join(items, ","), next)
+	}))
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: bytes
+source:
+  url: %s
+  method: POST
+  body: {z: 1, q: {tenant: "${TENANT}", page: {after: null, size: 10}, é: "ü"}, a: [3, 1]}
+  records: items
+pagination: {style: cursor, next: next, in: body, param: q.page.after}
+retry: {attempts: 3, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, url))
+	env := []string{"TENANT=acme"}
+	c := exec.Command(binary, "run", job)
+	c.Dir = dir
+	c.Env = append(testEnv(dir, "run", job), env...)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _, _ = c.Process.Wait() })
+	select {
+	case <-waiting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run never asked for the third page")
+	}
+	_ = c.Process.Kill() // SIGKILL
+	_, _ = c.Process.Wait()
+	block.Store(false)
+	runCode(t, dir, env, 0, "run", job)
+	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(n, func(i int) string { return fmt.Sprintf("order %d", i) }))
+	mu.Lock()
+	defer mu.Unlock()
+	for cur, bs := range bodies {
+		for _, b := range bs[1:] {
+			if b != bs[0] {
+				t.Errorf("cursor %s: bodies differ:\n%s\n%s", cur, bs[0], b)
+			}
+		}
+	}
+	// The reset page: sent twice by the first run, once more by the next
+	// when the kill came before its commit (the third page is fetched
+	// while the second commits).
+	if k := `"{\"k\":10}"`; len(bodies[k]) < 2 || len(bodies[k]) > 3 {
+		t.Errorf("the reset page was sent %d time(s), want 2 or 3", len(bodies[k]))
+	}
+	if k := `"{\"k\":20}"`; len(bodies[k]) != 2 || !strings.Contains(bodies[k][0], `"tenant":"acme"`) {
+		t.Errorf("the page the killed run waited for was sent %q, want twice with the tenant", bodies[k])
 	}
 }
