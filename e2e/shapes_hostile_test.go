@@ -388,3 +388,52 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		t.Errorf("the page the killed run waited for was sent %q, want twice with the tenant", bodies[k])
 	}
 }
+
+// A page count that the page itself contradicts is no proof of the end:
+// an API that says total_pages 0 (it does not count) or a count that
+// shrinks below the page being served while that page holds records
+// must not end a page walk (in the body, here) with exit 0 and the pages
+// after it never read (docs/pagination.md, "How a run knows it reached
+// the end").
+func TestTotalPagesBelowAPageWithRecords(t *testing.T) {
+	for _, c := range []struct {
+		name, key string
+		pages     func(page int) int // the count page N says
+	}{
+		{"zero", "total_pages", func(int) int { return 0 }},
+		{"shrinks", "total_pages", func(page int) int { return min(5, page+1) - 2*(page/3) }}, // 2, 3, 2 (on page 3), …
+		{"total zero", "total", func(int) int { return 0 }},
+		{"total below the pages before", "total", func(page int) int { return min(50, 10*page+5) - 30*(page/3) }}, // 15, 25, 5 (on page 3), …
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 50
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				page := int(gjson.GetBytes(b, "paging.page").Int())
+				var items []string
+				for i := (page-1)*10 + 1; i <= min(page*10, n); i++ {
+					items = append(items, fmt.Sprintf(`{"id":%d,"name":"order %d"}`, i, i))
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"items":[%s],"%s":%d}`, strings.Join(items, ","), c.key, c.pages(page))
+			}))
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: tp
+source:
+  url: %s
+  method: POST
+  body: {paging: {page: 1}}
+  records: items
+pagination: {style: page, in: body, param: paging.page, size_param: per_page, size: 10, %s: %[2]s}
+retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, url, c.key))
+			r := idemsync(t, dir, nil, "run", job)
+			got := readItems(t, filepath.Join(dir, "out.db"), "", "")
+			if r.code == 0 && len(got) != n {
+				t.Fatalf("exit 0 with %d of %d orders\n%s", len(got), n, r.stderr)
+			}
+			t.Logf("exit %d, %d rows", r.code, len(got))
+		})
+	}
+}

@@ -236,6 +236,10 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTo
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
 			switch page, lastPage := paging.PageOf(pos.At).Page, v.Int()+*pg.Start-1; {
+			case page > lastPage && resp.Raw > 0:
+				// A page past the count that holds records proves the
+				// count wrong (an API that says 0 when it does not count,
+				// a count gone stale): it proves no end either.
 			case page < lastPage:
 				more = append(more, s)
 			case page == lastPage && resp.Raw == 0:
@@ -249,9 +253,14 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTo
 	if t, name := tot.n, tot.name; tot.ok {
 		if seen, ok := p.seenThrough(pos, resp); ok {
 			s := fmt.Sprintf("%s says %d records (%d up to this page)", name, t, seen)
-			if seen < t {
+			switch {
+			case resp.Raw > 0 && seen-int64(resp.Raw) >= t:
+				// The pages before already held the count, and this one
+				// holds more: the count is wrong (0 from an API that does
+				// not count, or stale), and proves no end.
+			case seen < t:
 				more = append(more, s)
-			} else {
+			default:
 				last = append(last, s)
 			}
 		}
