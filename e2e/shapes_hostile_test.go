@@ -437,3 +437,40 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		})
 	}
 }
+
+// The position's header wins over a source.headers entry of the same
+// header, however either spells its case (HTTP header names are
+// case-insensitive): pagination.param x-page with headers {X-Page: "1"}
+// walks every page instead of asking for page 1 each time.
+func TestHeaderPositionOverConfiguredHeaderAnyCase(t *testing.T) {
+	const n = 25
+	var mu sync.Mutex
+	var sent []string
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, strings.Join(r.Header.Values("X-Page"), ","))
+		mu.Unlock()
+		page, _ := strconv.Atoi(r.Header.Get("X-Page"))
+		var items []string
+		for i := (page-1)*10 + 1; i <= min(page*10, n); i++ {
+			items = append(items, fmt.Sprintf(`{"id":%d,"name":"order %d"}`, i, i))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"items":[%s]}`, strings.Join(items, ","))
+	}))
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: hcase
+source: {url: %s, records: items, headers: {X-Page: "1"}}
+pagination: {style: page, in: header, param: x-page, size_param: per_page, size: 10}
+retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, url))
+	r := idemsync(t, dir, nil, "run", job)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0; X-Page sent %q\n%s", r.code, sent, r.stderr)
+	}
+	assertItems(t, readItems(t, filepath.Join(dir, "out.db"), "", ""), wantItems(n, func(i int) string { return fmt.Sprintf("order %d", i) }))
+	if want := []string{"1", "2", "3", "4"}; strings.Join(sent, " ") != strings.Join(want, " ") {
+		t.Errorf("X-Page sent %q, want %q", sent, want)
+	}
+}

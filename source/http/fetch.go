@@ -228,7 +228,10 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 	}
 	if same {
 		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
-			if _, set := r.Header[k]; !set { // a child's header with its parent's values is in r.Header
+			// A child's header with its parent's values, and the position's
+			// header (pagination.in: header), are in r.Header: they win,
+			// whatever the case either name is spelt in.
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(r.Header)), func(h string) bool { return strings.EqualFold(h, k) }) {
 				req.Header.Set(k, src.Headers[k])
 			}
 		}
