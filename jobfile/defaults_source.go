@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -116,6 +118,9 @@ func (j loading) bodyDefaults(bad paging.BadFunc, lines map[string]int) {
 		if body != "" && !isObject {
 			bad("source.body", "must be a JSON object (or a YAML mapping) for the position to be set in it (pagination.in: body)")
 		}
+		if why := bodyParamProblem(pg.Param, body); pg.Param != "" && why != "" {
+			bad("pagination.param", "%s", why)
+		}
 	}
 	if _, written := lines["source.error_path"]; !written && s.Method == http.MethodPost {
 		s.ErrorPath = "errors"
@@ -144,4 +149,54 @@ func headerName(s string) bool {
 // control character but the tab.
 func headerValue(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) < 0
+}
+
+// bodyParamProblem says why the position cannot be set at the dot path
+// param in body (a JSON object, or ""), or "": a part of the path that is
+// empty or that sjson reads as a wildcard, a count or a modifier (the
+// position would never be set: every page would send the first page's
+// body), or a value of the body on the way that is a string, number or
+// boolean (the position would replace what the body says there) or a
+// list the next part does not index (docs/pagination.md, "Where the
+// position goes"). A path with escaped dots is only checked for those
+// characters.
+func bodyParamProblem(param, body string) string {
+	if strings.ContainsAny(param, "*?#|@") {
+		return fmt.Sprintf("%q holds a wildcard, # or modifier: with in: body it is a plain dot path in source.body, such as variables.after", param)
+	}
+	parts := strings.Split(param, ".")
+	if slices.Contains(parts, "") {
+		return fmt.Sprintf("%q has an empty part: with in: body it is a plain dot path in source.body, such as variables.after", param)
+	}
+	if strings.Contains(param, `\`) || body == "" {
+		return ""
+	}
+	v := gjson.Parse(body)
+	for i, part := range parts[:len(parts)-1] {
+		at := strings.Join(parts[:i+1], ".")
+		switch {
+		case v.IsObject():
+			v = v.Get(gjson.Escape(part))
+		case v.IsArray():
+			n, err := strconv.Atoi(part)
+			if k := len(v.Array()); err != nil || n < 0 || n >= k {
+				return fmt.Sprintf("%q: source.body at %s is a list of %d, and %q is none of its indexes", param, strings.Join(parts[:i], "."), k, part)
+			}
+			v = v.Array()[n]
+		}
+		if !v.Exists() || v.Type == gjson.Null {
+			return ""
+		}
+		if !v.IsObject() && !v.IsArray() {
+			kind := map[gjson.Type]string{gjson.String: "a string", gjson.Number: "a number", gjson.True: "a boolean", gjson.False: "a boolean"}[v.Type]
+			return fmt.Sprintf("%q: source.body at %s is %s: the position would replace it (make it a mapping, or put the position elsewhere)", param, at, kind)
+		}
+	}
+	if v.IsArray() {
+		last := parts[len(parts)-1]
+		if n, err := strconv.Atoi(last); err != nil || n < 0 || n > len(v.Array()) {
+			return fmt.Sprintf("%q: source.body at %s is a list of %d, and %q is none of its indexes", param, strings.Join(parts[:len(parts)-1], "."), len(v.Array()), last)
+		}
+	}
+	return ""
 }

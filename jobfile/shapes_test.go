@@ -168,3 +168,41 @@ func TestLoadIncrementalStep(t *testing.T) {
 		}
 	}
 }
+
+// pagination.param with in: body is a plain dot path that source.body
+// can hold the position at: a path sjson would skip (a wildcard, #, a
+// modifier) sends every page the first page's body, one under a string of
+// the body replaces what the body says, and one under a list needs an
+// index of that list. Each is refused at load, naming the key.
+func TestLoadBodyParamPath(t *testing.T) {
+	for _, c := range []struct{ name, body, param, want string }{
+		{"wildcard", "{variables: {after: null}}", "variables.after*", "wildcard"},
+		{"hash", "{variables: {after: null}}", "variables.#", "wildcard"},
+		{"modifier", "{variables: {after: null}}", "variables.after|@this", "wildcard"},
+		{"empty part", "{variables: {after: null}}", "variables..after", "empty"},
+		{"under a string", `{filter: "open"}`, "filter.cursor", "filter is a string"},
+		{"under a number", `{filter: {page: 2}}`, "filter.page.n", "filter.page is a number"},
+		{"under a list", `{filter: [{cursor: null}]}`, "filter.cursor", "filter is a list"},
+		{"past a list's end", `{filter: [{cursor: null}]}`, "filter.1.cursor", "filter is a list"},
+	} {
+		spec := strings.NewReplacer("body:\n    query: \"query($after: String) { orders(after: $after) { nodes { id } } }\"\n    variables: {after: null, tenant: \"${TENANT}\"}\n",
+			"body: "+c.body+"\n", "param: variables.after", "param: \""+c.param+"\"").Replace(shapeBase)
+		_, err := Load([]byte(spec), "/jobs/s.yaml", env(map[string]string{"TENANT": "a"}))
+		if err == nil || !strings.Contains(err.Error(), "pagination.param") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error on pagination.param naming %q\n%s", c.name, err, c.want, spec)
+		}
+	}
+	for _, c := range []struct{ body, param string }{
+		{"{variables: {after: null}}", "variables.after"},
+		{"{variables: {}}", "variables.after"},
+		{"{q: x}", "search_after"},
+		{`{filter: [{cursor: null}]}`, "filter.0.cursor"},
+		{`{filter: null}`, "filter.cursor"},
+	} {
+		spec := strings.NewReplacer("body:\n    query: \"query($after: String) { orders(after: $after) { nodes { id } } }\"\n    variables: {after: null, tenant: \"${TENANT}\"}\n",
+			"body: "+c.body+"\n", "param: variables.after", "param: \""+c.param+"\"").Replace(shapeBase)
+		if _, err := Load([]byte(spec), "/jobs/s.yaml", env(map[string]string{"TENANT": "a"})); err != nil {
+			t.Errorf("body %s, param %s: %v", c.body, c.param, err)
+		}
+	}
+}

@@ -70,7 +70,10 @@ func (p *pager) decideEnd(pos paging.Position, resp *contract.Response, hwmMax s
 	}
 	tot := pageTotal{}
 	tot.n, tot.name, tot.ok = p.total(resp)
-	more, last := p.signals(pos, resp, tot)
+	more, last, err := p.signals(pos, resp, tot)
+	if err != nil {
+		return endResult{}, err
+	}
 	where := pos.Describe(style, p.job.Secrets)
 	end := endResult{next: pos, total: &tot}
 	end.next.End = true
@@ -214,13 +217,17 @@ func (p *pager) firstPage(pos paging.Position) bool {
 // signals reads the signals of a response other than the style's own:
 // descriptions of those saying more records follow this page, and of those
 // saying it is the last. tot is the response's pagination.total.
-func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTotal) (more, last []string) {
+func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTotal) (more, last []string, err error) {
 	pg := p.job.Pagination
 	if pg.HasMore != "" {
 		if v := gjson.GetBytes(resp.Body, pg.HasMore); v.Exists() && v.Type != gjson.Null {
-			if v.Bool() {
+			b, ok := moreFlag(v)
+			switch {
+			case !ok:
+				return nil, nil, notFlag(pg.HasMore, v, p.job.Secrets)
+			case b:
 				more = append(more, pg.HasMore+" is true")
-			} else {
+			default:
 				last = append(last, pg.HasMore+" is false")
 			}
 		}
@@ -229,6 +236,10 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTo
 		if v := gjson.GetBytes(resp.Body, pg.TotalPages); v.Type == gjson.Number {
 			s := fmt.Sprintf("%s says %d pages", pg.TotalPages, v.Int())
 			switch page, lastPage := paging.PageOf(pos.At).Page, v.Int()+*pg.Start-1; {
+			case page > lastPage && resp.Raw > 0:
+				// A page past the count that holds records proves the
+				// count wrong (an API that says 0 when it does not count,
+				// a count gone stale): it proves no end either.
 			case page < lastPage:
 				more = append(more, s)
 			case page == lastPage && resp.Raw == 0:
@@ -242,9 +253,14 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTo
 	if t, name := tot.n, tot.name; tot.ok {
 		if seen, ok := p.seenThrough(pos, resp); ok {
 			s := fmt.Sprintf("%s says %d records (%d up to this page)", name, t, seen)
-			if seen < t {
+			switch {
+			case resp.Raw > 0 && seen-int64(resp.Raw) >= t:
+				// The pages before already held the count, and this one
+				// holds more: the count is wrong (0 from an API that does
+				// not count, or stale), and proves no end.
+			case seen < t:
 				more = append(more, s)
-			} else {
+			default:
 				last = append(last, s)
 			}
 		}
@@ -252,7 +268,7 @@ func (p *pager) signals(pos paging.Position, resp *contract.Response, tot pageTo
 	if !p.style().Traits().OwnsLink && paging.NextLink(resp.Header.Values("Link")) != "" {
 		more = append(more, `the response has a Link rel="next" header`)
 	}
-	return more, last
+	return more, last, nil
 }
 
 // total reads pagination.total from a response: the total number of
@@ -322,4 +338,46 @@ func (p *pager) uncap(pos paging.Position, resp *contract.Response, probe prober
 		Msg: fmt.Sprintf("a full page of %d records made no progress past %s, and the API serves at most %d per page",
 			resp.Raw, full.Describe(p.job.Pagination.Style, p.job.Secrets), pos.Size()),
 		Hint: "more records share one mark than the API serves in a page: no walk by this mark can pass them"}
+}
+
+// moreFlag reads a has_more value as a boolean: true or false, the numbers 1
+// and 0, or those four as a string (any case). ok is false for anything
+// else: an object or a list (a path that stops short of the flag) or a
+// word such as "yes", which must not read as false and end a walk.
+func moreFlag(v gjson.Result) (b, ok bool) {
+	switch v.Type {
+	case gjson.True:
+		return true, true
+	case gjson.False:
+		return false, true
+	case gjson.Number:
+		return v.Raw == "1", v.Raw == "1" || v.Raw == "0"
+	case gjson.String:
+		switch strings.ToLower(v.Str) {
+		case "true", "1":
+			return true, true
+		case "false", "0":
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// notFlag is the error of a has_more value moreFlag cannot read: it names the
+// path, what the value is and its first bytes (secrets redacted).
+func notFlag(path string, v gjson.Result, red *Redactor) error {
+	kind := map[gjson.Type]string{gjson.String: "a string", gjson.Number: "a number"}[v.Type]
+	switch {
+	case v.IsObject():
+		kind = "an object"
+	case v.IsArray():
+		kind = "a list"
+	}
+	raw := []rune(red.Redact(v.Raw))
+	if len(raw) > 60 {
+		raw = append(raw[:60], '…')
+	}
+	return &contract.Error{Class: contract.Permanent,
+		Msg:  fmt.Sprintf("pagination.has_more (%s) is %s, not a boolean: %s", path, kind, string(raw)),
+		Hint: "point has_more at a true/false flag of the body (such as pageInfo.hasNextPage); nothing of this page was committed"}
 }

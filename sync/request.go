@@ -78,7 +78,9 @@ func (p *pager) request(pos paging.Position, win Window) (contract.Request, erro
 
 // place puts the position's value v where pagination.in says, written by
 // pagination.template. In a JSON body, a page number or offset written
-// without a template is a number; anything else is a string.
+// without a template is a number, a cursor the API gave as a JSON list or
+// object is that JSON (not one it gave as a string: CursorAt.Text);
+// anything else is a string.
 func (p *pager) place(req *contract.Request, params url.Values, v string, pos paging.Position, size int) {
 	pg := p.job.Pagination
 	written := v
@@ -98,7 +100,7 @@ func (p *pager) place(req *contract.Request, params url.Values, v string, pos pa
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				val = n
 			}
-		} else if pg.Template == "" && (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{")) && json.Valid([]byte(v)) {
+		} else if c, _ := pos.At.(paging.CursorAt); pg.Template == "" && !c.Text && (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{")) && json.Valid([]byte(v)) {
 			val = json.RawMessage(v) // a cursor that is JSON (search_after's sort values) goes in as JSON
 		}
 		req.Body = []contract.BodyValue{{Path: pg.Param, Value: val}}

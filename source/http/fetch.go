@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -216,11 +217,21 @@ func (f *Fetcher) newRequest(ctx context.Context, r contract.Request) (*retryabl
 		if _, configured := src.Headers[k]; configured && !same {
 			continue // a configured header with its parent's values: the job's own
 		}
+		if strings.ContainsFunc(r.Header[k], func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) {
+			// The API's cursor (or a parent's value) holds a line break:
+			// no request can carry it, now or on a later run.
+			return nil, &contract.Error{Class: contract.Permanent,
+				Msg:  fmt.Sprintf("cannot send header %s: its value %q holds a line break or another control character", k, f.redact(r.Header[k])),
+				Hint: "a header cannot carry it: the API's value must go in the query or the body (pagination.in)"}
+		}
 		req.Header.Set(k, r.Header[k])
 	}
 	if same {
 		for _, k := range slices.Sorted(maps.Keys(src.Headers)) {
-			if _, set := r.Header[k]; !set { // a child's header with its parent's values is in r.Header
+			// A child's header with its parent's values, and the position's
+			// header (pagination.in: header), are in r.Header: they win,
+			// whatever the case either name is spelt in.
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(r.Header)), func(h string) bool { return strings.EqualFold(h, k) }) {
 				req.Header.Set(k, src.Headers[k])
 			}
 		}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 
@@ -23,9 +25,15 @@ type cursorPaging struct{}
 // CursorAt is a cursor style position: the token the page before gave
 // (next, next_header), or the next URL it gave (next_url); neither = the
 // first page.
+//
+// Text marks a cursor the API gave as a JSON string whose text starts
+// like a JSON list or object ("[\"k\",10]"): a body sends it back as that
+// string, where a cursor that was a list or object goes in as JSON
+// (docs/pagination.md, "Where the position goes").
 type CursorAt struct {
 	Cursor string `json:"cursor,omitempty"`
 	URL    string `json:"url,omitempty"`
+	Text   bool   `json:"text,omitempty"`
 }
 
 func (CursorAt) Style() string { return StyleCursor }
@@ -75,9 +83,12 @@ func (cursorPaging) Request(pg spec.Pagination, at At, q url.Values) string {
 func (cursorPaging) Step(in StepIn) (StepOut, error) {
 	pg, pos, resp := in.Pg, cursorOf(in.Pos), in.Resp
 	var v, where string
+	text := false
 	switch {
 	case pg.Next != "":
-		v, where = scalar(gjson.GetBytes(resp.Body, pg.Next)), "has no next cursor (at "+pg.Next+")"
+		r := gjson.GetBytes(resp.Body, pg.Next)
+		v, where = scalar(r), "has no next cursor (at "+pg.Next+")"
+		text = r.Type == gjson.String && (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{"))
 	case pg.NextHeader != "":
 		v, where = strings.TrimSpace(resp.Header.Get(pg.NextHeader)), "has no "+pg.NextHeader+" header"
 	default:
@@ -102,7 +113,7 @@ func (cursorPaging) Step(in StepIn) (StepOut, error) {
 	if pg.NextURL != "" {
 		return StepOut{Next: CursorAt{URL: v}, Own: goesOn}, nil
 	}
-	return StepOut{Next: CursorAt{Cursor: v}, Own: goesOn}, nil
+	return StepOut{Next: CursorAt{Cursor: v, Text: text}, Own: goesOn}, nil
 }
 
 func (cursorPaging) describe(at At, r Redacter) string {
@@ -110,7 +121,11 @@ func (cursorPaging) describe(at At, r Redacter) string {
 	case pos.URL != "":
 		return r.Redact(pos.URL)
 	case pos.Cursor != "":
-		return "cursor " + r.Redact(pos.Cursor)
+		c := r.Redact(pos.Cursor)
+		if strings.ContainsFunc(c, unicode.IsControl) {
+			c = strconv.Quote(c) // an API's line break must not start a line of its own in a message
+		}
+		return "cursor " + c
 	}
 	return "first page"
 }
