@@ -35,7 +35,7 @@ func TestHasMoreNotABoolean(t *testing.T) {
 				wrapped = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					resp, err := http.Post(url, "application/json", r.Body)
 					if err != nil {
-						http.Error(w, err.Error(), 502)
+						http.Error(w, err.Error(), http.StatusBadGateway)
 						return
 					}
 					defer resp.Body.Close()
@@ -81,7 +81,7 @@ func TestBodyCursorStringLooksLikeJSON(t *testing.T) {
 		mu.Unlock()
 		after := 0
 		if failAt20.Load() && c.Str == `["k",20]` {
-			http.Error(w, `{"message":"unavailable"}`, 503)
+			http.Error(w, `{"message":"unavailable"}`, http.StatusServiceUnavailable)
 			return
 		}
 		switch c.Type {
