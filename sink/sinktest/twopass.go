@@ -61,6 +61,9 @@ func twoPasses(t *testing.T, b *DB) {
 			}
 			// The prior pass (started now) saw b; c is written again after
 			// it started; this pass sees a again: only d goes.
+			// Rows count as written before a time by the millisecond (julianday
+			// on SQLite): the first rows' millisecond must be over.
+			time.Sleep(2 * time.Millisecond)
 			priorStart := time.Now()
 			time.Sleep(5 * time.Millisecond)
 			MustUpsert(t, s, tbl, contract.Counts{Updated: 1}, Row("c", "Cyd", int64(3)))
