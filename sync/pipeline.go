@@ -232,6 +232,7 @@ func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, strin
 		marks = make([]markOf, len(resp.Records))
 	}
 	pageMax := ""
+	kind := paging.MarkKind(ref) // the walk's kind, read once, not per record
 	h := xxhash.New()
 	for i, rec := range resp.Records {
 		_, _ = h.WriteString(rec.Raw)
@@ -240,12 +241,15 @@ func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, strin
 		}
 		if v := rec.Get(markPath); v.Exists() && v.Type != gjson.Null {
 			m, err := paging.MarkFromJSON(v)
-			if err == nil && ref == "" {
-				ref = m
-			}
-			if k := paging.MarkKind(ref); err == nil && paging.MarkKind(m) != k {
-				err = fmt.Errorf("%s is a %s, but the walk's marks are %ss (%s)", paging.Elide(m, 40), paging.MarkKind(m), k, paging.Elide(ref, 40))
-				m = ""
+			if err == nil {
+				mk := paging.MarkKind(m)
+				if kind == "" {
+					ref, kind = m, mk
+				}
+				if mk != kind {
+					err = fmt.Errorf("%s is a %s, but the walk's marks are %ss (%s)", paging.Elide(m, 40), mk, kind, paging.Elide(ref, 40))
+					m = ""
+				}
 			}
 			marks[i] = markOf{mark: m, err: err}
 			if err == nil {
