@@ -47,20 +47,22 @@ func prepareFile(path string) (created bool, err error) {
 }
 
 // checkHeader accepts an empty file (SQLite treats it as a new database) or
-// one starting with the SQLite header, and rejects anything else.
+// one starting with the SQLite header, and rejects anything else. It looks
+// at what path is before opening it: opening a named pipe waits for a
+// writer, and a device (/dev/null) reads as an empty file.
 func checkHeader(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: it is %s, not a regular file", errNotOurs, fileKind(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat: %w", err)
-	}
-	if st.IsDir() {
-		return fmt.Errorf("%w: it is a folder", errNotOurs)
-	}
 	head := make([]byte, len(sqliteHeader))
 	n, err := io.ReadFull(f, head)
 	switch {
@@ -72,6 +74,21 @@ func checkHeader(path string) error {
 		return fmt.Errorf("%w: it is not a SQLite database", errNotOurs)
 	}
 	return nil
+}
+
+// fileKind names what a path that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 // checkOwner refuses a SQLite database that belongs to another application:
