@@ -210,6 +210,15 @@ func pgFeedFuncName(t *contract.Table) string {
 	return "idemsync_feed_" + hex.EncodeToString(h[:8])
 }
 
+// pgFeedFuncConfig are the settings of a table's feed trigger function, as
+// pg_proc.proconfig keeps them. Besides the grouping's, they fix what
+// renders a key, a version and a row as text: the writing session's
+// TimeZone and DateStyle made one timestamp key three texts (one per
+// writer), and its extra_float_digits below 1 made two real keys one
+// (docs/changes.md, Events). These are a UTC session's defaults, so
+// the texts are those such a session recorded before.
+var pgFeedFuncConfig = []string{"enable_hashagg=off", "TimeZone=UTC", "DateStyle=ISO, MDY", "extra_float_digits=1"}
+
 // pgFeedTriggers are the trigger names and their events.
 var pgFeedTriggers = []struct{ name, event, ref string }{
 	{"idemsync_feed_ins", "INSERT", "NEW TABLE AS new_rows"},
@@ -320,11 +329,12 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 	sch := sqlkit.QuoteIdent(schema)
 	fn := sch + "." + pgFeedFuncName(t)
 	body := pgFeedBody(t, sch)
-	var src string
-	if err := tx.QueryRow(ctx, `SELECT COALESCE((SELECT prosrc FROM pg_proc WHERE oid = to_regproc($1)), '')`, fn).Scan(&src); err != nil {
+	var same bool
+	if err := tx.QueryRow(ctx, `SELECT COALESCE((SELECT prosrc = $2 AND proconfig = $3 FROM pg_proc WHERE oid = to_regproc($1)), false)`,
+		fn, body, pgFeedFuncConfig).Scan(&same); err != nil {
 		return err
 	}
-	if src != body {
+	if !same {
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO "+sch+"; "+pgFeedDDL); err != nil {
 			return err
 		}
@@ -332,7 +342,14 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		// the packs' arrays to disk (and took longer than the whole
 		// statement's one pack did); sorted, the groups are built one at a
 		// time.
-		if _, err := tx.Exec(ctx, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS trigger LANGUAGE plpgsql SET enable_hashagg = off AS $idemsync_feed$"+body+"$idemsync_feed$"); err != nil {
+		// The function's own settings, not the writing session's, render
+		// the keys, versions and rows it records (pgFeedFuncConfig).
+		set := ""
+		for _, c := range pgFeedFuncConfig {
+			name, value, _ := strings.Cut(c, "=")
+			set += " SET " + name + " = '" + value + "'" // constants with no quote
+		}
+		if _, err := tx.Exec(ctx, "CREATE OR REPLACE FUNCTION "+fn+"() RETURNS trigger LANGUAGE plpgsql"+set+" AS $idemsync_feed$"+body+"$idemsync_feed$"); err != nil {
 			return err
 		}
 	}
