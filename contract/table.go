@@ -49,6 +49,13 @@ type Table struct {
 	// Changes, when set, keeps the table's change feed (target.changes,
 	// docs/changes.md).
 	Changes *Changes
+	// FeedJob is the name of the feed the table's job keeps or would
+	// keep (its job file's name), set with or without Changes: Prepare of
+	// a table without Changes removes the feed's triggers only when they
+	// record into this feed, so a job sharing another's table (deletes:
+	// keep) leaves that job's feed in place (docs/changes.md). "" removes
+	// any.
+	FeedJob string
 	// Children are the child tables filled from the records' nested
 	// arrays (target.children, docs/job-file.md "Child tables"). A sink
 	// writes, deletes and marks a row's child rows in the row's own

@@ -61,6 +61,7 @@ func (j loading) targetDefaults(bad func(key, format string, args ...any), dir s
 	if t.ChangesRows && !t.Changes {
 		bad("target.changes_rows", "needs target.changes: true")
 	}
+	j.Table.FeedJob = j.Name
 	if t.Changes { // a resource's Resource is set by LoadResources
 		j.Table.Changes = &contract.Changes{Job: j.Name, Resource: j.Name, Rows: t.ChangesRows}
 	}

@@ -308,7 +308,13 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		}
 	}
 	tbl := sqlkit.QuoteTable(t)
+	if err := sharedFeed(t, pgTriggerJob(have)); err != nil {
+		return err
+	}
 	if t.Changes == nil {
+		if job := pgTriggerJob(have); job != "" && t.FeedJob != "" && job != t.FeedJob {
+			return nil // another job's feed, on a table the jobs share
+		}
 		for name := range have {
 			if _, err := tx.Exec(ctx, "DROP TRIGGER IF EXISTS "+sqlkit.QuoteIdent(name)+" ON "+tbl); err != nil {
 				return err
@@ -375,6 +381,31 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		}
 	}
 	return nil
+}
+
+// pgTriggerJob is the job whose feed t's feed triggers (have: their
+// names and arguments) record into, "" when it has none.
+func pgTriggerJob(have map[string][]byte) string {
+	for _, args := range have {
+		if job, _, ok := bytes.Cut(args, []byte{0}); ok {
+			return string(job)
+		}
+	}
+	return ""
+}
+
+// sharedFeed refuses a feed of t's job on a table whose triggers record
+// into another job's feed (job, "" when none): jobs with deletes: keep
+// share a table (docs/deletions.md), but its events go to one feed, and
+// replacing the triggers would take the rest of the other job's run out
+// of its feed (docs/changes.md).
+func sharedFeed(t *contract.Table, job string) error {
+	if t.Changes == nil || job == "" || job == t.Changes.Job {
+		return nil
+	}
+	return &contract.Error{Class: contract.Invalid,
+		Msg:  fmt.Sprintf("table %s keeps the change feed of job %s: job %s cannot keep its own there (one table feeds one job)", t, job, t.Changes.Job),
+		Hint: fmt.Sprintf("give job %s its own target.table, or leave target.changes to job %s (its consumers see every write to the table); to hand the feed over, turn target.changes off in job %s and run it once (a job renamed: drop the table's idemsync_feed_ triggers)", t.Changes.Job, job, job)}
 }
 
 // feedHandles are the change feed's handles, by schema.

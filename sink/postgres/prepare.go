@@ -91,6 +91,9 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 		}
 	}
 	if err := prepareFeed(ctx, tx, t, oid); err != nil {
+		if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+			return err // a feed of another job on the table (sharedFeed)
+		}
 		return p.dbError(op+": change feed", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

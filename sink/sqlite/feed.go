@@ -92,6 +92,18 @@ func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	job := ""
+	for _, q := range have {
+		job = sqliteTriggerJob(q)
+	}
+	if t.Changes == nil && job != "" && t.FeedJob != "" && job != t.FeedJob {
+		return nil // another job's feed, on a table the jobs share
+	}
+	if t.Changes != nil && job != "" && job != t.Changes.Job {
+		return &contract.Error{Class: contract.Invalid,
+			Msg:  fmt.Sprintf("table %s keeps the change feed of job %s: job %s cannot keep its own there (one table feeds one job)", t, job, t.Changes.Job),
+			Hint: fmt.Sprintf("give job %s its own target.table, or leave target.changes to job %s (its consumers see every write to the table); to hand the feed over, turn target.changes off in job %s and run it once (a job renamed: drop the table's idemsync_feed_ triggers)", t.Changes.Job, job, job)}
+	}
 	for name, q := range have {
 		if want[name] != q {
 			if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+sqlkit.QuoteIdent(name)); err != nil {
@@ -110,6 +122,35 @@ func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 		return nil
 	}
 	return restampFeed(ctx, tx, t)
+}
+
+// sqliteTriggerJob is the job whose feed a feed trigger's SQL records
+// into, "" when it is not in the form sqliteFeedTriggers writes: after
+// feedEventHead, the run, then the job as a literal.
+func sqliteTriggerJob(q string) string {
+	i := strings.Index(q, feedEventHead)
+	if i < 0 {
+		return ""
+	}
+	rest := q[i+len(feedEventHead):]
+	n := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if n <= 0 || !strings.HasPrefix(rest[n:], ", '") {
+		return ""
+	}
+	rest = rest[n+3:]
+	var b strings.Builder
+	for {
+		j := strings.IndexByte(rest, '\'')
+		if j < 0 {
+			return ""
+		}
+		b.WriteString(rest[:j])
+		if !strings.HasPrefix(rest[j:], "''") {
+			return b.String()
+		}
+		b.WriteByte('\'')
+		rest = rest[j+2:]
+	}
 }
 
 // feedEventHead begins every event insert of the feed triggers; the

@@ -71,6 +71,9 @@ func (s *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 		}
 	}
 	if err := prepareFeed(ctx, tx, t); err != nil {
+		if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+			return err // a feed of another job on the table
+		}
 		return s.wrap(op+": change feed", err)
 	}
 	if err := tx.Commit(); err != nil {
