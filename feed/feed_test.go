@@ -34,6 +34,7 @@ func TestBatchesLeasesAcks(t *testing.T) {
 		if err != nil || keysOf(b1) != "I:1 I:2" || b1.ID == "" {
 			t.Fatalf("first batch %+v, %v; want I:1 I:2", b1, err)
 		}
+		leased := time.Now() // the lease began before this, by any clock that measures it
 		if e := b1.Events[0]; e.LedgerKey != "items:1:h"+e.Hash[:16] || e.Run != 1 {
 			t.Errorf("event %+v: want ledger key items:1:h<hash> and run 1", e)
 		}
@@ -46,8 +47,8 @@ func TestBatchesLeasesAcks(t *testing.T) {
 		}
 		// The lease runs out: the same events again, a new batch. (On
 		// PostgreSQL the database's clock measures leases: time passes
-		// for real.)
-		time.Sleep(time.Until(now.Add(2100 * time.Millisecond)))
+		// for real, from the read itself, so the wait counts from after it.)
+		time.Sleep(time.Until(leased.Add(2100 * time.Millisecond)))
 		b2, err := feed.Next(ctx, fd, tg.job, feed.Options{Consumer: "mail", Limit: 2, Now: now.Add(2 * time.Minute)})
 		if err != nil || keysOf(b2) != "I:1 I:2" || b2.ID == b1.ID {
 			t.Fatalf("after the lease: %+v, %v; want I:1 I:2 under a new ID", b2, err)
