@@ -32,7 +32,8 @@ const holderUnknown = "another process"
 //
 // It returns an error wrapping contract.ErrLocked, naming the holder, when
 // another process or Store holds the lock, and a *contract.Error (exit 1)
-// when the lock cannot be taken. unlock releases the lock; it may be
+// when the lock cannot be taken or the file was migrated by a newer
+// idemsync since this Store opened it (the lock is then not kept). unlock releases the lock; it may be
 // called more than once, and Close calls it for locks still held.
 func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error) {
 	op := "job " + job + ": lock"
@@ -52,6 +53,16 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 			return nil, s.wrap(op, err)
 		}
 		if ok {
+			// The file was checked when opened; a run that waited for
+			// the lock may find it migrated since by a newer idemsync,
+			// which may have written this job's state in a form this
+			// build would misread.
+			if err := s.notNewerNow(ctx); err != nil {
+				if rerr := rel(); rerr != nil {
+					s.log.Warn("release job lock", "job", job, "err", rerr)
+				}
+				return nil, s.wrap(op, err)
+			}
 			release = rel
 			break
 		}

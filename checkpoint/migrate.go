@@ -85,6 +85,25 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, nil
 }
 
+// notNewerNow reads the file's schema version and applied migrations
+// again and returns errNewer when a newer idemsync migrated the file
+// since this store opened it (Lock, after a wait for another run).
+func (s *Store) notNewerNow(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	v, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	applied, _, err := appliedMigrations(ctx, s.db, v, ms)
+	if err != nil {
+		return err
+	}
+	return notNewer(v, applied, ms)
+}
+
 // migrateTo applies the migrations of ms the file lacks, in order, records
 // them in schema_migrations and sets user_version to the highest number.
 func (s *Store) migrateTo(ctx context.Context, ms []migration) error {

@@ -2,8 +2,13 @@ package checkpoint
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Migrations numbered side by side: a file migrated by a build that knew
@@ -84,5 +89,53 @@ func TestMigrationFromUnrecordedFile(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 3 {
 		t.Errorf("schema_migrations holds %d rows, want 3 (%v)", n, err)
+	}
+}
+
+// A run that opened the state file and then waited for its job's lock
+// (--if-running wait) takes the lock after another process may have run:
+// a newer idemsync that migrated the file meanwhile may have written the
+// job's state in a form this build would misread. Lock reads the file's
+// schema again once it holds the lock and refuses the file as newer, the
+// lock released (docs/operations.md, "The state file").
+func TestLockRefusesAFileMigratedWhileWaiting(t *testing.T) {
+	ctx := context.Background()
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := latestVersion(ms)
+	for name, newer := range map[string]string{
+		"higher version":    fmt.Sprintf("PRAGMA user_version = %d; INSERT INTO schema_migrations VALUES (%d, 'later')", latest+1, latest+1),
+		"unknown migration": "INSERT INTO schema_migrations VALUES (17, 'later')",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := statePath(t)
+			waiting := openAt(t, path)
+			db, err := sql.Open(driverName, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, newer); err != nil {
+				t.Fatal(err)
+			}
+			unlock, err := waiting.Lock(ctx, "orders")
+			if err == nil {
+				unlock()
+				t.Fatal("Lock took the job of a state file a newer idemsync migrated after this store opened it")
+			}
+			if !errors.Is(err, errNewer) || !strings.Contains(err.Error(), "newer idemsync") {
+				t.Fatalf("Lock: %v, want the file refused as written by a newer idemsync", err)
+			}
+			var ce *contract.Error
+			if !errors.As(err, &ce) || ce.Class != contract.Permanent || !strings.Contains(ce.Hint, "upgrade") {
+				t.Errorf("Lock: %#v, want a permanent error whose hint says to upgrade", err)
+			}
+			// The refused Lock holds nothing: the job's lock is free.
+			if held, err := waiting.osHeld("orders"); err != nil || held {
+				t.Errorf("job lock held after the refusal (%v, %v)", held, err)
+			}
+		})
 	}
 }

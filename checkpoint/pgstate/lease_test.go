@@ -200,3 +200,30 @@ func TestLeaseLostClaimsNoOtherRun(t *testing.T) {
 		t.Errorf("message %q says another run is in progress, which a holder whose lease ran out does not know", msg)
 	}
 }
+
+// A host that opened the state and then waited for a job's lease
+// (--if-running wait) takes it after other hosts ran: one running a newer
+// idemsync may have migrated the schema and written the job's state in a
+// form this build would misread. Lock reads the schema's version again
+// once it holds the lease and refuses the state as newer, the lease given
+// back (docs/operations.md, "State in PostgreSQL").
+func TestLockRefusesASchemaMigratedWhileWaiting(t *testing.T) {
+	ctx := context.Background()
+	state := newSchema(t, nil)
+	waiting := openTest(t, state)
+	defer waiting.Close()
+	if _, err := waiting.pool.Exec(ctx, waiting.q(`INSERT INTO {S}.idemsync_schema (version, name) VALUES (9999, '9999_future.sql')`)); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := waiting.Lock(ctx, "orders")
+	if err == nil {
+		unlock()
+		t.Fatal("Lock took the lease of a state a newer idemsync migrated after this store opened it")
+	}
+	if contract.ClassOf(err) != contract.Permanent || !strings.Contains(err.Error(), "newer idemsync") {
+		t.Fatalf("Lock: %v, want the state refused as written by a newer idemsync", err)
+	}
+	if who, _, err := waiting.holder(ctx, "orders"); err != nil || who != "" {
+		t.Errorf("lease held by %q after the refusal (%v), want it given back", who, err)
+	}
+}

@@ -92,6 +92,13 @@ func (s *Store) Lock(ctx context.Context, job string) (unlock func(), err error)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
+	// The schema was checked when opened; a run that waited for the lease
+	// may find it migrated since by a newer idemsync, which may have
+	// written this job's state in a form this build would misread.
+	if err := s.notNewerNow(ctx); err != nil {
+		s.giveBack(job, token)
+		return nil, s.wrap(op, err)
+	}
 	l := &lease{job: job, token: token, stop: make(chan struct{}), done: make(chan struct{}),
 		trusted: sent.Add(s.lease - margin(s.lease))}
 	s.mu.Lock()
@@ -303,15 +310,20 @@ func leaseLost(l *lease) error {
 func (s *Store) release(l *lease) {
 	close(l.stop)
 	<-l.done
+	s.giveBack(l.job, l.token)
+}
+
+// giveBack ends the lease of job under token now, when it still holds.
+func (s *Store) giveBack(job string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := s.pool.Exec(ctx, s.q(`UPDATE {S}.leases SET expires_at = clock_timestamp(), holder = ''
-		WHERE job = $1 AND token = $2 AND expires_at > clock_timestamp()`), l.job, l.token)
+		WHERE job = $1 AND token = $2 AND expires_at > clock_timestamp()`), job, token)
 	if err != nil {
-		s.log.Warn("release job lease (it expires by itself)", "job", l.job, "err", err)
+		s.log.Warn("release job lease (it expires by itself)", "job", job, "err", err)
 		return
 	}
-	s.log.Debug("job lease released", "job", l.job, "token", l.token)
+	s.log.Debug("job lease released", "job", job, "token", token)
 }
 
 // holder returns who holds the job's lease and until when, or "" when its

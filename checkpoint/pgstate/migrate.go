@@ -100,6 +100,22 @@ func raced(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "23505" || pgErr.Code == "42P06" || pgErr.Code == "42P07")
 }
 
+// notNewerNow reads the schema's version again and returns errNewer when
+// a newer idemsync migrated it since this store opened it (Lock, after a
+// wait for another host's lease).
+func (s *Store) notNewerNow(ctx context.Context) error {
+	ms := migrations()
+	latest := ms[len(ms)-1].version
+	v, err := s.version(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	if v > latest {
+		return fmt.Errorf("%w: schema %s is at version %d, this idemsync knows %d", errNewer, s.name, v, latest)
+	}
+	return nil
+}
+
 func (s *Store) migrateOnce(ctx context.Context) error {
 	ms := migrations()
 	latest := ms[len(ms)-1].version
