@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,47 @@ func TestServeBusyAnswerShowsTheRunInProgress(t *testing.T) {
 	if r := <-first; r.code != 200 {
 		t.Errorf("the run: %d %s", r.code, r.body)
 	}
+}
+
+// A job file reached by another name that is the same file (a hard link;
+// on a case-insensitive file system, the name in another case) is the
+// same job file to the server: a run request by that name while the job
+// runs is answered as one by the run's own name, 409 with the run in
+// progress in job_status, not with the state lock's bare refusal
+// (docs/serve.md, "Runs").
+func TestServeBusyAnswerByAnotherNameOfTheFile(t *testing.T) {
+	api, apiURL := startAPI(t, fakeapi.Options{Records: 600, Latency: 20 * time.Millisecond})
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orders := writeJob(t, jobs, "orders.yaml", styleJob("page", apiURL, "sqlite:out.db"))
+	if err := os.Link(orders, filepath.Join(jobs, "hard.yaml")); err != nil {
+		t.Skipf("no hard link: %v", err)
+	}
+	s := startServe(t, dir, jobs, nil)
+	first := s.runAsync(t, "orders")
+	deadline := time.Now().Add(20 * time.Second)
+	for st := s.jobStatus(t, "orders"); st.Status != "running" || st.LastRun == nil; st = s.jobStatus(t, "orders") {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never showed running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, body := s.do(t, "POST", "/jobs/hard/run", "")
+	var reply struct {
+		Status    string
+		ExitCode  int                            `json:"exit_code"`
+		JobStatus struct{ Jobs []jobStatusJSON } `json:"job_status"`
+	}
+	if err := json.Unmarshal([]byte(body), &reply); err != nil || code != 409 || reply.Status != "locked" || reply.ExitCode != 4 ||
+		len(reply.JobStatus.Jobs) != 1 || reply.JobStatus.Jobs[0].Status != "running" {
+		t.Errorf("a run request by the hard link's name during the run: %d %s; want 409 locked with the run in job_status", code, body)
+	}
+	api.SetLatency(0)
+	if r := <-first; r.code != 200 || !strings.Contains(r.body, `"status":"completed"`) {
+		t.Errorf("the run: %d %s", r.code, r.body)
+	}
+	assertEqualSource(t, readSQLite(t, filepath.Join(jobs, "out.db")), sourceRows(api))
 }

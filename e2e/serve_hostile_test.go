@@ -280,3 +280,48 @@ func TestServeLocalhostResolvingElsewhere(t *testing.T) {
 		t.Errorf("serve --listen localhost:%s without a token is serving on %s (GET /jobs from there: %d): %s", port, ip, code, errOut.String())
 	}
 }
+
+// What a request says and the server would not act on is refused (400,
+// naming it), never dropped: a query parameter an endpoint does not take
+// (POST /jobs/NAME/run?full=true, as an HTTP node's "query parameters"
+// send it, would otherwise run without --full), a parameter given twice
+// (/keys/get?key=a&key=b), and a body field given twice ({"key":"a",
+// "key":"b"} would claim b). Nothing runs and nothing is claimed
+// (docs/serve.md, "Endpoints").
+func TestServeRefusesWhatItWouldIgnore(t *testing.T) {
+	_, api := startAPI(t, fakeapi.Options{Records: 20})
+	dir := t.TempDir()
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, jobs, "orders.yaml", styleJob("page", api, "sqlite:out.db"))
+	s := startServe(t, dir, jobs, nil)
+	for _, c := range []struct{ method, path, body, names string }{
+		{"POST", "/jobs/orders/run?full=true", "", `\"full\"`},
+		{"POST", "/jobs/orders/run?restart=1&max_pages=2", "", `\"max_pages\"`},
+		{"POST", "/jobs/orders/run", `{"full":false,"full":true}`, `\"full\"`},
+		{"GET", "/jobs/orders/status?runs=1&runs=1000", "", `\"runs\"`},
+		{"GET", "/jobs/orders/status?run=5", "", `\"run\"`},
+		{"GET", "/keys/get?key=a&key=b", "", `\"key\"`},
+		{"POST", "/keys/claim?key=b", `{"key":"a"}`, `\"key\"`},
+		{"POST", "/keys/claim", `{"key":"a","ttl":"1m","key":"b"}`, `\"key\"`},
+		{"POST", "/keys/claim", `{"key":"a","params":{"to":"x","to":"y"}}`, `\"to\"`},
+	} {
+		code, body := s.do(t, c.method, c.path, c.body)
+		if code != 400 || !strings.Contains(body, `"exit_code":2`) || !strings.Contains(body, c.names) {
+			t.Errorf("%s %s %s: %d %s; want 400 naming %s in its error", c.method, c.path, c.body, code, body, c.names)
+		}
+	}
+	if st := s.jobStatus(t, "orders"); st.LastRun != nil {
+		t.Errorf("a refused run request ran: last run %+v", st.LastRun)
+	}
+	for _, k := range []string{"a", "b"} {
+		if code, body := s.do(t, "GET", "/keys/get?key="+k, ""); code != 200 || !strings.Contains(body, `"status":"not_found"`) {
+			t.Errorf("key %s after the refused claims: %d %s; want not_found", k, code, body)
+		}
+	}
+	if code, body := s.do(t, "POST", "/jobs/orders/run", `{"full":true}`); code != 200 || !strings.Contains(body, `"status":"completed"`) {
+		t.Errorf("the run asked for properly: %d %s", code, body)
+	}
+}

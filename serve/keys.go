@@ -84,13 +84,7 @@ func keyCall(action string) func(*Server, http.ResponseWriter, *http.Request) {
 
 // keyGet answers GET /keys/get?ns=NS&key=KEY: `idemsync key get`.
 func (s *Server) keyGet(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for name := range q {
-		if name != "ns" && name != "key" {
-			writeError(w, http.StatusBadRequest, exitUsage, fmt.Sprintf("query parameter %q: get takes ns and key", name))
-			return
-		}
-	}
+	q := r.URL.Query() // ns and key only, each once: checkQuery
 	writeReply(w, s.cfg.Backend.Key(r.Context(), "get", KeyRequest{NS: q.Get("ns"), Key: q.Get("key")}))
 }
 

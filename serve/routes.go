@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/internal/jsontext"
@@ -18,24 +22,27 @@ type route struct {
 	method, path string
 	public       bool // served without the token (the health check)
 	handler      func(*Server, http.ResponseWriter, *http.Request)
+	// query are the query parameters the endpoint takes, each once:
+	// another one, or one given twice, is refused (checkQuery).
+	query []string
 }
 
 // routeTable lists every endpoint (docs/serve.md, "Endpoints").
 var routeTable = []route{
-	{"GET", "/healthz", true, (*Server).healthz},
-	{"GET", "/openapi.json", false, (*Server).openapi},
-	{"GET", "/metrics", false, (*Server).metrics},
-	{"GET", "/jobs", false, (*Server).listJobs},
-	{"POST", "/jobs/{name}/run", false, (*Server).run},
-	{"GET", "/jobs/{name}/status", false, (*Server).status},
-	{"POST", "/jobs/{name}/changes", false, changesCall("next")},
-	{"POST", "/jobs/{name}/changes/ack", false, changesCall("ack")},
-	{"GET", "/jobs/{name}/changes/status", false, (*Server).changesStatus},
-	{"POST", "/keys/claim", false, keyCall("claim")},
-	{"POST", "/keys/complete", false, keyCall("complete")},
-	{"POST", "/keys/fail", false, keyCall("fail")},
-	{"POST", "/keys/heartbeat", false, keyCall("heartbeat")},
-	{"GET", "/keys/get", false, (*Server).keyGet},
+	{"GET", "/healthz", true, (*Server).healthz, nil},
+	{"GET", "/openapi.json", false, (*Server).openapi, nil},
+	{"GET", "/metrics", false, (*Server).metrics, nil},
+	{"GET", "/jobs", false, (*Server).listJobs, nil},
+	{"POST", "/jobs/{name}/run", false, (*Server).run, nil},
+	{"GET", "/jobs/{name}/status", false, (*Server).status, []string{"runs"}},
+	{"POST", "/jobs/{name}/changes", false, changesCall("next"), nil},
+	{"POST", "/jobs/{name}/changes/ack", false, changesCall("ack"), nil},
+	{"GET", "/jobs/{name}/changes/status", false, (*Server).changesStatus, nil},
+	{"POST", "/keys/claim", false, keyCall("claim"), nil},
+	{"POST", "/keys/complete", false, keyCall("complete"), nil},
+	{"POST", "/keys/fail", false, keyCall("fail"), nil},
+	{"POST", "/keys/heartbeat", false, keyCall("heartbeat"), nil},
+	{"GET", "/keys/get", false, (*Server).keyGet, []string{"ns", "key"}},
 }
 
 // routes builds the mux: each route behind the token unless public, a
@@ -46,6 +53,10 @@ func (s *Server) routes() *http.ServeMux {
 	for _, rt := range routeTable {
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+			if err := checkQuery(r, rt.query); err != nil && !rt.public {
+				writeError(w, http.StatusBadRequest, exitUsage, err.Error())
+				return
+			}
 			rt.handler(s, w, r)
 		})
 		if !rt.public {
@@ -65,6 +76,34 @@ func (s *Server) routes() *http.ServeMux {
 		writeError(w, http.StatusNotFound, exitUsage, "no such endpoint: "+r.URL.Path+" (see /openapi.json)")
 	})
 	return mux
+}
+
+// checkQuery refuses a query parameter the endpoint does not take (a
+// run's flags go in its body: ?full=true would run without --full) and
+// one given twice (?key=a&key=b would read a): what a request asks is
+// done or refused, never dropped (docs/serve.md, "Endpoints"). The
+// health check is left alone: a probe's URL is no request to act on.
+func checkQuery(r *http.Request, takes []string) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fmt.Errorf("query string: %v", err)
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		switch {
+		case !slices.Contains(takes, name) && len(takes) == 0:
+			return fmt.Errorf("query parameter %q: %s %s takes none (its options go in the JSON body)", name, r.Method, r.URL.Path)
+		case !slices.Contains(takes, name):
+			return fmt.Errorf("query parameter %q: %s %s takes %s", name, r.Method, r.URL.Path, strings.Join(takes, ", "))
+		case len(q[name]) > 1:
+			return fmt.Errorf("query parameter %q given %d times: give it once", name, len(q[name]))
+		}
+	}
+	return nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -220,6 +259,11 @@ func decodeBody(r *http.Request, v any) error {
 	// Before decoding, which reads such strings as U+FFFD: two keys or
 	// consumers as one.
 	if err := jsontext.Check(b); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	// Before decoding, which keeps the last of a name given twice:
+	// {"key":"a","key":"b"} is no claim of b.
+	if err := jsontext.Duplicates(b); err != nil {
 		return fmt.Errorf("request body: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

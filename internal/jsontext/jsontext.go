@@ -5,6 +5,8 @@
 package jsontext
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -76,4 +78,54 @@ func InvalidAt(b []byte) int {
 		i += n
 	}
 	return len(b)
+}
+
+// Duplicates refuses JSON text in which an object, at any depth, names a
+// member twice: encoding/json keeps the last one, so {"key":"a","key":"b"}
+// would be read as the key b (and other readers keep the first). Names
+// are compared as they read, escapes decoded ("a" and "\u0061" are one).
+// Text that is not JSON passes: its syntax is the decoder's to report.
+func Duplicates(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	// One entry per open object or array; names is nil for an array, and
+	// key tells that an object's next token is a member's name.
+	type open struct {
+		names map[string]bool
+		key   bool
+	}
+	var stack []*open
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if n := len(stack); n > 0 && stack[n-1].key {
+			if name, ok := tok.(string); ok {
+				if stack[n-1].names[name] {
+					return fmt.Errorf("member %q given twice in one object (before byte %d)", name, dec.InputOffset())
+				}
+				stack[n-1].names[name] = true
+				stack[n-1].key = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &open{names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &open{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			if len(stack) == 0 {
+				return nil
+			}
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: in an object, a name comes next.
+		if n := len(stack); n > 0 && stack[n-1].names != nil {
+			stack[n-1].key = true
+		}
+	}
 }
