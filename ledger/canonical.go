@@ -33,6 +33,11 @@ func Canonical(data []byte) ([]byte, error) {
 	if err := jsontext.Check(data); err != nil {
 		return nil, err
 	}
+	// A member named twice has no one meaning: encoding/json would keep
+	// the last, other readers the first (docs/ledger.md, "Fingerprints").
+	if err := jsontext.Duplicates(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

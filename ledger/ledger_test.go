@@ -28,7 +28,7 @@ func TestCanonical(t *testing.T) {
 			t.Errorf("Canonical(%s)\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}
-	for _, bad := range []string{``, `{`, `{"a":1} {"b":2}`, `1e999`, `nul`} {
+	for _, bad := range []string{``, `{`, `{"a":1} {"b":2}`, `1e999`, `nul`, `{"to":"x","to":"y"}`, `{"a":{"b":1,"\u0062":2}}`} {
 		if _, err := Canonical([]byte(bad)); err == nil {
 			t.Errorf("Canonical(%q) accepted", bad)
 		}
