@@ -10,6 +10,7 @@ package feed
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -88,19 +89,46 @@ type Batch struct {
 // resource:key:hHASH (the first 16 hex digits of the content hash) for an
 // insert or update and resource:key:dHASH for a deletion, so one version
 // of a row is acted on once and a new version again.
+//
+// That text is the key when idemsync key can claim it (contract.CheckKey:
+// at most 255 bytes of UTF-8 without NUL) and when it cannot be another
+// row's: a version holding ":v", ":h" or ":d" could end another key
+// (items:1:v2:v3 is key 1 at version 2:v3 and key 1:v2 at version 3).
+// Otherwise it is resource:#DIGEST, the hex SHA-256 of the resource, key,
+// tag and version or whole hash, each length-prefixed: one colon, where
+// the plain form has at least two, so the two forms never meet; and
+// #DIGEST alone when even that would not fit the resource.
 func LedgerKey(e Event) string {
 	tag := "h"
 	if e.Op == "D" {
 		tag = "d"
 	}
-	v := e.Hash
+	v, full := e.Hash, e.Hash
 	if len(v) > 16 {
 		v = v[:16]
 	}
 	if e.Version != "" && e.Op != "D" {
-		tag, v = "v", e.Version
+		tag, v, full = "v", e.Version, e.Version
 	}
-	return e.Resource + ":" + e.Key + ":" + tag + v
+	k := e.Resource + ":" + e.Key + ":" + tag + v
+	if contract.CheckKey("key", k) == nil && !(tag == "v" && endsAnother(v)) {
+		return k
+	}
+	h := sha256.New()
+	for _, part := range []string{"idemsync/ledger_key/v1", e.Resource, e.Key, tag, full} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	d := "#" + hex.EncodeToString(h.Sum(nil))
+	if len(e.Resource)+1+len(d) > contract.MaxKeyBytes {
+		return d
+	}
+	return e.Resource + ":" + d
+}
+
+// endsAnother reports whether a version holds what could end another
+// row's plain ledger key: a colon and a tag.
+func endsAnother(v string) bool {
+	return strings.Contains(v, ":v") || strings.Contains(v, ":h") || strings.Contains(v, ":d")
 }
 
 // ErrGap is wrapped by the error of a consumer whose next events were

@@ -33,6 +33,14 @@ func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
+	// The values are rendered in fixed settings, not the session's: a
+	// host whose connection said PGTZ=Asia/Kolkata or extra_float_digits
+	// 0 read another text for the same parent, so requested other URLs
+	// and stored its children a second time under it (docs/job-file.md,
+	// "Parent → child fan-out").
+	if _, err := tx.Exec(ctx, parentTextSettings); err != nil {
+		return nil, p.dbError(op, err)
+	}
 	delete(p.types, sqlkit.QuoteTable(t)) // the parent's run may have added columns since
 	types, err := p.columnTypes(ctx, tx, t)
 	if err != nil {
@@ -74,6 +82,12 @@ func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 	}
 	return out, nil
 }
+
+// parentTextSettings fix, for ParentRows' transaction, what renders a
+// value as text: those of a UTC session with the defaults, so the texts
+// are those such a session read before.
+const parentTextSettings = `SELECT set_config('TimeZone', 'UTC', true), set_config('DateStyle', 'ISO, MDY', true),
+	set_config('IntervalStyle', 'postgres', true), set_config('extra_float_digits', '1', true), set_config('bytea_output', 'hex', true)`
 
 // pgDialect is how PostgreSQL writes what sqlkit.Dialect names: numbered
 // parameters, values as their JSON form's text, timestamps compared as
