@@ -127,3 +127,37 @@ func TestFanoutEveryParentGone(t *testing.T) {
 		}
 	})
 }
+
+// A parent row marked deleted is never walked, whatever the parent's
+// deletes says now: a mark says the record is gone (docs/deletions.md,
+// "target.deletes"), and a job that changes from soft to keep keeps its
+// marks. Before, the child walked the marked parent once the parent's
+// deletes was no longer soft, and the 404 of its children failed every
+// run (exit 1) naming a parent the parent table says is gone.
+func TestFanoutMarkedParentAfterSoftChanged(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 6, MaxChildren: 3, Seed: 17})
+		dir := t.TempDir()
+		spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: "all", deletes: "hard", parentDeletes: "soft"}
+		job := writeJob(t, dir, "job.yaml", spec.yaml())
+		runJob(t, dir, 0, "run", job)
+		if len(s.Children(3)) == 0 {
+			t.Fatal("order 3 has no items: pick another seed")
+		}
+		s.DeleteParent(3)
+		for range 2 { // the second pass to miss order 3 marks it
+			runJob(t, dir, 0, "run", job, "--resource", "orders")
+		}
+		spec.parentDeletes = "keep"
+		writeJob(t, dir, "job.yaml", spec.yaml())
+		for i := range 2 { // the second pass to miss order 3's items removes them
+			r := idemsync(t, dir, nil, "run", job, "--json")
+			if r.code != 0 {
+				t.Fatalf("run %d after orders' deletes changed from soft to keep: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+			}
+		}
+		if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), wantOrderItems(s.AllChildren())); d != "" {
+			t.Errorf("order_items differ from the source: %s", d)
+		}
+	})
+}
