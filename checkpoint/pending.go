@@ -23,11 +23,12 @@ import (
 func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPass, ok bool, err error) {
 	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
 	var started string
+	var committed int64 // the pages the pass committed (runs.pages)
 	err = s.db.QueryRowContext(ctx, `
-		SELECT r.id, r.started_at, coalesce(r.live_before, -1) FROM runs r
+		SELECT r.id, r.started_at, coalesce(r.live_before, -1), r.pages FROM runs r
 		WHERE r.job = (SELECT job FROM runs WHERE id = ?1) AND r.id < ?1
 		AND r.status = 'completed' AND r.swept = 1
-		ORDER BY r.id DESC LIMIT 1`, runID).Scan(&p.ID, &started, &p.LiveBefore)
+		ORDER BY r.id DESC LIMIT 1`, runID).Scan(&p.ID, &started, &p.LiveBefore, &committed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, false, nil
 	}
@@ -38,12 +39,14 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 		return p, false, s.wrap(op, err)
 	}
 	// prune keeps a proving pass's pages (prunable); a file pruned by an
-	// older build may have lost them: then there is no pass to compare.
+	// older build may have lost them: then there is no pass to compare. A
+	// pass that committed no page (a child's with no parent row) saw no
+	// key, and that empty set is complete.
 	var pages, missing int64
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) - count(keys) FROM pages WHERE run_id = ?`, p.ID).Scan(&pages, &missing); err != nil {
 		return p, false, s.wrap(op, err)
 	}
-	return p, pages > 0 && missing == 0, nil
+	return p, (pages > 0 || committed == 0) && missing == 0, nil
 }
 
 // SightedKeys calls fn with every key recorded by the pages of runID's

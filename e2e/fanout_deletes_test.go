@@ -87,3 +87,77 @@ func TestFanoutDeletes(t *testing.T) {
 		assertShop(t, tgt, dir, s, false)
 	})
 }
+
+// Every parent deleted at the source: once the parent resource has removed
+// them all, each pass of the child walks no parent (0 pages) and proves
+// every child row absent. Two such passes remove the children like any
+// two passes that miss a row (docs/deletions.md, "Two passes"); a pass
+// that committed no page is a previous proving pass like another, with no
+// key. Before, it was never taken for one, so the children of the last
+// parents stayed for good while every run completed.
+func TestFanoutEveryParentGone(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 3, MaxChildren: 3, Seed: 17})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: "all", deletes: "hard", parentDeletes: "hard"}.yaml())
+		runJob(t, dir, 0, "run", job)
+		runJob(t, dir, 0, "run", job)
+		if len(s.AllChildren()) == 0 {
+			t.Fatal("the shop has no items: pick another seed")
+		}
+		for _, p := range s.Parents() {
+			s.DeleteParent(p.ID)
+		}
+		for range 2 { // the second pass to miss them removes them all
+			runJob(t, dir, 0, "run", job, "--resource", "orders", "--allow-mass-delete")
+		}
+		if n := len(tgt.read(t, dir, "orders", 1, ordersCols...)); n != 0 {
+			t.Fatalf("orders holds %d rows after two passes over an empty list", n)
+		}
+		j := runJob(t, dir, 0, "run", job, "--resource", "order_items", "--allow-mass-delete")
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 0 {
+			t.Errorf("order_items at the first pass with no parent: %+v, want completed with its rows pending", r)
+		}
+		j = runJob(t, dir, 0, "run", job, "--resource", "order_items", "--allow-mass-delete")
+		if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted == 0 {
+			t.Errorf("order_items at the second pass with no parent: %+v, want its rows removed", r)
+		}
+		if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), wantOrderItems(s.AllChildren())); d != "" {
+			t.Errorf("order_items differ from the source: %s", d)
+		}
+	})
+}
+
+// A parent row marked deleted is never walked, whatever the parent's
+// deletes says now: a mark says the record is gone (docs/deletions.md,
+// "target.deletes"), and a job that changes from soft to keep keeps its
+// marks. Before, the child walked the marked parent once the parent's
+// deletes was no longer soft, and the 404 of its children failed every
+// run (exit 1) naming a parent the parent table says is gone.
+func TestFanoutMarkedParentAfterSoftChanged(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+		s, url := startShop(t, fakeapi.ShopOptions{Parents: 6, MaxChildren: 3, Seed: 17})
+		dir := t.TempDir()
+		spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: "all", deletes: "hard", parentDeletes: "soft"}
+		job := writeJob(t, dir, "job.yaml", spec.yaml())
+		runJob(t, dir, 0, "run", job)
+		if len(s.Children(3)) == 0 {
+			t.Fatal("order 3 has no items: pick another seed")
+		}
+		s.DeleteParent(3)
+		for range 2 { // the second pass to miss order 3 marks it
+			runJob(t, dir, 0, "run", job, "--resource", "orders")
+		}
+		spec.parentDeletes = "keep"
+		writeJob(t, dir, "job.yaml", spec.yaml())
+		for i := range 2 { // the second pass to miss order 3's items removes them
+			r := idemsync(t, dir, nil, "run", job, "--json")
+			if r.code != 0 {
+				t.Fatalf("run %d after orders' deletes changed from soft to keep: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+			}
+		}
+		if d := diffTables(tgt.read(t, dir, "order_items", 2, itemsCols...), wantOrderItems(s.AllChildren())); d != "" {
+			t.Errorf("order_items differ from the source: %s", d)
+		}
+	})
+}

@@ -21,11 +21,12 @@ import (
 // there is none, or when its keys are no longer all there.
 func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPass, ok bool, err error) {
 	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
+	var committed int64 // the pages the pass committed (runs.pages); a pass that committed none saw no key, and that empty set is complete
 	err = s.pool.QueryRow(ctx, s.q(`
-		SELECT r.id, r.started_at, coalesce(r.live_before, -1) FROM {S}.runs r
+		SELECT r.id, r.started_at, coalesce(r.live_before, -1), r.pages FROM {S}.runs r
 		WHERE r.job = (SELECT job FROM {S}.runs WHERE id = $1) AND r.id < $1
 		AND r.status = 'completed' AND r.swept
-		ORDER BY r.id DESC LIMIT 1`), runID).Scan(&p.ID, &p.StartedAt, &p.LiveBefore)
+		ORDER BY r.id DESC LIMIT 1`), runID).Scan(&p.ID, &p.StartedAt, &p.LiveBefore, &committed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, false, nil
 	}
@@ -37,7 +38,7 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 	if err := s.pool.QueryRow(ctx, s.q(`SELECT count(*), count(*) - count(keys) FROM {S}.pages WHERE run_id = $1`), p.ID).Scan(&pages, &missing); err != nil {
 		return p, false, s.wrap(op, err)
 	}
-	return p, pages > 0 && missing == 0, nil
+	return p, (pages > 0 || committed == 0) && missing == 0, nil
 }
 
 // SightedKeys calls fn with every key recorded by the pages of runID's

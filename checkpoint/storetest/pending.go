@@ -13,6 +13,7 @@ func pendingCases() []testCase {
 	return []testCase{
 		{"prior pass, sightings and prune (two passes)", priorPass},
 		{"prior pass with a page without keys is none", priorPassIncomplete},
+		{"prior pass that committed no page is one, with no key", priorPassNoPage},
 		{"prune drops the keys no later sweep reads", pruneSupersededKeys},
 	}
 }
@@ -95,6 +96,26 @@ func priorPassIncomplete(t *testing.T, e *env) {
 	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
 	if _, ok, err := s.PriorPass(context.Background(), cur); err != nil || ok {
 		t.Errorf("PriorPass over a pass with a page without keys: ok %v, %v; want none", ok, err)
+	}
+}
+
+// A proving pass that committed no page (a child resource's pass with no
+// parent row: docs/job-file.md, "Parent → child fan-out") saw no key, and
+// that empty set is complete: it is the prior pass of the next, so two
+// such passes remove what both missed (docs/deletions.md, "Two passes").
+func priorPassNoPage(t *testing.T, e *env) {
+	s := e.store(t)
+	ctx := context.Background()
+	provingPass(t, s, true, []string{"k1"})
+	empty := provingPass(t, s, true)
+	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
+	p, ok, err := s.PriorPass(ctx, cur)
+	if err != nil || !ok || p.ID != empty {
+		t.Fatalf("PriorPass after a pass with no page = %+v, %v, %v; want run %d", p, ok, err, empty)
+	}
+	var got []string
+	if err := s.SightedKeys(ctx, cur, p.ID, func(k string) error { got = append(got, k); return nil }); err != nil || len(got) != 0 {
+		t.Errorf("sighted keys %q, %v; want none", got, err)
 	}
 }
 

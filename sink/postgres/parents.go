@@ -12,7 +12,7 @@ import (
 var _ contract.ParentReader = (*Sink)(nil)
 
 // ParentRows implements contract.ParentReader: cols of the rows of t that f
-// keeps, by key, each value as its JSON form's text (to_json: timestamps
+// keeps (not those marked deleted, whatever t.Deletes says now), by key, each value as its JSON form's text (to_json: timestamps
 // in ISO 8601, numbers as the server writes them). Key bounds are sent as
 // text and cast to the key columns' types as the server has them, so a
 // parent whose columns are inferred is bounded like any other.
@@ -54,7 +54,8 @@ func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 			return nil, contract.Errorf(contract.Permanent, "%s: the table has no column %s", op, c)
 		}
 	}
-	q, args, err := sqlkit.ParentQuery(pgDialect, t, cols, f, f.Since.UTC(), func(i int, v any, param string) (string, any, error) {
+	_, marks := types[contract.ColDeletedAt]
+	q, args, err := sqlkit.ParentQuery(pgDialect, t, cols, f, marks, f.Since.UTC(), func(i int, v any, param string) (string, any, error) {
 		text := sqlkit.ToText(v)
 		if tm, ok := v.(time.Time); ok {
 			text = tm.UTC().Format(time.RFC3339Nano)

@@ -12,7 +12,7 @@ import (
 var _ contract.ParentReader = (*Sink)(nil)
 
 // ParentRows implements contract.ParentReader: cols of the rows of t that f
-// keeps (not those marked deleted), as text, by key. Synced-at times are compared as times
+// keeps (not those marked deleted, whatever t.Deletes says now), as text, by key. Synced-at times are compared as times
 // (julianday); key bounds get the column's type affinity.
 func (s *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string, f contract.ParentFilter) ([][]*string, error) {
 	s.mu.Lock()
@@ -36,7 +36,8 @@ func (s *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 			return nil, contract.Errorf(contract.Permanent, "%s: the table has no column %s", op, c)
 		}
 	}
-	q, args, err := sqlkit.ParentQuery(sqliteDialect, t, cols, f, formatTime(f.Since), func(i int, v any, param string) (string, any, error) {
+	marks := slices.ContainsFunc(all, func(a string) bool { return sqlkit.ASCIILower(a) == contract.ColDeletedAt })
+	q, args, err := sqlkit.ParentQuery(sqliteDialect, t, cols, f, marks, formatTime(f.Since), func(i int, v any, param string) (string, any, error) {
 		if c := t.Column(t.Key[i]); c != nil {
 			var err error
 			if v, err = sqliteValue(c, v); err != nil {

@@ -25,11 +25,13 @@ type KeyArg func(i int, v any, param string) (expr string, arg any, err error)
 
 // ParentQuery returns the query of contract.Sink.ParentRows on t and its
 // arguments: cols as text, the rows f keeps (synced at or after f.Since,
-// not marked deleted on a soft table, key bounds From, To and After
-// compared as row values), ordered by key, at most f.Limit of them. since
-// is f.Since as the database takes it; key turns each key bound's value
-// into its argument. It fails with key's error.
-func ParentQuery(d Dialect, t *contract.Table, cols []string, f contract.ParentFilter, since any, key KeyArg) (string, []any, error) {
+// not marked deleted, key bounds From, To and After compared as row
+// values), ordered by key, at most f.Limit of them. marks says that t has
+// the soft-delete mark column: a mark says its record is gone whatever
+// t.Deletes says now (docs/deletions.md, "target.deletes"). since is
+// f.Since as the database takes it; key turns each key bound's value into
+// its argument. It fails with key's error.
+func ParentQuery(d Dialect, t *contract.Table, cols []string, f contract.ParentFilter, marks bool, since any, key KeyArg) (string, []any, error) {
 	sel := make([]string, len(cols))
 	for i, c := range cols {
 		sel[i] = d.AsText(QuoteIdent(c))
@@ -40,7 +42,7 @@ func ParentQuery(d Dialect, t *contract.Table, cols []string, f contract.ParentF
 		args = append(args, since)
 		where = append(where, d.AtOrAfter(QuoteIdent(contract.ColSyncedAt), d.Param(len(args))))
 	}
-	if t.Soft() { // a parent marked deleted has no children to walk
+	if t.Soft() || marks { // a parent marked deleted has no children to walk
 		where = append(where, QuoteIdent(contract.ColDeletedAt)+" IS NULL")
 	}
 	keys := make([]string, len(t.Key))
