@@ -22,53 +22,25 @@ const sqliteHeader = "SQLite format 3\x00"
 // it without writing a byte.
 var errNotOurs = errors.New("not an idemsync state file")
 
-// prepareFile makes sure path can become the state file: it creates the
-// folder (0700) and an empty file (0600) when missing, and rejects an
-// existing file that is not a SQLite database. It reports whether it created
-// the file.
-func prepareFile(path string) (created bool, err error) {
-	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, fmt.Errorf("create folder: %w", err)
-		}
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		if err := f.Close(); err != nil {
-			return false, fmt.Errorf("create: %w", err)
-		}
-		return true, nil
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return false, fmt.Errorf("create: %w", err)
-	}
-	return false, checkHeader(path)
-}
-
 // checkHeader accepts an empty file (SQLite treats it as a new database) or
-// one starting with the SQLite header, and rejects anything else. It looks
-// at what path is before opening it: opening a named pipe waits for a
-// writer, and a device (/dev/null) reads as an empty file.
-func checkHeader(path string) error {
-	st, err := os.Stat(path)
+// one starting with the SQLite header, and rejects anything else. It reads
+// through f and leaves it open (fd.go). openStateFile looks at what the path
+// is before opening it: opening a named pipe waits for a writer, and a
+// device (/dev/null) reads as an empty file.
+func checkHeader(f *os.File) error {
+	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%w: it is %s, not a regular file", errNotOurs, fileKind(st.Mode()))
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
-	}
-	defer f.Close()
 	head := make([]byte, len(sqliteHeader))
-	n, err := io.ReadFull(f, head)
+	n, err := f.ReadAt(head, 0)
 	switch {
 	case n == 0 && (err == io.EOF || err == nil):
 		return nil
-	case err != nil && err != io.ErrUnexpectedEOF:
+	case err != nil && err != io.EOF:
 		return fmt.Errorf("read header: %w", err)
 	case n < len(head) || !bytes.Equal(head, []byte(sqliteHeader)):
 		return fmt.Errorf("%w: it is not a SQLite database", errNotOurs)

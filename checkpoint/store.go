@@ -31,8 +31,9 @@ var _ contract.Store = (*Store)(nil)
 // Store is an idemsync state file. It is safe for concurrent use; calls are
 // serialised on its single connection.
 type Store struct {
-	path string // as given to Open, for messages
-	abs  string // absolute path, for the database and lock files
+	path string     // as given to Open, for messages
+	abs  string     // absolute path, for the database and lock files
+	file *stateFile // this process's own descriptors of the file (fd.go)
 	db   *sql.DB
 	log  *slog.Logger
 	now  func() time.Time
@@ -47,6 +48,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	locks map[*held]struct{} // locks taken and not yet released
+
+	closeFile sync.Once // gives file back once, however often Close is called
 
 	page pageStmts // the statements of a page's commit (stmts.go)
 }
@@ -70,12 +73,13 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	if err != nil {
 		return nil, fileError(path, "open", err)
 	}
-	created, err := prepareFile(abs)
+	file, created, err := openStateFile(abs)
 	if err != nil {
 		return nil, fileError(path, "open", err)
 	}
 	db, err := sql.Open(driverName, dsn(abs))
 	if err != nil {
+		closeStateFile(file) //nolint:errcheck // the open error says more
 		return nil, fileError(path, "open", err)
 	}
 	db.SetMaxOpenConns(1)
@@ -85,6 +89,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	s := &Store{
 		path:  path,
 		abs:   abs,
+		file:  file,
 		db:    db,
 		log:   logger,
 		now:   time.Now,
@@ -93,6 +98,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	}
 	if err := s.init(ctx); err != nil {
 		db.Close()
+		closeStateFile(file) //nolint:errcheck // the open error says more
 		return nil, fileError(path, "open", err)
 	}
 	if !created {
@@ -189,7 +195,14 @@ func (s *Store) Close() error {
 		}
 	}
 	s.page.close()
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	s.closeFile.Do(func() {
+		// After the database: only then does SQLite hold no lock on it.
+		if cerr := closeStateFile(s.file); err == nil {
+			err = cerr
+		}
+	})
+	if err != nil {
 		return s.wrap("close", err)
 	}
 	return nil
