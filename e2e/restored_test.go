@@ -239,3 +239,53 @@ func TestRestoredTargetAheadOrUnmarked(t *testing.T) {
 		assertEqualSource(t, readSQLite(t, out), sourceRows(api))
 	})
 }
+
+// A SQLite target that is the state file itself (by path, or by a hard
+// link to it) is refused before anything is written, with exit 2 naming
+// both, whichever of them was created first (docs/job-file.md, "target").
+func TestTargetIsStateFile(t *testing.T) {
+	_, url := startAPI(t, fakeapi.Options{Records: 30, Seed: 10})
+	for _, c := range []struct {
+		name, target string
+		prepare      func(t *testing.T, dir string)
+	}{
+		{"same-path-new", "sqlite:st.db", nil},
+		{"same-path-state-first", "sqlite:st.db", func(t *testing.T, dir string) {
+			job := writeJob(t, dir, "other.yaml", styleJob("page", url, "sqlite:other.db"))
+			runCode(t, dir, nil, 0, "run", job, "--state", "st.db")
+		}},
+		{"same-path-target-first", "sqlite:./st.db", func(t *testing.T, dir string) {
+			job := writeJob(t, dir, "other.yaml", styleJob("page", url, "sqlite:st.db"))
+			runCode(t, dir, nil, 0, "run", job, "--state", "other-state.db")
+		}},
+		{"hard-link", "sqlite:linked.db", func(t *testing.T, dir string) {
+			job := writeJob(t, dir, "other.yaml", styleJob("page", url, "sqlite:other.db"))
+			runCode(t, dir, nil, 0, "run", job, "--state", "st.db")
+			if err := os.Link(filepath.Join(dir, "st.db"), filepath.Join(dir, "linked.db")); err != nil {
+				t.Skip(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.prepare != nil {
+				c.prepare(t, dir)
+			}
+			job := writeJob(t, dir, "job.yaml", strings.Replace(styleJob("page", url, c.target), "name: orders-page", "name: runs", 1))
+			job = writeJob(t, dir, "job.yaml", strings.Replace(readFile(t, job), "table: orders", "table: runs", 1))
+			r := idemsync(t, dir, nil, "run", job, "--state", "st.db", "--json")
+			if r.code != 2 || !strings.Contains(r.stdout+r.stderr, "st.db") || !strings.Contains(r.stdout+r.stderr, "state file") {
+				t.Fatalf("a target that is the state file: exit %d, want 2 naming both\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
