@@ -38,8 +38,8 @@ func (s *Store) readJob(ctx context.Context, job string) (*contract.JobState, er
 	defer tx.Rollback() //nolint:errcheck // read only
 	st := &contract.JobState{Name: job}
 	var cols, fullAt sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due FROM jobs WHERE name = ?`,
-		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue)
+	err = tx.QueryRowContext(ctx, `SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due, target_marker FROM jobs WHERE name = ?`,
+		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue, &st.Marker)
 	if errors.Is(err, sql.ErrNoRows) {
 		return st, nil
 	}

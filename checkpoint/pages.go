@@ -14,6 +14,7 @@ import (
 // transaction: the page row (numbered after the run's last), the run's
 // counters and the job's metrics counters, checkpoint (p.Next) and last position (p.Position), the run's
 // max mark when p.MaxMark != "", the job's high-water mark when p.HWM != "",
+// the target's progress marker when p.Marker != 0,
 // its columns when p.Columns != nil, the dead letters (stamped with job, run
 // and time; one without a Position gets the page's), the page's keys
 // (p.Keys, read back by SeenKeys), and, when p.FinishedAt
@@ -64,6 +65,11 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 		if p.HWM != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET hwm = ? WHERE name = ?`, p.HWM, job); err != nil {
 				return fmt.Errorf("save high-water mark: %w", err)
+			}
+		}
+		if p.Marker != 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET target_marker = ? WHERE name = ?`, p.Marker, job); err != nil {
+				return fmt.Errorf("save the target's progress marker: %w", err)
 			}
 		}
 		if p.Columns != "" {

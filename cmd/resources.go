@@ -29,6 +29,11 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	if err != nil {
 		return failedJob(ios, g, skeleton, contract.Errorf(contract.Invalid, "%w", err), red, started)
 	}
+	for _, r := range jf.Resources {
+		if err := checkStateTarget(g.statePath(r.Job), r.Job); err != nil {
+			return failedJob(ios, g, skeleton, err, red, started)
+		}
+	}
 	store, err := openStore(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
 		return failedJob(ios, g, skeleton, err, red, started)

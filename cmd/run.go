@@ -173,6 +173,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if err != nil {
 		return failed(ios, g, skeleton(), contract.Errorf(contract.Invalid, "%w", err), job.Secrets)
 	}
+	if err := checkStateTarget(g.statePath(job), job); err != nil {
+		return failed(ios, g, skeleton(), err, job.Secrets)
+	}
 	store, err := openStore(ctx, g.statePath(job), log)
 	if err != nil {
 		return failed(ios, g, skeleton(), err, job.Secrets)

@@ -14,7 +14,9 @@ import (
 	"github.com/idemsync/idemsync/checkpoint"
 	"github.com/idemsync/idemsync/checkpoint/pgstate"
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink"
 	"github.com/idemsync/idemsync/sink/sqlkit"
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // openStore opens the state store at path: the one place that knows the
@@ -53,6 +55,19 @@ func keyValueDSN(path string) bool {
 		}
 	}
 	return false
+}
+
+// checkStateTarget refuses (exit 2) a job whose SQLite target is the
+// state file at path itself: its table would be written among the
+// state's, or a table named like one of them (runs, jobs) altered into
+// the state (docs/job-file.md, "target").
+func checkStateTarget(path string, job *idsync.Job) error {
+	if !sink.SameFile(job.Target.URL, path) {
+		return nil
+	}
+	return &contract.Error{Class: contract.Invalid,
+		Msg:  fmt.Sprintf("job %s: target.url %s is the state file %s", job.Name, job.Target.URL, stateName(path)),
+		Hint: "give the target another file (target.url), or the state another path (--state, IDEMSYNC_STATE, the job's state:)"}
 }
 
 // stateJoinsTarget reports whether the state at path lives in the target

@@ -124,6 +124,9 @@ type JobState struct {
 	FullPassAt time.Time
 	// FullDue: the next run must be a full pass (a sweep was refused).
 	FullDue bool
+	// Marker is the target's progress marker of the job's last page
+	// committed with rows (contract.Progress; 0: none recorded).
+	Marker int64
 }
 
 // PageCommit is everything recorded, in one state transaction, after a
@@ -141,6 +144,7 @@ type PageCommit struct {
 	MaxMark                               string       // run's MaxMark after this page ("" = unchanged)
 	HWM                                   string       // job's saved mark after this page ("" = unchanged)
 	Columns                               string       // encoded inferred columns after this page ("" = unchanged)
+	Marker                                int64        // the target's progress marker the page wrote (0 = unchanged)
 	Dead                                  []DeadLetter // bad records skipped on this page
 	// SchemaChanges are the columns the page added or widened, recorded
 	// with the page (their Job, RunID and At are the store's to set).

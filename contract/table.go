@@ -61,6 +61,10 @@ type Table struct {
 	// writes, deletes and marks a row's child rows in the row's own
 	// transaction.
 	Children []Child
+	// Progress, when its Value is set, is the progress marker an Upsert
+	// writes in the page's transaction (a Progressor's; the engine sets
+	// it for each page).
+	Progress Progress
 }
 
 // Soft reports whether the table marks deleted rows (deletes: soft)

@@ -43,6 +43,8 @@ package sink
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
@@ -181,4 +183,26 @@ func discardNil(logger *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return logger
+}
+
+// SameFile reports whether the target at targetURL is the file at path
+// (a SQLite target that is that file, by its path or, when both exist,
+// by the file they reach: a hard or symbolic link).
+func SameFile(targetURL, path string) bool {
+	scheme, _, _ := strings.Cut(targetURL, ":")
+	if !strings.EqualFold(scheme, "sqlite") || path == "" {
+		return false
+	}
+	file, err := sqlite.Path(targetURL)
+	if err != nil || file == ":memory:" || path == ":memory:" {
+		return false
+	}
+	a, errA := os.Stat(file)
+	b, errB := os.Stat(path)
+	if errA == nil && errB == nil {
+		return os.SameFile(a, b)
+	}
+	absA, errA := filepath.Abs(file)
+	absB, errB := filepath.Abs(path)
+	return errA == nil && errB == nil && absA == absB
 }

@@ -184,6 +184,9 @@ func (e *Engine) pickRun(o Options, run *contract.RunInfo) (*contract.RunInfo, e
 func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, run *contract.RunInfo, cur Identity, from, to *paging.Position) (*runState, error) {
 	job := e.Job
 	fresh := false
+	if err := e.targetProgress(ctx, sink, js); err != nil { // progress.go
+		return nil, err
+	}
 	// A continued replay restores rows, so an empty target is expected and
 	// proves nothing lost (docs/operations.md, "Replay").
 	if o.Kind == contract.KindRun && (run == nil || run.Kind != contract.KindReplay) {

@@ -63,13 +63,19 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		}
 	}
 	var pc *contract.PageCommit
+	// The page raises the target's progress marker in its transaction,
+	// and its checkpoint records it (docs/guarantees.md, "Job identity").
+	var marker int64
+	if len(rows) > 0 {
+		marker = e.nextProgress() // progress.go
+	}
 	build := func(counts contract.Counts) *contract.PageCommit {
 		skipped := int64(len(dead)) + counts.Dropped
 		ckpt := fp.checkpoint()
 		pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 			Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
 			Skipped: skipped, Columns: EncodeColumns(cols), Dead: append(slices.Clip(dead), kept...), Keys: keys, Elapsed: time.Since(fp.t0),
-			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children}
+			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children, Marker: marker}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {
 			pc.FinishedAt = time.Now().UTC()
@@ -79,6 +85,9 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	counts, err := e.upsertTarget(ctx, wctx, sink, rows, where, pw, build, &pc)
 	if err != nil {
 		return false, err
+	}
+	if marker != 0 {
+		e.progress = marker
 	}
 	failpoint.Hit("target-committed")
 	if counts.Dropped > 0 {

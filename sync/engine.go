@@ -127,6 +127,13 @@ type Engine struct {
 	OnSweepSkipped func(reason string)
 
 	validator contract.RowValidator // the sink's, when it has one; set by begin
+
+	// The target's progress markers (progress.go), set as the run starts:
+	// the sink that keeps them (nil: none), the last marker written, and
+	// why the target is behind the state's ("" when it is not).
+	progressor contract.Progressor
+	progress   int64
+	behind     string
 }
 
 // runState is the state of the run in progress.

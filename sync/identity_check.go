@@ -44,10 +44,15 @@ func (e *Engine) walkChanged(js *contract.JobState, cur Identity) ([]string, err
 }
 
 // targetLost reports why the target table cannot hold the progress the
-// state file records ("" when it can, or when the sink cannot tell): the
-// table is missing, or empty while the job has a saved mark, a
-// continue: true position, or an unfinished run that wrote rows.
+// state file records ("" when it can, or when the sink cannot tell): its
+// progress marker is behind the state's (restored or rolled back:
+// targetProgress), or the table is missing, or empty while the job has a
+// saved mark, a continue: true position, or an unfinished run that wrote
+// rows.
 func (e *Engine) targetLost(ctx context.Context, sink contract.Sink, js *contract.JobState, run *contract.RunInfo) (string, error) {
+	if e.behind != "" {
+		return e.behind, nil
+	}
 	progress := js.HWM != "" || run != nil && run.Inserted+run.Updated+run.Unchanged > 0
 	if !progress && e.Job.Pagination.Continue && run == nil {
 		feed, err := e.feedPosition(ctx, js)

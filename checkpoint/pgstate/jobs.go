@@ -43,8 +43,8 @@ func (s *Store) readJob(ctx context.Context, job string) (*contract.JobState, er
 	st := &contract.JobState{Name: job}
 	var cols *string
 	var fullAt *time.Time
-	err = tx.QueryRow(ctx, s.q(`SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due FROM {S}.jobs WHERE name = $1`),
-		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue)
+	err = tx.QueryRow(ctx, s.q(`SELECT hwm, columns_json, coalesce(identity, ''), full_pass_at, full_due, target_marker FROM {S}.jobs WHERE name = $1`),
+		job).Scan(&st.HWM, &cols, &st.Identity, &fullAt, &st.FullDue, &st.Marker)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, nil
 	}

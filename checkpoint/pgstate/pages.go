@@ -127,6 +127,9 @@ func (s *Store) pageBatch(job string, p *contract.PageCommit) (*pgx.Batch, *int6
 	if p.HWM != "" {
 		named(b.Queue(s.q(`UPDATE {S}.jobs SET hwm = $1 WHERE name = $2`), p.HWM, job), "save high-water mark")
 	}
+	if p.Marker != 0 {
+		named(b.Queue(s.q(`UPDATE {S}.jobs SET target_marker = $1 WHERE name = $2`), p.Marker, job), "save the target's progress marker")
+	}
 	if p.Columns != "" {
 		named(b.Queue(s.q(`UPDATE {S}.jobs SET columns_json = $1 WHERE name = $2`), p.Columns, job), "save columns")
 	}

@@ -64,7 +64,9 @@ type Sink struct {
 	plain    map[string]bool              // whether the table has no trigger and no rule, by quoted table, until Prepare (copy.go)
 	copyBuf  []byte                       // the last copied page's COPY stream, its buffer reused by the next (copy.go)
 	fenced   map[string]bool              // fences tables known to exist, by quoted name (fence.go)
-	checks   atomic.Pointer[rowChecks]    // CheckRow's checks of the last table's columns (validate.go)
+	// progressed: progress tables known to exist, by quoted name (progress.go).
+	progressed map[string]bool
+	checks     atomic.Pointer[rowChecks] // CheckRow's checks of the last table's columns (validate.go)
 }
 
 var _ contract.Sink = (*Sink)(nil)
@@ -108,12 +110,13 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 	}
 	configure(cfg)
 	p := &Sink{
-		cfg:      cfg,
-		addr:     net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
-		user:     cfg.User,
-		password: cfg.Password,
-		logger:   logger,
-		fenced:   map[string]bool{},
+		cfg:        cfg,
+		addr:       net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
+		user:       cfg.User,
+		password:   cfg.Password,
+		logger:     logger,
+		fenced:     map[string]bool{},
+		progressed: map[string]bool{},
 	}
 	if strings.HasPrefix(cfg.Host, "/") {
 		p.addr = cfg.Host // unix socket directory

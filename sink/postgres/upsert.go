@@ -118,6 +118,10 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
+	progress, err := p.raiseProgress(ctx, tx, t) // progress.go
+	if err != nil {
+		return contract.Counts{}, p.dbError(op, err)
+	}
 	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
 	if before != nil {
 		if err := before(ctx, ptx, n); err != nil {
@@ -129,6 +133,9 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	if ptx.created != "" {
 		p.fenced[ptx.created] = true
+	}
+	if progress != "" {
+		p.progressed[progress] = true
 	}
 	return n, nil
 }

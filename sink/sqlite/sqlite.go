@@ -55,6 +55,8 @@ type Sink struct {
 	path   string
 	logger *slog.Logger
 	stmts  map[string]*sqliteStmts // by table and column set; see statements
+	// progress: the progress marker table is known to exist (progress.go).
+	progress bool
 }
 
 var _ contract.Sink = (*Sink)(nil)

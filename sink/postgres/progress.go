@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ contract.Progressor = (*Sink)(nil)
+
+// progressName is the table of progress markers in a target schema
+// (docs/guarantees.md, "Job identity"): per job and table, a counter each
+// page raises in its own transaction.
+const progressName = "_idemsync_progress"
+
+// progressTable is the quoted progress table of t's schema.
+func progressTable(t *contract.Table) string {
+	return sqlkit.QuoteTable(&contract.Table{Schema: t.Schema, Name: progressName})
+}
+
+// raiseProgressSQL raises a marker, never lowering it.
+func raiseProgressSQL(progress string) string {
+	return `INSERT INTO ` + progress + ` AS m (job, table_name, marker) VALUES ($1, $2, $3)
+		ON CONFLICT (job, table_name) DO UPDATE SET marker = greatest(m.marker, excluded.marker)`
+}
+
+// makeProgress creates the progress table in tx when it is missing, under
+// a savepoint, so that a concurrent creation (a unique violation on the
+// catalog) does not abort the transaction.
+func (p *Sink) makeProgress(ctx context.Context, tx pgx.Tx, progress string) error {
+	if _, err := tx.Exec(ctx, `SAVEPOINT idemsync_progress`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+progress+` (
+		job text NOT NULL,
+		table_name text NOT NULL,
+		marker bigint NOT NULL,
+		PRIMARY KEY (job, table_name))`); err != nil {
+		_, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT idemsync_progress`)
+		return rerr
+	}
+	_, err := tx.Exec(ctx, `RELEASE SAVEPOINT idemsync_progress`)
+	return err
+}
+
+// raiseProgress writes t.Progress in the page's transaction tx (nothing
+// when it has no value) and returns the progress table it made sure of.
+func (p *Sink) raiseProgress(ctx context.Context, tx pgx.Tx, t *contract.Table) (string, error) {
+	if t.Progress.Value == 0 {
+		return "", nil
+	}
+	progress := progressTable(t)
+	if !p.progressed[progress] {
+		if err := p.makeProgress(ctx, tx, progress); err != nil {
+			return "", err
+		}
+	}
+	_, err := tx.Exec(ctx, raiseProgressSQL(progress), t.Progress.Job, t.Name, t.Progress.Value)
+	return progress, err
+}
+
+// ReadProgress returns job's marker for t (see contract.Progressor). It
+// reads only.
+func (p *Sink) ReadProgress(ctx context.Context, t *contract.Table, job string) (int64, bool, error) {
+	op := "read the progress marker of " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	progress := progressTable(t)
+	var kept bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, progress).Scan(&kept); err != nil {
+		return 0, false, p.dbError(op, err)
+	}
+	if !kept {
+		return 0, false, nil
+	}
+	var v int64
+	err = conn.QueryRow(ctx, `SELECT marker FROM `+progress+` WHERE job = $1 AND table_name = $2`, job, t.Name).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, true, p.dbError(op, err)
+	}
+	return v, true, nil
+}
+
+// AdoptProgress raises job's marker for t to value in a transaction of
+// its own (see contract.Progressor).
+func (p *Sink) AdoptProgress(ctx context.Context, t *contract.Table, job string, value int64) error {
+	if err := sqlkit.CheckTableName(t, pgMaxIdent); err != nil {
+		return err
+	}
+	op := "write the progress marker of " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p.dbError(op, err)
+	}
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	progress := progressTable(t)
+	if err := p.makeProgress(ctx, tx, progress); err != nil {
+		return p.dbError(op, err)
+	}
+	if _, err := tx.Exec(ctx, raiseProgressSQL(progress), job, t.Name, value); err != nil {
+		return p.dbError(op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return p.dbError(op, err)
+	}
+	p.progressed[progress] = true
+	return nil
+}

@@ -1,0 +1,55 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idemsync/idemsync/contract"
+)
+
+// targetProgress reads the job's progress marker in the target, which
+// every page written raises in its own transaction, and sets the value
+// the run's pages count on from (docs/guarantees.md, "Job identity"). The
+// state records the marker of the job's last page committed with rows;
+// as the target commits first, the target may be ahead of it (the pages
+// of one crash window, or a state put back from an older backup) but
+// never behind. Behind, the target was restored or rolled back: e.behind
+// says so, and targetLost takes the target as lost. A target with no
+// marker table while the state records one (written by an earlier
+// version, or the table dropped by hand) is adopted: its marker is set to
+// the state's.
+func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *contract.JobState) error {
+	job := e.Job
+	e.progress, e.behind, e.progressor = js.Marker, "", nil
+	p, ok := sink.(contract.Progressor)
+	if !ok {
+		return nil
+	}
+	e.progressor = p
+	v, kept, err := p.ReadProgress(ctx, &job.Table, job.Name)
+	switch {
+	case err != nil:
+		return err
+	case !kept && js.Marker > 0:
+		e.Logger.Info("the target holds no progress markers (written by an earlier version, or their table was dropped): adopting it at the state's progress",
+			"job", job.Name, "table", job.Table.String(), "marker", js.Marker)
+		return p.AdoptProgress(ctx, &job.Table, job.Name, js.Marker)
+	case v < js.Marker:
+		e.behind = fmt.Sprintf("target table %s was restored or rolled back: its progress marker is %d, behind the state file's %d", job.Table.String(), v, js.Marker)
+	default:
+		e.progress = v
+	}
+	return nil
+}
+
+// nextProgress sets on the job's table the marker the page about to be
+// written raises the target's to, and returns it (0: the sink keeps none).
+func (e *Engine) nextProgress() int64 {
+	t := &e.Job.Table
+	if e.progressor == nil {
+		t.Progress = contract.Progress{}
+		return 0
+	}
+	t.Progress = contract.Progress{Job: e.Job.Name, Value: e.progress + 1}
+	return t.Progress.Value
+}
