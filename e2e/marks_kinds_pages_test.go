@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"testing"
+)
+
+// pagedMarksAPI serves its records in pages of size (?page=1, 2, …), each
+// record's mark in field u; a since parameter, when sent, keeps the records
+// whose mark, as text, is not below it (an API comparing as strings).
+type pagedMarksAPI struct {
+	mu     gosync.Mutex
+	size   int
+	recs   []map[string]any
+	sinces []string
+}
+
+func (a *pagedMarksAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q := r.URL.Query()
+	since := q.Get("since")
+	a.sinces = append(a.sinces, since)
+	var list []map[string]any
+	for _, rec := range a.recs {
+		if since == "" || fmt.Sprint(rec["u"]) >= since {
+			list = append(list, rec)
+		}
+	}
+	p, _ := strconv.Atoi(q.Get("page"))
+	if p < 1 {
+		p = 1
+	}
+	lo, hi := min((p-1)*a.size, len(list)), min(p*a.size, len(list))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": append([]map[string]any{}, list[lo:hi]...)})
+}
+
+// A walk without a mark to start from (a first run without initial) took
+// each page's kind from that page's own first mark: page 2 opening with
+// the placeholder 99999 made its timestamps bad records (dead-lettered,
+// never stored), and the run's highest mark, max(timestamp, 99999) compared
+// as text, was 99999: saved, above the records never stored, and the next
+// run asked since=99999. The walk's kind is that of the first mark the run
+// reads, in page order, on every page after it (fetched one after another
+// or several at once, or by the run that continues it).
+func TestMarksKindAcrossPages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		conc    int
+		stopped bool // the first run stops after page 1, the next continues it
+	}{{"one at a time", 1, false}, {"three at once", 3, false}, {"continued", 1, true}} {
+		conc := tc.conc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := &pagedMarksAPI{size: 3, recs: []map[string]any{
+				{"id": 1, "name": "a", "u": "2024-03-01T10:00:00Z"},
+				{"id": 2, "name": "b", "u": "2024-03-01T11:00:00Z"},
+				{"id": 3, "name": "c", "u": "2024-03-01T12:00:00Z"},
+				{"id": 4, "name": "d", "u": 99999},
+				{"id": 5, "name": "e", "u": "2024-03-02T10:00:00Z"},
+				{"id": 6, "name": "f", "u": "2024-03-02T11:00:00Z"},
+				{"id": 7, "name": "g", "u": "2024-03-03T09:00:00Z"},
+			}}
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: kinds
+source: {url: "%s", records: data, concurrency: %d}
+pagination: {style: page, size_param: per_page, size: 3}
+incremental: {field: u, param: since, overlap: 1m}
+target: {url: "sqlite:out.db", table: items, key: [id], on_bad_record: skip}
+`, serve(t, a), conc))
+			if tc.stopped {
+				runCode(t, dir, nil, 0, "run", job, "--max-pages", "1")
+			}
+			runCode(t, dir, nil, 0, "run", job)
+			st := statusOf(t, dir, job, "--dead-letters")
+			if st.HWM != "2024-03-03T09:00:00Z" {
+				t.Errorf("saved mark %q, want 2024-03-03T09:00:00Z, the highest timestamp", st.HWM)
+			}
+			if len(st.Dead) != 1 || !strings.Contains(st.Dead[0].Reason, "99999") {
+				t.Errorf("dead letters %+v, want record 4 alone, with its mark 99999", st.Dead)
+			}
+			got := readItems(t, filepath.Join(dir, "out.db"), "", "")
+			for _, id := range []int{1, 2, 3, 5, 6, 7} {
+				if _, ok := got[id]; !ok {
+					t.Errorf("record %d (a timestamp) is not in the table: %v", id, got)
+				}
+			}
+		})
+	}
+}
