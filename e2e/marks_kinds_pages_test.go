@@ -96,3 +96,53 @@ target: {url: "sqlite:out.db", table: items, key: [id], on_bad_record: skip}
 		})
 	}
 }
+
+// A full pass of a job whose saved mark is of the other kind than the
+// marks it reads (the API went from numbers to timestamps; `run --full` to
+// read it all again) compared its marks with the saved one as text:
+// "2024-…" < "99999", so the saved mark stayed 99999, and every later run
+// asked since=99939 and read nothing new, with exit 0. A full pass reads
+// from the start: its marks replace a saved mark of the other kind; no
+// mark is compared with one of the other kind.
+func TestMarksFullPassReplacesOtherKind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, pag, inc string }{
+		{"incremental", "{style: page, size_param: per_page, size: 10}", "\nincremental: {field: u, param: since, overlap: 1m}"},
+		{"hwm", "{style: hwm, field: u, param: since, size_param: limit, size: 10, overlap: 1m}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := &pagedMarksAPI{size: 10, recs: []map[string]any{
+				{"id": 1, "name": "a", "u": 99990},
+				{"id": 2, "name": "b", "u": 99999},
+			}}
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: kinds
+source: {url: "%s", records: data}
+pagination: %s%s
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, serve(t, a), tc.pag, tc.inc))
+			runCode(t, dir, nil, 0, "run", job)
+			if hwm := statusOf(t, dir, job).HWM; hwm != "99999" {
+				t.Fatalf("saved mark %q after the first run, want 99999", hwm)
+			}
+			a.mu.Lock()
+			a.recs = []map[string]any{
+				{"id": 1, "name": "a2", "u": "2024-03-01T10:00:00Z"},
+				{"id": 2, "name": "b2", "u": "2024-03-01T11:00:00Z"},
+			}
+			a.mu.Unlock()
+			runCode(t, dir, nil, 0, "run", job, "--full")
+			if hwm := statusOf(t, dir, job).HWM; hwm != "2024-03-01T11:00:00Z" {
+				t.Errorf("saved mark %q after the full pass, want 2024-03-01T11:00:00Z, its highest mark", hwm)
+			}
+			a.mu.Lock()
+			a.recs = append(a.recs, map[string]any{"id": 3, "name": "c", "u": "2024-03-02T10:00:00Z"})
+			a.mu.Unlock()
+			runCode(t, dir, nil, 0, "run", job)
+			if got := readItems(t, filepath.Join(dir, "out.db"), "", ""); got[3] != "c" {
+				t.Errorf("record 3, changed after the full pass, is not in the table: %v (since sent: %v)", got, a.sinces)
+			}
+		})
+	}
+}
