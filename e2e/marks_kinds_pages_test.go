@@ -146,3 +146,26 @@ target: {url: "sqlite:out.db", table: items, key: [id]}
 		})
 	}
 }
+
+// An hwm replay whose --from and --to are marks of two kinds (a number and
+// a timestamp) was bounded by comparing them as text: --from 100 --to
+// 2024-… was taken as a range ("1" < "2") and its end decided page by page
+// the same way; --from 99999 --to 2024-… was refused as --to before
+// --from. Both are refused, naming the two kinds.
+func TestMarksReplayRangeOfTwoKinds(t *testing.T) {
+	t.Parallel()
+	a := &pagedMarksAPI{size: 10, recs: []map[string]any{{"id": 1, "name": "a", "u": 150}}}
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: kinds
+source: {url: "%s", records: data}
+pagination: {style: hwm, field: u, param: since, size_param: limit, size: 10}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, serve(t, a)))
+	for _, r := range [][2]string{{"100", "2024-01-01T00:00:00Z"}, {"99999", "2024-01-01T00:00:00Z"}, {"2024-01-01T00:00:00Z", "99999"}} {
+		res := idemsync(t, dir, nil, "replay", job, "--from", r[0], "--to", r[1])
+		out := res.stdout + res.stderr
+		if res.code != 2 || !strings.Contains(out, "timestamp") || !strings.Contains(out, "number") {
+			t.Errorf("replay --from %s --to %s: exit %d, want 2 naming a timestamp and a number\n%s", r[0], r[1], res.code, out)
+		}
+	}
+}
