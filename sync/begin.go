@@ -99,6 +99,14 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 			return nil, nil, err
 		}
 		to = &p
+		if a, ok := from.At.(paging.HWMAt); ok {
+			// A timestamp and a number have no order: never compared as
+			// text (docs/pagination.md, "hwm").
+			if b, _ := p.At.(paging.HWMAt); paging.MarkKind(a.Mark) != paging.MarkKind(b.Mark) {
+				return nil, nil, contract.Errorf(contract.Invalid, "replay --from %s is a %s and --to %s a %s: give two marks of the kind the API writes",
+					o.From, paging.MarkKind(a.Mark), o.To, paging.MarkKind(b.Mark))
+			}
+		}
 		if st := job.Pagination.Style; paging.Of(st).Traits().Ordered && paging.LastBefore(st, *from, *from, p) {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to %s comes before --from %s", o.To, o.From)
 		}

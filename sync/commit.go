@@ -180,23 +180,38 @@ func (e *Engine) saveMarks(rs *runState, fp *fetched, pc *contract.PageCommit) {
 	style := job.Pagination.Style
 	kind := rs.info.Kind
 	saveMax := e.savableMax(fp, rs.info.StartedAt, &rs.future)
+	full := rs.info.Full
 	switch {
-	case paging.Of(style).Traits().KeepsMark && kind == contract.KindRun && paging.CompareMarks(saveMax, rs.hwm) > 0:
+	case paging.Of(style).Traits().KeepsMark && kind == contract.KindRun && movesMark(saveMax, rs.hwm, full):
 		pc.HWM = saveMax
 	case job.Incremental != nil && kind == contract.KindRun:
 		if paging.CompareMarks(saveMax, rs.info.MaxMark) > 0 {
 			pc.MaxMark = saveMax
 			rs.info.MaxMark = saveMax
 		}
-		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.checkpoint().End && paging.CompareMarks(saved, rs.hwm) > 0 {
+		if saved := incrementalSavedMark(rs.info.MaxMark, rs.info.StartedAt); fp.checkpoint().End && movesMark(saved, rs.hwm, full) {
 			pc.HWM = saved
 		}
 		// A completed window was read to its upper bound: the mark moves
 		// to it, over the contiguous prefix of completed windows.
-		if fp.windowTo != "" && paging.CompareMarks(fp.windowTo, pc.HWM) > 0 && paging.CompareMarks(fp.windowTo, rs.hwm) > 0 {
+		if fp.windowTo != "" && paging.CompareMarks(fp.windowTo, pc.HWM) > 0 && movesMark(fp.windowTo, rs.hwm, full) {
 			pc.HWM = fp.windowTo
 		}
 	}
+}
+
+// movesMark reports whether m, a mark of a run (full: a full pass), moves
+// the job's saved mark: m lies past it, or, in a full pass, m is of the
+// other kind. A timestamp and a number have no order and are never
+// compared (as text): a full pass read from the start, so its marks
+// replace a saved mark of the kind the API no longer writes; any other
+// run's marks are of the kind of the saved mark it started from
+// (docs/pagination.md, "hwm").
+func movesMark(m, saved string, full bool) bool {
+	if k := paging.MarkKind(saved); m != "" && k != "" && paging.MarkKind(m) != k {
+		return full
+	}
+	return paging.CompareMarks(m, saved) > 0
 }
 
 // advance moves rs past the committed page pc (counts: what the target

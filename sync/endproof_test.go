@@ -325,7 +325,7 @@ func TestPipelineAdaptsToCap(t *testing.T) {
 				start := (&pager{job: job, src: e.Source, log: log}).start("")
 				next := 1
 				ends := 0
-				for fp := range e.pipeline(context.Background(), start, Window{}, nil, 0) {
+				for fp := range e.pipeline(context.Background(), start, Window{}, nil, 0, "") {
 					if fp.err != nil {
 						t.Fatalf("page %+v: %v", fp.pos, fp.err)
 					}

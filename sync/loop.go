@@ -23,7 +23,7 @@ func (e *Engine) loop(ctx context.Context, o Options, rs *runState, sink contrac
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	win := wins[0]
-	pages := e.pipeline(pctx, rs.pos, win, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to))
+	pages := e.pipeline(pctx, rs.pos, win, rs.to, fetchLimit(e.Job, o.MaxPages, rs.pos, rs.to), rs.info.MaxMark)
 	// The pipeline ends before this returns: a page still being mapped
 	// would race the engine's next Run (as loopWindows' walks would).
 	defer func() {

@@ -25,6 +25,7 @@ type fetched struct {
 	resp    *contract.Response
 	marks   []markOf // per record, when the style or incremental needs marks
 	pageMax string   // highest valid mark on the page
+	ref     string   // the mark whose kind the page's marks were read in ("" when none)
 	mapped  bool     // rows and dead are set (columns are not inferred)
 	rows    []contract.Row
 	dead    []contract.DeadLetter
@@ -75,8 +76,9 @@ type markOf struct {
 // (empty or short while another signal says more) is fetched again, up to
 // retry.attempts times, after the waits of Backoff (the schedule the
 // fetcher's client waits with too), then fails as transient (exit 3). It
-// never writes.
-func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window, to *paging.Position, pre *contract.Response) fetched {
+// never writes. ref is a mark of the walk's kind when neither pos nor win
+// has one (walkMark): that of a page before.
+func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window, to *paging.Position, pre *contract.Response, ref string) fetched {
 	job := e.Job
 	pg := &pager{job: job, src: e.Source, log: e.Logger}
 	if win.Parent != "" && pos.Parent == "" {
@@ -105,7 +107,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		if err != nil {
 			return nil, "", fetchErr(next.Describe(job.Pagination.Style, job.Secrets), " (to tell whether "+where+" is the last page)", err)
 		}
-		_, pageMax, _ := e.pageMarks(resp, walkMark(next, win))
+		_, pageMax, _, _ := e.pageMarks(resp, walkMark(next, win, ref))
 		return resp, pageMax, nil
 	}
 	attempts := max(job.Retry.Attempts, 1)
@@ -120,7 +122,7 @@ func (e *Engine) fetchPage(ctx context.Context, pos paging.Position, win Window,
 		pre = nil
 		failpoint.Hit("fetched")
 		fp.resp = resp
-		fp.marks, fp.pageMax, fp.hash = e.pageMarks(resp, walkMark(pos, win))
+		fp.marks, fp.pageMax, fp.hash, fp.ref = e.pageMarks(resp, walkMark(pos, win, ref))
 		if err := e.checkAscending(fp.marks); err != nil {
 			fp.err = &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %v", where, err),
 				Hint: "style hwm needs the records sorted by pagination.field, ascending (set the API's sort parameter in source.query)"}
@@ -211,21 +213,26 @@ func (e *Engine) mapStage(ctx context.Context, in <-chan fetched) <-chan fetched
 	return out
 }
 
-// walkMark is the mark a page at pos of window win was asked from: the hwm
-// position's, or the incremental window's lower bound ("" when none).
-func walkMark(pos paging.Position, win Window) string {
-	if a, ok := pos.At.(paging.HWMAt); ok {
+// walkMark is the mark whose kind the marks of a page at pos of window win
+// are read in: the mark the page was asked from (the hwm position's, or the
+// incremental window's lower bound), else ref, the first mark the walk read
+// on an earlier page ("" when none).
+func walkMark(pos paging.Position, win Window, ref string) string {
+	if a, ok := pos.At.(paging.HWMAt); ok && a.Mark != "" {
 		return a.Mark
 	}
-	return win.From
+	if win.From != "" {
+		return win.From
+	}
+	return ref
 }
 
 // pageMarks returns the marks of a page's records (nil when the job keeps
-// no mark), the highest valid one, and the page's content hash. The marks
-// are of the kind of ref, the mark the page was asked from, else of the
-// page's first mark: a mark of the other kind is a bad one
-// (docs/pagination.md, "hwm"), never compared as text.
-func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, string, string) {
+// no mark), the highest valid one, the page's content hash, and the mark
+// whose kind they were read in. The marks are of the kind of ref, the
+// walk's (walkMark), else of the page's first mark: a mark of the other
+// kind is a bad one (docs/pagination.md, "hwm"), never compared as text.
+func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, string, string, string) {
 	markPath := e.markPath()
 	var marks []markOf
 	if markPath != "" {
@@ -257,7 +264,28 @@ func (e *Engine) pageMarks(resp *contract.Response, ref string) ([]markOf, strin
 			}
 		}
 	}
-	return marks, pageMax, fmt.Sprintf("%016x", h.Sum64())
+	return marks, pageMax, fmt.Sprintf("%016x", h.Sum64()), ref
+}
+
+// keepKind reads the marks of fp again in the kind of ref, the first mark
+// of the pages before it in the walk, when a worker fetched fp before that
+// was known and read them in the kind of fp's own first mark; it then maps
+// fp (workers leave such a page unmapped). Called in page order, it
+// returns the walk's reference mark after fp.
+func (e *Engine) keepKind(ctx context.Context, fp *fetched, ref string) string {
+	if fp.err != nil {
+		return ref
+	}
+	if ref != "" && fp.ref != "" && paging.MarkKind(fp.ref) != paging.MarkKind(ref) {
+		fp.marks, fp.pageMax, _, fp.ref = e.pageMarks(fp.resp, ref)
+	}
+	if !fp.mapped && ctx.Err() == nil {
+		e.mapFetched(fp)
+	}
+	if ref == "" {
+		ref = fp.ref
+	}
+	return ref
 }
 
 // checkAscending returns an error when an hwm page's marks go down: the
@@ -323,26 +351,32 @@ func (e *Engine) markPath() string {
 // (0: no limit), none past a replay's --to position (to, nil when none).
 // Only the pages in flight and one finished page per worker are held in
 // memory. Cancel ctx to stop it; the channel is closed after the last page
-// (one that ended pagination or failed).
-func (e *Engine) pipeline(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit int) <-chan fetched {
+// (one that ended pagination or failed). ref is a mark the walk read before
+// start (a continued run's highest), "" when none: the marks of a walk are
+// of one kind, that of the mark it was asked from, else of ref, else of
+// the first mark it reads, in page order (docs/pagination.md, "hwm").
+func (e *Engine) pipeline(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit int, ref string) <-chan fetched {
 	workers := e.Job.Source.Concurrency
 	if _, numbered := paging.Of(e.Job.Pagination.Style).(paging.Numbered); workers <= 1 || !numbered {
-		return e.sequential(ctx, start, win, to, limit)
+		return e.sequential(ctx, start, win, to, limit, ref)
 	}
-	return e.concurrent(ctx, start, win, to, limit, workers)
+	return e.concurrent(ctx, start, win, to, limit, workers, ref)
 }
 
 // sequential follows pagination one page at a time: page N+1 is fetched
 // while page N is mapped (mapStage) and page N-1 committed. A response
 // fetched to prove a page's end is reused as the next page.
-func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window, to *paging.Position, limit int) <-chan fetched {
+func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window, to *paging.Position, limit int, ref string) <-chan fetched {
 	out := make(chan fetched) // unbuffered: one page fetched ahead of the mapping
 	go func() {
 		defer close(out)
 		var ahead *contract.Response
 		for n := 0; limit == 0 || n < limit; n++ {
-			fp := e.fetchPage(ctx, pos, win, to, ahead)
+			fp := e.fetchPage(ctx, pos, win, to, ahead, ref)
 			ahead, fp.ahead = fp.ahead, nil
+			if ref == "" {
+				ref = fp.ref
+			}
 			e.noteCap(fp)
 			select {
 			case out <- fp:
@@ -364,7 +398,7 @@ func (e *Engine) sequential(ctx context.Context, pos paging.Position, win Window
 // offset page came back short) ends the batch of requests in flight: the
 // pages fetched past it are dropped unseen and fetching starts again from
 // its next position, so nothing past a hole is ever emitted.
-func (e *Engine) concurrent(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int) <-chan fetched {
+func (e *Engine) concurrent(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int, ref string) <-chan fetched {
 	out := make(chan fetched)
 	go func() {
 		defer close(out)
@@ -375,7 +409,7 @@ func (e *Engine) concurrent(ctx context.Context, start paging.Position, win Wind
 			if limit > 0 {
 				rest = limit - sent
 			}
-			batch := e.batch(sctx, pos, win, to, rest, workers)
+			batch := e.batch(sctx, pos, win, to, rest, workers, ref)
 			var rebase *paging.Position
 			for k := int64(1); ; k++ {
 				fp, ok := <-batch
@@ -383,6 +417,9 @@ func (e *Engine) concurrent(ctx context.Context, start paging.Position, win Wind
 					break
 				}
 				e.noteCap(fp)
+				if ref == "" {
+					ref = fp.ref
+				}
 				select {
 				case out <- fp:
 				case <-ctx.Done():
@@ -425,8 +462,11 @@ func (e *Engine) stepPos(pos paging.Position, k int64) paging.Position {
 
 // batch fetches pages start, start+1, … with up to workers requests in
 // flight and emits them in order. It stops issuing requests past a page
-// that ended pagination as soon as one is seen.
-func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int) <-chan fetched {
+// that ended pagination as soon as one is seen. Until the walk has read a
+// mark (ref, win.From: both ""), a worker cannot know the kind of the
+// walk's marks: it leaves its page unmapped, and the page's marks are read
+// again in the kind of the walk's first mark when it is emitted (keepKind).
+func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, to *paging.Position, limit, workers int, ref string) <-chan fetched {
 	out := make(chan fetched)
 	var endAt atomic.Int64 // index of the first page known to end pagination
 	endAt.Store(-1)
@@ -454,9 +494,9 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 			wg.Add(1)
 			go func(idx int64) {
 				defer wg.Done()
-				fp := e.fetchPage(ctx, e.stepPos(start, idx), win, to, nil)
+				fp := e.fetchPage(ctx, e.stepPos(start, idx), win, to, nil, ref)
 				fp.ahead = nil // the next page is fetched by its own worker
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && (win.From != "" || ref != "" || e.markPath() == "") {
 					e.mapFetched(&fp)
 				}
 				if fp.err == nil && fp.next.End {
@@ -483,6 +523,7 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 					break
 				}
 				delete(pending, next)
+				ref = e.keepKind(ctx, &fp, ref)
 				select {
 				case out <- fp:
 				case <-ctx.Done():

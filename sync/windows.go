@@ -262,7 +262,7 @@ func (e *Engine) loopWindows(ctx context.Context, o Options, rs *runState, sink 
 		walks.Add(1)
 		go func() {
 			defer walks.Done()
-			ch := e.pipeline(pctx, from, win, nil, 0)
+			ch := e.pipeline(pctx, from, win, nil, 0, "")
 			defer func() {
 				for range ch { // until the pipeline has stopped
 				}
