@@ -95,6 +95,7 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		if err != nil {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
 		}
+		p.At = paging.MapText(p.At, job.Secrets.Seal) // compared with the positions as stored
 		if err := e.beforeStart(p, "--to", o.To); err != nil {
 			return nil, nil, err
 		}
@@ -383,6 +384,7 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 	}
 	if run.Kind == contract.KindReplay && run.To != "" && !job.windowed() {
 		if p, err := paging.ParsePosition(job.Pagination.Style, run.To); err == nil {
+			p.At = paging.MapText(p.At, job.Secrets.Seal)
 			rs.to = &p
 		}
 	}

@@ -55,6 +55,9 @@ func (p *pager) step(pos paging.Position, resp *contract.Response, hwmMax string
 	}
 	out, err := p.style().Step(in)
 	if err == nil {
+		// The API may echo a secret into the next position: the
+		// checkpoint stores a marker in its place (request puts it back).
+		out.Next = paging.MapText(out.Next, p.job.Secrets.Seal)
 		err = paging.Storable(out.Next)
 	}
 	return out, err

@@ -50,6 +50,17 @@ func (p *pager) request(pos paging.Position, win Window) (contract.Request, erro
 	if size > 0 && pg.SizeParam != "" {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
+	var unsealed error
+	pos.At = paging.MapText(pos.At, func(v string) string {
+		out, err := p.job.Secrets.Unseal(v)
+		if err != nil {
+			unsealed = err
+		}
+		return out
+	})
+	if unsealed != nil {
+		return contract.Request{}, contract.Errorf(contract.Permanent, "%v: run with --restart", unsealed)
+	}
 	pp := url.Values{}
 	next := p.style().Request(pg, pos.At, pp)
 	req := contract.Request{}

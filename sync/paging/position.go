@@ -207,3 +207,19 @@ const NoParents = "-"
 // Redactor); describing a position takes one, as a next URL may carry a
 // secret.
 type Redacter interface{ Redact(string) string }
+
+// MapText returns a with f applied to the text the API gave in it (a
+// cursor's token, a next URL); a position of another style is returned as
+// it is. The engine seals and unseals the job's secrets with it
+// (docs/job-file.md, "What is and is not a secret").
+func MapText(a At, f func(string) string) At {
+	switch p := a.(type) {
+	case CursorAt:
+		p.Cursor, p.URL = f(p.Cursor), f(p.URL)
+		return p
+	case LinkAt:
+		p.URL = f(p.URL)
+		return p
+	}
+	return a
+}
