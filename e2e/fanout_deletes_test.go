@@ -161,3 +161,71 @@ func TestFanoutMarkedParentAfterSoftChanged(t *testing.T) {
 		}
 	})
 }
+
+// The parent table emptied by hand (DELETE FROM orders, or the table
+// restored from an empty copy) while every parent is live at the source:
+// the child's passes walk no parent, but nothing proves the parents gone,
+// so they prove no child absent. However often the child runs alone, and
+// with --allow-mass-delete, its sweep is skipped and says why; its rows
+// stay (docs/deletions.md, "Two passes"). Before, two such passes removed
+// every live child row.
+func TestFanoutParentsEmptied(t *testing.T) {
+	cases := []struct {
+		name, parentRows, deletes string
+		args                      []string
+	}{
+		{"all", "all", "hard", nil},
+		{"changed", "changed", "soft", []string{"--full"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forEachTarget(t, func(t *testing.T, tgt shopTarget) {
+				s, url := startShop(t, fakeapi.ShopOptions{Parents: 4, MaxChildren: 3, Seed: 17})
+				dir := t.TempDir()
+				spec := shopJob{api: url, target: tgt.url, schema: tgt.schema, parentRows: c.parentRows, deletes: c.deletes, parentDeletes: "hard"}
+				job := writeJob(t, dir, "job.yaml", spec.yaml())
+				runJob(t, dir, 0, append([]string{"run", job}, c.args...)...)
+				runJob(t, dir, 0, append([]string{"run", job}, c.args...)...)
+				if len(s.AllChildren()) == 0 {
+					t.Fatal("the shop has no items: pick another seed")
+				}
+				tgt.exec(t, dir, "DELETE FROM "+spec.table("orders"))
+				for i := range 3 {
+					j := runJob(t, dir, 0, append([]string{"run", job, "--resource", "order_items", "--allow-mass-delete"}, c.args...)...)
+					r := j.resource(t, "order_items")
+					if r.Status != "completed" || r.Deleted != 0 || r.Sweep != "skipped" || !strings.Contains(r.SweepSkipped, "orders") {
+						t.Errorf("order_items at pass %d over an orders table emptied by hand: %+v, want completed, nothing deleted, its sweep skipped naming orders", i+1, r)
+					}
+				}
+				if d := diffTables(liveItems(t, tgt, dir, c.deletes), wantOrderItems(s.AllChildren())); d != "" {
+					t.Errorf("order_items differ from the source: %s", d)
+				}
+				// The parents written back, the next pass proves again.
+				j := runJob(t, dir, 0, append([]string{"run", job}, c.args...)...)
+				if r := j.resource(t, "order_items"); r.Status != "completed" || r.Deleted != 0 || r.Sweep == "skipped" {
+					t.Errorf("order_items once orders is written back: %+v, want completed, swept, nothing deleted", r)
+				}
+				if d := diffTables(liveItems(t, tgt, dir, c.deletes), wantOrderItems(s.AllChildren())); d != "" {
+					t.Errorf("order_items differ from the source once orders is written back: %s", d)
+				}
+			})
+		})
+	}
+}
+
+// liveItems reads order_items' rows not marked deleted (deletes: soft
+// marks them in _idemsync_deleted_at).
+func liveItems(t *testing.T, tgt shopTarget, dir, deletes string) shopTable {
+	t.Helper()
+	all := tgt.read(t, dir, "order_items", 2, itemsCols...)
+	if deletes != "soft" {
+		return all
+	}
+	gone := tgt.read(t, dir, "order_items", 2, "order_id", "id", "_idemsync_deleted_at")
+	for k, v := range gone {
+		if v != "" && v != "<nil>" {
+			delete(all, k)
+		}
+	}
+	return all
+}

@@ -11,7 +11,9 @@ import (
 // run object plus its resource's name.
 type resourceRunJSON struct {
 	runJSON
-	Resource string `json:"resource"`
+	Resource     string `json:"resource"`
+	Sweep        string `json:"sweep"`
+	SweepSkipped string `json:"sweep_skipped"`
 }
 
 // jobRunJSON is the --json object of a multi-resource run (docs/job-file.md,

@@ -174,7 +174,13 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 	var deleted int64
 	var pk passKeys
 	err := error(nil)
-	if e.needsPassKeys(rs) {
+	if e.sweeps(rs) && rs.pos.Parent == paging.NoParents {
+		var why string
+		if why, err = e.parentsUnproven(ctx); err == nil {
+			rs.noProof(why)
+		}
+	}
+	if err == nil && e.needsPassKeys(rs) {
 		pk, err = e.readPassKeys(ctx, rs)
 	}
 	if err == nil {

@@ -280,6 +280,37 @@ func (e *Engine) missingParent(fp *fetched, win Window) {
 	fp.next = paging.Position{End: true}
 }
 
+// parentsUnproven returns why a child pass that walked no parent row
+// proves no child row absent ("" when it does; docs/deletions.md, "Two
+// passes"): an empty parent table proves the parents gone only when the
+// parent resource's latest completed run is a full pass that listed no
+// record and swept with proof, and no run of it since read a record.
+// Otherwise the table may have been emptied, or replaced by an empty
+// one, while its records live at the source.
+func (e *Engine) parentsUnproven(ctx context.Context) (string, error) {
+	par := e.Job.Parent
+	runs, err := e.Store.Runs(ctx, par.Name, 0)
+	if err != nil {
+		return "", err
+	}
+	lead := fmt.Sprintf("the parent table %s holds no row to walk, but ", par.Table.String())
+	tail := fmt.Sprintf(": it may have been emptied or replaced while its records live at the source; a full pass of %s that lists no record (with deletes: soft or hard) proves them gone", par.Resource)
+	for _, r := range runs {
+		switch {
+		case r.Records > 0 && r.Status != contract.RunCompleted:
+			return fmt.Sprintf("%srun %d of %s (%s) read %d record(s) since its last completed run%s", lead, r.ID, par.Resource, r.Status, r.Records, tail), nil
+		case r.Status != contract.RunCompleted:
+		case r.Records > 0:
+			return fmt.Sprintf("%sthe latest completed run of %s (run %d) listed %d record(s)%s", lead, par.Resource, r.ID, r.Records, tail), nil
+		case r.Kind != contract.KindRun || !r.Full || !r.Swept:
+			return fmt.Sprintf("%sthe latest completed run of %s (run %d) is no full pass that swept with proof%s", lead, par.Resource, r.ID, tail), nil
+		default:
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("%s%s has no completed run%s", lead, par.Resource, tail), nil
+}
+
 // startChild starts a new child run's walk of its parents: it reads the
 // first parent and returns the run's first checkpoint state (Fly) and
 // that parent's row, nil and "" when there is no parent row to walk. A
