@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -85,6 +86,13 @@ type SweepRequest struct {
 	AllowCommand string
 	// At is the time soft-deleted rows are marked with.
 	At time.Time
+	// Hold, when set, is called in the sweep's transaction just before a
+	// sweep that loaded the keys commits, with that transaction (nil from
+	// a sink that cannot fence); its error rolls the sweep back and is
+	// returned: a holder whose lease was lost or taken over while its
+	// sweep ran removes nothing (docs/deletions.md, "A pass that changes
+	// hands").
+	Hold func(ctx context.Context, tx PageTx) error
 }
 
 // Base is the share's denominator: the live rows the table held before

@@ -257,6 +257,22 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	if err := e.priorOf(ctx, rs, &req); err != nil {
 		return 0, err
 	}
+	if f := e.Fenced; f != nil {
+		// A holder paused or partitioned past its lease while another took
+		// the job over removes nothing (docs/deletions.md, "A pass that
+		// changes hands"): checked, and the token fenced where the target
+		// can, in the sweep's transaction just before it commits.
+		req.Hold = func(ctx context.Context, tx contract.PageTx) error {
+			if err := f.Holds(job.Name); err != nil {
+				return err
+			}
+			if key, token, held := f.Fencing(job.Name); held && tx != nil {
+				return tx.Fence(ctx, key, token)
+			}
+			return nil
+		}
+	}
+	failpoint.Hit("sweep")
 	t0 := time.Now()
 	res, err := sink.Sweep(ctx, &job.Table, req)
 	if reason, ok := noProofOf(err); ok {

@@ -7,8 +7,12 @@
 //
 // The steps: request (an HTTP attempt is about to be sent), fetched,
 // target-committed, checkpoint-committed, and of a full pass's sweep:
-// sweep-loaded (seen keys loaded, nothing removed), sweep-applied (rows
+// sweep (about to begin the sweep's transaction), sweep-loaded (seen keys loaded, nothing removed), sweep-applied (rows
 // removed, not committed), swept (committed, run not yet completed).
+//
+// With IDEMSYNC_TEST_FAILPOINT_HOLD=FILE the armed hit does not kill: it
+// waits there until FILE exists, then goes on (a test pauses the process
+// at that step, e.g. SIGSTOPs it past its lease, and lets it continue).
 //
 // In the same build, IDEMSYNC_TEST_STEP_LOG=FILE appends a line "STEP
 // UNIXNANO" to FILE at every Hit: the rate-limit test reads when each

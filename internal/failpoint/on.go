@@ -46,7 +46,7 @@ func openStepLog() *os.File {
 // Hit appends "STEP UNIXNANO" to the step log when one is set (the
 // rate-limit test reads when requests were sent, not when they arrived),
 // and kills the process when step is the armed one and this is its N-th
-// hit.
+// hit (or, with IDEMSYNC_TEST_FAILPOINT_HOLD, waits there for its file).
 func Hit(step string) {
 	if f := stepLog(); f != nil {
 		line := fmt.Sprintf("%s %d\n", step, time.Now().UnixNano())
@@ -63,6 +63,14 @@ func Hit(step string) {
 	h := hits
 	mu.Unlock()
 	if h == n {
+		if hold := os.Getenv("IDEMSYNC_TEST_FAILPOINT_HOLD"); hold != "" {
+			for {
+				if _, err := os.Stat(hold); err == nil {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		p, _ := os.FindProcess(os.Getpid())
 		_ = p.Kill()
 		select {} // wait for the kill

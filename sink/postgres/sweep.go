@@ -139,8 +139,17 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 	}
 	failpoint.Hit("sweep-applied")
+	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
+	if req.Hold != nil {
+		if err := req.Hold(ctx, ptx); err != nil {
+			return contract.SweepResult{}, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return contract.SweepResult{}, p.dbError(op, err)
+	}
+	if ptx.created != "" {
+		p.fenced[ptx.created] = true
 	}
 	return res, nil
 }

@@ -122,6 +122,11 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 	}
 	failpoint.Hit("sweep-applied")
+	if req.Hold != nil {
+		if err := req.Hold(ctx, nil); err != nil {
+			return contract.SweepResult{}, err
+		}
+	}
 	for _, tmp := range []string{seenTable, priorTable} {
 		if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+tmp); err != nil {
 			return contract.SweepResult{}, s.wrap(op, err)
