@@ -35,7 +35,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 			Hint: "init learns the columns and the key from the first page's records: use a URL whose first page lists records with their fields"}
 	}
 	key, guessed := detectKey(recs, cols)
-	decide := append([]string{}, pg.decide...)
+	decide := append(append([]string{}, pg.decide...), positionsKept(p, pg.owned)...)
 	if guessed {
 		decide = append(decide, fmt.Sprintf("target.key: no id-like field is unique on the first page; %s is, there: which fields identify a record?", key.name))
 	}
@@ -59,7 +59,11 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 		}
 	}
 	w("source:\n")
-	w("  url: %s\n", yamlString(sourceURL(p, pg.owned)))
+	urlLine, vars := urlSecrets(p, pg.owned, name)
+	w("  url: %s\n", urlLine)
+	if len(vars) > 0 {
+		w("  # The URL's password and credential parameters are read from the environment: set %s.\n", strings.Join(vars, ", "))
+	}
 	w("  # Credentials: add headers (Authorization: \"Bearer ${API_TOKEN}\") or auth:, never the secret itself.\n")
 	if records == "" {
 		w("  # The body is the array of records (%d on the first page).\n", len(recs))
@@ -100,6 +104,9 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	writeChildren(w, children)
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
 		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": decide}
+	if len(vars) > 0 {
+		sum["variables"] = vars
+	}
 	if len(children) > 0 {
 		sum["children"] = childNames(children)
 	}
