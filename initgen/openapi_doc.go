@@ -48,7 +48,7 @@ func ReadOpenAPI(ctx context.Context, src string) (*apiDoc, error) {
 	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		data, err = getDescription(ctx, u)
 	} else {
-		data, err = os.ReadFile(src)
+		data, err = readDescriptionFile(src)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			err = pe.Err // named by shown
 		}
@@ -79,6 +79,22 @@ func parseOpenAPI(data []byte, src string) (*apiDoc, error) {
 
 // maxDescription is the largest description init reads from a URL.
 var maxDescription int64 = 64 << 20
+
+// readDescriptionFile reads a description file up to maxDescription, as
+// from a URL: a larger file (or /dev/zero, a FIFO that never ends) is
+// refused rather than read whole into memory.
+func readDescriptionFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDescription+1))
+	if err == nil && int64(len(data)) > maxDescription {
+		return nil, fmt.Errorf("the description is larger than %d bytes", maxDescription)
+	}
+	return data, err
+}
 
 func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
