@@ -90,3 +90,36 @@ func TestInitPositionInURLIsDecided(t *testing.T) {
 		t.Errorf("validate of a file asking from the first page (?cursor=): exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// A field ending in _id that is unique on the first page may still name
+// another record (an order's user_id, customer_id): keyed by it, a run
+// keeps one order per user, the last read winning, and exits 0. Only a
+// name that names the records themselves (order_id on /orders) is taken
+// as their key; another is a decision.
+func TestInitForeignIDKeyIsDecided(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/orders":
+			_, _ = w.Write([]byte(`{"data": [{"user_id": 1, "total": 5}, {"user_id": 2, "total": 7}]}`))
+		case "/v1/categories":
+			_, _ = w.Write([]byte(`{"data": [{"categoryId": "c1", "user_id": 1}, {"categoryId": "c2", "user_id": 1}]}`))
+		case "/v1/order-lines":
+			_, _ = w.Write([]byte(`{"data": [{"order_line_id": 1, "order_id": 9}, {"order_line_id": 2, "order_id": 9}]}`))
+		}
+	}))
+	t.Cleanup(api.Close)
+	out := filepath.Join(t.TempDir(), "orders.yaml")
+	if r := execute(t, false, "init", api.URL+"/v1/orders", "--out", out); r.code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	data, _ := os.ReadFile(out)
+	if r := execute(t, false, "validate", out); r.code != 2 || !strings.Contains(r.stderr, "target.key") {
+		t.Errorf("validate of a file keyed by user_id on /orders: exit %d, want 2 naming target.key\n%s\n%s", r.code, r.stderr, data)
+	}
+	for path, key := range map[string]string{"/v1/categories": "categoryId", "/v1/order-lines": "order_line_id"} {
+		job := initJob(t, t.TempDir(), api.URL+path, strings.TrimPrefix(path, "/v1/"))
+		if len(job.Target.Key) != 1 || job.Target.Key[0] != strings.ToLower(strings.ReplaceAll(key, "Id", "_id")) {
+			t.Errorf("init %s: key %v, want the records' own %s", path, job.Target.Key, key)
+		}
+	}
+}
