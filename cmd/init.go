@@ -103,6 +103,12 @@ func runInit(ctx context.Context, g *globalOpts, ios *IOStreams, rawURL string, 
 	if done, err := writeJobFile(ios, g, out, spec, sum); done || err != nil {
 		return err
 	}
+	if vars, _ := sum["variables"].([]string); len(vars) > 0 {
+		// The URL's password and credential parameters are written as
+		// ${VAR}s, never in clear text (docs/job-file.md, "Starting from
+		// idemsync init").
+		fmt.Fprintf(ios.Out, "the URL's password and keys are written as ${VAR}s: set %s before validate and run\n", strings.Join(vars, ", "))
+	}
 	if decide := sum["decide"].([]string); len(decide) > 0 {
 		fmt.Fprintf(ios.Out, "wrote %s: %d decision(s) left open, which validate and run refuse until made:\n", out, len(decide))
 		for _, d := range decide {

@@ -49,7 +49,7 @@ func detectChildren(recs []gjson.Result, cols []initColumn, table string) []init
 		if len(ch.cols) == 0 {
 			continue // empty objects only: no column to make (the array stays in its json column)
 		}
-		if k, guessed := detectKey(elems, ch.cols); !guessed {
+		if k, guessed := detectKey(elems, ch.cols, c.name); !guessed {
 			ch.key = &k
 		}
 		out = append(out, ch)

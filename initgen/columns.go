@@ -71,13 +71,18 @@ func columnName(key string, used map[string]bool) string {
 }
 
 // detectKey picks the key column: id (or an id-like field: uuid, key, a
-// field ending in _id or Id) present, scalar and unique in every record;
-// else the first field that is. It returns the column and whether it is
-// only a guess (no id-like field qualified).
-func detectKey(recs []gjson.Result, cols []initColumn) (initColumn, bool) {
+// field ending in _id or Id that names the records, of) present, scalar
+// and unique in every record; else the first field that is. It returns
+// the column and whether it is only a guess (no id-like field qualified).
+// A field ending in _id that names something else (an order's user_id)
+// is a guess however unique on the first page: it may name another
+// record, shared by many of these (docs/job-file.md, "What init refuses
+// to guess").
+func detectKey(recs []gjson.Result, cols []initColumn, of string) (initColumn, bool) {
 	for want := 0; want <= 2; want++ {
 		for _, c := range cols {
-			if keyRank(strings.ReplaceAll(c.path, `\`, "")) == want && uniqueIn(recs, c) {
+			k := strings.ReplaceAll(c.path, `\`, "")
+			if keyRank(k) == want && (want < 2 || namesRecords(k, of)) && uniqueIn(recs, c) {
 				return c, false
 			}
 		}
@@ -105,6 +110,14 @@ func uniqueIn(recs []gjson.Result, c initColumn) bool {
 		seen[v.Raw] = true
 	}
 	return true
+}
+
+// namesRecords reports whether an id field's name (order_id, orderId)
+// names the records listed under name (orders, order, order-lines →
+// order_line_id, categories → category_id).
+func namesRecords(field, name string) bool {
+	n, f := normKey(name), strings.TrimSuffix(normKey(field), "id")
+	return n != "" && (f == n || f+"s" == n || f+"es" == n || strings.TrimSuffix(f, "y")+"ies" == n && strings.HasSuffix(f, "y"))
 }
 
 // keyRank ranks a field name as a key: 0 id, 1 uuid, guid or key, 2 a name

@@ -28,6 +28,7 @@ type apiDoc struct {
 	propsOf   map[string]map[string]map[string]any
 	typeOfRef map[string]string
 	walks     int
+	merged    int // properties copied merging allOf parts, bounded by maxMerged
 
 	// at is the path whose operation is being read; unresolved holds, by
 	// path, the first $ref met there that names nothing this file has (in
@@ -48,7 +49,7 @@ func ReadOpenAPI(ctx context.Context, src string) (*apiDoc, error) {
 	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		data, err = getDescription(ctx, u)
 	} else {
-		data, err = os.ReadFile(src)
+		data, err = readDescriptionFile(src)
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			err = pe.Err // named by shown
 		}
@@ -77,8 +78,29 @@ func parseOpenAPI(data []byte, src string) (*apiDoc, error) {
 	return &apiDoc{root: root, from: src}, nil
 }
 
+// maxMerged bounds the properties copied merging allOf parts over a whole
+// description: a long chain of them (S0 allOf [S1], S1 allOf [S2] …)
+// copies as many as the square of its length.
+var maxMerged = 1 << 22
+
 // maxDescription is the largest description init reads from a URL.
 var maxDescription int64 = 64 << 20
+
+// readDescriptionFile reads a description file up to maxDescription, as
+// from a URL: a larger file (or /dev/zero, a FIFO that never ends) is
+// refused rather than read whole into memory.
+func readDescriptionFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxDescription+1))
+	if err == nil && int64(len(data)) > maxDescription {
+		return nil, fmt.Errorf("the description is larger than %d bytes", maxDescription)
+	}
+	return data, err
+}
 
 func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
@@ -105,6 +127,15 @@ func getDescription(ctx context.Context, u *url.URL) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: the description is larger than %d bytes", RedactQuery(u), maxDescription)
 	}
 	return data, err
+}
+
+// tooMerged is the error for a description whose allOf parts merged
+// more than maxMerged properties, or nil.
+func (d *apiDoc) tooMerged() error {
+	if d.merged <= maxMerged {
+		return nil
+	}
+	return contract.Errorf(contract.Invalid, "init --openapi %s: its schemas merge more than %d properties through their allOf parts (a chain of allOf parts, each naming the next, copies as many as the square of its length): refused rather than read in time and memory that grow with that square", d.from, maxMerged)
 }
 
 // obj is a node as a mapping (nil when it is not one), its $ref resolved.
@@ -178,6 +209,9 @@ func (d *apiDoc) propsIn(schema map[string]any, path refPath) map[string]map[str
 	}
 	d.walks++
 	for _, part := range list(schema["allOf"]) {
+		if d.merged > maxMerged { // refused by BuildOpenAPI (tooMerged)
+			return out
+		}
 		ref := str(mapOf(part)["$ref"])
 		sub, done := d.propsOf[ref]
 		if !done {
@@ -193,6 +227,9 @@ func (d *apiDoc) propsIn(schema map[string]any, path refPath) map[string]map[str
 				}
 				d.propsOf[ref] = sub
 			}
+		}
+		if d.merged += len(sub); d.merged > maxMerged {
+			return out
 		}
 		for k, v := range sub {
 			out[k] = v

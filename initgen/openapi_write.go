@@ -19,6 +19,9 @@ import (
 // resources, their styles and the decisions left open.
 func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 	ops := d.listOps()
+	if err := d.tooMerged(); err != nil {
+		return "", nil, err
+	}
 	if o.Path == "" && len(d.unresolved) > 0 { // a list operation it hides would be left out
 		var at []string
 		for p := range d.unresolved {
@@ -101,6 +104,9 @@ func BuildOpenAPI(d *apiDoc, o OpenAPIOptions) (string, map[string]any, error) {
 		}
 		decisions = append(decisions, ds...)
 		styles[op.name] = op.style
+	}
+	if err := d.tooMerged(); err != nil {
+		return "", nil, err
 	}
 	sum["styles"], sum["decide"] = styles, append([]string{}, decisions...)
 	return b.String(), sum, nil

@@ -34,10 +34,14 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 			Msg:  fmt.Sprintf("init: GET %s: the records of %s have no fields (every object on the first page is empty)", RedactQuery(p.url), where),
 			Hint: "init learns the columns and the key from the first page's records: use a URL whose first page lists records with their fields"}
 	}
-	key, guessed := detectKey(recs, cols)
-	decide := append([]string{}, pg.decide...)
+	key, guessed := detectKey(recs, cols, name)
+	decide := append(append([]string{}, pg.decide...), positionsKept(p, pg.owned)...)
+	why := fmt.Sprintf("no id-like field is unique on the first page; %s is, there", key.name)
+	if keyRank(strings.ReplaceAll(key.path, `\`, "")) == 2 {
+		why = fmt.Sprintf("%s is unique on the first page but does not name these records: it may be another record's id, shared by many of them", key.name)
+	}
 	if guessed {
-		decide = append(decide, fmt.Sprintf("target.key: no id-like field is unique on the first page; %s is, there: which fields identify a record?", key.name))
+		decide = append(decide, fmt.Sprintf("target.key: %s: which fields identify a record?", why))
 	}
 	table := strings.ReplaceAll(name, "-", "_")
 	if table == "" || table[0] >= '0' && table[0] <= '9' {
@@ -59,7 +63,11 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 		}
 	}
 	w("source:\n")
-	w("  url: %s\n", yamlString(sourceURL(p, pg.owned)))
+	urlLine, vars := urlSecrets(p, pg.owned, name)
+	w("  url: %s\n", urlLine)
+	if len(vars) > 0 {
+		w("  # The URL's password and credential parameters are read from the environment: set %s.\n", strings.Join(vars, ", "))
+	}
 	w("  # Credentials: add headers (Authorization: \"Bearer ${API_TOKEN}\") or auth:, never the secret itself.\n")
 	if records == "" {
 		w("  # The body is the array of records (%d on the first page).\n", len(recs))
@@ -85,7 +93,7 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	w("  url: sqlite:%s.db\n", name)
 	w("  table: %s\n", yamlString(table))
 	if guessed {
-		w("  # key: [%s]  # decide: no id-like field is unique on the first page; %s is, there\n", yamlString(key.name), key.name)
+		w("  # key: [%s]  # decide: %s\n", yamlString(key.name), commentText(why))
 	} else {
 		w("  # %s identifies a record (unique on the first page).\n", key.name)
 		w("  key: [%s]\n", yamlString(key.name))
@@ -100,6 +108,9 @@ func Build(p *Page, name string) (string, map[string]any, error) {
 	writeChildren(w, children)
 	sum := map[string]any{"job": name, "style": pg.style, "records_path": records, "records": len(recs),
 		"key": key.name, "key_guessed": guessed, "columns": len(cols), "decide": decide}
+	if len(vars) > 0 {
+		sum["variables"] = vars
+	}
 	if len(children) > 0 {
 		sum["children"] = childNames(children)
 	}
