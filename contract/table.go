@@ -122,6 +122,22 @@ type Counts struct {
 	Children map[string]ChildCounts
 }
 
+// Wrote reports whether the rows counted changed the target: a row
+// inserted, updated, deleted or marked, in the table or a child table. A
+// page that wrote nothing raises no progress marker (docs/guarantees.md,
+// "Progress markers").
+func (c Counts) Wrote() bool {
+	if c.Inserted+c.Updated+c.Deleted > 0 {
+		return true
+	}
+	for _, cc := range c.Children {
+		if cc != (ChildCounts{}) {
+			return true
+		}
+	}
+	return false
+}
+
 // Add adds o to c.
 func (c *Counts) Add(o Counts) {
 	c.Inserted += o.Inserted

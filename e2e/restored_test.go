@@ -289,3 +289,67 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// An unchanged re-sync writes nothing to the target, its progress marker
+// included: a page that inserted, updated or deleted no row leaves the
+// marker as it was, so a re-sync stays a read-only walk of the target (no
+// WAL on PostgreSQL, no write transaction on SQLite), and a target put
+// back to a backup taken before such pages lost nothing they wrote
+// (docs/guarantees.md, "Progress markers").
+func TestUnchangedResyncRaisesNoMarker(t *testing.T) {
+	marker := func(t *testing.T, q func(string) int64) int64 {
+		return q(`SELECT coalesce(max(marker), 0) FROM _idemsync_progress`)
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		_, url := startAPI(t, fakeapi.Options{Records: 300, Seed: 7})
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+		q := func(sql string) int64 {
+			db := openSQLite(t, filepath.Join(dir, "out.db"))
+			defer db.Close()
+			var n int64
+			if err := db.QueryRow(sql).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		runCode(t, dir, nil, 0, "run", job)
+		first := marker(t, q)
+		if first == 0 {
+			t.Fatal("the first load raised no progress marker")
+		}
+		runCode(t, dir, nil, 0, "run", job)
+		if again := marker(t, q); again != first {
+			t.Errorf("an unchanged re-sync moved the progress marker from %d to %d: it wrote to the target", first, again)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pg := postgresURL(t)
+		_, url := startAPI(t, fakeapi.Options{Records: 300, Seed: 8})
+		schema := freshSchema(t, pg)
+		dir := t.TempDir()
+		job := writeJob(t, dir, "job.yaml", pgJob("page", url, pg, schema))
+		q := func(sql string) int64 {
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, pg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var n int64
+			if err := conn.QueryRow(ctx, strings.Replace(sql, "_idemsync_progress", pgx.Identifier{schema, "_idemsync_progress"}.Sanitize(), 1)).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		runCode(t, dir, nil, 0, "run", job)
+		first := marker(t, q)
+		if first == 0 {
+			t.Fatal("the first load raised no progress marker")
+		}
+		runCode(t, dir, nil, 0, "run", job)
+		if again := marker(t, q); again != first {
+			t.Errorf("an unchanged re-sync moved the progress marker from %d to %d: it wrote to the target", first, again)
+		}
+	})
+}

@@ -63,8 +63,9 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		}
 	}
 	var pc *contract.PageCommit
-	// The page raises the target's progress marker in its transaction,
-	// and its checkpoint records it (docs/guarantees.md, "Job identity").
+	// A page that writes rows raises the target's progress marker in its
+	// transaction, and its checkpoint records it; one that wrote nothing
+	// leaves both (docs/guarantees.md, "Job identity", "Progress markers").
 	var marker int64
 	if len(rows) > 0 {
 		marker = e.nextProgress() // progress.go
@@ -75,7 +76,10 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		pc := &contract.PageCommit{RunID: rs.info.ID, Position: fp.pos.Encode(), Next: ckpt.Encode(), Records: int64(len(fp.resp.Records)),
 			Hash: fp.hash, Inserted: counts.Inserted, Updated: counts.Updated, Unchanged: counts.Unchanged, Deleted: counts.Deleted,
 			Skipped: skipped, Columns: EncodeColumns(cols), Dead: append(slices.Clip(dead), kept...), Keys: keys, Elapsed: time.Since(fp.t0),
-			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children, Marker: marker}
+			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children}
+		if counts.Wrote() {
+			pc.Marker = marker
+		}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {
 			pc.FinishedAt = time.Now().UTC()
@@ -86,7 +90,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	if err != nil {
 		return false, err
 	}
-	if marker != 0 {
+	if marker != 0 && counts.Wrote() {
 		e.progress = marker
 	}
 	failpoint.Hit("target-committed")

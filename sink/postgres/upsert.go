@@ -118,9 +118,11 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
-	progress, err := p.raiseProgress(ctx, tx, t) // progress.go
-	if err != nil {
-		return contract.Counts{}, p.dbError(op, err)
+	var progress string
+	if n.Wrote() { // a page that wrote nothing leaves the marker, and the target unwritten
+		if progress, err = p.raiseProgress(ctx, tx, t); err != nil { // progress.go
+			return contract.Counts{}, p.dbError(op, err)
+		}
 	}
 	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
 	if before != nil {

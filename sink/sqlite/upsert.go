@@ -339,13 +339,16 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
-	if err := s.raiseProgress(ctx, tx, t); err != nil { // progress.go
-		return contract.Counts{}, s.wrap(op, err)
+	raised := n.Wrote() && t.Progress.Value != 0 // a page that wrote nothing leaves the marker
+	if raised {
+		if err := s.raiseProgress(ctx, tx, t); err != nil { // progress.go
+			return contract.Counts{}, s.wrap(op, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return contract.Counts{}, s.wrap(op, err)
 	}
-	if t.Progress.Value != 0 {
+	if raised {
 		s.progress = true
 	}
 	return n, nil
