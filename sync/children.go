@@ -98,7 +98,8 @@ func (m *Mapper) elementPlan(t *contract.Table, inherited int) *elementPlan {
 // then the element's columns. where names the array for a bad record
 // (line_items[3].taxes). A value at c.Path that is not an array, an
 // element value its column cannot take, or an element key that is missing
-// makes the whole record bad.
+// makes the whole record bad. Elements repeating a key keep the last, with
+// its own arrays only (docs/job-file.md, "Child tables").
 func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, parent gjson.Result, where string) ([]contract.Row, error) {
 	arr := parent.Get(c.Path)
 	if !arr.Exists() || arr.Type == gjson.Null {
@@ -153,6 +154,12 @@ func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, pare
 			r.Hash = strconv.FormatUint(h.Sum64(), 16)
 		}
 		rows = append(rows, r)
+	}
+	if len(t.Children) > 0 && first == len(inherited) {
+		// Two elements with one key keep the last, and only its arrays:
+		// the sinks keep the last row of a key, but the grandchild rows
+		// of the one dropped would be written under the kept one.
+		rows, _ = contract.Dedupe(t, rows)
 	}
 	return rows, nil
 }
