@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -105,6 +106,67 @@ func TestChildRepeatedKeyDropsArrays(t *testing.T) {
 				{"id": 5, "sku": "d", "discounts": ["v"], "notes": [{"nid": 9, "text": "newer"}]}]}]}`)
 			delRun(t, dir, 0, "run", job, "--full")
 			want("rewrite", []string{"1|5|d", "1|6|c"}, []string{"1|5|0|v", "1|6|0|w"}, []string{"1|5|9|newer"})
+		})
+	}
+}
+
+// A child path through an array (assignees.#.login, as in the GitHub
+// example) whose array is not an array on a later page: an object, a
+// string, a number. GJSON finds nothing there, which was read as a missing
+// array, so the run exited 0 and deleted the parent's live child rows.
+// Only a missing or null array is an empty one (docs/job-file.md, "Child
+// tables"): the record is bad (exit 1 under on_bad_record: fail), its rows as they were.
+func TestChildPathThroughNonArrayIsBad(t *testing.T) {
+	dir := t.TempDir()
+	url, set := bodyAPI(t)
+	for _, tg := range childTargets(t, dir) {
+		t.Run(tg.name, func(t *testing.T) {
+			table := "issues"
+			if tg.schema != "" {
+				table = tg.schema + ".issues"
+			}
+			job := writeJob(t, dir, tg.name+"-assignees.yaml", fmt.Sprintf(`name: assignees
+state: %s-assignees.db
+source:
+  url: %s
+  records: data
+pagination: {style: none}
+target:
+  url: %s
+  table: %s
+  key: [id]
+  columns:
+    id: {path: id, type: integer}
+    title: title
+  children:
+    assignees:
+      path: assignees.#.login
+      table: issue_assignees
+      columns:
+        login: "@this"
+`, tg.name, url, tg.url, table))
+			set(`{"data": [{"id": 1, "title": "t", "assignees": [{"login": "ann"}, {"login": "bob"}]}]}`)
+			delRun(t, dir, 0, "run", job)
+			sel := `issues_id || '|' || _idemsync_pos || '|' || login`
+			want := []string{"1|0|ann", "1|1|bob"}
+			if got := childRows(t, tg, "issue_assignees", sel); !slices.Equal(got, want) {
+				t.Fatalf("first load: issue_assignees holds %q, want %q", got, want)
+			}
+			for _, v := range []string{`{}`, `{"login": "ann"}`, `"ann"`, `3`} {
+				set(`{"data": [{"id": 1, "title": "t2", "assignees": ` + v + `}]}`)
+				r := delRun(t, dir, 1, "run", job, "--full")
+				if !strings.Contains(r.stderr+r.stdout, "assignees") {
+					t.Errorf("assignees %s: the error does not name the array:\n%s\n%s", v, r.stdout, r.stderr)
+				}
+				if got := childRows(t, tg, "issue_assignees", sel); !slices.Equal(got, want) {
+					t.Errorf("assignees %s: issue_assignees holds %q, want %q", v, got, want)
+				}
+			}
+			set(`{"data": [{"id": 1, "title": "t3", "assignees": null}]}`)
+			delRun(t, dir, 0, "run", job, "--full")
+			if got := childRows(t, tg, "issue_assignees", sel); len(got) != 0 {
+				t.Errorf("assignees null: issue_assignees holds %q, want none", got)
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
@@ -103,6 +104,14 @@ func (m *Mapper) elementPlan(t *contract.Table, inherited int) *elementPlan {
 func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, parent gjson.Result, where string) ([]contract.Row, error) {
 	arr := parent.Get(c.Path)
 	if !arr.Exists() || arr.Type == gjson.Null {
+		// A path through an array (assignees.#.login) finds nothing when
+		// that array is not one: an object or a string there is not a
+		// missing array, and must not empty the parent's child rows.
+		if i := strings.Index(c.Path, ".#."); i > 0 {
+			if a := parent.Get(c.Path[:i]); a.Exists() && a.Type != gjson.Null && !a.IsArray() {
+				return nil, &contract.BadRecord{Index: index, Column: where, Reason: fmt.Sprintf("child table %s: want an array at %s (of path %s), got %s", c.Table.Name, c.Path[:i], c.Path, describe(a))}
+			}
+		}
 		return nil, nil
 	}
 	if !arr.IsArray() {
