@@ -66,6 +66,11 @@ func childTables(parent *contract.Table, inherited, rootKey int, specs spec.Chil
 				continue // reported by targetColumns
 			}
 			name := contract.ChildKeyName(parent, k, inherited)
+			if names[name] {
+				// Only a table's own key can meet an inherited name, so the
+				// table to rename is the parent, a child table itself.
+				bad(at[:strings.LastIndex(at, ".children.")]+".table", "%q: its key column %s and a column it inherited would both be column %q of its child table %s", parent.Name, k, name, cs.Table)
+			}
 			names[name] = true
 			c.Table.Columns = append(c.Table.Columns, contract.Column{Name: name, Type: pc.Type})
 			c.Table.Key = append(c.Table.Key, name)

@@ -88,3 +88,35 @@ func TestChildrenProblems(t *testing.T) {
 		t.Fatalf("children with version: %q", p)
 	}
 }
+
+// A child table whose name and key make, in its own child table, the
+// column name a root key column already has there (shop.order_id and
+// shop_order.id both become taxes.shop_order_id) is refused as the file is
+// loaded, naming the table to rename (shop_order); it was valid, and the run failed
+// with "column mapped twice".
+func TestChildKeyNamesCollide(t *testing.T) {
+	spec := strings.NewReplacer("table: orders\n", "table: shop\n", "key: [id]\n", "key: [order_id]\n", "    id: {path: id, type: integer}\n    email:", "    order_id: {path: order_id, type: integer}\n    email:").Replace(validSpec) + `  children:
+    lines:
+      path: lines
+      table: shop_order
+      key: id
+      columns:
+        id: {path: id, type: integer}
+      children:
+        taxes:
+          path: taxes
+          table: taxes
+          columns:
+            v: "@this"
+`
+	if !strings.Contains(spec, "key: [order_id]") || !strings.Contains(spec, "table: shop\n") {
+		t.Fatalf("the spec was not edited:\n%s", spec)
+	}
+	p := loadProblems(t, spec)
+	if !mentions(p, "target.children.lines.table") || !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, "shop_order_id") }) {
+		t.Fatalf("problems %q, want target.children.lines.table naming shop_order_id", p)
+	}
+	if p := loadProblems(t, strings.Replace(spec, "table: shop_order\n", "table: shop_lines\n", 1)); len(p) != 0 {
+		t.Fatalf("with the child table renamed: problems %q", p)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
@@ -98,10 +99,19 @@ func (m *Mapper) elementPlan(t *contract.Table, inherited int) *elementPlan {
 // then the element's columns. where names the array for a bad record
 // (line_items[3].taxes). A value at c.Path that is not an array, an
 // element value its column cannot take, or an element key that is missing
-// makes the whole record bad.
+// makes the whole record bad. Elements repeating a key keep the last, with
+// its own arrays only (docs/job-file.md, "Child tables").
 func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, parent gjson.Result, where string) ([]contract.Row, error) {
 	arr := parent.Get(c.Path)
 	if !arr.Exists() || arr.Type == gjson.Null {
+		// A path through an array (assignees.#.login) finds nothing when
+		// that array is not one: an object or a string there is not a
+		// missing array, and must not empty the parent's child rows.
+		if i := strings.Index(c.Path, ".#."); i > 0 {
+			if a := parent.Get(c.Path[:i]); a.Exists() && a.Type != gjson.Null && !a.IsArray() {
+				return nil, &contract.BadRecord{Index: index, Column: where, Reason: fmt.Sprintf("child table %s: want an array at %s (of path %s), got %s", c.Table.Name, c.Path[:i], c.Path, describe(a))}
+			}
+		}
 		return nil, nil
 	}
 	if !arr.IsArray() {
@@ -153,6 +163,12 @@ func (m *Mapper) elementRows(index int, c *contract.Child, inherited []any, pare
 			r.Hash = strconv.FormatUint(h.Sum64(), 16)
 		}
 		rows = append(rows, r)
+	}
+	if len(t.Children) > 0 && first == len(inherited) {
+		// Two elements with one key keep the last, and only its arrays:
+		// the sinks keep the last row of a key, but the grandchild rows
+		// of the one dropped would be written under the kept one.
+		rows, _ = contract.Dedupe(t, rows)
 	}
 	return rows, nil
 }
