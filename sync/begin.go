@@ -22,6 +22,12 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.From, err = e.sealTyped(o, o.From, "--from"); err != nil {
+		return nil, nil, err
+	}
+	if o.To, err = e.sealTyped(o, o.To, "--to"); err != nil {
+		return nil, nil, err
+	}
 	from, to, err := e.replayRange(o)
 	if err != nil {
 		return nil, nil, err
@@ -53,6 +59,26 @@ func (e *Engine) begin(ctx context.Context, o Options) (*runState, contract.Sink
 		return nil, nil, err
 	}
 	return rs, sink, nil
+}
+
+// sealTyped returns a replay's --from or --to v, a cursor or a URL, as a
+// position the API gave is stored: with the job's secrets in it sealed,
+// whether v holds them as written or as the markers status shows
+// (docs/job-file.md, "What is and is not a secret"), so that the run
+// stores no secret and meets the positions it walks.
+func (e *Engine) sealTyped(o Options, v, flag string) (string, error) {
+	job := e.Job
+	if o.Kind != contract.KindReplay || v == "" || job.Parent != nil || job.windowed() {
+		return v, nil
+	}
+	if st := job.Pagination.Style; st != paging.StyleCursor && st != paging.StyleLink {
+		return v, nil
+	}
+	raw, err := job.Secrets.Unseal(v)
+	if err != nil {
+		return "", contract.Errorf(contract.Invalid, "replay %s: %v", flag, err)
+	}
+	return job.Secrets.Seal(raw), nil
 }
 
 // replayRange parses a replay's --from and --to (nil, nil for other kinds).
@@ -95,7 +121,6 @@ func (e *Engine) replayRange(o Options) (from, to *paging.Position, err error) {
 		if err != nil {
 			return nil, nil, contract.Errorf(contract.Invalid, "replay --to: %v", err)
 		}
-		p.At = paging.MapText(p.At, job.Secrets.Seal) // compared with the positions as stored
 		if err := e.beforeStart(p, "--to", o.To); err != nil {
 			return nil, nil, err
 		}
@@ -384,7 +409,6 @@ func (e *Engine) continueRun(ctx context.Context, run *contract.RunInfo, rs *run
 	}
 	if run.Kind == contract.KindReplay && run.To != "" && !job.windowed() {
 		if p, err := paging.ParsePosition(job.Pagination.Style, run.To); err == nil {
-			p.At = paging.MapText(p.At, job.Secrets.Seal)
 			rs.to = &p
 		}
 	}

@@ -53,6 +53,13 @@ func (p *pager) step(pos paging.Position, resp *contract.Response, hwmMax string
 	if !paging.Known(pg.Style) {
 		return paging.StepOut{}, fmt.Errorf("unknown pagination style %q", pg.Style)
 	}
+	// The style compares the API's next position with the one it was
+	// asked with (a keyset API ending on its own cursor): as the API gave
+	// both, its secrets in them.
+	var err error
+	if in.Pos, err = p.unseal(in.Pos); err != nil {
+		return paging.StepOut{}, err
+	}
 	out, err := p.style().Step(in)
 	if err == nil {
 		// The API may echo a secret into the next position: the
@@ -61,6 +68,23 @@ func (p *pager) step(pos paging.Position, resp *contract.Response, hwmMax string
 		err = paging.Storable(out.Next)
 	}
 	return out, err
+}
+
+// unseal returns at with the secrets Seal took out of it put back, as the
+// API gave it.
+func (p *pager) unseal(at paging.At) (paging.At, error) {
+	var unsealed error
+	at = paging.MapText(at, func(v string) string {
+		out, err := p.job.Secrets.Unseal(v)
+		if err != nil {
+			unsealed = err
+		}
+		return out
+	})
+	if unsealed != nil {
+		return nil, contract.Errorf(contract.Permanent, "%v: run with --restart", unsealed)
+	}
+	return at, nil
 }
 
 var _ = http.StatusOK

@@ -4,13 +4,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
-// sealMarker matches what Seal puts in place of a secret: {$s:HEX}, the
-// first 8 bytes of the secret's SHA-256 in hex.
-var sealMarker = regexp.MustCompile(`\{\$s:([0-9a-f]{16})\}`)
+// Seal puts {$s:HEX} in place of a secret, the first 8 bytes of its
+// SHA-256 in hex, and {$e} in place of a "{$" the API wrote itself, so that
+// every "{$" of a sealed text is one Seal wrote: an API's cursor that reads
+// like a marker goes back to it as it gave it, never as a secret.
+const (
+	sealOpen    = "{$"
+	sealEscaped = "{$e}"
+	sealLen     = len("{$s:") + 16 + len("}")
+)
 
 func sealOf(v string) string {
 	sum := sha256.Sum256([]byte(v))
@@ -23,17 +28,21 @@ func sealOf(v string) string {
 // the secret back for the request (docs/job-file.md, "What is and is not a
 // secret").
 func (r *Redactor) Seal(s string) string {
-	if r == nil || s == "" {
+	if s == "" {
 		return s
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	type span struct {
 		from, to int
 		v        string
 	}
 	var hits []span
-	for _, v := range r.secrets { // longest first: a longer secret wins an overlap
+	var secrets []string
+	if r != nil {
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		secrets = r.secrets
+	}
+	for _, v := range secrets { // longest first: a longer secret wins an overlap
 		for off := 0; off < len(s); {
 			i := strings.Index(s[off:], v)
 			if i < 0 {
@@ -55,7 +64,7 @@ func (r *Redactor) Seal(s string) string {
 			off = i + 1
 		}
 	}
-	if len(hits) == 0 {
+	if len(hits) == 0 && !strings.Contains(s, sealOpen) {
 		return s
 	}
 	for i := 1; i < len(hits); i++ {
@@ -66,21 +75,67 @@ func (r *Redactor) Seal(s string) string {
 	var b strings.Builder
 	last := 0
 	for _, h := range hits {
-		b.WriteString(s[last:h.from])
+		b.WriteString(strings.ReplaceAll(s[last:h.from], sealOpen, sealEscaped))
 		b.WriteString(sealOf(h.v))
 		last = h.to
 	}
-	b.WriteString(s[last:])
+	b.WriteString(strings.ReplaceAll(s[last:], sealOpen, sealEscaped))
 	return b.String()
 }
 
-// Unseal puts back the secrets Seal replaced in s. A marker of a secret
-// the job no longer has (its ${VAR} changed since the page was read) is an
-// error: the position cannot be asked for as the API gave it.
+// Unseal puts back the secrets and the "{$" Seal replaced in s. A marker
+// of a secret the job no longer has (its ${VAR} changed since the page was
+// read) is an error: the position cannot be asked for as the API gave it.
+// A "{$" Seal did not write (a position stored before sealing, one typed
+// in) stays as it is.
 func (r *Redactor) Unseal(s string) (string, error) {
-	if !strings.Contains(s, "{$s:") {
+	i := strings.Index(s, sealOpen)
+	if i < 0 {
 		return s, nil
 	}
+	var known map[string]string
+	var b strings.Builder
+	for ; i >= 0; i = strings.Index(s, sealOpen) {
+		b.WriteString(s[:i])
+		s = s[i:]
+		switch {
+		case strings.HasPrefix(s, sealEscaped):
+			b.WriteString(sealOpen)
+			s = s[len(sealEscaped):]
+		case isMarker(s):
+			if known == nil {
+				known = r.markers()
+			}
+			v, ok := known[s[:sealLen]]
+			if !ok {
+				return "", fmt.Errorf("the position held a secret of the job that it no longer has (a changed ${VAR})")
+			}
+			b.WriteString(v)
+			s = s[sealLen:]
+		default:
+			b.WriteString(sealOpen)
+			s = s[len(sealOpen):]
+		}
+	}
+	b.WriteString(s)
+	return b.String(), nil
+}
+
+// isMarker reports whether s starts with a marker Seal writes.
+func isMarker(s string) bool {
+	if len(s) < sealLen || !strings.HasPrefix(s, "{$s:") || s[sealLen-1] != '}' {
+		return false
+	}
+	for _, c := range s[len("{$s:") : sealLen-1] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// markers maps the marker of every registered secret to the secret.
+func (r *Redactor) markers() map[string]string {
 	known := map[string]string{}
 	if r != nil {
 		r.mu.RLock()
@@ -89,17 +144,5 @@ func (r *Redactor) Unseal(s string) (string, error) {
 		}
 		r.mu.RUnlock()
 	}
-	var missing bool
-	out := sealMarker.ReplaceAllStringFunc(s, func(m string) string {
-		v, ok := known[m]
-		if !ok {
-			missing = true
-			return m
-		}
-		return v
-	})
-	if missing {
-		return "", fmt.Errorf("the position held a secret of the job that it no longer has (a changed ${VAR})")
-	}
-	return out, nil
+	return known
 }

@@ -18,6 +18,11 @@ func TestSealUnseal(t *testing.T) {
 		"sk live+key/1-long|sk live+key/1",
 		"abcdef-abc", // "abc" inside a word stays
 		"plain",
+		// An API's own text that reads like what Seal writes.
+		sealOf("abc"),
+		"{$s:0123456789abcdef}|sk live+key/1",
+		"{$e}{$s:}{${$$s:",
+		"{" + sealOf("abc") + "}",
 	} {
 		sealed := r.Seal(in)
 		for _, s := range []string{"sk live+key/1", "sk+live%2Bkey%2F1"} {

@@ -50,16 +50,9 @@ func (p *pager) request(pos paging.Position, win Window) (contract.Request, erro
 	if size > 0 && pg.SizeParam != "" {
 		params.Set(pg.SizeParam, strconv.Itoa(size)) // the size the API serves, once a cap was seen
 	}
-	var unsealed error
-	pos.At = paging.MapText(pos.At, func(v string) string {
-		out, err := p.job.Secrets.Unseal(v)
-		if err != nil {
-			unsealed = err
-		}
-		return out
-	})
-	if unsealed != nil {
-		return contract.Request{}, contract.Errorf(contract.Permanent, "%v: run with --restart", unsealed)
+	var err error
+	if pos.At, err = p.unseal(pos.At); err != nil {
+		return contract.Request{}, err
 	}
 	pp := url.Values{}
 	next := p.style().Request(pg, pos.At, pp)
@@ -78,7 +71,6 @@ func (p *pager) request(pos paging.Position, win Window) (contract.Request, erro
 			return contract.Request{}, err
 		}
 	}
-	var err error
 	if next != "" {
 		req.URL, err = p.src.BuildURL(next, params, true)
 	} else {
