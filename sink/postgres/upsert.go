@@ -118,9 +118,9 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	n.Deleted, n.Children = deleted, kidCounts.Children
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
-	progress, err := p.raiseProgress(ctx, tx, t) // progress.go
+	progress, err := p.raiseProgress(ctx, tx, op, t) // progress.go
 	if err != nil {
-		return contract.Counts{}, p.dbError(op, err)
+		return contract.Counts{}, err
 	}
 	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
 	if before != nil {
