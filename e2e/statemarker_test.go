@@ -86,3 +86,39 @@ func TestStateExportOverStateFile(t *testing.T) {
 		t.Errorf("the run after the refused exports: %+v, want run 1 continued to completed", j)
 	}
 }
+
+// A file of resources with a fan-out child (orders → order_items) keeps a
+// marker per resource: runs without changes and a run after a kill between
+// a page's two commits are never taken for a restore (no resource starts
+// from the beginning), and a target file put back from an older backup is
+// seen as restored and ends equal to the shop (docs/guarantees.md,
+// "Progress markers").
+func TestProgressMarkersResourcesAndFanout(t *testing.T) {
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 20, MaxChildren: 6, Seed: 13})
+	dir := t.TempDir()
+	spec := shopJob{api: url, target: "sqlite:out.db", customers: true}
+	job := writeJob(t, dir, "job.yaml", spec.yaml())
+	spurious := func(what string, r result) {
+		t.Helper()
+		if r.code != 0 || strings.Contains(r.stderr, "restored") || strings.Contains(r.stderr, "starting from the beginning") {
+			t.Fatalf("%s: exit %d, or taken for a restore:\n%s", what, r.code, r.stderr)
+		}
+	}
+	spurious("first run", idemsync(t, dir, nil, "run", job, "--json"))
+	spurious("run without changes", idemsync(t, dir, nil, "run", job, "--json"))
+	backup := filepath.Join(dir, "backup.db")
+	vacuumInto(t, filepath.Join(dir, "out.db"), backup)
+	s.AddParents(3, 4)
+	s.AddChildren(s.Parents()[0].ID, 2)
+	if err := runKilled(t, dir, job, "IDEMSYNC_TEST_FAILPOINT=target-committed:3"); err != nil {
+		t.Fatal(err)
+	}
+	spurious("run after the kill", idemsync(t, dir, nil, "run", job, "--json"))
+	assertShop(t, sqliteTarget(), dir, s, true)
+	restoreSQLite(t, backup, filepath.Join(dir, "out.db"))
+	r := idemsync(t, dir, nil, "run", job, "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "restored") {
+		t.Fatalf("run over the restored target: exit %d\n%s", r.code, r.stderr)
+	}
+	assertShop(t, sqliteTarget(), dir, s, true)
+}
