@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -91,6 +92,13 @@ func stateExport(ctx context.Context, o *stateOptions) error {
 	path := o.g.statePath(nil)
 	if stateMissing(path) {
 		return contract.Errorf(contract.Invalid, "state %s does not exist", path)
+	}
+	if o.file != "" && !strings.Contains(path, "://") {
+		if over := stateFileOf(o.file, path); over != "" {
+			return &contract.Error{Class: contract.Invalid,
+				Msg:  fmt.Sprintf("state export: --out %s is the state file %s", o.file, over),
+				Hint: "write the dump to another file"}
+		}
 	}
 	s, p, err := porter(ctx, path)
 	if err != nil {
@@ -257,4 +265,25 @@ func stateMigrate(ctx context.Context, o *stateOptions) error {
 		}
 	}
 	return o.report(d, "moved "+stateName(o.from)+" to "+stateName(o.to)+", verified")
+}
+
+// stateFileOf returns which file of the SQLite state at path (the state
+// file, or its -wal, -shm or -journal file) out is, by its path or, when
+// both exist, by the file they reach (a link); "" when none. Opening out
+// truncated would wipe the state (docs/operations.md, "Moving a job
+// between hosts").
+func stateFileOf(out, path string) string {
+	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		a, errA := os.Stat(out)
+		b, errB := os.Stat(f)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return f
+		}
+		absA, errA := filepath.Abs(out)
+		absB, errB := filepath.Abs(f)
+		if errA == nil && errB == nil && absA == absB {
+			return f
+		}
+	}
+	return ""
 }

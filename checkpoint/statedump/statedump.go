@@ -43,6 +43,9 @@ type Column struct {
 	// SQLiteText: the SQLite file keeps the column as TEXT (bytes as a
 	// string; a missing time as '').
 	SQLiteText bool
+	// Absent is the value of a column that a row of an earlier version's
+	// dump lacks (nil: none, the row's value is null).
+	Absent any
 }
 
 // SQLiteName is the column's name in the SQLite state file.
@@ -84,7 +87,10 @@ func join(parts ...[]Column) []Column {
 // store.
 var Tables = []Table{
 	{Name: "jobs", Key: "name", Columns: join(cols(Text, "name", "hwm"), cols(NText, "columns_json", "identity"),
-		cols(NTime, "full_pass_at"), cols(Bool, "full_due"), cols(Time, "created_at", "updated_at"))},
+		cols(NTime, "full_pass_at"), cols(Bool, "full_due"), cols(Time, "created_at", "updated_at"),
+		// The target's progress marker (docs/guarantees.md, "Progress
+		// markers"): 0, none recorded, from a dump written before it moved.
+		[]Column{{Name: "target_marker", Kind: Int, Absent: int64(0)}})},
 	{Name: "runs", Key: "id", Columns: join(cols(Int, "id"), cols(Text, "job"), cols(Int, "number"), cols(Text, "kind", "status"),
 		cols(Time, "started_at"), cols(NTime, "finished_at"),
 		cols(Int, "pages", "records", "inserted", "updated", "unchanged", "skipped", "deleted"),
@@ -149,7 +155,11 @@ func RowOf(t Table, vals []any) (Row, error) {
 func Values(t Table, r Row) ([]any, error) {
 	out := make([]any, len(t.Columns))
 	for i, c := range t.Columns {
-		v, err := Value(c.Kind, r[c.Name])
+		x, ok := r[c.Name]
+		if !ok {
+			x = c.Absent
+		}
+		v, err := Value(c.Kind, x)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.Name, err)
 		}

@@ -27,6 +27,7 @@ func Populate(t *testing.T, s contract.Store) (runs []int64) {
 	p := fullPage(a, "p2", "p3")
 	p.FinishedAt = t0.Add(time.Minute)
 	p.Children = map[string]contract.ChildCounts{"order_lines": {Inserted: 4, Deleted: 1}}
+	p.Marker = 7 // the target's progress marker moves with the state
 	commit(t, s, "shop.orders", p)
 	b := startRun(t, s, contract.RunInfo{Job: "shop.orders", StartedAt: t0.Add(time.Hour)})
 	commit(t, s, "shop.orders", contract.PageCommit{RunID: b, Position: "q1", Next: "q2", Records: 1, Hash: "h",

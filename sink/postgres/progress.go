@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var _ contract.Progressor = (*Sink)(nil)
@@ -27,39 +29,71 @@ func raiseProgressSQL(progress string) string {
 		ON CONFLICT (job, table_name) DO UPDATE SET marker = greatest(m.marker, excluded.marker)`
 }
 
-// makeProgress creates the progress table in tx when it is missing, under
-// a savepoint, so that a concurrent creation (a unique violation on the
-// catalog) does not abort the transaction.
-func (p *Sink) makeProgress(ctx context.Context, tx pgx.Tx, progress string) error {
-	if _, err := tx.Exec(ctx, `SAVEPOINT idemsync_progress`); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+progress+` (
+// progressDDL creates the progress table named progress.
+func progressDDL(progress string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + progress + ` (
 		job text NOT NULL,
 		table_name text NOT NULL,
 		marker bigint NOT NULL,
-		PRIMARY KEY (job, table_name))`); err != nil {
-		_, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT idemsync_progress`)
-		return rerr
+		PRIMARY KEY (job, table_name))`
+}
+
+// makeProgress creates the progress table in tx when it is missing, under
+// a savepoint, so that a concurrent creation (a unique violation on the
+// catalog) does not abort the transaction. Only when missing: CREATE …
+// IF NOT EXISTS needs the CREATE privilege on the schema even when the
+// table exists; a user without it gets an error whose hint holds the
+// statements to run once as a user who has it. Errors are final (op's).
+func (p *Sink) makeProgress(ctx context.Context, tx pgx.Tx, op, progress string) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, progress).Scan(&exists); err != nil {
+		return p.dbError(op, err)
 	}
-	_, err := tx.Exec(ctx, `RELEASE SAVEPOINT idemsync_progress`)
-	return err
+	if exists {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SAVEPOINT idemsync_progress`); err != nil {
+		return p.dbError(op, err)
+	}
+	if _, err := tx.Exec(ctx, progressDDL(progress)); err != nil {
+		if _, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT idemsync_progress`); rerr != nil {
+			return p.dbError(op, rerr)
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+			e := p.dbError(op, err)
+			var ie *contract.Error
+			if errors.As(e, &ie) {
+				ie.Hint = "idemsync keeps each job's progress marker in " + progress + " (docs/guarantees.md, \"Progress markers\"); create it once as a user allowed to, and let " + p.user + " read and write it: " +
+					strings.Join(strings.Fields(progressDDL(progress)), " ") + "; GRANT SELECT, INSERT, UPDATE ON " + progress + " TO " + sqlkit.QuoteIdent(p.user) + ";"
+			}
+			return e
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT idemsync_progress`); err != nil {
+		return p.dbError(op, err)
+	}
+	return nil
 }
 
 // raiseProgress writes t.Progress in the page's transaction tx (nothing
 // when it has no value) and returns the progress table it made sure of.
-func (p *Sink) raiseProgress(ctx context.Context, tx pgx.Tx, t *contract.Table) (string, error) {
+// Errors are final (op's).
+func (p *Sink) raiseProgress(ctx context.Context, tx pgx.Tx, op string, t *contract.Table) (string, error) {
 	if t.Progress.Value == 0 {
 		return "", nil
 	}
 	progress := progressTable(t)
 	if !p.progressed[progress] {
-		if err := p.makeProgress(ctx, tx, progress); err != nil {
+		if err := p.makeProgress(ctx, tx, op, progress); err != nil {
 			return "", err
 		}
 	}
-	_, err := tx.Exec(ctx, raiseProgressSQL(progress), t.Progress.Job, t.Name, t.Progress.Value)
-	return progress, err
+	if _, err := tx.Exec(ctx, raiseProgressSQL(progress), t.Progress.Job, t.Name, t.Progress.Value); err != nil {
+		return "", p.dbError(op, err)
+	}
+	return progress, nil
 }
 
 // ReadProgress returns job's marker for t (see contract.Progressor). It
@@ -114,8 +148,8 @@ func (p *Sink) AdoptProgress(ctx context.Context, t *contract.Table, job string,
 		_ = tx.Rollback(rctx)
 	}()
 	progress := progressTable(t)
-	if err := p.makeProgress(ctx, tx, progress); err != nil {
-		return p.dbError(op, err)
+	if err := p.makeProgress(ctx, tx, op, progress); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, raiseProgressSQL(progress), job, t.Name, value); err != nil {
 		return p.dbError(op, err)

@@ -120,8 +120,8 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
 	var progress string
 	if n.Wrote() { // a page that wrote nothing leaves the marker, and the target unwritten
-		if progress, err = p.raiseProgress(ctx, tx, t); err != nil { // progress.go
-			return contract.Counts{}, p.dbError(op, err)
+		if progress, err = p.raiseProgress(ctx, tx, op, t); err != nil { // progress.go
+			return contract.Counts{}, err
 		}
 	}
 	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
