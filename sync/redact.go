@@ -29,6 +29,14 @@ func (Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }
 type Redactor struct {
 	mu      gosync.RWMutex
 	secrets []string // longest first
+	// tokens maps each access token fetched while running (and its
+	// query-escaped form) to the marker Seal writes for it: the job's
+	// current token, whatever its value (redact_seal.go).
+	tokens map[string]string
+	// tokenFn returns the job's current access token, fetching one when
+	// none is held (nil: the job fetches none).
+	tokenFn func() (string, error)
+	current string // the token registered last
 }
 
 // NewRedactor returns an empty Redactor.
@@ -69,6 +77,40 @@ func (r *Redactor) Add(values ...string) {
 		}
 	}
 	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+}
+
+// AddToken registers an access token the job fetched while running
+// (OAuth2): a secret like any other, which a position also seals as the
+// job's current token rather than as this value (redact_seal.go).
+func (r *Redactor) AddToken(v string) {
+	if r == nil {
+		return
+	}
+	r.Add(v)
+	v = strings.TrimSpace(v)
+	if len(v) < 3 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tokens == nil {
+		r.tokens = map[string]string{}
+	}
+	r.tokens[v] = sealToken
+	r.current = v
+	if e := url.QueryEscape(v); e != v {
+		r.tokens[e] = sealTokenEscaped
+	}
+}
+
+// SetTokenSource sets how Unseal gets the job's current access token.
+func (r *Redactor) SetTokenSource(fn func() (string, error)) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tokenFn = fn
 }
 
 var urlPassword = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^@\s/]*)@`)
@@ -191,6 +233,15 @@ func (r *Redactor) Merge(o *Redactor) {
 	}
 	o.mu.RLock()
 	vals := append([]string(nil), o.secrets...)
+	var toks []string
+	for v, m := range o.tokens {
+		if m == sealToken {
+			toks = append(toks, v)
+		}
+	}
 	o.mu.RUnlock()
 	r.Add(vals...)
+	for _, v := range toks {
+		r.AddToken(v)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
@@ -11,10 +12,17 @@ import (
 // SHA-256 in hex, and {$e} in place of a "{$" the API wrote itself, so that
 // every "{$" of a sealed text is one Seal wrote: an API's cursor that reads
 // like a marker goes back to it as it gave it, never as a secret.
+//
+// An access token the job fetched while running is sealed as {$t} (as
+// written) or {$q} (query-escaped): the job's current token, which a later
+// process holds under another value (docs/job-file.md, "What is and is not
+// a secret").
 const (
-	sealOpen    = "{$"
-	sealEscaped = "{$e}"
-	sealLen     = len("{$s:") + 16 + len("}")
+	sealOpen         = "{$"
+	sealEscaped      = "{$e}"
+	sealToken        = "{$t}"
+	sealTokenEscaped = "{$q}"
+	sealLen          = len("{$s:") + 16 + len("}")
 )
 
 func sealOf(v string) string {
@@ -37,10 +45,11 @@ func (r *Redactor) Seal(s string) string {
 	}
 	var hits []span
 	var secrets []string
+	var tokens map[string]string
 	if r != nil {
 		r.mu.RLock()
 		defer r.mu.RUnlock()
-		secrets = r.secrets
+		secrets, tokens = r.secrets, r.tokens
 	}
 	for _, v := range secrets { // longest first: a longer secret wins an overlap
 		for off := 0; off < len(s); {
@@ -76,7 +85,11 @@ func (r *Redactor) Seal(s string) string {
 	last := 0
 	for _, h := range hits {
 		b.WriteString(strings.ReplaceAll(s[last:h.from], sealOpen, sealEscaped))
-		b.WriteString(sealOf(h.v))
+		if m, ok := tokens[h.v]; ok {
+			b.WriteString(m)
+		} else {
+			b.WriteString(sealOf(h.v))
+		}
 		last = h.to
 	}
 	b.WriteString(strings.ReplaceAll(s[last:], sealOpen, sealEscaped))
@@ -94,6 +107,8 @@ func (r *Redactor) Unseal(s string) (string, error) {
 		return s, nil
 	}
 	var known map[string]string
+	token, tokenErr := "", error(nil)
+	haveToken := false
 	var b strings.Builder
 	for ; i >= 0; i = strings.Index(s, sealOpen) {
 		b.WriteString(s[:i])
@@ -102,6 +117,20 @@ func (r *Redactor) Unseal(s string) (string, error) {
 		case strings.HasPrefix(s, sealEscaped):
 			b.WriteString(sealOpen)
 			s = s[len(sealEscaped):]
+		case strings.HasPrefix(s, sealToken) || strings.HasPrefix(s, sealTokenEscaped):
+			if !haveToken {
+				token, tokenErr = r.currentToken()
+				haveToken = true
+			}
+			if tokenErr != nil {
+				return "", tokenErr
+			}
+			if strings.HasPrefix(s, sealToken) {
+				b.WriteString(token)
+			} else {
+				b.WriteString(url.QueryEscape(token))
+			}
+			s = s[len(sealToken):]
 		case isMarker(s):
 			if known == nil {
 				known = r.markers()
@@ -119,6 +148,29 @@ func (r *Redactor) Unseal(s string) (string, error) {
 	}
 	b.WriteString(s)
 	return b.String(), nil
+}
+
+// currentToken returns the job's current access token, for a position
+// that held the one the job had when it was read.
+func (r *Redactor) currentToken() (string, error) {
+	var fn func() (string, error)
+	current := ""
+	if r != nil {
+		r.mu.RLock()
+		fn, current = r.tokenFn, r.current
+		r.mu.RUnlock()
+	}
+	if fn == nil && current != "" {
+		return current, nil
+	}
+	if fn == nil {
+		return "", fmt.Errorf("the position held the job's access token, and the job fetches none now (source.auth changed)")
+	}
+	tok, err := fn()
+	if err != nil {
+		return "", fmt.Errorf("the position held the job's access token: %w", err)
+	}
+	return tok, nil
 }
 
 // isMarker reports whether s starts with a marker Seal writes.

@@ -44,3 +44,37 @@ func TestSealUnseal(t *testing.T) {
 		t.Error("a marker of an unknown secret was unsealed")
 	}
 }
+
+// An access token the job fetched while running (OAuth2) and an API
+// echoed into a position (Facebook's Graph API writes access_token= into
+// its next URLs) is sealed as the job's current access token, not as that
+// token's value: a later process, which fetches another token, asks for
+// the position with its own token instead of failing on a secret it
+// never had (docs/job-file.md, "What is and is not a secret").
+func TestSealAccessToken(t *testing.T) {
+	first := NewRedactor()
+	first.Add("static-key")
+	first.AddToken("tokA.1+/=")
+	in := "https://graph.example/v1/feed?access_token=tokA.1%2B%2F%3D&after=QVFI&k=static-key"
+	sealed := first.Seal(in)
+	if strings.Contains(sealed, "tokA") {
+		t.Fatalf("Seal(%q) = %q: the token is still there", in, sealed)
+	}
+	if back, err := first.Unseal(sealed); err != nil || back != in {
+		t.Errorf("the same process: Unseal = %q, %v; want %q", back, err, in)
+	}
+	later := NewRedactor()
+	later.Add("static-key")
+	fetched := 0
+	later.SetTokenSource(func() (string, error) { fetched++; later.AddToken("tokB"); return "tokB", nil })
+	back, err := later.Unseal(sealed)
+	if want := strings.Replace(in, "tokA.1%2B%2F%3D", "tokB", 1); err != nil || back != want {
+		t.Errorf("a later process: Unseal = %q, %v; want %q", back, err, want)
+	}
+	if fetched != 1 {
+		t.Errorf("the token source was asked %d times, want 1", fetched)
+	}
+	if _, err := NewRedactor().Unseal(sealed); err == nil {
+		t.Error("a position holding the access token unsealed with no token source")
+	}
+}

@@ -21,11 +21,11 @@ func newClientCredentials(a *spec.Auth, base http.RoundTripper, red *idsync.Reda
 		Scopes:       a.Scopes,
 		AuthStyle:    authStyle(a.AuthStyle),
 	}
-	return &tokenCache{red: red, fetch: func(ctx context.Context) (*oauth2.Token, error) {
+	return newTokenCache(red, func(ctx context.Context) (*oauth2.Token, error) {
 		tok, err := cfg.Token(exchangeContext(ctx, base))
 		if err != nil {
 			return nil, classify(a.Type, err)
 		}
 		return tok, nil
-	}}
+	})
 }

@@ -62,9 +62,9 @@ func newRefreshToken(a *spec.Auth, base http.RoundTripper, red *idsync.Redactor,
 	cfg := &oauth2.Config{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes,
 		Endpoint: oauth2.Endpoint{TokenURL: a.TokenURL, AuthStyle: authStyle(a.AuthStyle)}}
 	c := o.Keyring.chain(a, o)
-	return &tokenCache{red: red, fetch: func(ctx context.Context) (*oauth2.Token, error) {
+	return newTokenCache(red, func(ctx context.Context) (*oauth2.Token, error) {
 		return c.exchange(ctx, a, cfg, base, red)
-	}}
+	})
 }
 
 func storeErr(err error) error {

@@ -26,20 +26,53 @@ type tokenCache struct {
 	red   *idsync.Redactor
 }
 
+// newTokenCache returns a tokenCache fetching with fetch, and makes it the
+// source of the job's current access token for positions that held one
+// (red.Unseal: an API that writes the token into its next URLs).
+func newTokenCache(red *idsync.Redactor, fetch func(ctx context.Context) (*oauth2.Token, error)) *tokenCache {
+	c := &tokenCache{red: red, fetch: fetch}
+	red.SetTokenSource(c.token)
+	return c
+}
+
 func (c *tokenCache) apply(req *http.Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tok == nil || c.tok.AccessToken == "" || !c.tok.Expiry.IsZero() && time.Until(c.tok.Expiry) < expiryMargin {
-		tok, err := c.fetch(req.Context())
-		if err != nil {
-			return err
-		}
-		c.red.Add(tok.AccessToken)
-		c.tok = tok
+	if err := c.fresh(req.Context()); err != nil {
+		return err
 	}
 	c.last = "Bearer " + c.tok.AccessToken
 	req.Header.Set("Authorization", c.last)
 	return nil
+}
+
+// fresh fetches a token when none is held or it is about to expire; c.mu
+// is held.
+func (c *tokenCache) fresh(ctx context.Context) error {
+	if c.tok == nil || c.tok.AccessToken == "" || !c.tok.Expiry.IsZero() && time.Until(c.tok.Expiry) < expiryMargin {
+		tok, err := c.fetch(ctx)
+		if err != nil {
+			return err
+		}
+		c.red.AddToken(tok.AccessToken)
+		c.tok = tok
+	}
+	return nil
+}
+
+// tokenWait bounds the fetch of a token for a position (token).
+const tokenWait = time.Minute
+
+// token returns the current access token, fetching one when needed.
+func (c *tokenCache) token() (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), tokenWait)
+	defer cancel()
+	if err := c.fresh(ctx); err != nil {
+		return "", err
+	}
+	return c.tok.AccessToken, nil
 }
 
 func (c *tokenCache) invalidate(stale string) {
