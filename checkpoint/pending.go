@@ -18,7 +18,11 @@ import (
 
 // PriorPass returns the last full pass of runID's job before runID whose
 // sweep ran with proof (runs.swept, migration 0015); ok is false when
-// there is none, or when its keys are no longer all there. Errors are
+// there is none, when its keys are no longer all there, or when a full
+// pass since (before runID) has a page without its keys: that pass's
+// sightings, which clear pending rows, are not all known (a pass run while
+// the job had deletes: keep, or a page with dead letters), so the sweep
+// must not read its missing keys as "not seen". Errors are
 // *contract.Error (exit 1).
 func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPass, ok bool, err error) {
 	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
@@ -42,11 +46,17 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 	// older build may have lost them: then there is no pass to compare. A
 	// pass that committed no page (a child's with no parent row) saw no
 	// key, and that empty set is complete.
-	var pages, missing int64
+	var pages, missing, unsighted int64
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) - count(keys) FROM pages WHERE run_id = ?`, p.ID).Scan(&pages, &missing); err != nil {
 		return p, false, s.wrap(op, err)
 	}
-	return p, (pages > 0 || committed == 0) && missing == 0, nil
+	if err := s.db.QueryRowContext(ctx, `
+		SELECT count(*) FROM pages p JOIN runs r ON r.id = p.run_id
+		WHERE r.job = (SELECT job FROM runs WHERE id = ?1) AND r.id > ?2 AND r.id < ?1
+		AND r.full = 1 AND p.keys IS NULL`, runID, p.ID).Scan(&unsighted); err != nil {
+		return p, false, s.wrap(op, err)
+	}
+	return p, (pages > 0 || committed == 0) && missing == 0 && unsighted == 0, nil
 }
 
 // SightedKeys calls fn with every key recorded by the pages of runID's

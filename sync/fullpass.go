@@ -254,7 +254,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, SeenLive: seenLive(rs, pk), LiveTally: e.liveTally(rs), MaxRatio: ratio,
 		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()}
-	if err := e.priorOf(ctx, rs, &req); err != nil {
+	if err := e.priorOf(ctx, rs, &req, log); err != nil {
 		return 0, err
 	}
 	if f := e.Fenced; f != nil {

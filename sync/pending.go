@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -20,12 +21,20 @@ import (
 // in the state file and streamed into the sweep.
 
 // priorOf fills req with the previous proving pass of the run rs, when
-// there is one whose keys are all there: the sweep then removes the rows
-// that pass missed too; without one it removes nothing.
-func (e *Engine) priorOf(ctx context.Context, rs *runState, req *contract.SweepRequest) error {
+// there is one whose keys, and those of every full pass since, are all
+// there: the sweep then removes the rows that pass missed too; without one
+// it removes nothing (the rows it misses are pending).
+func (e *Engine) priorOf(ctx context.Context, rs *runState, req *contract.SweepRequest, log *slog.Logger) error {
 	p, ok, err := e.Store.PriorPass(ctx, rs.info.ID)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		if p.ID != 0 {
+			log.Info("this full pass removes nothing: the keys of the previous proving pass, or of a full pass since (one run with deletes: keep, or with a page of dead letters), are not all recorded, so what they saw is not known; the rows this pass did not see are pending",
+				"previous_proving_run", p.ID)
+		}
+		return nil
 	}
 	req.PriorStart, req.PriorLiveBefore = p.StartedAt, p.LiveBefore
 	req.Prior = func(fn func(string) error) error {

@@ -18,7 +18,9 @@ import (
 
 // PriorPass returns the last full pass of runID's job before runID whose
 // sweep ran with proof (runs.swept, migration 0002); ok is false when
-// there is none, or when its keys are no longer all there.
+// there is none, when its keys are no longer all there, or when a full
+// pass since (before runID) has a page without its keys, whose sightings
+// are then not all known (as in the SQLite store).
 func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPass, ok bool, err error) {
 	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
 	var committed int64 // the pages the pass committed (runs.pages); a pass that committed none saw no key, and that empty set is complete
@@ -34,11 +36,17 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 		return p, false, s.wrap(op, err)
 	}
 	p.StartedAt = p.StartedAt.UTC()
-	var pages, missing int64
+	var pages, missing, unsighted int64
 	if err := s.pool.QueryRow(ctx, s.q(`SELECT count(*), count(*) - count(keys) FROM {S}.pages WHERE run_id = $1`), p.ID).Scan(&pages, &missing); err != nil {
 		return p, false, s.wrap(op, err)
 	}
-	return p, (pages > 0 || committed == 0) && missing == 0, nil
+	if err := s.pool.QueryRow(ctx, s.q(`
+		SELECT count(*) FROM {S}.pages p JOIN {S}.runs r ON r.id = p.run_id
+		WHERE r.job = (SELECT job FROM {S}.runs WHERE id = $1) AND r.id > $2 AND r.id < $1
+		AND r.full_pass AND p.keys IS NULL`), runID, p.ID).Scan(&unsighted); err != nil {
+		return p, false, s.wrap(op, err)
+	}
+	return p, (pages > 0 || committed == 0) && missing == 0 && unsighted == 0, nil
 }
 
 // SightedKeys calls fn with every key recorded by the pages of runID's

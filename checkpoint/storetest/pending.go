@@ -13,6 +13,7 @@ func pendingCases() []testCase {
 	return []testCase{
 		{"prior pass, sightings and prune (two passes)", priorPass},
 		{"prior pass with a page without keys is none", priorPassIncomplete},
+		{"prior pass followed by a full pass with a page without keys is none", priorPassUnsighted},
 		{"prior pass that committed no page is one, with no key", priorPassNoPage},
 		{"prune drops the keys no later sweep reads", pruneSupersededKeys},
 	}
@@ -50,7 +51,7 @@ func priorPass(t *testing.T, e *env) {
 	ctx := context.Background()
 	older := provingPass(t, s, true, []string{"k0"})
 	prior := provingPass(t, s, true, []string{"k1", "k2"}, []string{"k3"})
-	skipped := provingPass(t, s, false, []string{"k4"}, nil)
+	skipped := provingPass(t, s, false, []string{"k4"}, []string{"k5"})
 	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
 
 	p, ok, err := s.PriorPass(ctx, cur)
@@ -61,7 +62,7 @@ func priorPass(t *testing.T, e *env) {
 	if err := s.SightedKeys(ctx, cur, p.ID, func(k string) error { got = append(got, k); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"k1", "k2", "k3", "k4"}; !slices.Equal(got, want) {
+	if want := []string{"k1", "k2", "k3", "k4", "k5"}; !slices.Equal(got, want) {
 		t.Errorf("sighted keys %q, want %q (the prior pass's and the skipped pass's after it)", got, want)
 	}
 	if r := run(t, s, "orders", prior); !r.Swept || r.PendingDeletes != 2 {
@@ -96,6 +97,35 @@ func priorPassIncomplete(t *testing.T, e *env) {
 	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
 	if _, ok, err := s.PriorPass(context.Background(), cur); err != nil || ok {
 		t.Errorf("PriorPass over a pass with a page without keys: ok %v, %v; want none", ok, err)
+	}
+}
+
+// A full pass after the proving pass with a page committed without its
+// keys (run while the job had deletes: keep, or a page with dead letters)
+// listed records nobody knows: its sightings, which clear pending rows,
+// are incomplete, and the sweep must not read them as "not seen"
+// (docs/deletions.md, "Two passes"): there is no prior pass, until a
+// proving pass after it.
+func priorPassUnsighted(t *testing.T, e *env) {
+	s := e.store(t)
+	ctx := context.Background()
+	provingPass(t, s, true, []string{"k1"})
+	provingPass(t, s, false, []string{"k2"}, nil)
+	cur := startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
+	if p, ok, err := s.PriorPass(ctx, cur); err != nil || ok {
+		t.Errorf("PriorPass over a full pass since with a page without keys = %+v, %v, %v; want none", p, ok, err)
+	}
+	// The next proving pass is the prior pass again. A run that is not a
+	// full pass records no keys (its writes are its sightings): it does
+	// not count.
+	finish(t, s, cur, contract.RunAbandoned, "")
+	prior := provingPass(t, s, true, []string{"k1"})
+	inc := startRun(t, s, contract.RunInfo{Job: "orders"})
+	commit(t, s, "orders", contract.PageCommit{RunID: inc, Position: "a", Next: "b"})
+	finish(t, s, inc, contract.RunCompleted, "")
+	cur = startRun(t, s, contract.RunInfo{Job: "orders", Full: true})
+	if p, ok, err := s.PriorPass(ctx, cur); err != nil || !ok || p.ID != prior {
+		t.Errorf("PriorPass over an incremental run since = %+v, %v, %v; want run %d", p, ok, err, prior)
 	}
 }
 
