@@ -17,6 +17,14 @@ var graphQLRequestCodes = []string{
 	"PERSISTED_QUERY_NOT_FOUND", "PERSISTED_QUERY_NOT_SUPPORTED",
 }
 
+// graphQLThrottleCodes are the errors[].extensions.code (or, GitHub's,
+// errors[].type) values with which a GraphQL server or its gateway says
+// it is rate limiting the caller. Such an answer has errors and no data
+// (the query did not run) yet is no request error: the same request
+// succeeds once the limit refills, so it is retried (docs/job-file.md,
+// "Error payloads in a 2xx body").
+var graphQLThrottleCodes = []string{"THROTTLED", "RATE_LIMITED"}
+
 // nullPageErrorKeys are the top-level keys that, not empty, make a null
 // or empty records value an error answer rather than an empty page.
 var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
@@ -84,24 +92,28 @@ func errorValue(v gjson.Result) bool {
 // GraphQL answer's are), GraphQL errors (objects with a message) without
 // a data key, which a GraphQL server sends only when it refused the
 // request before running it (a parse or validation error, an unknown
-// persisted query). A field's error comes with data (null too).
+// persisted query), unless one of them says the caller is rate limited
+// (graphQLThrottleCodes). A field's error comes with data (null too).
 func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
 	errs := gjson.GetBytes(data, "errors")
 	if !errs.IsArray() || !errorValue(errs) {
 		return "", errs
 	}
-	code, shaped := "", true
+	code, shaped, throttled := "", true, false
 	errs.ForEach(func(_, e gjson.Result) bool {
-		if c := e.Get("extensions.code").String(); code == "" && slices.Contains(graphQLRequestCodes, c) {
+		c := e.Get("extensions.code").String()
+		if code == "" && slices.Contains(graphQLRequestCodes, c) {
 			code = c
 		}
+		throttled = throttled || slices.Contains(graphQLThrottleCodes, strings.ToUpper(c)) ||
+			slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("type").String()))
 		shaped = shaped && e.Get("message").Type == gjson.String
 		return true
 	})
 	switch {
 	case code != "":
 		return "GraphQL " + code, errs
-	case gql && shaped && !gjson.GetBytes(data, "data").Exists():
+	case gql && shaped && !throttled && !gjson.GetBytes(data, "data").Exists():
 		return "GraphQL request error (errors and no data)", errs
 	}
 	return "", errs
