@@ -222,10 +222,13 @@ func relayItems(n int) map[int]string {
 // never a permanent exit 1 after one request (docs/job-file.md, "Error
 // payloads in a 2xx body").
 func TestGraphQLThrottledIsRetried(t *testing.T) {
-	for _, c := range []struct{ name, body string }{
-		{"shopify", `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED","documentation":"https://shopify.dev/api/usage/rate-limits"}}],"extensions":{"cost":{"requestedQueryCost":12,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":4,"restoreRate":50.0}}}}`},
-		{"github", `{"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit exceeded for user ID 1."}]}`},
-		{"code rate limited", `{"errors":[{"message":"Too many requests","extensions":{"code":"RATE_LIMITED"}}]}`},
+	for _, c := range []struct{ name, extra, body string }{
+		{"shopify", "", `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED","documentation":"https://shopify.dev/api/usage/rate-limits"}}],"extensions":{"cost":{"requestedQueryCost":12,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":4,"restoreRate":50.0}}}}`},
+		{"github", "", `{"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit exceeded for user ID 1."}]}`},
+		// The documented filter that lets errors inside a record through
+		// lets a throttle's pathless error through too: no data is left.
+		{"shopify, filtered", `  error_path: "errors.#(path.#<4)#"` + "\n", `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{}}}`},
+		{"code rate limited", "", `{"errors":[{"message":"Too many requests","extensions":{"code":"RATE_LIMITED"}}]}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var throttle atomic.Int64 // requests for page 2 still throttled
@@ -239,7 +242,7 @@ func TestGraphQLThrottledIsRetried(t *testing.T) {
 				return false
 			})
 			dir := t.TempDir()
-			job := writeJob(t, dir, "job.yaml", relayPostJob(url, relayQuery))
+			job := writeJob(t, dir, "job.yaml", strings.Replace(relayPostJob(url, relayQuery), "  records:", c.extra+"  records:", 1))
 			r := idemsync(t, dir, nil, "run", job)
 			if r.code != 0 {
 				t.Fatalf("throttled twice, then served: exit %d after %d requests, want 0\n%s", r.code, reqs.Load(), r.stderr)
@@ -396,6 +399,228 @@ func TestGraphQLGetPersistedUnknown(t *testing.T) {
 			}
 			if n := reqs.Load(); n != 1 {
 				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// ---- fan-out over a GraphQL child connection ---------------------------
+
+const nestedSchema = `
+schema { query: Query }
+type Query { orders(first: Int!, after: String): NOrderConnection! order(id: ID!): NOrder }
+type NOrderConnection { nodes: [NOrder!]! pageInfo: NPageInfo! }
+type NOrder { id: Int! name: String! lines(first: Int!, after: String): LineConnection! }
+type LineConnection { nodes: [Line!]! pageInfo: NPageInfo! }
+type Line { id: Int! sku: String! }
+type NPageInfo { endCursor: String hasNextPage: Boolean! }
+`
+
+// arrayCursor is graphql-relay-js's cursor: base64 of "arrayconnection:"
+// and the offset, the same text for the same offset under every parent.
+func arrayCursor(off int) string {
+	return base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("arrayconnection:%d", off)))
+}
+
+type nestedRoot struct {
+	orders, lines int
+	mu            gosync.Mutex
+	sent          []string // order id and after of every lines request
+}
+
+type nOrder struct {
+	root *nestedRoot
+	id   int32
+}
+
+type nLine struct {
+	id  int32
+	sku string
+}
+
+type nPageInfo struct {
+	end  *string
+	more bool
+}
+
+type nOrderConn struct {
+	nodes []*nOrder
+	info  *nPageInfo
+}
+
+type nLineConn struct {
+	nodes []*nLine
+	info  *nPageInfo
+}
+
+func (o *nOrder) ID() int32                { return o.id }
+func (o *nOrder) Name() string             { return fmt.Sprintf("order %d", o.id) }
+func (l *nLine) ID() int32                 { return l.id }
+func (l *nLine) Sku() string               { return l.sku }
+func (p *nPageInfo) EndCursor() *string    { return p.end }
+func (p *nPageInfo) HasNextPage() bool     { return p.more }
+func (c *nOrderConn) Nodes() []*nOrder     { return c.nodes }
+func (c *nOrderConn) PageInfo() *nPageInfo { return c.info }
+func (c *nLineConn) Nodes() []*nLine       { return c.nodes }
+func (c *nLineConn) PageInfo() *nPageInfo  { return c.info }
+
+// page reads an arrayconnection cursor: the offsets first..last of a page
+// of first items out of n.
+func page(after *string, first, n int) (int, int, *nPageInfo, error) {
+	start := 0
+	if after != nil {
+		b, err := base64.StdEncoding.Strict().DecodeString(*after)
+		var off int
+		if err == nil {
+			_, err = fmt.Sscanf(string(b), "arrayconnection:%d", &off)
+		}
+		if err != nil {
+			return 0, 0, nil, codedError{fmt.Sprintf("invalid cursor %q", *after), "BAD_USER_INPUT"}
+		}
+		start = off + 1
+	}
+	end := min(start+first, n)
+	info := &nPageInfo{more: end < n}
+	if end > start {
+		s := arrayCursor(end - 1)
+		info.end = &s
+	}
+	return start, end, info, nil
+}
+
+func (r *nestedRoot) Orders(args struct {
+	First int32
+	After *string
+}) (*nOrderConn, error) {
+	start, end, info, err := page(args.After, int(args.First), r.orders)
+	if err != nil {
+		return nil, err
+	}
+	c := &nOrderConn{info: info}
+	for i := start; i < end; i++ {
+		c.nodes = append(c.nodes, &nOrder{r, int32(i + 1)})
+	}
+	return c, nil
+}
+
+func (r *nestedRoot) Order(args struct{ ID graphql.ID }) (*nOrder, error) {
+	var id int32
+	if _, err := fmt.Sscanf(string(args.ID), "%d", &id); err != nil || id < 1 || int(id) > r.orders {
+		return nil, nil
+	}
+	return &nOrder{r, id}, nil
+}
+
+func (o *nOrder) Lines(args struct {
+	First int32
+	After *string
+}) (*nLineConn, error) {
+	after := ""
+	if args.After != nil {
+		after = *args.After
+	}
+	o.root.mu.Lock()
+	o.root.sent = append(o.root.sent, fmt.Sprintf("%d:%s", o.id, after))
+	o.root.mu.Unlock()
+	start, end, info, err := page(args.After, int(args.First), o.root.lines)
+	if err != nil {
+		return nil, err
+	}
+	c := &nLineConn{info: info}
+	for i := start; i < end; i++ {
+		c.nodes = append(c.nodes, &nLine{int32(i + 1), fmt.Sprintf("o%d-l%d", o.id, i+1)})
+	}
+	return c, nil
+}
+
+// Each parent order's lines are a child connection of its own, whose
+// cursors (graphql-relay-js arrayconnection offsets, '=' padded) are the
+// same text under every parent: a child walk per parent, the cursor
+// going back byte for byte in variables.after, every line of every order
+// stored, also when runs stop after a few pages (--max-pages) and
+// continue mid-parent.
+func TestGraphQLNestedConnectionFanout(t *testing.T) {
+	for _, maxPages := range []int{0, 4} {
+		t.Run(fmt.Sprintf("max-pages %d", maxPages), func(t *testing.T) {
+			root := &nestedRoot{orders: 5, lines: 23}
+			schema := graphql.MustParseSchema(nestedSchema, root, graphql.UseFieldResolvers())
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var p struct {
+					Query     string         `json:"query"`
+					Variables map[string]any `json:"variables"`
+				}
+				if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(schema.Exec(r.Context(), p.Query, "", p.Variables))
+			}))
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: nested
+defaults:
+  source: {url: %s, method: POST}
+  target: {url: "sqlite:out.db"}
+  retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+resources:
+  - name: orders
+    source:
+      body:
+        query: "query($after: String) { orders(first: 2, after: $after) { nodes { id name } pageInfo { endCursor hasNextPage } } }"
+        variables: {after: null}
+      records: data.orders.nodes
+    pagination: {style: cursor, next: data.orders.pageInfo.endCursor, has_more: data.orders.pageInfo.hasNextPage, in: body, param: variables.after}
+    target: {table: orders, key: [id]}
+  - name: lines
+    parent: orders
+    parent_rows: all
+    source:
+      body:
+        query: "query($id: ID!, $after: String) { order(id: $id) { lines(first: 10, after: $after) { nodes { id sku } pageInfo { endCursor hasNextPage } } } }"
+        variables: {id: "{parent.id}", after: null}
+      records: data.order.lines.nodes
+    pagination: {style: cursor, next: data.order.lines.pageInfo.endCursor, has_more: data.order.lines.pageInfo.hasNextPage, in: body, param: variables.after}
+    target:
+      table: lines
+      key: [order_id, id]
+      columns: {order_id: {parent: id}, id: {path: id, type: integer}, sku: sku}
+`, url))
+			for i := 0; ; i++ {
+				args := []string{"run", job}
+				if maxPages > 0 {
+					args = append(args, "--max-pages", fmt.Sprint(maxPages))
+				}
+				r := idemsync(t, dir, nil, args...)
+				if r.code != 0 {
+					t.Fatalf("run %d: exit %d\n%s", i, r.code, r.stderr)
+				}
+				if maxPages == 0 || i > 20 {
+					break
+				}
+				var n int
+				if err := openSQLite(t, filepath.Join(dir, "out.db")).QueryRow(`SELECT count(*) FROM lines`).Scan(&n); err == nil && n == 5*23 {
+					break
+				}
+			}
+			rows, err := openSQLite(t, filepath.Join(dir, "out.db")).Query(`SELECT order_id, id, sku FROM lines`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			got := map[string]bool{}
+			for rows.Next() {
+				var o, id int
+				var sku string
+				if err := rows.Scan(&o, &id, &sku); err != nil {
+					t.Fatal(err)
+				}
+				if sku != fmt.Sprintf("o%d-l%d", o, id) {
+					t.Errorf("order %d line %d: sku %q", o, id, sku)
+				}
+				got[sku] = true
+			}
+			if len(got) != 5*23 {
+				t.Errorf("%d lines, want %d; lines requests %q", len(got), 5*23, root.sent)
 			}
 		})
 	}

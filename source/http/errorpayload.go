@@ -39,7 +39,11 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // retried too.
 func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
-		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
+		why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records))
+		if why != "" || graphQLThrottled(errs) {
+			// A throttle is retried whatever the path selects too (a
+			// filter on path drops its pathless error, and no data is
+			// left to hold the records).
 			st.reason = "error payload at errors: " + f.excerpt([]byte(errs.Raw))
 			st.refused = why
 			return
@@ -99,24 +103,35 @@ func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
 	if !errs.IsArray() || !errorValue(errs) {
 		return "", errs
 	}
-	code, shaped, throttled := "", true, false
+	code, shaped := "", true
 	errs.ForEach(func(_, e gjson.Result) bool {
-		c := e.Get("extensions.code").String()
-		if code == "" && slices.Contains(graphQLRequestCodes, c) {
+		if c := e.Get("extensions.code").String(); code == "" && slices.Contains(graphQLRequestCodes, c) {
 			code = c
 		}
-		throttled = throttled || slices.Contains(graphQLThrottleCodes, strings.ToUpper(c)) ||
-			slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("type").String()))
 		shaped = shaped && e.Get("message").Type == gjson.String
 		return true
 	})
 	switch {
 	case code != "":
 		return "GraphQL " + code, errs
-	case gql && shaped && !throttled && !gjson.GetBytes(data, "data").Exists():
+	case gql && shaped && !graphQLThrottled(errs) && !gjson.GetBytes(data, "data").Exists():
 		return "GraphQL request error (errors and no data)", errs
 	}
 	return "", errs
+}
+
+// graphQLThrottled reports whether one of the errors errs (a body's
+// top-level errors) says the caller is rate limited (graphQLThrottleCodes).
+func graphQLThrottled(errs gjson.Result) bool {
+	throttled := false
+	if errs.IsArray() {
+		errs.ForEach(func(_, e gjson.Result) bool {
+			throttled = slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("extensions.code").String())) ||
+				slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("type").String()))
+			return !throttled
+		})
+	}
+	return throttled
 }
 
 // underData reports whether a records path starts at the body's data key,

@@ -27,6 +27,7 @@ func TestFetchErrorPayloadClasses(t *testing.T) {
 		{"other code", gql, `{"errors":[{"message":"boom","extensions":{"code":"INTERNAL_SERVER_ERROR"}}],"data":{"x":null}}`, contract.Transient, "INTERNAL_SERVER_ERROR"},
 		{"throttled, no data", gql, `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{}}}`, contract.Transient, "THROTTLED"},
 		{"rate limited by type, no data", gql, `{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded"}]}`, contract.Transient, "RATE_LIMITED"},
+		{"throttled, no data, under a filter", gql + "  error_path: \"errors.#(path.#<3)#\"\n", `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`, contract.Transient, "THROTTLED"},
 		{"validation next to a throttle code", gql, `{"errors":[{"message":"t","extensions":{"code":"RATE_LIMITED"}},{"message":"v","extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]}`, contract.Permanent, "GraphQL GRAPHQL_VALIDATION_FAILED"},
 		{"errors not GraphQL-shaped, no data", gql, `{"errors":["boom"]}`, contract.Transient, "error payload at errors"},
 		{"records not under data, no data", gql + "  # records: items\n", `{"items":[{"id":1}],"errors":[{"message":"partial"}]}`, contract.Transient, "error payload at errors"},
