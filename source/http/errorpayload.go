@@ -17,6 +17,14 @@ var graphQLRequestCodes = []string{
 	"PERSISTED_QUERY_NOT_FOUND", "PERSISTED_QUERY_NOT_SUPPORTED",
 }
 
+// graphQLThrottleCodes are the errors[].extensions.code (or, GitHub's,
+// errors[].type) values with which a GraphQL server or its gateway says
+// it is rate limiting the caller. Such an answer has errors and no data
+// (the query did not run) yet is no request error: the same request
+// succeeds once the limit refills, so it is retried (docs/job-file.md,
+// "Error payloads in a 2xx body").
+var graphQLThrottleCodes = []string{"THROTTLED", "RATE_LIMITED"}
+
 // nullPageErrorKeys are the top-level keys that, not empty, make a null
 // or empty records value an error answer rather than an empty page.
 var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessage", "fault"}
@@ -31,7 +39,11 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // retried too.
 func (f *Fetcher) errorPayload(st *attempt, data []byte) {
 	if p := f.cfg.Source.ErrorPath; p != "" {
-		if why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records)); why != "" {
+		why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records))
+		if why != "" || graphQLThrottled(errs) {
+			// A throttle is retried whatever the path selects too (a
+			// filter on path drops its pathless error, and no data is
+			// left to hold the records).
 			st.reason = "error payload at errors: " + f.excerpt([]byte(errs.Raw))
 			st.refused = why
 			return
@@ -84,7 +96,8 @@ func errorValue(v gjson.Result) bool {
 // GraphQL answer's are), GraphQL errors (objects with a message) without
 // a data key, which a GraphQL server sends only when it refused the
 // request before running it (a parse or validation error, an unknown
-// persisted query). A field's error comes with data (null too).
+// persisted query), unless one of them says the caller is rate limited
+// (graphQLThrottleCodes). A field's error comes with data (null too).
 func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
 	errs := gjson.GetBytes(data, "errors")
 	if !errs.IsArray() || !errorValue(errs) {
@@ -101,10 +114,24 @@ func graphQLRequestError(data []byte, gql bool) (string, gjson.Result) {
 	switch {
 	case code != "":
 		return "GraphQL " + code, errs
-	case gql && shaped && !gjson.GetBytes(data, "data").Exists():
+	case gql && shaped && !graphQLThrottled(errs) && !gjson.GetBytes(data, "data").Exists():
 		return "GraphQL request error (errors and no data)", errs
 	}
 	return "", errs
+}
+
+// graphQLThrottled reports whether one of the errors errs (a body's
+// top-level errors) says the caller is rate limited (graphQLThrottleCodes).
+func graphQLThrottled(errs gjson.Result) bool {
+	throttled := false
+	if errs.IsArray() {
+		errs.ForEach(func(_, e gjson.Result) bool {
+			throttled = slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("extensions.code").String())) ||
+				slices.Contains(graphQLThrottleCodes, strings.ToUpper(e.Get("type").String()))
+			return !throttled
+		})
+	}
+	return throttled
 }
 
 // underData reports whether a records path starts at the body's data key,

@@ -149,6 +149,19 @@ func (f *Fetcher) recordsOf(body []byte, sc bodyScan) ([]gjson.Result, error) {
 	return recs, nil
 }
 
+// errorBeside quotes the first of the body's top-level error keys
+// (nullPageErrorKeys) that is not empty, for a message about a body
+// without its records: a GraphQL server that refused the query (a field
+// the schema lost, over GET without error_path) says which field there.
+func (f *Fetcher) errorBeside(body []byte) string {
+	for _, k := range nullPageErrorKeys {
+		if v := gjson.GetBytes(body, gjson.Escape(k)); errorValue(v) {
+			return fmt.Sprintf("; error payload at %s: %s", k, f.excerpt([]byte(v.Raw)))
+		}
+	}
+	return ""
+}
+
 // records extracts the records array from a valid JSON body.
 func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
 	path := f.cfg.Source.Records
@@ -164,7 +177,7 @@ func (f *Fetcher) records(body []byte) ([]gjson.Result, error) {
 		v = v.Get(path)
 		where = "records path " + path
 		if !v.Exists() {
-			return nil, fmt.Errorf("records path %s not found in the response (top-level keys: %s)", path, topKeys(body))
+			return nil, fmt.Errorf("records path %s not found in the response (top-level keys: %s)%s", path, topKeys(body), f.errorBeside(body))
 		}
 		// After a pipe or a modifier gjson may read a string value's text
 		// the same way (`x|0` on {"x":"[[\"a\"]]"}); a plain path never

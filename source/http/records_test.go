@@ -237,6 +237,8 @@ func TestFetchRecordsPath(t *testing.T) {
 		{"data", `{"data":"x"}`, 0, "records path data is a string, not an array of records"},
 		{"data", `{"data":3}`, 0, "records path data is a number"},
 		{"data", `{"items":[],"meta":{}}`, 0, "records path data not found in the response (top-level keys: items, meta)"},
+		{"data.orders", `{"errors":[{"message":"Cannot query field \"name\" on type \"Order\"."}]}`, 0, `records path data.orders not found in the response (top-level keys: errors); error payload at errors: [{"message":"Cannot query field \"name\"`},
+		{"data", `{"error":"","fault":{"code":"E1"}}`, 0, `(top-level keys: error, fault); error payload at fault: {"code":"E1"}`},
 		{"", `{"id":1}`, 0, "the response body is an object, not an array of records"},
 		{"", `[{"id":1}]`, 1, ""},
 	}
