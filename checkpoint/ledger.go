@@ -164,13 +164,18 @@ func (s *Store) List(ctx context.Context, f contract.LedgerFilter) ([]contract.L
 func (s *Store) Resolve(ctx context.Context, ns, key string, r contract.LedgerResolution) (contract.LedgerEntry, bool, error) {
 	var e contract.LedgerEntry
 	var ok bool
+	var refused error
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		cur, err := getEntry(ctx, tx, ns, key)
 		if err != nil || cur == nil {
 			return err
 		}
 		ok = true
-		next := contract.Resolved(*cur, r, s.now().UTC())
+		next, err := contract.Resolved(*cur, r, s.now().UTC())
+		if err != nil {
+			e, refused = *cur, err
+			return nil
+		}
 		if next == nil {
 			e = *cur
 			_, err := tx.ExecContext(ctx, `DELETE FROM ledger WHERE ns = ? AND key = ?`, ns, key)
@@ -182,7 +187,7 @@ func (s *Store) Resolve(ctx context.Context, ns, key string, r contract.LedgerRe
 	if err != nil {
 		return e, false, s.wrap("resolve key", err)
 	}
-	return e, ok, nil
+	return e, ok, refused
 }
 
 // GC deletes the completed and failed entries updated more than keep ago.

@@ -112,6 +112,14 @@ func checkKeyUsage(o *keyOptions) error {
 	}
 	switch o.action {
 	case "claim":
+		// Given empty (an unset variable), as --ns: read as the defaults,
+		// --on-expired "$POLICY" meant to hold acted on an expired lease.
+		if o.onExpired == "" {
+			return bad("--on-expired is empty: leave it out for %s, or give %s", contract.OnExpiredRetry, contract.OnExpiredHold)
+		}
+		if o.ttl == "" {
+			return bad("--ttl is empty: leave it out for %s", ledger.DefaultTTL)
+		}
 		if o.batch && o.wait > 0 {
 			return bad("--wait does not go with --batch")
 		}
@@ -241,6 +249,14 @@ func parseBatchLine(text string, c ledger.Claim) (contract.ClaimRequest, error) 
 	}
 	if c.NS == "" {
 		return contract.ClaimRequest{}, fmt.Errorf("ns is empty: leave it out for the namespace %q", ledger.DefaultNS)
+	}
+	// The flags gave both; empty here is the line's, which would override
+	// --on-expired hold with retry and --ttl with 10m.
+	if c.OnExpired == "" {
+		return contract.ClaimRequest{}, fmt.Errorf("on_expired is empty: leave it out for --on-expired")
+	}
+	if c.TTL == "" {
+		return contract.ClaimRequest{}, fmt.Errorf("ttl is empty: leave it out for --ttl")
 	}
 	return c.Request()
 }

@@ -151,6 +151,12 @@ func (b *serveBackend) Key(ctx context.Context, action string, k serve.KeyReques
 	if o.ns == "" { // left out: the server refuses an empty one
 		o.ns = ledger.DefaultNS
 	}
+	if o.ttl == "" { // so are ttl and on_expired
+		o.ttl = ledger.DefaultTTL.String()
+	}
+	if o.onExpired == "" {
+		o.onExpired = contract.OnExpiredRetry
+	}
 	o.wait, _ = time.ParseDuration(k.Wait) // the server checked both
 	o.notBefore, _ = time.ParseDuration(k.NotBefore)
 	return b.call(func(g *globalOpts, ios *IOStreams) error {

@@ -280,8 +280,14 @@ func Fenced(cur *LedgerEntry, op, token string, result string, f LedgerFailure, 
 // store (nil with forget: delete it). A pending key's lease ends here
 // without its holder's outcome, and is counted in Unknown: a holder still
 // live may do its side effect after the operator looked downstream
-// (docs/ledger.md, "Statuses").
-func Resolved(cur LedgerEntry, r LedgerResolution, now time.Time) *LedgerEntry {
+// (docs/ledger.md, "Statuses"). Forgetting a pending key is refused
+// (Invalid, nothing changed): deleted with its lease, the next claim
+// would be a first one, its possible double counted nowhere.
+func Resolved(cur LedgerEntry, r LedgerResolution, now time.Time) (*LedgerEntry, error) {
+	if r.As == "forget" && cur.Status == LedgerPending {
+		return nil, &Error{Class: Invalid, Msg: fmt.Sprintf("key %q of namespace %q is pending: its holder may still do the side effect, "+
+			"and forgotten, the next claim would acquire it as a new key without expired_unknown; resolve it --as retry, completed or failed first", cur.Key, cur.NS)}
+	}
 	e := cur
 	e.Token, e.UpdatedAt = "", now
 	if cur.Status == LedgerPending {
@@ -295,7 +301,7 @@ func Resolved(cur LedgerEntry, r LedgerResolution, now time.Time) *LedgerEntry {
 	case LedgerRetry:
 		e.Status, e.NotBefore = LedgerRetry, now
 	default: // forget
-		return nil
+		return nil, nil
 	}
-	return &e
+	return &e, nil
 }

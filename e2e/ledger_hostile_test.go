@@ -168,8 +168,14 @@ func TestLedgerKeyBytes(t *testing.T) {
 			// Two objects on one line (a producer that forgot the newline):
 			// refused, not the first claimed and the second dropped unseen.
 			// So is an empty ns (an unset variable), which read as the
-			// default namespace, one unit with the default's key.
-			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"x1"}{"key":"x2"}`+"\n"+`{"key":"x1","ns":""}`+"\n", "key", "claim", "--batch")
+			// default namespace, one unit with the default's key; and an
+			// empty on_expired or ttl, which overrode the flags' hold and
+			// lease with retry and 10m.
+			r = idemsyncStdin(t, dir, []string{"IDEMSYNC_STATE=" + state}, `{"key":"x1"}{"key":"x2"}`+"\n"+`{"key":"x1","ns":""}`+"\n"+
+				`{"key":"x1","on_expired":""}`+"\n"+`{"key":"x1","ttl":""}`+"\n", "key", "claim", "--batch", "--on-expired", "hold", "--ttl", "2h")
+			if n := strings.Count(strings.TrimSpace(r.stdout), "\n") + 1; n != 4 {
+				t.Errorf("batch of 4 lines: %d result lines\n%s", n, r.stdout)
+			}
 			for i, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 				var k keyJSON
 				if json.Unmarshal([]byte(line), &k) != nil || k.Status != "invalid" {

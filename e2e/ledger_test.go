@@ -292,6 +292,11 @@ func TestLedgerUsageErrors(t *testing.T) {
 		{"claim", "k", "--ns", ""},
 		{"complete", "k", "--ns", "", "--token", "t"},
 		{"get", "k", "--ns", ""},
+		// So is an empty --on-expired or --ttl: read as retry and 10m, an
+		// unset $POLICY acted on an expired lease meant to be held.
+		{"claim", "k", "--on-expired", ""},
+		{"claim", "k", "--ttl", ""},
+		{"claim", "--batch", "--on-expired", ""},
 		{"list", "--status", "done"},
 		{"derive"},
 	} {

@@ -70,6 +70,12 @@ func (c Claim) Request() (contract.ClaimRequest, error) {
 		if err != nil || d <= 0 {
 			return r, invalid("ttl %q: want a duration such as 10m or 30s", c.TTL)
 		}
+		// Stores keep a lease in milliseconds: a shorter one was 0 ms,
+		// ended before the claim returned and renewed by nothing
+		// (docs/ledger.md, "Commands").
+		if d < time.Millisecond {
+			return r, invalid("ttl %q: at least 1ms, the unit leases are kept in", c.TTL)
+		}
 		r.TTL = d
 	}
 	switch r.OnExpired {

@@ -103,6 +103,11 @@ func TestClaimRequestChecks(t *testing.T) {
 		{Claim{Key: "k", NS: strings.Repeat("n", 300)}, "namespace"},
 		{Claim{Key: "k", TTL: "soon"}, "ttl"},
 		{Claim{Key: "k", TTL: "-1s"}, "ttl"},
+		// Below the millisecond leases are kept in: both stores kept 0 ms,
+		// which a heartbeat renewed by; PostgreSQL's lease ended at its
+		// claim, SQLite's nanoseconds later.
+		{Claim{Key: "k", TTL: "1ns"}, "at least 1ms"},
+		{Claim{Key: "k", TTL: "999us"}, "at least 1ms"},
 		{Claim{Key: "k", OnExpired: "ignore"}, "on-expired"},
 		{Claim{Key: "k", Params: []byte(`{`)}, "params"},
 		{Claim{Key: "k", Fingerprint: "xyz"}, "fingerprint"},

@@ -110,6 +110,13 @@ func decodeFields(r *http.Request, call string, fields []string, v any) error {
 	if ns, ok := got["ns"]; ok && string(ns) == `""` {
 		return fmt.Errorf("request body: ns is empty: leave it out for the default namespace")
 	}
+	// So is an empty ttl or on_expired: on_expired "" read as retry acted
+	// on an expired lease an unset expression meant to hold.
+	for _, name := range []string{"ttl", "on_expired"} {
+		if v, ok := got[name]; ok && string(v) == `""` {
+			return fmt.Errorf("request body: %s is empty: leave it out for its default", name)
+		}
+	}
 	b, _ := json.Marshal(got)
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
 		return fmt.Errorf("request body: %w", err)

@@ -311,6 +311,8 @@ func TestKeyRequests(t *testing.T) {
 		{"/keys/claim", `{"key":"\ud83d\ude00\\ud800","owner":"\ufffd"}`, 200}, // a pair; an escaped backslash
 		{"/keys/claim", `{"key":"k","ns":""}`, 400},                            // empty, not the default namespace
 		{"/keys/heartbeat", `{"key":"k","ns":"","token":"t"}`, 400},
+		{"/keys/claim", `{"key":"k","on_expired":""}`, 400}, // empty, not retry
+		{"/keys/claim", `{"key":"k","ttl":""}`, 400},        // empty, not 10m
 	} {
 		if code, body := call(t, "POST", url+c.path, "", c.body); code != c.want {
 			t.Errorf("POST %s %s: %d %v, want %d", c.path, c.body, code, body, c.want)

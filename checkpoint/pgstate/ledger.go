@@ -253,13 +253,18 @@ func (s *Store) List(ctx context.Context, f contract.LedgerFilter) ([]contract.L
 func (s *Store) Resolve(ctx context.Context, ns, key string, r contract.LedgerResolution) (contract.LedgerEntry, bool, error) {
 	var e contract.LedgerEntry
 	var ok bool
+	var refused error
 	err := s.ledgerTx(ctx, func(tx pgx.Tx) error {
 		cur, now, err := s.lockEntry(ctx, tx, ns, key)
 		if err != nil || cur == nil {
 			return err
 		}
 		ok = true
-		next := contract.Resolved(*cur, r, now)
+		next, err := contract.Resolved(*cur, r, now)
+		if err != nil {
+			e, refused = *cur, err
+			return nil
+		}
 		if next == nil {
 			e = *cur
 			_, err := tx.Exec(ctx, s.q(`DELETE FROM {S}.ledger WHERE ns = $1 AND key = $2`), ns, key)
@@ -271,7 +276,7 @@ func (s *Store) Resolve(ctx context.Context, ns, key string, r contract.LedgerRe
 	if err != nil {
 		return e, false, s.wrap("resolve key", err)
 	}
-	return e, ok, nil
+	return e, ok, refused
 }
 
 // GC deletes the completed and failed entries updated more than keep ago.

@@ -26,6 +26,7 @@ func RunLedger(t *testing.T, h Harness) {
 		{"LeaseExpiry", ledgerLeaseExpiry},
 		{"HoldAndResolve", ledgerHoldAndResolve},
 		{"ResolvePending", ledgerResolvePending},
+		{"ForgetPending", ledgerForgetPending},
 		{"Mismatch", ledgerMismatch},
 		{"FailRetryable", ledgerFailRetryable},
 		{"FailPermanent", ledgerFailPermanent},
@@ -268,6 +269,46 @@ func ledgerResolvePending(t *testing.T, open func(t *testing.T) contract.Ledger)
 	}
 	if e, _, _ := l.Get(ctx, "ns", "live"); e.Unknown != 2 {
 		t.Errorf("unknown_leases after resolving a completed key: %d, want 2", e.Unknown)
+	}
+}
+
+// Forgetting a pending key would delete the lease with its count: the
+// next claim would be a first one (acquired, no previous, unknown_leases
+// 0) while the holder, live or slower than its lease, may still do the
+// side effect, a double nothing reports. Resolve refuses it, as invalid,
+// and leaves the key as it was; a key no longer pending is forgotten
+// (docs/ledger.md, "Commands").
+func ledgerForgetPending(t *testing.T, open func(t *testing.T) contract.Ledger) {
+	ctx := context.Background()
+	l := open(t)
+	for _, c := range []struct {
+		key        string
+		ttl, sleep time.Duration
+	}{{"live", time.Minute, 0}, {"expired", 50 * time.Millisecond, 150 * time.Millisecond}} {
+		held := claim1(t, l, req(c.key, "", c.ttl))
+		time.Sleep(c.sleep)
+		_, _, err := l.Resolve(ctx, "ns", c.key, contract.LedgerResolution{As: "forget"})
+		if contract.ClassOf(err) != contract.Invalid {
+			t.Errorf("forget of a %s pending key: error %v (class %v), want invalid", c.key, err, contract.ClassOf(err))
+		}
+		if e, ok, _ := l.Get(ctx, "ns", c.key); !ok || e.Status != contract.LedgerPending || e.Token != held.Entry.Token {
+			t.Fatalf("after the refused forget of the %s key: found %v, %+v; want it pending with its holder's token", c.key, ok, e)
+		}
+		next := claim1(t, l, req(c.key, "", time.Minute))
+		if next.Status == contract.StatusAcquired && next.Previous == "" {
+			t.Errorf("claim after forgetting the %s pending key: acquired as a first claim (unknown_leases %d) while its holder may still act",
+				c.key, next.Entry.Unknown)
+		}
+	}
+	// Resolved first (the lease counted), the key is forgotten.
+	if _, _, err := l.Resolve(ctx, "ns", "live", contract.LedgerResolution{As: contract.LedgerRetry}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := l.Resolve(ctx, "ns", "live", contract.LedgerResolution{As: "forget"}); err != nil || !ok {
+		t.Fatalf("forget of a resolved key: %v %v", ok, err)
+	}
+	if _, ok, _ := l.Get(ctx, "ns", "live"); ok {
+		t.Fatal("forgotten key still there")
 	}
 }
 
