@@ -14,7 +14,7 @@ import (
 )
 
 // parentsMemory measures what a child run costs over a parent table of n
-// rows (docs/job-file.md, "Parent and child resources"): its peak RSS,
+// rows (docs/job-file.md, "Parent → child fan-out"): its peak RSS,
 // and how much the state file grows per child run. The parent table is
 // written by one orders run of a small shop, then filled up to n rows in
 // SQL; each child run walks parent_rows: all and stops after 20 pages, so

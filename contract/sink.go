@@ -15,8 +15,9 @@ var ErrNotImplemented = errors.New("not implemented by this database")
 
 // Sink is a target database: one interface with every method the engine
 // and the commands call (docs/architecture.md, "What a new database
-// touches"). Each method either works or returns an error wrapping
-// ErrNotImplemented; sink/sinktest's suite checks every one of them.
+// or column type touches"). Each method either works or returns an error
+// wrapping ErrNotImplemented; sink/sinktest's suite checks every one of
+// them.
 // Implementations live under sink/ and assert
 // `var _ contract.Sink = (*Sink)(nil)`.
 type Sink interface {

@@ -130,7 +130,7 @@ func TestChangesFeed(t *testing.T) {
 	}
 }
 
-// Retention through the binary (docs/changes.md, "Retention"): a run
+// Retention through the binary (docs/changes.md, "Retention and gaps"): a run
 // prunes the events every consumer acknowledged that are older than the
 // job's retention, and no more; a consumer that comes after them gets an
 // explicit gap (exit 1 naming the events) until reset --to oldest.

@@ -18,7 +18,7 @@ import (
 // source, unchanged; host B takes the job over with run --restart, whose
 // pass sees 5 (its row, unchanged, is not written) and completes. A,
 // continued, must not sweep: its lease is gone, and the row of 5 is live
-// (docs/deletions.md, "A sweep that changes hands"; docs/operations.md,
+// (docs/deletions.md, "A pass that changes hands"; docs/operations.md,
 // "Leases"). Before the fix A's sweep removed (hard) or marked (soft) the
 // row of 5, then failed to record itself, exit 4: a live row gone.
 func TestSweepTakenOverFenced(t *testing.T) {

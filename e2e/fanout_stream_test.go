@@ -21,7 +21,7 @@ func stateSize(t *testing.T, dir string) int64 {
 }
 
 // A child run reads its parents from the parent table as it walks them
-// (docs/job-file.md, "Parent and child resources"): the state file does
+// (docs/job-file.md, "Parent → child fan-out"): the state file does
 // not grow by a copy of the parent table per child run, and a parent
 // removed from the parent table before the walk reaches it is not walked.
 func TestFanoutParentsStreamed(t *testing.T) {

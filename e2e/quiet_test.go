@@ -13,7 +13,7 @@ import (
 // and --quiet prints nothing (issue 28: a false "the last page is full"
 // warning on every cron tick). Only a first page that is full and ends
 // the walk, where the signal was never seen, still warns: a wrong `next:`
-// path looks the same (docs/pagination.md, End of pagination).
+// path looks the same (docs/pagination.md, "How a run knows it reached the end").
 func TestQuietRunOfFullLastPageSaysNothing(t *testing.T) {
 	t.Parallel()
 	for _, style := range []string{"cursor", "cursor-url", "cursor-header", "link"} {

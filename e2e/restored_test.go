@@ -16,7 +16,7 @@ import (
 // progress is behind the state's progress marker: the next run starts from
 // the beginning instead of from the saved mark or the unfinished run's
 // checkpoint, and exit 0 leaves no hole (docs/guarantees.md, "Job
-// identity"; docs/fault-tolerance.md, "A target restored from a backup").
+// identity"; docs/fault-tolerance.md, "A changed job file, a lost target").
 func TestRestoredTargetIsNotSkippedOver(t *testing.T) {
 	for _, c := range []struct {
 		style string

@@ -16,7 +16,7 @@ const (
 	StateOK     = "ok"     // no batch out
 	StateLeased = "leased" // a batch out, its lease running
 	StateLapsed = "lapsed" // a batch out whose lease ran out: the next read delivers it again
-	StateGap    = "gap"    // events it had not read were pruned (docs/changes.md, "Retention")
+	StateGap    = "gap"    // events it had not read were pruned (docs/changes.md, "Retention and gaps")
 )
 
 // ConsumerStatus is one consumer in a Report.

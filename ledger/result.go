@@ -8,7 +8,7 @@ import (
 )
 
 // Result is the JSON object of every ledger call (docs/ledger.md,
-// "Results"): status says what happened; the other fields are there when
+// "Statuses"): status says what happened; the other fields are there when
 // they mean something for it.
 type Result struct {
 	Status string `json:"status"`

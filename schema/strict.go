@@ -6,7 +6,7 @@ package schema
 // minimum on a string (strictTypes). The conditional rules (if/then,
 // oneOf, not) name required keys only; strictSchema defines each with the
 // empty schema beside it, which changes nothing that validates
-// (docs/job-file.md, The JSON Schema).
+// (docs/job-file.md, "Editor support").
 
 // strictSchema makes s and every schema inside it pass strict mode.
 func strictSchema(s *Schema) {

@@ -164,8 +164,8 @@ func (p *pager) prove(pos paging.Position, resp *contract.Response, hwmMax strin
 // (no earlier page showed the signal present, so a wrong pagination.next
 // looks the same) and no count or flag (pagination.total) confirms it. A full last page after
 // pages that carried a next cursor, URL or link is an ordinary end: a
-// total that is a multiple of the page size. docs/pagination.md, End of
-// pagination.
+// total that is a multiple of the page size. docs/pagination.md, "How a
+// run knows it reached the end".
 func (p *pager) unprovenFullEnd(pos paging.Position, resp *contract.Response, last []string) bool {
 	size := p.job.Pagination.Size
 	if !p.style().Traits().TrustsEnd || size <= 0 || resp.Raw < size || len(last) > 0 {

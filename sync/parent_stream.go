@@ -14,8 +14,8 @@ import (
 )
 
 // A child run reads its parents from the parent table as it walks them,
-// in key order, a batch at a time (docs/job-file.md, "Parent and child
-// resources"): memory holds one batch and the parents in flight, and the
+// in key order, a batch at a time (docs/job-file.md, "Parent → child
+// fan-out"): memory holds one batch and the parents in flight, and the
 // state file only the checkpoint, which names the last parent started
 // (paging.Flight.Last) and the row of every parent in flight
 // (paging.Flight.Rows). A continued run reads on after the last parent

@@ -1,6 +1,6 @@
 // Package jsontext checks that JSON text reads back as it was written,
 // for the ledger and the HTTP face alike (docs/ledger.md, "Choosing a
-// key"; docs/serve.md, "Requests"). It imports nothing of the project's
+// key"; docs/serve.md, "Endpoints"). It imports nothing of the project's
 // own: serve, which imports nothing else of it, uses it too.
 package jsontext
 

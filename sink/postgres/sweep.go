@@ -268,8 +268,8 @@ func writtenBefore(arg int) string {
 // for yet (loaded since autovacuum last analyzed it) it underestimated
 // the rows a pass missed and joined them to the prior keys by a nested
 // loop scanning all of them once per row: 5 s for 100,000 rows with 1%
-// gone, quadratic in the table (docs/deletions.md, "What deletions cost,
-// measured").
+// gone, quadratic in the table (docs/deletions.md, "What deletions cost
+// (measured)").
 func sweepPlanner(ctx context.Context, tx pgx.Tx) error {
 	_, err := tx.Exec(ctx, "SET LOCAL enable_nestloop = off")
 	return err

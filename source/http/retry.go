@@ -126,7 +126,7 @@ func countAttempt(_ retryablehttp.Logger, req *http.Request, i int) {
 }
 
 // checkRetry is the client's CheckRetry: whether an attempt is retried,
-// from its answer alone (docs/job-file.md, "Transient failures"). A
+// from its answer alone (docs/job-file.md, "source"). A
 // network error or timeout (answered with status 0 by attemptTransport),
 // a status of retry.on_status, and a 2xx body cut short, not valid JSON or
 // holding an error payload are retried; other failures stop at once with
