@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/targets"
 )
 
 // targetProgress reads the job's progress marker in the target, which
@@ -36,6 +37,13 @@ func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *con
 		return p.AdoptProgress(ctx, &job.Table, job.Name, js.Marker)
 	case v < js.Marker:
 		e.behind = fmt.Sprintf("target table %s was restored or rolled back: its progress marker is %d, behind the state file's %d", job.Table.String(), v, js.Marker)
+		if db, _ := targets.Lookup(job.Target.URL); db.File && e.Fenced != nil {
+			// A state that several hosts share, and a file of one host: the
+			// other host's file may be the one the state's marker is from
+			// (docs/operations.md, "A second host").
+			e.Logger.Warn("the target is a file of this host while the job's state is in PostgreSQL, which other hosts may share: if another host runs this job with a file of its own at this path, its runs and this host's each start from the beginning, and a host killed mid-run can leave its file short of the other's pages; hosts that share a job's state must share its target in PostgreSQL (docs/operations.md, \"A second host\")",
+				"job", job.Name, "table", job.Table.String(), "target", job.Target.URL)
+		}
 	default:
 		e.progress = v
 	}
