@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+)
+
+// authGraph is an API like Facebook's Graph API behind a real OAuth2
+// server (authOAuth): every request needs a valid bearer token, and the
+// next URL it gives (paging.next) carries the caller's token as
+// access_token=, which it checks too: any token the server holds valid is
+// taken there.
+type authGraph struct {
+	o     *authOAuth
+	url   string
+	mu    gosync.Mutex
+	pages map[int]int  // requests per page
+	seen  []string     // every token presented, header or URL
+	bad   []string     // requests refused, and why
+	stale map[int]bool // pages whose next URL gets a token the server no longer holds
+}
+
+func authNewGraph(t *testing.T, o *authOAuth) *authGraph {
+	g := &authGraph{o: o, pages: map[int]int{}, stale: map[int]bool{}}
+	g.url = serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		bearer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		q := r.URL.Query()
+		inURL, hasURL := q.Get("access_token"), q.Has("access_token")
+		g.mu.Lock()
+		g.seen = append(g.seen, bearer)
+		if hasURL {
+			g.seen = append(g.seen, inURL)
+		}
+		g.mu.Unlock()
+		why := ""
+		if _, err := o.srv.ValidationBearerToken(r); err != nil {
+			why = "header: " + err.Error()
+		} else if _, err := o.mgr.LoadAccessToken(r.Context(), inURL); hasURL && err != nil {
+			why = "access_token in the URL: " + err.Error()
+		}
+		p, _ := strconv.Atoi(q.Get("page"))
+		if p == 0 {
+			p = 1
+		}
+		if why != "" {
+			g.mu.Lock()
+			g.bad = append(g.bad, fmt.Sprintf("page %d: %s", p, why))
+			g.mu.Unlock()
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"message":"Invalid OAuth access token","code":190}}`)
+			return
+		}
+		g.mu.Lock()
+		g.pages[p]++
+		stale := g.stale[p]
+		g.mu.Unlock()
+		next := "null"
+		if p < 4 {
+			next = strconv.Quote(g.url + "/v1/items?access_token=" + url.QueryEscape(bearer) + "&page=" + strconv.Itoa(p+1))
+		}
+		if stale { // the token of this page's next URL goes before it is used
+			_ = o.mgr.RemoveAccessToken(r.Context(), bearer)
+		}
+		fmt.Fprintf(w, `{"data":[{"id":%d,"name":"n%d"},{"id":%d,"name":"n%d"}],"paging":{"next":%s}}`, 2*p-1, 2*p-1, 2*p, 2*p, next)
+	}))
+	return g
+}
+
+// revokeSeen removes every access token presented so far: a later process
+// must use its own.
+func (g *authGraph) revokeSeen(t *testing.T) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, tok := range g.seen {
+		if tok != "" {
+			_ = g.o.mgr.RemoveAccessToken(t.Context(), tok)
+		}
+	}
+}
+
+func (g *authGraph) canaries(more ...string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set := map[string]bool{}
+	out := append([]string(nil), more...)
+	for _, tok := range g.seen {
+		if tok != "" && !set[tok] {
+			set[tok] = true
+			out = append(out, tok)
+		}
+	}
+	return out
+}
+
+func authGraphJob(api, auth string) string {
+	return fmt.Sprintf(`name: graph
+source:
+  url: %s/v1/items
+  records: data
+  auth:
+%s
+pagination: {style: cursor, next_url: paging.next}
+retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+target: {url: "sqlite:out.db", table: items, key: [id]}
+`, api, auth)
+}
+
+// A job whose API writes the caller's OAuth2 access token into its next
+// URLs (Facebook's Graph API paging.next): a run killed after its second
+// page is continued by a new process, which fetches another token (the
+// first one's are revoked in between). The continued run asks for the
+// saved next URL with its own token, in the URL and in the header, reads
+// every page once, ends with the table equal to the API, and no token
+// ever shows in the state file, status or the logs (docs/job-file.md,
+// "What is and is not a secret").
+func TestAuthTokenInNextURLContinued(t *testing.T) {
+	for _, kind := range []string{"oauth2_client_credentials", "oauth2_refresh_token"} {
+		t.Run(kind, func(t *testing.T) {
+			o := authNewOAuth(t, time.Hour, 0)
+			g := authNewGraph(t, o)
+			block := fmt.Sprintf("    type: %s\n    token_url: %s\n    client_id: %s\n    client_secret: \"${CS}\"", kind, o.tokenURL, authClientID)
+			canaries := []string{authClientSecret}
+			if kind == "oauth2_refresh_token" {
+				seed := o.seedRefresh(t)
+				block += "\n    refresh_token: \"${RT}\""
+				canaries = append(canaries, seed)
+			}
+			dir := t.TempDir()
+			writeJob(t, dir, "job.yaml", authGraphJob(g.url, block))
+			env := []string{"CS=" + authClientSecret}
+			if kind == "oauth2_refresh_token" {
+				env = append(env, "RT="+canaries[1])
+			}
+			killed := idemsync(t, dir, append(env, "IDEMSYNC_TEST_FAILPOINT=checkpoint-committed:2"), "run", "job.yaml", "--log-level", "debug")
+			if killed.code == 0 {
+				t.Fatalf("the failpoint did not kill the run: %s", killed.stdout)
+			}
+			g.mu.Lock()
+			before := map[int]int{}
+			for p, n := range g.pages {
+				before[p] = n
+			}
+			g.mu.Unlock()
+			if before[1] != 1 || before[2] != 1 {
+				t.Fatalf("killed run read pages %v, want 1 and 2 once", before)
+			}
+			g.revokeSeen(t) // the first process's tokens expire
+			rs := []result{killed}
+			st := idemsync(t, dir, nil, "status", "job.yaml")
+			rs = append(rs, st)
+			r := idemsync(t, dir, env, "run", "job.yaml", "--log-level", "debug")
+			rs = append(rs, r)
+			if r.code != 0 {
+				t.Fatalf("continued run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			g.mu.Lock()
+			if len(g.bad) > 0 {
+				t.Errorf("the API refused: %q", g.bad)
+			}
+			for p := 1; p <= 4; p++ {
+				if n := g.pages[p] - before[p]; p <= 2 && n != 0 || p == 4 && n != 1 || p == 3 && g.pages[3] < 1 {
+					t.Errorf("page %d read %d time(s) by the continued run (%v then %v)", p, n, before, g.pages)
+				}
+			}
+			g.mu.Unlock()
+			if n := countRows(t, filepath.Join(dir, "out.db"), "items"); n != 8 {
+				t.Errorf("%d rows, want 8", n)
+			}
+			rs = append(rs, idemsync(t, dir, env, "run", "job.yaml", "--json", "--log-format", "json", "--log-level", "debug"))
+			authScanAll(t, dir, &canaryScan{canaries: g.canaries(canaries...)}, rs...)
+		})
+	}
+}
