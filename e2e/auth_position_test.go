@@ -179,3 +179,52 @@ func TestAuthTokenInNextURLContinued(t *testing.T) {
 		})
 	}
 }
+
+// The token in a next URL goes stale within one run: the API revokes the
+// token it wrote into page 2's next URL (a 401 on page 3), or the job's
+// tokens live shorter than the refresh margin, so that each request
+// fetches a new one and a refresh token grant revokes the one before. The
+// request must carry the token it is sent with in its URL as well as in
+// its header, and the retry after a 401 the refreshed one in both.
+func TestAuthTokenInNextURLStale(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind string
+		exp        time.Duration
+		stale      int
+	}{
+		{"revoked client credentials", "oauth2_client_credentials", time.Hour, 2},
+		{"revoked refresh token", "oauth2_refresh_token", time.Hour, 2},
+		{"short-lived refresh token", "oauth2_refresh_token", 5 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := authNewOAuth(t, tc.exp, 0)
+			g := authNewGraph(t, o)
+			if tc.stale > 0 {
+				g.stale[tc.stale] = true
+			}
+			block := fmt.Sprintf("    type: %s\n    token_url: %s\n    client_id: %s\n    client_secret: %s", tc.kind, o.tokenURL, authClientID, authClientSecret)
+			if tc.kind == "oauth2_refresh_token" {
+				block += "\n    refresh_token: " + o.seedRefresh(t)
+			}
+			dir := t.TempDir()
+			writeJob(t, dir, "job.yaml", authGraphJob(g.url, block))
+			r := idemsync(t, dir, nil, "run", "job.yaml")
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if n := countRows(t, filepath.Join(dir, "out.db"), "items"); n != 8 {
+				t.Errorf("%d rows, want 8", n)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for p := 1; p <= 4; p++ {
+				if g.pages[p] != 1 {
+					t.Errorf("page %d read %d time(s), want once: %v", p, g.pages[p], g.pages)
+				}
+			}
+			if tc.stale == 0 && len(g.bad) > 0 {
+				t.Errorf("the API refused: %q", g.bad)
+			}
+		})
+	}
+}

@@ -102,6 +102,29 @@ func (r *Redactor) Seal(s string) string {
 // A "{$" Seal did not write (a position stored before sealing, one typed
 // in) stays as it is.
 func (r *Redactor) Unseal(s string) (string, error) {
+	return r.unseal(s, r.currentToken)
+}
+
+// WithToken returns s, a request's URL, with every access token the job
+// fetched that stands in it as a whole token (as written or
+// query-escaped) replaced by tok, the one the request is sent with: a
+// next URL read with the token of its time, or sent again after a 401
+// with a refreshed one, carries in its query the token of its header
+// (docs/job-file.md, "What is and is not a secret").
+func (r *Redactor) WithToken(s, tok string) string {
+	sealed := r.Seal(s)
+	if !strings.Contains(sealed, sealToken) && !strings.Contains(sealed, sealTokenEscaped) {
+		return s
+	}
+	out, err := r.unseal(sealed, func() (string, error) { return tok, nil })
+	if err != nil {
+		return s
+	}
+	return out
+}
+
+// unseal is Unseal, with current giving the token a {$t} stands for.
+func (r *Redactor) unseal(s string, current func() (string, error)) (string, error) {
 	i := strings.Index(s, sealOpen)
 	if i < 0 {
 		return s, nil
@@ -119,7 +142,7 @@ func (r *Redactor) Unseal(s string) (string, error) {
 			s = s[len(sealEscaped):]
 		case strings.HasPrefix(s, sealToken) || strings.HasPrefix(s, sealTokenEscaped):
 			if !haveToken {
-				token, tokenErr = r.currentToken()
+				token, tokenErr = current()
 				haveToken = true
 			}
 			if tokenErr != nil {

@@ -78,3 +78,22 @@ func TestSealAccessToken(t *testing.T) {
 		t.Error("a position holding the access token unsealed with no token source")
 	}
 }
+
+// A request's URL holding an earlier access token of the job (as written
+// or escaped) is sent with the token of its header; one without stays as
+// it is, other secrets and an API's own "{$" included.
+func TestWithToken(t *testing.T) {
+	r := NewRedactor()
+	r.Add("static-key")
+	r.AddToken("tokA.1+/=")
+	r.AddToken("tokB")
+	in := "https://graph.example/v1/feed?access_token=tokA.1%2B%2F%3D&t=tokB&k=static-key&c={$s:00}"
+	want := "https://graph.example/v1/feed?access_token=tokC%2F&t=tokC/&k=static-key&c={$s:00}"
+	if got := r.WithToken(in, "tokC/"); got != want {
+		t.Errorf("WithToken = %q, want %q", got, want)
+	}
+	plain := "https://graph.example/v1/feed?k=static-key&c={$t}"
+	if got := r.WithToken(plain, "tokC"); got != plain {
+		t.Errorf("WithToken(%q) = %q: changed a URL without a token", plain, got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	gosync "sync"
 	"time"
 
@@ -43,6 +44,17 @@ func (c *tokenCache) apply(req *http.Request) error {
 	}
 	c.last = "Bearer " + c.tok.AccessToken
 	req.Header.Set("Authorization", c.last)
+	// A next URL the API wrote the token of its time into (or this
+	// request's before a refresh) is sent with the token of the header.
+	if s := req.URL.String(); s != "" {
+		if w := c.red.WithToken(s, c.tok.AccessToken); w != s {
+			u, err := url.Parse(w)
+			if err != nil {
+				return err
+			}
+			req.URL = u
+		}
+	}
 	return nil
 }
 
