@@ -8,8 +8,11 @@ import (
 	"strconv"
 	"strings"
 	gosync "sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-oauth2/oauth2/v4/models"
 )
 
 // authGraph is an API like Facebook's Graph API behind a real OAuth2
@@ -226,5 +229,66 @@ func TestAuthTokenInNextURLStale(t *testing.T) {
 				t.Errorf("the API refused: %q", g.bad)
 			}
 		})
+	}
+}
+
+// A run continued from a next URL holding the token needs a token before
+// its first request. The token endpoint failing then is what it is for
+// any request: a 503 exits 3 (run again later), never exit 1 asking for
+// --restart, which would throw the walk away; a refused client exits 1
+// with the auth hint; a hung endpoint is bounded by SIGTERM like any wait
+// (docs/guarantees.md, Bounded waits).
+func TestAuthTokenInNextURLEndpointDown(t *testing.T) {
+	o := authNewOAuth(t, time.Hour, 0)
+	g := authNewGraph(t, o)
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", authGraphJob(g.url, fmt.Sprintf("    type: oauth2_client_credentials\n    token_url: %s\n    client_id: %s\n    client_secret: %s", o.tokenURL, authClientID, authClientSecret)))
+	if r := idemsync(t, dir, []string{"IDEMSYNC_TEST_FAILPOINT=checkpoint-committed:2"}, "run", "job.yaml"); r.code == 0 {
+		t.Fatalf("the failpoint did not kill the run: %s", r.stdout)
+	}
+	o.fail5xx.Store(true)
+	r := idemsync(t, dir, nil, "run", "job.yaml")
+	if r.code != 3 || !strings.Contains(r.stderr, "503") || strings.Contains(r.stderr, "--restart") {
+		t.Errorf("token endpoint 503: exit %d, want 3 naming HTTP 503 without --restart:\n%s", r.code, r.stderr)
+	}
+	o.fail5xx.Store(false)
+	_ = o.clients.Set(authClientID, &models.Client{ID: authClientID, Secret: "rotated-elsewhere", Domain: "http://localhost"})
+	r = idemsync(t, dir, nil, "run", "job.yaml")
+	if r.code != 1 || !strings.Contains(r.stderr, "invalid_client") || strings.Contains(r.stderr, "--restart") {
+		t.Errorf("refused client: exit %d, want 1 naming invalid_client without --restart:\n%s", r.code, r.stderr)
+	}
+	_ = o.clients.Set(authClientID, &models.Client{ID: authClientID, Secret: authClientSecret, Domain: "http://localhost"})
+
+	// The token endpoint takes the request and never answers.
+	hang, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	tokenURL := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hang <- struct{}{}:
+		default:
+		}
+		<-release
+	})) + "/token"
+	writeJob(t, dir, "job.yaml", authGraphJob(g.url, fmt.Sprintf("    type: oauth2_client_credentials\n    token_url: %s\n    client_id: %s\n    client_secret: %s", tokenURL, authClientID, authClientSecret)))
+	c := authStart(t, dir, nil, "run", "job.yaml")
+	select {
+	case <-hang:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the continued run never asked for a token")
+	}
+	t0 := time.Now()
+	_ = c.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+		if d := time.Since(t0); d > 15*time.Second {
+			t.Errorf("exited %s after SIGTERM, want within seconds", d)
+		}
+	case <-time.After(40 * time.Second):
+		t.Errorf("still running 40s after SIGTERM, blocked on the token endpoint")
+	}
+	if c.ProcessState != nil && c.ProcessState.ExitCode() != 130 {
+		t.Errorf("exit %d after SIGTERM, want 130", c.ProcessState.ExitCode())
 	}
 }

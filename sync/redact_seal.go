@@ -1,10 +1,12 @@
 package sync
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -174,27 +176,40 @@ func (r *Redactor) unseal(s string, current func() (string, error)) (string, err
 }
 
 // currentToken returns the job's current access token, for a position
-// that held the one the job had when it was read.
+// that held the one the job had when it was read. A job that has fetched
+// none yet (a process continuing a run) gets a stand-in, registered as a
+// token of the job: the request is built before any token is fetched,
+// and the auth that fetches one for its header puts it in place of the
+// stand-in (WithToken), so that fetch is the request's, with its retries,
+// its timeout, its class of failure and SIGTERM.
 func (r *Redactor) currentToken() (string, error) {
-	var fn func() (string, error)
-	current := ""
-	if r != nil {
-		r.mu.RLock()
-		fn, current = r.tokenFn, r.current
-		r.mu.RUnlock()
+	if r == nil {
+		return "", errNoToken
 	}
-	if fn == nil && current != "" {
-		return current, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.current != "":
+		return r.current, nil
+	case !r.fetches:
+		return "", errNoToken
+	case r.pending == "":
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		// The ":" is escaped in a query: {$t} and {$q} stay apart.
+		r.pending = "idemsync-token:" + hex.EncodeToString(b[:])
+		escaped := url.QueryEscape(r.pending)
+		r.secrets = append([]string{r.pending, escaped}, r.secrets...)
+		sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+		if r.tokens == nil {
+			r.tokens = map[string]string{}
+		}
+		r.tokens[r.pending], r.tokens[escaped] = sealToken, sealTokenEscaped
 	}
-	if fn == nil {
-		return "", fmt.Errorf("the position held the job's access token, and the job fetches none now (source.auth changed)")
-	}
-	tok, err := fn()
-	if err != nil {
-		return "", fmt.Errorf("the position held the job's access token: %w", err)
-	}
-	return tok, nil
+	return r.pending, nil
 }
+
+var errNoToken = fmt.Errorf("the position held the job's access token, and the job fetches none now (source.auth changed)")
 
 // isMarker reports whether s starts with a marker Seal writes.
 func isMarker(s string) bool {
