@@ -292,3 +292,55 @@ func TestAuthTokenInNextURLEndpointDown(t *testing.T) {
 		t.Errorf("exit %d after SIGTERM, want 130", c.ProcessState.ExitCode())
 	}
 }
+
+// Two resources of one job file, each behind its own OAuth2 server with
+// its own client, both APIs writing the caller's token into their next
+// URLs: each resource asks for its positions with its own token, and a
+// run stopped after two pages of each continues with new tokens, no
+// token of either in the state file, status or the logs.
+func TestAuthTokenInNextURLTwoResources(t *testing.T) {
+	oa, ob := authNewOAuth(t, time.Hour, 0), authNewOAuth(t, time.Hour, 0)
+	ga, gb := authNewGraph(t, oa), authNewGraph(t, ob)
+	res := func(name string, g *authGraph, o *authOAuth) string {
+		return fmt.Sprintf(`  - name: %s
+    source:
+      url: %s/v1/items
+      auth: {type: oauth2_client_credentials, token_url: %s, client_id: %s, client_secret: "${CS}"}
+    target: {table: %s}
+`, name, g.url, o.tokenURL, authClientID, name)
+	}
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", `name: two
+defaults:
+  source: {records: data}
+  pagination: {style: cursor, next_url: paging.next}
+  retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+  target: {url: "sqlite:out.db", key: [id]}
+resources:
+`+res("a", ga, oa)+res("b", gb, ob))
+	env := []string{"CS=" + authClientSecret}
+	var rs []result
+	r := idemsync(t, dir, env, "run", "job.yaml", "--max-pages", "2", "--log-level", "debug")
+	rs = append(rs, r)
+	ga.revokeSeen(t)
+	gb.revokeSeen(t)
+	r = idemsync(t, dir, env, "run", "job.yaml", "--log-level", "debug")
+	rs = append(rs, r)
+	if r.code != 0 {
+		t.Fatalf("continued run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, g := range []*authGraph{ga, gb} {
+		g.mu.Lock()
+		if len(g.bad) > 0 {
+			t.Errorf("the API refused: %q", g.bad)
+		}
+		g.mu.Unlock()
+	}
+	for _, tb := range []string{"a", "b"} {
+		if n := countRows(t, filepath.Join(dir, "out.db"), tb); n != 8 {
+			t.Errorf("%s: %d rows, want 8", tb, n)
+		}
+	}
+	rs = append(rs, idemsync(t, dir, env, "run", "job.yaml", "--json", "--log-format", "json", "--log-level", "debug"))
+	authScanAll(t, dir, &canaryScan{canaries: append(ga.canaries(authClientSecret), gb.canaries()...)}, rs...)
+}
