@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-oauth2/oauth2/v4"
 	"github.com/go-oauth2/oauth2/v4/models"
 )
 
@@ -343,4 +344,44 @@ resources:
 	}
 	rs = append(rs, idemsync(t, dir, env, "run", "job.yaml", "--json", "--log-format", "json", "--log-level", "debug"))
 	authScanAll(t, dir, &canaryScan{canaries: append(ga.canaries(authClientSecret), gb.canaries()...)}, rs...)
+}
+
+// A run stopped on a next URL holding the job's OAuth2 token, continued
+// after source.auth became a static bearer token: the position cannot be
+// asked for as the API gave it (the job has no fetched token to put
+// there), so the run fails with exit 1 saying so and naming --restart,
+// which then completes; the static token never shows.
+func TestAuthTokenInNextURLAuthChanged(t *testing.T) {
+	o := authNewOAuth(t, time.Hour, 0)
+	g := authNewGraph(t, o)
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", authGraphJob(g.url, fmt.Sprintf("    type: oauth2_client_credentials\n    token_url: %s\n    client_id: %s\n    client_secret: %s", o.tokenURL, authClientID, authClientSecret)))
+	if r := idemsync(t, dir, []string{"IDEMSYNC_TEST_FAILPOINT=checkpoint-committed:2"}, "run", "job.yaml"); r.code == 0 {
+		t.Fatalf("the failpoint did not kill the run: %s", r.stdout)
+	}
+	// A long-lived token issued outside the job, given as a static bearer.
+	static := ""
+	{
+		ti, err := o.mgr.GenerateAccessToken(t.Context(), oauth2.ClientCredentials, &oauth2.TokenGenerateRequest{ClientID: authClientID, ClientSecret: authClientSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		static = ti.GetAccess()
+	}
+	writeJob(t, dir, "job.yaml", authGraphJob(g.url, "    type: bearer\n    token: \"${TOK}\""))
+	env := []string{"TOK=" + static}
+	r := idemsync(t, dir, env, "run", "job.yaml")
+	rs := []result{r}
+	if r.code != 1 || !strings.Contains(r.stderr, "source.auth changed") || !strings.Contains(r.stderr, "--restart") {
+		t.Errorf("exit %d, want 1 saying source.auth changed and naming --restart:\n%s", r.code, r.stderr)
+	}
+	r = idemsync(t, dir, env, "run", "job.yaml", "--restart")
+	rs = append(rs, r)
+	if r.code != 0 {
+		t.Fatalf("--restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := countRows(t, filepath.Join(dir, "out.db"), "items"); n != 8 {
+		t.Errorf("%d rows, want 8", n)
+	}
+	authScanAll(t, dir, &canaryScan{canaries: g.canaries(authClientSecret, static)}, rs...)
 }
