@@ -68,7 +68,11 @@ func authNewGraph(t *testing.T, o *authOAuth) *authGraph {
 		g.mu.Unlock()
 		next := "null"
 		if p < 4 {
-			next = strconv.Quote(g.url + "/v1/items?access_token=" + url.QueryEscape(bearer) + "&page=" + strconv.Itoa(p+1))
+			n := g.url + "/v1/items?access_token=" + url.QueryEscape(bearer) + "&page=" + strconv.Itoa(p+1)
+			if par := q.Get("parent"); par != "" { // a child's pages keep their parent
+				n += "&parent=" + url.QueryEscape(par)
+			}
+			next = strconv.Quote(n)
 		}
 		if stale { // the token of this page's next URL goes before it is used
 			_ = o.mgr.RemoveAccessToken(r.Context(), bearer)
@@ -384,4 +388,63 @@ func TestAuthTokenInNextURLAuthChanged(t *testing.T) {
 		t.Errorf("%d rows, want 8", n)
 	}
 	authScanAll(t, dir, &canaryScan{canaries: g.canaries(authClientSecret, static)}, rs...)
+}
+
+// Fan-out: a child resource (two parents walked at once) whose API writes
+// the caller's token into each parent's next URLs, killed in the middle of
+// the children and continued by a new process with new tokens: every
+// child page is asked for with a token the server holds, the tables end
+// equal to the API, no token in the state file, status or logs.
+func TestAuthTokenInNextURLFanout(t *testing.T) {
+	o := authNewOAuth(t, time.Hour, 0)
+	g := authNewGraph(t, o)
+	dir := t.TempDir()
+	writeJob(t, dir, "job.yaml", fmt.Sprintf(`name: fan
+defaults:
+  source:
+    records: data
+    auth: {type: oauth2_client_credentials, token_url: %s, client_id: %s, client_secret: "${CS}"}
+  pagination: {style: cursor, next_url: paging.next}
+  retry: {attempts: 2, min_wait: 1ms, max_wait: 5ms}
+  target: {url: "sqlite:out.db"}
+resources:
+  - name: parents
+    source: {url: "%s/v1/items"}
+    target: {table: parents, key: [id]}
+  - name: kids
+    parent: parents
+    fanout_concurrency: 2
+    source: {url: "%s/v1/items", query: {parent: "{parent.id}"}}
+    target:
+      table: kids
+      key: [parent_id, id]
+      columns: {parent_id: {parent: id}, id: {path: id, type: integer}, name: {path: name, type: text}}
+`, o.tokenURL, authClientID, g.url, g.url))
+	env := []string{"CS=" + authClientSecret}
+	killed := idemsync(t, dir, append(env, "IDEMSYNC_TEST_FAILPOINT=checkpoint-committed:10"), "run", "job.yaml", "--log-level", "debug")
+	if killed.code == 0 {
+		t.Fatalf("the failpoint did not kill the run: %s", killed.stdout)
+	}
+	st := idemsync(t, dir, nil, "status", "job.yaml", "--json")
+	if !strings.Contains(st.stdout, `access_token={$t}\u0026page=`) && !strings.Contains(st.stdout, `access_token={$t}&page=`) {
+		t.Fatalf("the killed run left no child position holding the token: %s", st.stdout)
+	}
+	g.revokeSeen(t)
+	r := idemsync(t, dir, env, "run", "job.yaml", "--log-level", "debug")
+	if r.code != 0 {
+		t.Fatalf("continued run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	g.mu.Lock()
+	if len(g.bad) > 0 {
+		t.Errorf("the API refused: %q", g.bad)
+	}
+	g.mu.Unlock()
+	if n := countRows(t, filepath.Join(dir, "out.db"), "parents"); n != 8 {
+		t.Errorf("%d parents, want 8", n)
+	}
+	if n := countRows(t, filepath.Join(dir, "out.db"), "kids"); n != 64 {
+		t.Errorf("%d kids, want 64", n)
+	}
+	rs := []result{killed, st, r, idemsync(t, dir, env, "run", "job.yaml", "--json", "--log-format", "json", "--log-level", "debug")}
+	authScanAll(t, dir, &canaryScan{canaries: g.canaries(authClientSecret)}, rs...)
 }
