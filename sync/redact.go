@@ -33,10 +33,10 @@ type Redactor struct {
 	// query-escaped form) to the marker Seal writes for it: the job's
 	// current token, whatever its value (redact_seal.go).
 	tokens map[string]string
-	// tokenFn returns the job's current access token, fetching one when
-	// none is held (nil: the job fetches none).
-	tokenFn func() (string, error)
+	// fetches: the job fetches access tokens (FetchesTokens).
+	fetches bool
 	current string // the token registered last
+	pending string // stands for the token not fetched yet (currentToken)
 }
 
 // NewRedactor returns an empty Redactor.
@@ -103,14 +103,16 @@ func (r *Redactor) AddToken(v string) {
 	}
 }
 
-// SetTokenSource sets how Unseal gets the job's current access token.
-func (r *Redactor) SetTokenSource(fn func() (string, error)) {
+// FetchesTokens says that the job fetches access tokens while running,
+// and puts the one a request is sent with in its URL (WithToken): Unseal
+// of a position that held the job's token needs none fetched yet.
+func (r *Redactor) FetchesTokens() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tokenFn = fn
+	r.fetches = true
 }
 
 var urlPassword = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^@\s/]*)@`)

@@ -1,10 +1,12 @@
 package sync
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -102,6 +104,29 @@ func (r *Redactor) Seal(s string) string {
 // A "{$" Seal did not write (a position stored before sealing, one typed
 // in) stays as it is.
 func (r *Redactor) Unseal(s string) (string, error) {
+	return r.unseal(s, r.currentToken)
+}
+
+// WithToken returns s, a request's URL, with every access token the job
+// fetched that stands in it as a whole token (as written or
+// query-escaped) replaced by tok, the one the request is sent with: a
+// next URL read with the token of its time, or sent again after a 401
+// with a refreshed one, carries in its query the token of its header
+// (docs/job-file.md, "What is and is not a secret").
+func (r *Redactor) WithToken(s, tok string) string {
+	sealed := r.Seal(s)
+	if !strings.Contains(sealed, sealToken) && !strings.Contains(sealed, sealTokenEscaped) {
+		return s
+	}
+	out, err := r.unseal(sealed, func() (string, error) { return tok, nil })
+	if err != nil {
+		return s
+	}
+	return out
+}
+
+// unseal is Unseal, with current giving the token a {$t} stands for.
+func (r *Redactor) unseal(s string, current func() (string, error)) (string, error) {
 	i := strings.Index(s, sealOpen)
 	if i < 0 {
 		return s, nil
@@ -119,7 +144,7 @@ func (r *Redactor) Unseal(s string) (string, error) {
 			s = s[len(sealEscaped):]
 		case strings.HasPrefix(s, sealToken) || strings.HasPrefix(s, sealTokenEscaped):
 			if !haveToken {
-				token, tokenErr = r.currentToken()
+				token, tokenErr = current()
 				haveToken = true
 			}
 			if tokenErr != nil {
@@ -151,27 +176,40 @@ func (r *Redactor) Unseal(s string) (string, error) {
 }
 
 // currentToken returns the job's current access token, for a position
-// that held the one the job had when it was read.
+// that held the one the job had when it was read. A job that has fetched
+// none yet (a process continuing a run) gets a stand-in, registered as a
+// token of the job: the request is built before any token is fetched,
+// and the auth that fetches one for its header puts it in place of the
+// stand-in (WithToken), so that fetch is the request's, with its retries,
+// its timeout, its class of failure and SIGTERM.
 func (r *Redactor) currentToken() (string, error) {
-	var fn func() (string, error)
-	current := ""
-	if r != nil {
-		r.mu.RLock()
-		fn, current = r.tokenFn, r.current
-		r.mu.RUnlock()
+	if r == nil {
+		return "", errNoToken
 	}
-	if fn == nil && current != "" {
-		return current, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.current != "":
+		return r.current, nil
+	case !r.fetches:
+		return "", errNoToken
+	case r.pending == "":
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		// The ":" is escaped in a query: {$t} and {$q} stay apart.
+		r.pending = "idemsync-token:" + hex.EncodeToString(b[:])
+		escaped := url.QueryEscape(r.pending)
+		r.secrets = append([]string{r.pending, escaped}, r.secrets...)
+		sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+		if r.tokens == nil {
+			r.tokens = map[string]string{}
+		}
+		r.tokens[r.pending], r.tokens[escaped] = sealToken, sealTokenEscaped
 	}
-	if fn == nil {
-		return "", fmt.Errorf("the position held the job's access token, and the job fetches none now (source.auth changed)")
-	}
-	tok, err := fn()
-	if err != nil {
-		return "", fmt.Errorf("the position held the job's access token: %w", err)
-	}
-	return tok, nil
+	return r.pending, nil
 }
+
+var errNoToken = fmt.Errorf("the position held the job's access token, and the job fetches none now (source.auth changed)")
 
 // isMarker reports whether s starts with a marker Seal writes.
 func isMarker(s string) bool {

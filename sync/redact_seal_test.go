@@ -63,18 +63,41 @@ func TestSealAccessToken(t *testing.T) {
 	if back, err := first.Unseal(sealed); err != nil || back != in {
 		t.Errorf("the same process: Unseal = %q, %v; want %q", back, err, in)
 	}
+	// A later process, which has fetched no token yet, builds the request
+	// with a stand-in that the token of its header replaces (WithToken).
 	later := NewRedactor()
 	later.Add("static-key")
-	fetched := 0
-	later.SetTokenSource(func() (string, error) { fetched++; later.AddToken("tokB"); return "tokB", nil })
+	later.FetchesTokens()
 	back, err := later.Unseal(sealed)
-	if want := strings.Replace(in, "tokA.1%2B%2F%3D", "tokB", 1); err != nil || back != want {
-		t.Errorf("a later process: Unseal = %q, %v; want %q", back, err, want)
+	if err != nil || strings.Contains(back, "{$") || back == in {
+		t.Fatalf("a later process: Unseal = %q, %v", back, err)
 	}
-	if fetched != 1 {
-		t.Errorf("the token source was asked %d times, want 1", fetched)
+	if again := later.Seal(back); again != sealed {
+		t.Errorf("a later process: Seal(Unseal) = %q, want %q", again, sealed)
+	}
+	if got, want := later.WithToken(back, "tokB/"), strings.Replace(in, "tokA.1%2B%2F%3D", "tokB%2F", 1); got != want {
+		t.Errorf("a later process: the request goes as %q, want %q", got, want)
 	}
 	if _, err := NewRedactor().Unseal(sealed); err == nil {
 		t.Error("a position holding the access token unsealed with no token source")
+	}
+}
+
+// A request's URL holding an earlier access token of the job (as written
+// or escaped) is sent with the token of its header; one without stays as
+// it is, other secrets and an API's own "{$" included.
+func TestWithToken(t *testing.T) {
+	r := NewRedactor()
+	r.Add("static-key")
+	r.AddToken("tokA.1+/=")
+	r.AddToken("tokB")
+	in := "https://graph.example/v1/feed?access_token=tokA.1%2B%2F%3D&t=tokB&k=static-key&c={$s:00}"
+	want := "https://graph.example/v1/feed?access_token=tokC%2F&t=tokC/&k=static-key&c={$s:00}"
+	if got := r.WithToken(in, "tokC/"); got != want {
+		t.Errorf("WithToken = %q, want %q", got, want)
+	}
+	plain := "https://graph.example/v1/feed?k=static-key&c={$t}"
+	if got := r.WithToken(plain, "tokC"); got != plain {
+		t.Errorf("WithToken(%q) = %q: changed a URL without a token", plain, got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	gosync "sync"
 	"time"
 
@@ -26,13 +27,13 @@ type tokenCache struct {
 	red   *idsync.Redactor
 }
 
-// newTokenCache returns a tokenCache fetching with fetch, and makes it the
-// source of the job's current access token for positions that held one
-// (red.Unseal: an API that writes the token into its next URLs).
+// newTokenCache returns a tokenCache fetching with fetch, and tells red
+// that the job fetches tokens: a position that held one is asked for
+// with the token of the request's header (apply; an API that writes the
+// token into its next URLs).
 func newTokenCache(red *idsync.Redactor, fetch func(ctx context.Context) (*oauth2.Token, error)) *tokenCache {
-	c := &tokenCache{red: red, fetch: fetch}
-	red.SetTokenSource(c.token)
-	return c
+	red.FetchesTokens()
+	return &tokenCache{red: red, fetch: fetch}
 }
 
 func (c *tokenCache) apply(req *http.Request) error {
@@ -43,6 +44,17 @@ func (c *tokenCache) apply(req *http.Request) error {
 	}
 	c.last = "Bearer " + c.tok.AccessToken
 	req.Header.Set("Authorization", c.last)
+	// A next URL the API wrote the token of its time into (or this
+	// request's before a refresh) is sent with the token of the header.
+	if s := req.URL.String(); s != "" {
+		if w := c.red.WithToken(s, c.tok.AccessToken); w != s {
+			u, err := url.Parse(w)
+			if err != nil {
+				return err
+			}
+			req.URL = u
+		}
+	}
 	return nil
 }
 
@@ -58,21 +70,6 @@ func (c *tokenCache) fresh(ctx context.Context) error {
 		c.tok = tok
 	}
 	return nil
-}
-
-// tokenWait bounds the fetch of a token for a position (token).
-const tokenWait = time.Minute
-
-// token returns the current access token, fetching one when needed.
-func (c *tokenCache) token() (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), tokenWait)
-	defer cancel()
-	if err := c.fresh(ctx); err != nil {
-		return "", err
-	}
-	return c.tok.AccessToken, nil
 }
 
 func (c *tokenCache) invalidate(stale string) {
