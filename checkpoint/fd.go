@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/idemsync/idemsync/contract"
 )
 
 // Closing any descriptor of a file drops every POSIX (fcntl) lock the
@@ -166,4 +168,26 @@ func (sf *stateFile) giveBack(f *os.File, spare bool) {
 	} else {
 		sf.kept = append(sf.kept, f)
 	}
+}
+
+// errReplaced is a state file no longer at its path.
+var errReplaced = errors.New("the file was removed or replaced since this run opened it (its path names another file, or none): what the run records would go to the file no longer there, not to the state at the path")
+
+// stillAtPath returns errReplaced when the path no longer names the file
+// this Store opened: removed, or replaced (a backup moved over it). A run
+// checks it before it records a page or its end, so that it stops instead
+// of writing its progress where no later command reads it
+// (docs/operations.md, "The state file").
+func (s *Store) stillAtPath() error {
+	st, err := os.Stat(s.abs)
+	if err == nil && os.SameFile(st, s.file.info) {
+		return nil
+	}
+	return errReplaced
+}
+
+// replaced is op's error for a state file no longer at its path.
+func (s *Store) replaced(op string, err error) error {
+	return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("state file %s: %s", s.path, op), Err: err,
+		Hint: "never remove, move or replace a state file while a run of it is in progress; run again: it works on the state file now at the path"}
 }

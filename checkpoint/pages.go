@@ -32,6 +32,9 @@ func (s *Store) CommitPage(ctx context.Context, job string, p *contract.PageComm
 	if p == nil {
 		return s.wrap(op, errors.New("no page given"))
 	}
+	if err := s.stillAtPath(); err != nil {
+		return s.replaced(op, err)
+	}
 	now := s.stamp()
 	var seq int64
 	ps, err := s.pageStatements(ctx)

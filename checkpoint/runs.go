@@ -214,6 +214,9 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status, errMsg, hwm 
 	if !finalStatuses[status] {
 		return s.wrap(fmt.Sprintf("finish run %d", runID), fmt.Errorf("invalid final status %q", status))
 	}
+	if err := s.stillAtPath(); err != nil {
+		return s.replaced(fmt.Sprintf("finish run %d", runID), err)
+	}
 	now := s.stamp()
 	var job string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

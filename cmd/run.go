@@ -234,6 +234,7 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		return res, contract.Errorf(contract.Invalid, "%w", err)
 	}
 	fetcher := httpsource.NewFetcher(httpsource.ConfigOf(job), log)
+	defer fetcher.Close()
 	if err := installAuth(ctx, g, job, fetcher, store, log); err != nil {
 		metrics.finish(ctx, err)
 		return res, err

@@ -93,6 +93,17 @@ func NewFetcher(cfg Config, logger *slog.Logger) *Fetcher {
 	return f
 }
 
+// Close closes the fetcher's idle connections: each fetcher has a
+// transport of its own, and a process that runs many jobs (serve) would
+// otherwise keep every ended run's keep-alive connections, a descriptor
+// each, until the transport's idle timeout (docs/serve.md, "Runs"). A
+// request after Close opens a new connection.
+func (f *Fetcher) Close() {
+	if tr, ok := f.plain.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+}
+
 // limitedTransport holds every attempt until the job's shared pause (set by
 // a 429) is over and the rate limiter grants it.
 type limitedTransport struct {
