@@ -20,7 +20,7 @@ import (
 // else goes, and a row whose record was deleted and re-created between
 // two invocations, before or after the page that holds it, stays live.
 func TestSweepPrunedMidPass(t *testing.T) {
-	type stateKind struct{ name, top string }
+	type stateKind struct{ name string }
 	states := []stateKind{{name: "file"}}
 	if pg := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL"); pg != "" {
 		states = append(states, stateKind{name: "pg"})

@@ -39,7 +39,6 @@ type relayRoot struct {
 	maxPage  int32    // the server's cap on first (0: none)
 	nullNode int32    // this order's edge has node null
 	nullMore bool     // hasNextPage is null on every page
-	lie      int32    // the page after this order says hasNextPage false
 	afters   []string // every after the resolver received ("" for null)
 	schema   *atomic.Pointer[graphql.Schema]
 }
@@ -63,9 +62,7 @@ func (e *relayEdge) Node() *relayOrder {
 }
 func (c *relayConn) Nodes() *[]*relayOrder {
 	out := make([]*relayOrder, len(c.orders))
-	for i := range c.orders {
-		out[i] = c.orders[i]
-	}
+	copy(out, c.orders)
 	return &out
 }
 
