@@ -515,6 +515,10 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 		defer close(out)
 		pending := map[int64]fetched{}
 		next := int64(0)
+		// The walk's reference mark as pages are emitted; the workers keep
+		// the one the walk started with (ref), never this one, which only
+		// this goroutine reads and writes.
+		walkRef := ref
 		for r := range results {
 			pending[r.idx] = r.fp
 			for {
@@ -523,7 +527,7 @@ func (e *Engine) batch(ctx context.Context, start paging.Position, win Window, t
 					break
 				}
 				delete(pending, next)
-				ref = e.keepKind(ctx, &fp, ref)
+				walkRef = e.keepKind(ctx, &fp, walkRef)
 				select {
 				case out <- fp:
 				case <-ctx.Done():
