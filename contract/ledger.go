@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -188,7 +189,7 @@ func Decide(cur *LedgerEntry, r ClaimRequest, now time.Time) (ClaimOutcome, *Led
 		return acquire("", 1, 0, now)
 	}
 	out := ClaimOutcome{Entry: *cur}
-	if r.Fingerprint != "" && cur.Fingerprint != "" && r.Fingerprint != cur.Fingerprint {
+	if r.Fingerprint != "" && cur.Fingerprint != "" && !strings.EqualFold(r.Fingerprint, cur.Fingerprint) { // hex, in either case (docs/ledger.md, "Fingerprints")
 		out.Status, out.Expected = StatusMismatch, cur.Fingerprint
 		return out, nil
 	}

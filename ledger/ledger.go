@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -96,7 +97,7 @@ func (c Claim) Request() (contract.ClaimRequest, error) {
 		if !isHexFP(c.Fingerprint) {
 			return r, invalid("fingerprint %q: want hex, at most 128 digits", c.Fingerprint)
 		}
-		r.Fingerprint = c.Fingerprint
+		r.Fingerprint = strings.ToLower(c.Fingerprint) // hex: its case carries nothing (docs/ledger.md, "Fingerprints")
 	}
 	r.Token = NewToken()
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemsync/idemsync/contract"
 )
@@ -154,6 +155,37 @@ func TestCanonicalRefusesWhatDecodesAsAnother(t *testing.T) {
 	for _, in := range []string{`"\ud83d\ude00"`, `"😀"`, `"\ufffd"`, "\"\uFFFD\"", `"\\ud800"`} {
 		if _, err := Canonical([]byte(in)); err != nil {
 			t.Errorf("Canonical(%s): %v", in, err)
+		}
+	}
+}
+
+// A fingerprint is hex, so its case carries nothing: a unit claimed with
+// `--fingerprint ABC123` and claimed again with `abc123` (one tool prints
+// upper case, another lower) is the same unit, not `mismatch`; a stored
+// upper-case fingerprint (written before fingerprints were kept in lower
+// case) still matches (docs/ledger.md, "Fingerprints").
+func TestFingerprintCaseIsNotAMismatch(t *testing.T) {
+	r, err := Claim{Key: "k", Fingerprint: "ABC123"}.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Fingerprint != "abc123" {
+		t.Errorf("stored fingerprint %q, want abc123", r.Fingerprint)
+	}
+	now := time.Now()
+	for _, c := range []struct {
+		stored, claimed string
+		mismatch        bool
+	}{
+		{"ABC123", "abc123", false},
+		{"abc123", "abc123", false},
+		{"abc123", "abc124", true},
+		{"ABC123", "abc124", true},
+	} {
+		cur := &contract.LedgerEntry{NS: "default", Key: "k", Status: contract.LedgerCompleted, Fingerprint: c.stored, UpdatedAt: now}
+		out, _ := contract.Decide(cur, contract.ClaimRequest{NS: "default", Key: "k", Fingerprint: c.claimed, Token: "t", TTL: time.Minute}, now)
+		if got := out.Status == contract.StatusMismatch; got != c.mismatch {
+			t.Errorf("stored %q, claimed %q: status %s, want mismatch=%v", c.stored, c.claimed, out.Status, c.mismatch)
 		}
 	}
 }
