@@ -154,3 +154,25 @@ func TestVerifyUntouchedWritesNothing(t *testing.T) {
 		t.Errorf("lines after the verify upserts: %v, want %v", got[0][0], wantLines)
 	}
 }
+
+// On a soft table, a child row marked deleted by hand under a live parent
+// is not stored as written: verify rewrites that parent's children,
+// unmarked, and then writes nothing.
+func TestVerifyChildMarkedByHand(t *testing.T) {
+	b := newPostgresBackend(t)
+	s, tbl := b.Sink(t), sinktest.ChildTable(b, contract.DeletesSoft)
+	sinktest.MustPrepare(t, s, tbl)
+	rows := []contract.Row{sinktest.Person("a", map[int64]int64{10: 1}, "x"), sinktest.Person("c", map[int64]int64{20: 5}, "z")}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 2}, "people_line_notes": {Inserted: 2}}}, rows...)
+	notes := sinktest.QName(&tbl.Children[0].Table.Children[0].Table)
+	b.Exec(t, `UPDATE `+notes+` SET _idemsync_deleted_at = now() WHERE people_id = 'c'`)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}}, rows...)
+	if got := b.Rows(t, `SELECT count(*) FROM `+notes+` WHERE _idemsync_deleted_at IS NOT NULL`); got[0][0] != int64(0) {
+		t.Errorf("%v child rows still marked after verify", got[0][0])
+	}
+	if n, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), rows); err != nil || n.Wrote() {
+		t.Errorf("a second verify upsert: %+v, %v; want nothing written", n, err)
+	}
+}

@@ -131,3 +131,22 @@ func TestVerifyUntouchedWritesNothing(t *testing.T) {
 		t.Errorf("lines after the verify upserts: %v", got[0][0])
 	}
 }
+
+// On a soft table, a child row marked deleted by hand under a live parent
+// is not stored as written: verify rewrites that parent's children,
+// unmarked, and then writes nothing.
+func TestVerifyChildMarkedByHand(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s, tbl := b.Sink(t), sinktest.ChildTable(b, contract.DeletesSoft)
+	sinktest.MustPrepare(t, s, tbl)
+	rows := []contract.Row{sinktest.Person("a", map[int64]int64{10: 1}, "x"), sinktest.Person("c", map[int64]int64{20: 5}, "z")}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 2}, "people_line_notes": {Inserted: 2}}}, rows...)
+	b.Exec(t, `UPDATE people_line_notes SET _idemsync_deleted_at = '2024-01-01T00:00:00.000000000Z' WHERE people_id = 'c'`)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}}, rows...)
+	if got := b.Rows(t, `SELECT count(*) FROM people_line_notes WHERE _idemsync_deleted_at IS NOT NULL`); got[0][0] != int64(0) {
+		t.Errorf("%v child rows still marked after verify", got[0][0])
+	}
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2}, rows...)
+}
