@@ -149,3 +149,72 @@ func TestVerifyPostgres(t *testing.T) {
 		verifyTwice(t, dir, job, reformed, read, api)
 	})
 }
+
+// run --verify continuing an unfinished run checks the pages it reads,
+// not those committed before it: it says so on stderr (with the way to
+// check them all) rather than passing them over in silence, and
+// run --verify --restart does check them (docs/operations.md, "Verify").
+func TestVerifyContinuedRunWarns(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 100, Seed: 5})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	if r := runCode(t, dir, nil, 0, "run", job, "--max-pages", "2"); r.Status != "partial" {
+		t.Fatalf("run --max-pages 2: %+v", r)
+	}
+	path := dir + "/out.db"
+	execAll(t, openSQLite(t, path), `UPDATE orders SET name = 'Mallory' WHERE id = 3`)
+	res := idemsync(t, dir, nil, "run", job, "--verify", "--json")
+	if r := parseRun(t, res); res.code != 0 || r.Status != "completed" || !strings.Contains(res.stdout, `"resumed":true`) {
+		t.Fatalf("run --verify continuing the partial run: exit %d, %+v\n%s", res.code, r, res.stdout)
+	}
+	if !strings.Contains(res.stderr, "level=WARN") || !strings.Contains(res.stderr, "--verify --restart") {
+		t.Errorf("run --verify continued at page 3 without a warning that pages 1-2 were not checked:\n%s", res.stderr)
+	}
+	if got := readSQLite(t, path)[3].name; got != "Mallory" {
+		t.Fatalf("row 3 (page 1) is %q: the continued run read page 1", got)
+	}
+	res = idemsync(t, dir, nil, "run", job, "--verify", "--json")
+	if strings.Contains(res.stderr, "level=WARN") {
+		t.Errorf("a new run --verify (nothing to continue) warned:\n%s", res.stderr)
+	}
+	verifyTwice(t, dir, job, 0, func() map[int]row { return readSQLite(t, path) }, api)
+}
+
+// run --verify of a PostgreSQL table nobody touched writes nothing: no
+// row is rewritten or locked (xmin and xmax as before), as an unchanged
+// re-sync; a hand edit is then rewritten alone (docs/operations.md,
+// "Verify").
+func TestVerifyPostgresUntouchedLocksNothing(t *testing.T) {
+	pg := postgresURL(t)
+	api, url := startAPI(t, fakeapi.Options{Records: 60, Seed: 8})
+	schema := freshSchema(t, pg)
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", pgJob("page", url, pg, schema))
+	runCode(t, dir, nil, 0, "run", job)
+	runCode(t, dir, nil, 0, "run", job) // rows merged into a table holding rows
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	table := pgx.Identifier{schema, "orders"}.Sanitize()
+	versions := func() string {
+		var s string
+		if err := conn.QueryRow(ctx, `SELECT string_agg(id || ':' || xmin || ':' || xmax, ',' ORDER BY id) FROM `+table).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := versions()
+	if r := runCode(t, dir, nil, 0, "run", job, "--verify"); r.Updated != 0 || r.Unchanged != 60 {
+		t.Fatalf("run --verify of an untouched table: %+v", r)
+	}
+	if after := versions(); after != before {
+		t.Errorf("run --verify of an untouched table wrote or locked rows:\nbefore %s\nafter  %s", before, after)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE `+table+` SET name = 'Mallory' WHERE id = 7`); err != nil {
+		t.Fatal(err)
+	}
+	verifyTwice(t, dir, job, 1, func() map[int]row { return readPostgres(t, pg, pgx.Identifier{schema, "orders"}) }, api)
+}

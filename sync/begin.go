@@ -257,6 +257,12 @@ func (e *Engine) startOrContinue(ctx context.Context, o Options, sink contract.S
 		if err := e.continueRun(ctx, run, rs, cur); err != nil {
 			return nil, err
 		}
+		// A verify run checks the pages it reads: say that those committed
+		// before it continued are not among them (docs/operations.md, "Verify").
+		if o.Verify && run.Pages > 0 {
+			e.Logger.Warn("--verify continues an unfinished run: the pages committed before it are not checked by this run; run --verify --restart (or replay --verify) checks every page",
+				"job", job.Name, "run_id", run.ID, "pages_not_checked", run.Pages)
+		}
 	} else if err := e.startRun(ctx, o, sink, js, rs, cur, from, fresh); err != nil {
 		return nil, err
 	}

@@ -124,9 +124,23 @@ func keyArrays(op string, t *contract.Table, types map[string]string, rows []con
 // changedRows returns the rows of kept that the table does not hold as
 // they are: absent, stored with another hash, or marked deleted; and,
 // of those, the ones it holds (stored with another hash, or marked).
+// With t.Verify it adds the rows whose child rows, at some depth, the
+// child tables do not hold exactly as they would be written
+// (treesDiffer, verify.go), counted as held: their children are
+// rewritten, and those of a row stored as it is, children included, are
+// not touched.
 func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
 	if t.Verify {
-		return kept, kept, nil
+		plain := *t
+		plain.Verify = false
+		if changed, stored, err = p.changedRows(ctx, tx, op, &plain, types, kept); err != nil {
+			return nil, nil, err
+		}
+		differ, err := p.treesDiffer(ctx, tx, op, t, types, kept, changed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(changed, differ...), append(stored, differ...), nil
 	}
 	args, casts, params, alias, err := keyArrays(op, t, types, kept, 1)
 	if err != nil {

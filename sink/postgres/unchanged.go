@@ -15,7 +15,7 @@ import (
 // does not run (docs/performance.md, "Round five"). Into a table holding
 // only rows this sink inserted (fresh.go) nothing can be stored as is and
 // nothing is asked; a verifying run compares every column in the merge
-// (changedRows keeps every row).
+// (pgStoredAsIs).
 func (p *Sink) leaveUnchanged(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) ([]contract.Row, error) {
 	if len(kept) == 0 || t.Verify {
 		return kept, nil

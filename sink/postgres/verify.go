@@ -142,3 +142,134 @@ func keyIndex(t *contract.Table, name string) int {
 	}
 	return -1
 }
+
+// treesDiffer returns, for a verify upsert, the rows of kept not in
+// changed whose child rows the child tables do not hold exactly as they
+// would be written: at some depth, a row of the record missing, stored
+// with another value in a column (compared as pgVerifyTerms does) or
+// another hash, or marked deleted, or a row more under the root row (a
+// row added by hand, or one the record no longer has). Only those have
+// their children rewritten, so that a verify run of child tables nobody
+// touched deletes and writes nothing there (docs/operations.md, "Verify").
+func (p *Sink) treesDiffer(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept, changed []contract.Row) ([]contract.Row, error) {
+	if len(t.Children) == 0 {
+		return nil, nil
+	}
+	// changedRows returns kept's rows themselves: the same values.
+	in := make(map[*any]bool, len(changed))
+	for _, r := range changed {
+		in[&r.Values[0]] = true
+	}
+	var cand []contract.Row
+	for _, r := range kept {
+		if err := rowWidth(op, t, r); err != nil {
+			return nil, err
+		}
+		if !in[&r.Values[0]] {
+			cand = append(cand, r)
+		}
+	}
+	if len(cand) == 0 {
+		return nil, nil
+	}
+	rootArgs, rootCasts, rootParams, rootAlias, err := keyArrays(op, t, types, cand, 1)
+	if err != nil {
+		return nil, err
+	}
+	differ := make([]bool, len(cand))
+	mark := func(q string, args []any) error {
+		res, err := tx.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer res.Close()
+		for res.Next() {
+			var i int64
+			if err := res.Scan(&i); err != nil {
+				return err
+			}
+			differ[i] = true
+		}
+		return res.Err()
+	}
+	for _, d := range t.Descendants() {
+		dop := op + ": child table " + d.Table.String()
+		dtypes, err := p.columnTypes(ctx, tx, &d.Table)
+		if err != nil {
+			return nil, p.dbError(dop, err)
+		}
+		// The rows each root row's record gives d, as writeChildren
+		// gathers them, and their count.
+		var rows []contract.Row
+		var owner, counts []int64
+		for i := range cand {
+			rs, _ := canonicalKeys(&d.Table, sqlkit.GatherTree(t, cand, []int{i})[d], keyForm)
+			counts = append(counts, int64(len(rs)))
+			for range rs {
+				owner = append(owner, int64(i))
+			}
+			rows = append(rows, rs...)
+		}
+		on := make([]string, len(t.Key))
+		for k := range t.Key {
+			on[k] = fmt.Sprintf(`"_s".%s = %s`, sqlkit.QuoteIdent(d.Root[k]), rootCasts[k])
+		}
+		q := fmt.Sprintf(`SELECT u.i - 1 FROM unnest(%s, $%d::bigint[]) WITH ORDINALITY AS u(%s, n, i)
+WHERE u.n <> (SELECT count(*) FROM %s AS "_s" WHERE %s)`, strings.Join(rootParams, ", "), len(rootParams)+1,
+			strings.Join(rootAlias, ", "), sqlkit.QuoteTable(&d.Table), strings.Join(on, " AND "))
+		if err := mark(q, append(append([]any{}, rootArgs...), counts)); err != nil {
+			return nil, p.dbError(dop, err)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		var args []any
+		var params, names, same []string
+		for j := range d.Table.Columns {
+			c := &d.Table.Columns[j]
+			col := make([]*string, len(rows))
+			for i, r := range rows {
+				if err := rowWidth(dop, &d.Table, r); err != nil {
+					return nil, err
+				}
+				if col[i], err = pgText(c, r.Values[j]); err != nil {
+					return nil, fmt.Errorf("%s: %w", dop, err)
+				}
+			}
+			typ := dtypes[c.Name]
+			if typ == "" {
+				typ = pgType(c.Type)
+			}
+			args = append(args, col)
+			params = append(params, fmt.Sprintf("$%d::text[]", len(args)))
+			names = append(names, fmt.Sprintf("c%d", j))
+			if sqlkit.IsKey(&d.Table, c.Name) {
+				same = append(same, fmt.Sprintf(`"_s".%s = u.c%d::%s`, sqlkit.QuoteIdent(c.Name), j, typ))
+			} else {
+				same = append(same, fmt.Sprintf(`"_s".%s::text COLLATE "C" IS NOT DISTINCT FROM (u.c%d::%s)::text`, sqlkit.QuoteIdent(c.Name), j, typ))
+			}
+		}
+		hashes := make([]string, len(rows))
+		for i, r := range rows {
+			hashes[i] = r.Hash
+		}
+		args = append(args, hashes, owner)
+		same = append(same, fmt.Sprintf(`"_s".%s = u.h`, sqlkit.QuoteIdent(contract.ColHash)))
+		if pgUnmarks(&d.Table, dtypes) {
+			same = append(same, fmt.Sprintf(`"_s".%s IS NULL`, sqlkit.QuoteIdent(contract.ColDeletedAt)))
+		}
+		q = fmt.Sprintf(`SELECT u.o FROM unnest(%s, $%d::text[], $%d::bigint[]) AS u(%s, h, o)
+WHERE NOT EXISTS (SELECT 1 FROM %s AS "_s" WHERE %s)`, strings.Join(params, ", "), len(args)-1, len(args),
+			strings.Join(names, ", "), sqlkit.QuoteTable(&d.Table), strings.Join(same, " AND "))
+		if err := mark(q, args); err != nil {
+			return nil, p.dbError(dop, err)
+		}
+	}
+	var out []contract.Row
+	for i, r := range cand {
+		if differ[i] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

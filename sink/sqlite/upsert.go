@@ -325,14 +325,20 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 			return n, fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	var kidsOf []int // with t.Verify, the rows whose children are rewritten (verify.go)
+	if t.Verify {
+		if kidsOf, err = treesDiffer(ctx, tx, t, st, kids, rows, all, kept); err != nil {
+			return n, s.wrap(op, err)
+		}
+	}
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
 		return contract.Counts{}, s.wrap(op, err)
 	}
 	if own && n.Inserted < int64(len(write)) {
 		st.empty = emptyNo
 	}
-	if t.Verify { // a verifying run rewrites every kept row's children (children.go)
-		write = kept
+	if t.Verify { // a verifying run rewrites the children that differ too (verify.go)
+		write = kidsOf
 	}
 	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write, &kidCounts); err != nil {
 		return contract.Counts{}, s.wrap(op, err)

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -75,4 +76,77 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 	b.Exec(t, `UPDATE legacy SET ci = 'BOB' WHERE id = 2`) // equal under the column's NOCASE, not the same
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Updated: 2, Unchanged: 2}, rows...)
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 4}, rows...)
+}
+
+// A verify upsert of a table nobody touched writes nothing, child tables
+// included (their rows are not deleted and written again); each edit by
+// hand of a child table rewrites the children of its parent only, and a
+// second verify upsert writes nothing again. Triggers log every write.
+func TestVerifyUntouchedWritesNothing(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s, tbl := b.Sink(t), sinktest.ChildTable(b, "")
+	sinktest.MustPrepare(t, s, tbl)
+	rows := []contract.Row{sinktest.Person("a", map[int64]int64{10: 1, 11: 2}, "x", "y"), sinktest.Person("c", map[int64]int64{20: 5}, "z")}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 3}, "people_line_notes": {Inserted: 5}}}, rows...)
+	b.Exec(t, `CREATE TABLE writes (n INTEGER)`)
+	for _, name := range []string{"people", "people_lines", "people_line_notes"} {
+		for _, ev := range []string{"INSERT", "UPDATE", "DELETE"} {
+			b.Exec(t, "CREATE TRIGGER "+name+"_"+ev+" AFTER "+ev+" ON "+name+" BEGIN INSERT INTO writes VALUES (1); END")
+		}
+	}
+	writes := func() any { return b.Rows(t, `SELECT count(*) FROM writes`)[0][0] }
+	s = b.Sink(t)
+	sinktest.MustPrepare(t, s, tbl)
+	if n, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), rows); err != nil || n.Wrote() || n.Unchanged != 2 {
+		t.Errorf("verify upsert of untouched rows: %+v, %v; want 2 unchanged, nothing written", n, err)
+	}
+	if w := writes(); w != int64(0) {
+		t.Errorf("a verify upsert of untouched rows wrote %v rows", w)
+	}
+	for _, c := range []struct {
+		edit string
+		want map[string]contract.ChildCounts
+	}{
+		{"UPDATE people_lines SET qty = 9 WHERE people_id = 'c'", map[string]contract.ChildCounts{"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}},
+		{"UPDATE people_line_notes SET note = 'X' WHERE people_id = 'a' AND people_lines_lid = 11 AND _idemsync_pos = 0", map[string]contract.ChildCounts{"people_lines": {Inserted: 2, Deleted: 2}, "people_line_notes": {Inserted: 4, Deleted: 4}}},
+		{"UPDATE people_line_notes SET note = CAST(note AS BLOB) WHERE people_id = 'c'", map[string]contract.ChildCounts{"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}},
+		{"DELETE FROM people_line_notes WHERE people_id = 'c'", map[string]contract.ChildCounts{"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1}}},
+		{"INSERT INTO people_lines (people_id, lid, qty) VALUES ('c', 99, 1)", map[string]contract.ChildCounts{"people_lines": {Inserted: 1, Deleted: 2}, "people_line_notes": {Inserted: 1, Deleted: 1}}},
+		{"UPDATE people_line_notes SET _idemsync_hash = NULL WHERE people_id = 'c'", map[string]contract.ChildCounts{"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}},
+		{"UPDATE people_lines SET people_id = 'c' WHERE people_id = 'a' AND lid = 10", map[string]contract.ChildCounts{"people_lines": {Inserted: 3, Deleted: 3}, "people_line_notes": {Inserted: 5, Deleted: 5}}},
+	} {
+		b.Exec(t, c.edit)
+		sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2, Children: c.want}, rows...)
+		before := writes()
+		if n, err := s.Upsert(context.Background(), sinktest.Verifying(tbl), rows); err != nil || n.Wrote() {
+			t.Errorf("after %s: a second verify upsert: %+v, %v; want nothing written", c.edit, n, err)
+		}
+		if after := writes(); after != before {
+			t.Errorf("after %s: a second verify upsert wrote %v rows", c.edit, after.(int64)-before.(int64))
+		}
+	}
+	got := b.Rows(t, `SELECT group_concat(people_id || '|' || lid || '|' || qty, ',') FROM (SELECT * FROM people_lines ORDER BY 1, 2)`)
+	if got[0][0] != "a|10|1,a|11|2,c|20|5" {
+		t.Errorf("lines after the verify upserts: %v", got[0][0])
+	}
+}
+
+// On a soft table, a child row marked deleted by hand under a live parent
+// is not stored as written: verify rewrites that parent's children,
+// unmarked, and then writes nothing.
+func TestVerifyChildMarkedByHand(t *testing.T) {
+	b := newSQLiteBackend(t)
+	s, tbl := b.Sink(t), sinktest.ChildTable(b, contract.DeletesSoft)
+	sinktest.MustPrepare(t, s, tbl)
+	rows := []contract.Row{sinktest.Person("a", map[int64]int64{10: 1}, "x"), sinktest.Person("c", map[int64]int64{20: 5}, "z")}
+	sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 2}, "people_line_notes": {Inserted: 2}}}, rows...)
+	b.Exec(t, `UPDATE people_line_notes SET _idemsync_deleted_at = '2024-01-01T00:00:00.000000000Z' WHERE people_id = 'c'`)
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2, Children: map[string]contract.ChildCounts{
+		"people_lines": {Inserted: 1, Deleted: 1}, "people_line_notes": {Inserted: 1, Deleted: 1}}}, rows...)
+	if got := b.Rows(t, `SELECT count(*) FROM people_line_notes WHERE _idemsync_deleted_at IS NOT NULL`); got[0][0] != int64(0) {
+		t.Errorf("%v child rows still marked after verify", got[0][0])
+	}
+	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2}, rows...)
 }
