@@ -124,7 +124,9 @@ func keyArrays(op string, t *contract.Table, types map[string]string, rows []con
 // changedRows returns the rows of kept that the table does not hold as
 // they are: absent, stored with another hash, or marked deleted; and,
 // of those, the ones it holds (stored with another hash, or marked).
-func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
+// It asks in tx, a page's transaction or the connection itself
+// (unchanged.go).
+func (p *Sink) changedRows(ctx context.Context, tx querier, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
 	if t.Verify {
 		return kept, kept, nil
 	}
