@@ -39,12 +39,15 @@ type querier interface {
 }
 
 // changedOutside returns the rows of kept the table does not hold as they
-// are (changedRows), asked on conn outside any transaction, and true;
-// false when the page may write anything else, or the check failed: the
-// page then goes as before, its transaction checking again. An unchanged
-// page then sends one statement, no BEGIN and no COMMIT (docs/performance.md,
-// "Round seven"). Only where the page's transaction would hold nothing
-// but the check and the merge of the rows it finds changed:
+// are (changedRows), asked on conn outside any transaction, and true:
+// upsert merges those in the page's transaction without asking again,
+// and with none it is done without one. False when the page may write
+// anything else, or the check failed: the page then goes as before, its
+// transaction checking. An unchanged page sends one statement, no BEGIN
+// and no COMMIT
+// (docs/performance.md, "Round seven: an unchanged PostgreSQL page
+// without a transaction"). Only where the page's transaction would hold
+// nothing but the check and the merge of the rows it finds changed:
 //   - nothing else joins the transaction (the caller asks only when
 //     upsert's before is nil: no state committing in it, no fence, both
 //     of which must commit a page that wrote nothing too);

@@ -24,7 +24,9 @@ import (
 // never fails with "cannot affect row a second time". Rows not inserted or
 // updated count as Unchanged, except those the table does not hold as
 // written after the statement (a trigger returned NULL): those count as
-// Dropped.
+// Dropped. A page of a known table that can write nothing but rows found
+// changed, all of them stored as is, opens no transaction at all
+// (changedOutside).
 //
 // On error nothing is committed. Errors are *contract.Error: Transient for
 // lost connections, serialization failures, deadlocks and server shutdown;
