@@ -128,15 +128,20 @@ func keyArrays(op string, t *contract.Table, types map[string]string, rows []con
 // child tables do not hold exactly as they would be written
 // (treesDiffer, verify.go), counted as held: their children are
 // rewritten, and those of a row stored as it is, children included, are
-// not touched.
-func (p *Sink) changedRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
+// not touched. It asks in tx, a page's transaction or the connection
+// itself (unchanged.go).
+func (p *Sink) changedRows(ctx context.Context, tx querier, op string, t *contract.Table, types map[string]string, kept []contract.Row) (changed, stored []contract.Row, err error) {
 	if t.Verify {
 		plain := *t
 		plain.Verify = false
 		if changed, stored, err = p.changedRows(ctx, tx, op, &plain, types, kept); err != nil {
 			return nil, nil, err
 		}
-		differ, err := p.treesDiffer(ctx, tx, op, t, types, kept, changed)
+		ptx, ok := tx.(pgx.Tx) // a verifying page is never asked outside its transaction (changedOutside)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: a verifying page's rows asked outside its transaction", op)
+		}
+		differ, err := p.treesDiffer(ctx, ptx, op, t, types, kept, changed)
 		if err != nil {
 			return nil, nil, err
 		}

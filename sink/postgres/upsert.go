@@ -24,7 +24,9 @@ import (
 // never fails with "cannot affect row a second time". Rows not inserted or
 // updated count as Unchanged, except those the table does not hold as
 // written after the statement (a trigger returned NULL): those count as
-// Dropped.
+// Dropped. A page of a known table that can write nothing but rows found
+// changed, all of them stored as is, opens no transaction at all
+// (changedOutside).
 //
 // On error nothing is committed. Errors are *contract.Error: Transient for
 // lost connections, serialization failures, deadlocks and server shutdown;
@@ -56,6 +58,19 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	if err != nil {
 		return n, err
 	}
+	// A page that can write nothing but the rows found changed is checked
+	// outside any transaction first: unchanged, it is done without one
+	// (unchanged.go).
+	checked := false
+	if before == nil {
+		if changed, ok := p.changedOutside(ctx, conn, op, t, kept, tombs); ok {
+			if len(changed) == 0 {
+				n.Unchanged = int64(len(rows))
+				return n, nil
+			}
+			kept, checked = changed, true
+		}
+	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return n, p.dbError(op, err)
@@ -74,8 +89,10 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	}
 	// Rows stored as they are leave the page first (unchanged.go), so
 	// only the others are converted, encoded and sent to the merge.
-	if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
-		return n, err
+	if !checked {
+		if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
+			return n, err
+		}
 	}
 	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
 	if err != nil {

@@ -20,14 +20,10 @@ import (
 func (p *Sink) widen(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string) (map[string]string, error) {
 	altered := false
 	for _, c := range t.Columns {
-		ct := typeOf(c.Type)
-		want := ct.binary
-		if want == "" {
-			want = ct.decl
-		}
-		if c.Was == "" || types[c.Name] == "" || types[c.Name] == want {
+		if !widens(&c, types) {
 			continue
 		}
+		ct := typeOf(c.Type)
 		col := sqlkit.QuoteIdent(c.Name)
 		using := col + "::" + ct.decl
 		if c.Type == contract.TypeJSON {
@@ -50,4 +46,16 @@ func (p *Sink) widen(ctx context.Context, tx pgx.Tx, op string, t *contract.Tabl
 	}
 	delete(p.types, sqlkit.QuoteTable(t))
 	return types, nil
+}
+
+// widens reports whether widen alters column c of a table whose column
+// types are types: the engine widened it and the table's type is not yet
+// the one of its new type.
+func widens(c *contract.Column, types map[string]string) bool {
+	ct := typeOf(c.Type)
+	want := ct.binary
+	if want == "" {
+		want = ct.decl
+	}
+	return c.Was != "" && types[c.Name] != "" && types[c.Name] != want
 }
