@@ -48,7 +48,11 @@ func (p *Sink) TableState(ctx context.Context, t *contract.Table) (exists, empty
 	if err != nil {
 		return true, false, p.dbError(op, err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer func() {
+		rctx, cancel := rollbackContext(ctx)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
 	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", tableStateLockWait.Milliseconds())); err != nil {
 		return true, false, p.dbError(op, err)
 	}
@@ -61,7 +65,10 @@ func (p *Sink) TableState(ctx context.Context, t *contract.Table) (exists, empty
 		}
 		return true, false, p.dbError(op, err)
 	}
-	return true, !has, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return true, false, p.dbError(op, err)
+	}
+	return true, !has, nil
 }
 
 // tableStateLockWait is how long TableState waits for a lock on the table
