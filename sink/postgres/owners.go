@@ -30,21 +30,17 @@ func (p *Sink) ClaimTable(ctx context.Context, t *contract.Table, c contract.Tab
 		return err
 	}
 	op := "register the writer of " + t.String()
+	end := commitTx
+	if c.Check {
+		end = rollbackTx // it only reads
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	conn, err := p.connect(ctx)
-	if err != nil {
-		return err
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return p.dbError(op, err)
-	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
+	return p.inTx(ctx, op, end, func(tx pgx.Tx) error { return p.claimTable(ctx, tx, op, t, c) })
+}
+
+// claimTable is ClaimTable in its transaction tx.
+func (p *Sink) claimTable(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, c contract.TableClaim) error {
 	schema := t.Schema
 	if schema == "" {
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -96,7 +92,7 @@ func (p *Sink) ClaimTable(ctx context.Context, t *contract.Table, c contract.Tab
 		ON CONFLICT (table_name, job, state) DO UPDATE SET deletes = excluded.deletes`, t.Name, w.Job, w.State, deletes); err != nil {
 		return p.dbError(op, err)
 	}
-	return p.nilOr(op, tx.Commit(ctx))
+	return nil
 }
 
 // ownersDDL creates the owners table named owners.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
+	"github.com/jackc/pgx/v5"
 )
 
 var _ contract.ParentReader = (*Sink)(nil)
@@ -20,19 +21,19 @@ func (p *Sink) ParentRows(ctx context.Context, t *contract.Table, cols []string,
 	op := "read parent rows of " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	conn, err := p.connect(ctx)
+	var out [][]*string
+	err := p.inTx(ctx, op, rollbackTx, func(tx pgx.Tx) (err error) {
+		out, err = p.parentRows(ctx, tx, op, t, cols, f)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, p.dbError(op, err)
-	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
+	return out, nil
+}
+
+// parentRows is ParentRows in its transaction tx, which only reads.
+func (p *Sink) parentRows(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, cols []string, f contract.ParentFilter) ([][]*string, error) {
 	// The values are rendered in fixed settings, not the session's: a
 	// host whose connection said PGTZ=Asia/Kolkata or extra_float_digits
 	// 0 read another text for the same parent, so requested other URLs

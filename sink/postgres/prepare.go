@@ -37,19 +37,11 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.types, p.triggers, p.own, p.plain = nil, nil, nil, nil // columns, triggers and rows may change
-	conn, err := p.connect(ctx)
-	if err != nil {
-		return err
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return p.dbError(op, err)
-	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
+	return p.inTx(ctx, op, commitTx, func(tx pgx.Tx) error { return p.prepare(ctx, tx, op, t) })
+}
+
+// prepare is Prepare in its transaction tx.
+func (p *Sink) prepare(ctx context.Context, tx pgx.Tx, op string, t *contract.Table) error {
 	// Parallel first runs would race CREATE TABLE IF NOT EXISTS on the
 	// catalog (a duplicate pg_type row): one transaction at a time looks
 	// the table up and creates it. The lock is released at commit.
@@ -59,7 +51,7 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 
 	var oid uint32
 	var kind string
-	err = tx.QueryRow(ctx,
+	err := tx.QueryRow(ctx,
 		`SELECT c.oid, c.relkind::text FROM pg_class c WHERE c.oid = to_regclass($1)`,
 		sqlkit.QuoteTable(t)).Scan(&oid, &kind)
 	switch {
@@ -95,9 +87,6 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 			return err // a feed of another job on the table (sharedFeed)
 		}
 		return p.dbError(op+": change feed", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return p.dbError(op, err)
 	}
 	return nil
 }

@@ -132,31 +132,21 @@ func (p *Sink) AdoptProgress(ctx context.Context, t *contract.Table, job string,
 		return err
 	}
 	op := "write the progress marker of " + t.String()
+	progress := progressTable(t)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	conn, err := p.connect(ctx)
+	err := p.inTx(ctx, op, commitTx, func(tx pgx.Tx) error {
+		if err := p.makeProgress(ctx, tx, op, progress); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, raiseProgressSQL(progress), job, t.Name, value); err != nil {
+			return p.dbError(op, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return p.dbError(op, err)
-	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
-	progress := progressTable(t)
-	if err := p.makeProgress(ctx, tx, op, progress); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, raiseProgressSQL(progress), job, t.Name, value); err != nil {
-		return p.dbError(op, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return p.dbError(op, err)
-	}
-	p.progressed[progress] = true
+	p.progressed[progress] = true // only once committed
 	return nil
 }

@@ -83,23 +83,28 @@ func keyIndexes(t *contract.Table) []int {
 // read. Errors are *contract.Error
 // as for Upsert, or wrap the error of req.Keys or req.Prior.
 func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepRequest) (contract.SweepResult, error) {
-	var res contract.SweepResult
 	op := "sweep " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	conn, err := p.connect(ctx)
+	var res contract.SweepResult
+	var ptx *pageTx
+	err := p.inTx(ctx, op, commitTx, func(tx pgx.Tx) (err error) {
+		ptx = &pageTx{p: p, tx: tx, schema: t.Schema}
+		res, err = p.sweep(ctx, tx, op, t, req, ptx)
+		return err
+	})
 	if err != nil {
-		return res, err
+		return contract.SweepResult{}, err
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return res, p.dbError(op, err)
+	if ptx.created != "" {
+		p.fenced[ptx.created] = true // only once committed
 	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
+	return res, nil
+}
+
+// sweep is Sweep in its transaction tx, ptx being tx as req.Hold sees it.
+func (p *Sink) sweep(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, req contract.SweepRequest, ptx *pageTx) (contract.SweepResult, error) {
+	var res contract.SweepResult
 	types, err := p.columnTypes(ctx, tx, t)
 	if err != nil {
 		return res, p.dbError(op, err)
@@ -110,9 +115,6 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	case all:
 		failpoint.Hit("sweep-loaded")
 		failpoint.Hit("sweep-applied")
-		if err := tx.Commit(ctx); err != nil {
-			return res, p.dbError(op, err)
-		}
 		return res, nil
 	}
 	if err := sweepPlanner(ctx, tx); err != nil {
@@ -139,17 +141,10 @@ func (p *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		}
 	}
 	failpoint.Hit("sweep-applied")
-	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
 	if req.Hold != nil {
 		if err := req.Hold(ctx, ptx); err != nil {
 			return contract.SweepResult{}, err
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return contract.SweepResult{}, p.dbError(op, err)
-	}
-	if ptx.created != "" {
-		p.fenced[ptx.created] = true
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemsync/idemsync/contract"
@@ -44,25 +45,33 @@ func (p *Sink) TableState(ctx context.Context, t *contract.Table) (exists, empty
 	// tableStateLockWait the table is taken as not empty: the run goes on,
 	// and its first write waits under target.timeout.lock, where a signal
 	// or the time limit can end it cleanly.
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return true, false, p.dbError(op, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", tableStateLockWait.Milliseconds())); err != nil {
-		return true, false, p.dbError(op, err)
-	}
 	var has bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+sqlkit.QuoteTable(t)+`)`).Scan(&has); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "55P03" {
-			p.logger.Info("the target table is locked by another session: not checked for emptiness", "table", t.String())
-			return true, false, nil
+	err = p.inTx(ctx, op, commitTx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", tableStateLockWait.Milliseconds())); err != nil {
+			return p.dbError(op, err)
 		}
-		return true, false, p.dbError(op, err)
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+sqlkit.QuoteTable(t)+`)`).Scan(&has); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "55P03" {
+				return errTableLocked // the transaction failed: rolled back, not committed
+			}
+			return p.dbError(op, err)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTableLocked):
+		p.logger.Info("the target table is locked by another session: not checked for emptiness", "table", t.String())
+		return true, false, nil
+	case err != nil:
+		return true, false, err
 	}
-	return true, !has, tx.Commit(ctx)
+	return true, !has, nil
 }
+
+// errTableLocked ends TableState's transaction when the table stayed
+// locked past tableStateLockWait.
+var errTableLocked = errors.New("table locked by another session")
 
 // tableStateLockWait is how long TableState waits for a lock on the table
 // before taking it as not empty.
