@@ -56,3 +56,48 @@ func TestSignalsDoubleSIGTERMCounts(t *testing.T) {
 		t.Errorf("after a second SIGTERM: %+v\nstate: pages %d records %d", r, st.LastRun.Pages, st.LastRun.Records)
 	}
 }
+
+// A signal while the run waits for a busy state file, before any page:
+// once, it ends the wait with exit 130 and the run object; twice, the
+// second still prints exactly one run object (docs/operations.md,
+// "--json output": one object whatever happens).
+func TestSignalsBeforeTheRunStarts(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	_, url := startAPI(t, fakeapi.Options{Records: 100})
+	for _, twice := range []bool{false, true} {
+		t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+			runCode(t, dir, nil, 0, "run", job, "--max-pages", "1")
+			release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
+			defer release()
+			c, out := hardStart(t, dir, "run", job)
+			time.Sleep(700 * time.Millisecond)
+			signalled := time.Now()
+			if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if twice {
+				time.Sleep(200 * time.Millisecond)
+				if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code := hardWaitExit(t, c)
+			t.Logf("exit %d %s after the signal: %s", code, time.Since(signalled).Round(time.Millisecond), out)
+			if code != 130 {
+				t.Errorf("exit %d, want 130", code)
+			}
+			r := parseRun(t, result{stdout: out.String()})
+			if r.Status != "interrupted" || r.Job != "orders-page" {
+				t.Errorf("run object: %+v", r)
+			}
+			release()
+			if r := runCode(t, dir, nil, 0, "run", job); r.Status != "completed" || r.Records != 100 {
+				t.Errorf("next run: %+v", r)
+			}
+		})
+	}
+}

@@ -172,13 +172,15 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	job.Table.Verify = o.Verify
 	res := &Result{Job: job.Name, Kind: o.Kind, Status: contract.RunFailed}
+	// A signal while the state file is locked or checked (a busy file
+	// holds both up) interrupts the run: exit 130, not a damaged file.
 	unlock, err := e.Store.Lock(ctx, job.Name)
 	if err != nil {
-		return res, err
+		return e.beginFailed(ctx, res, started, "", false, err)
 	}
 	defer unlock()
 	if err := e.Store.Check(ctx); err != nil {
-		return res, err
+		return e.beginFailed(ctx, res, started, "", false, err)
 	}
 	// The database reads before the first page (the target table's state)
 	// can wait on a lock as a page write can: they get the same grace after
