@@ -101,3 +101,30 @@ func TestSignalsBeforeTheRunStarts(t *testing.T) {
 		})
 	}
 }
+
+// The same for a job file with several resources: a signal while the
+// invocation waits for its busy state file exits 130, not 1.
+func TestSignalsResourcesBeforeTheRunStarts(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	s, url := startShop(t, fakeapi.ShopOptions{Parents: 5, MaxChildren: 3, Seed: 7})
+	tgt, dir := sqliteTarget(), t.TempDir()
+	job := writeJob(t, dir, "job.yaml", shopJob{api: url, target: tgt.url}.yaml())
+	runJob(t, dir, 0, "run", job)
+	release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
+	defer release()
+	c, out := hardStart(t, dir, "run", job)
+	time.Sleep(700 * time.Millisecond)
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := hardWaitExit(t, c)
+	j := parseJobRun(t, result{code: code, stdout: out.String()})
+	if code != 130 || j.ExitCode != 130 || j.Status != "interrupted" {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	release()
+	runJob(t, dir, 0, "run", job)
+	assertShop(t, tgt, dir, s, false)
+}
