@@ -51,7 +51,7 @@ func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, s
 		res := &idsync.Result{Job: job.Name, Kind: kind, Status: contract.RunInterrupted, ExitCode: exitInterrupted,
 			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
 		if ev := last.Load(); ev != nil {
-			res.RunID, res.Pages = ev.RunID, ev.Pages
+			res.RunID, res.Pages, res.Records, res.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
 			res.Inserted, res.Updated, res.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
 		}
 		res.DurationMS = time.Since(started).Milliseconds()

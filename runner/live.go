@@ -68,7 +68,7 @@ func (m *Runner) Interrupted(msg string) *JobResult {
 		rr := ResourceResult{Resource: h.cur, Result: idsync.Result{Job: m.File.Name, Kind: m.Options.Kind,
 			Status: contract.RunInterrupted, ExitCode: m.Code(contract.Interrupted)}, Class: contract.Interrupted}
 		if ev := h.ev; ev != nil {
-			rr.RunID, rr.Pages = ev.RunID, ev.Pages
+			rr.RunID, rr.Pages, rr.Records, rr.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
 			rr.Inserted, rr.Updated, rr.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
 		}
 		out.Resources = append(out.Resources, rr)

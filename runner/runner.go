@@ -96,6 +96,11 @@ func (m *Runner) Run(ctx context.Context) (*JobResult, error) {
 		m.selected[r.Name] = true
 	}
 	if err := m.runAll(ctx, selected); err != nil {
+		if ctx.Err() != nil {
+			// A signal while the state file was read or written (kept
+			// busy by another process): an interruption, exit 130.
+			return nil, fmt.Errorf("%w: %v", contract.ErrInterrupted, err)
+		}
 		return nil, err
 	}
 	if err := m.notRunNow(context.WithoutCancel(ctx), selected); err != nil { // after a signal too

@@ -88,7 +88,10 @@ type PageEvent struct {
 	Elapsed  time.Duration
 	Total    contract.Counts // run totals so far
 	Pages    int64           // run pages so far
-	TotalPgs int64           // total pages when the API tells, else 0
+	// RunRecords and RunSkipped are the run's records and skipped so far
+	// (a second signal's --json object reports them: cmd/hardexit.go).
+	RunRecords, RunSkipped int64
+	TotalPgs               int64 // total pages when the API tells, else 0
 }
 
 // Engine syncs one job: it owns the order spec → fetch → page → records →
@@ -169,13 +172,15 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	job.Table.Verify = o.Verify
 	res := &Result{Job: job.Name, Kind: o.Kind, Status: contract.RunFailed}
+	// A signal while the state file is locked or checked (a busy file
+	// holds both up) interrupts the run: exit 130, not a damaged file.
 	unlock, err := e.Store.Lock(ctx, job.Name)
 	if err != nil {
-		return res, err
+		return e.beginFailed(ctx, res, started, "", false, err)
 	}
 	defer unlock()
 	if err := e.Store.Check(ctx); err != nil {
-		return res, err
+		return e.beginFailed(ctx, res, started, "", false, err)
 	}
 	// The database reads before the first page (the target table's state)
 	// can wait on a lock as a page write can: they get the same grace after
@@ -195,7 +200,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	res.RunID, res.Kind = rs.info.ID, rs.info.Kind
 	res.Resumed = rs.resumed
 	if e.OnStart != nil {
-		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages})
+		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages, RunRecords: rs.records, RunSkipped: rs.skipped})
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	var status string
