@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -63,4 +64,16 @@ func exitCode(err error) int {
 		return exitUsage
 	}
 	return codeOf(contract.ClassOf(err))
+}
+
+// interrupted returns err, the failure of a command before any page, as
+// an interruption when it is the signal's cancellation of ctx (the state
+// file's open, integrity check or migrations, the job's lock, the target
+// cut short): exit 130 as for a signal during a run, never exit 1
+// (docs/operations.md, "Exit codes").
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) || contract.ClassOf(err) == contract.Interrupted {
+		return err
+	}
+	return &contract.Error{Class: contract.Interrupted, Msg: "interrupted", Err: err}
 }

@@ -36,7 +36,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	}
 	store, err := openStore(ctx, g.statePath(jf.Resources[0].Job), log)
 	if err != nil {
-		return failedJob(ios, g, skeleton, err, red, started)
+		return failedJob(ios, g, skeleton, interrupted(ctx, err), red, started)
 	}
 	defer store.Close()
 	// One lock per job file: two invocations of the same file, whatever
@@ -46,7 +46,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		if err == nil {
 			return nil
 		}
-		return failedJob(ios, g, skeleton, err, red, started)
+		return failedJob(ios, g, skeleton, interrupted(ctx, err), red, started)
 	}
 	defer unlock()
 	totals := map[string]contract.MetricsTotals{} // each resource's metrics after its last run

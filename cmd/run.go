@@ -178,7 +178,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	store, err := openStore(ctx, g.statePath(job), log)
 	if err != nil {
-		return failed(ios, g, skeleton(), err, job.Secrets)
+		return failed(ios, g, skeleton(), interrupted(ctx, err), job.Secrets)
 	}
 	defer store.Close()
 	unlock, err := gate.acquire(ctx, store, job.Name, opts.Kind)
@@ -186,7 +186,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		if err == nil {
 			return nil
 		}
-		return failed(ios, g, skeleton(), err, job.Secrets)
+		return failed(ios, g, skeleton(), interrupted(ctx, err), job.Secrets)
 	}
 	defer unlock()
 	store = heldStore{Store: store, job: job.Name}
@@ -200,6 +200,9 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
+	if res.RunID == 0 {
+		err = interrupted(ctx, err)
+	}
 	code := exitCode(err)
 	res.ExitCode = code
 	if res.RunID == 0 && err != nil {
@@ -315,6 +318,8 @@ func failed(ios *IOStreams, g *globalOpts, res *idsync.Result, err error, red *i
 		res.Status = "locked"
 	case exitNothing:
 		res.Status = "nothing_to_resume"
+	case exitInterrupted:
+		res.Status = contract.RunInterrupted
 	}
 	g.writeResult(ios, res)
 	return &reportedError{code: res.ExitCode}

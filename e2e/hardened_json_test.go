@@ -130,3 +130,36 @@ func TestHardenedDoubleSIGTERM(t *testing.T) {
 	release()
 	runCode(t, dir, nil, 0, "run", job)
 }
+
+// A SIGTERM while the run waits for the state file, before any page (its
+// open, its migrations, the job's lock), is a signal like any other: exit
+// 130 with status interrupted, not exit 1 "context canceled"
+// (docs/operations.md, "Exit codes"). The model test found it (seeds 7209,
+// 7218, 7219: a SIGINT 5-30 ms after the start).
+func TestHardenedSIGTERMWhileOpeningState(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	_, url := startAPI(t, fakeapi.Options{Records: 30})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	runCode(t, dir, nil, 0, "run", job) // creates the state file
+	release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
+	defer release()
+	c, out := hardStart(t, dir, "run", job)
+	time.Sleep(500 * time.Millisecond) // waiting for the state file's lock
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	if code := hardWaitExit(t, c); code != 130 {
+		t.Fatalf("exit %d, want 130: %s", code, out)
+	}
+	t.Logf("exit 130 %s after the signal", time.Since(sent).Round(time.Millisecond))
+	r := parseRun(t, result{stdout: out.String()})
+	if r.Job != "orders-page" || r.Status != "interrupted" {
+		t.Errorf("a SIGTERM while opening the state file: %+v", r)
+	}
+	release()
+	runCode(t, dir, nil, 0, "run", job)
+}

@@ -181,11 +181,13 @@ type modelTarget struct {
 	// read returns the target table by id and how many keys appear more
 	// than once; dir is the scenario's folder.
 	read func(t *testing.T, dir string) (map[int]modelRow, int)
+	// edit changes row id's v by hand (model_ops_test.go, handedit).
+	edit func(t *testing.T, dir string, id int, v string)
 }
 
 // modelSQLite is a target SQLite file in the scenario's folder.
 func modelSQLite(t *testing.T) modelTarget {
-	return modelTarget{url: "sqlite:out.db", table: "items", read: func(t *testing.T, dir string) (map[int]modelRow, int) {
+	return modelTarget{url: "sqlite:out.db", table: "items", edit: modelSQLiteEdit, read: func(t *testing.T, dir string) (map[int]modelRow, int) {
 		t.Helper()
 		path := filepath.Join(dir, "out.db")
 		if _, err := os.Stat(path); err != nil {
@@ -204,7 +206,8 @@ func modelSQLite(t *testing.T) modelTarget {
 func modelPostgres(t *testing.T, url string) modelTarget {
 	schema := freshSchema(t, url)
 	table := schema + ".items"
-	return modelTarget{url: url, table: table, read: func(t *testing.T, _ string) (map[int]modelRow, int) {
+	edit := func(t *testing.T, _ string, id int, v string) { modelPostgresEdit(t, url, schema, id, v) }
+	return modelTarget{url: url, table: table, edit: edit, read: func(t *testing.T, _ string) (map[int]modelRow, int) {
 		t.Helper()
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, url)
@@ -376,7 +379,18 @@ type modelSummary struct {
 	// fan-out model's, which claims them table by table).
 	checksSweeps bool
 	exits        map[string]int
+	ops          map[string]int // the operations of model_ops_test.go done
 	failedSeeds  []int64
+}
+
+// op counts one operation of model_ops_test.go.
+func (s *modelSummary) op(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ops == nil {
+		s.ops = map[string]int{}
+	}
+	s.ops[kind]++
 }
 
 // skippedSweep counts a completed full pass whose sweep was skipped.
@@ -423,6 +437,9 @@ func (sum *modelSummary) report(t *testing.T) {
 	// some second proving pass must have had records to remove.
 	if sum.checksSweeps && sum.seeds >= 20 && sum.sweptRecords == 0 {
 		t.Errorf("model: no full pass over %d seeds was checked against records deleted at the source: the sweep is never tested (or never removes)", sum.seeds)
+	}
+	if len(sum.ops) > 0 {
+		t.Logf("model operations: %v", sum.ops)
 	}
 	t.Logf("model: %d seeds, exits {%s}, %d refused, %d failed %v; %d full passes with deletes checked against %d records deleted at the source, %d full passes skipped their sweep",
 		sum.seeds, strings.Join(ex, " "), sum.refused, sum.failed, sum.failedSeeds, sum.sweeps, sum.sweptRecords, sum.sweepsSkipped)
