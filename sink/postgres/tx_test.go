@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -198,5 +199,47 @@ func TestPostgresTableStateRollbackBounded(t *testing.T) {
 		t.Logf("returned after %v", time.Since(start))
 	case <-time.After(30 * time.Second):
 		t.Fatalf("TableState still waits %v after it started, its rollback unanswered (tripped %v)", time.Since(start), tp.wasTripped())
+	}
+}
+
+// A connection lost when a page commits fails the page Transient, naming
+// the table, with no counts and no row committed (docs/guarantees.md,
+// "One transaction per page").
+func TestPostgresUpsertCommitLost(t *testing.T) {
+	s, tp, tbl := tripSink(t, "commit", false)
+	page := *tbl
+	page.Name, page.Create = "pages", true
+	page.Columns = append(page.Columns, contract.Column{Name: "v", Path: "v", Type: contract.TypeText})
+	ctx := context.Background()
+	direct, err := postgres.OpenTarget(ctx, contract.Conn{URL: pgtest.URL(t)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	sinktest.MustPrepare(t, direct, &page) // its commit not through the proxy
+	n, err := s.Upsert(ctx, &page, []contract.Row{sinktest.Row(int64(1), "a"), sinktest.Row(int64(2), "b")})
+	if !tp.wasTripped() {
+		t.Fatalf("the page never committed: %+v, %v", n, err)
+	}
+	if got := contract.ClassOf(err); got != contract.Transient {
+		t.Errorf("class %v, want Transient: %v", got, err)
+	}
+	if want := "upsert into " + page.String(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v does not say %q", err, want)
+	}
+	if !reflect.DeepEqual(n, contract.Counts{}) {
+		t.Errorf("counts %+v returned with the error, want none", n)
+	}
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+sinktest.QName(&page)).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("%d rows committed by a page whose commit was lost", rows)
 	}
 }

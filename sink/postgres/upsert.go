@@ -71,84 +71,77 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 			kept, checked = changed, true
 		}
 	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return n, p.dbError(op, err)
-	}
-	defer func() {
-		rctx, cancel := rollbackContext(ctx)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}()
-	types, err := p.columnTypes(ctx, tx, t)
-	if err != nil {
-		return n, p.dbError(op, err)
-	}
-	if types, err = p.widen(ctx, tx, op, t, types); err != nil {
-		return n, err
-	}
-	// Rows stored as they are leave the page first (unchanged.go), so
-	// only the others are converted, encoded and sent to the merge.
-	if !checked {
-		if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
-			return n, err
-		}
-	}
-	deleted, err := p.bury(ctx, tx, op, t, types, tombs)
-	if err != nil {
-		return n, err
-	}
-	// What the page does to the child tables (children.go).
-	var kidCounts contract.Counts
-	if err := p.pruneTree(ctx, tx, op, t, types, tombs, true, &kidCounts); err != nil { // children.go
-		return n, err
-	}
-	if err := p.writeChildren(ctx, tx, op, t, types, kept, &kidCounts); err != nil { // children.go, before the merge
-		return n, err
-	}
-	copied := false
-	if len(kept) > 0 {
-		if copied, err = p.copyFresh(ctx, tx, op, t, types, kept); err != nil {
-			return n, err
-		}
-		if copied {
-			n.Inserted = int64(len(kept))
-		}
-	}
-	if len(kept) > 0 && !copied {
-		data, err := pageValues(op, t, kept)
+	var progress string
+	var ptx *pageTx
+	err = p.inTxOn(ctx, conn, op, commitTx, func(tx pgx.Tx) error {
+		types, err := p.columnTypes(ctx, tx, t)
 		if err != nil {
-			return n, err
+			return p.dbError(op, err)
 		}
-		args, err := mergeArgs(op, t, kept, data, types)
-		if err != nil {
-			return n, err
+		if types, err = p.widen(ctx, tx, op, t, types); err != nil {
+			return err
 		}
-		if t.Verify {
-			if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
-				return n, err
+		// Rows stored as they are leave the page first (unchanged.go), so
+		// only the others are converted, encoded and sent to the merge.
+		if !checked {
+			if kept, err = p.leaveUnchanged(ctx, tx, op, t, types, kept); err != nil {
+				return err
 			}
 		}
-		if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
-			return contract.Counts{}, err
+		deleted, err := p.bury(ctx, tx, op, t, types, tombs)
+		if err != nil {
+			return err
 		}
-	}
-	n.Deleted, n.Children = deleted, kidCounts.Children
-	n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
-	var progress string
-	if n.Wrote() { // a page that wrote nothing leaves the marker, and the target unwritten
-		if progress, err = p.raiseProgress(ctx, tx, op, t); err != nil { // progress.go
-			return contract.Counts{}, err
+		// What the page does to the child tables (children.go).
+		var kidCounts contract.Counts
+		if err := p.pruneTree(ctx, tx, op, t, types, tombs, true, &kidCounts); err != nil { // children.go
+			return err
 		}
-	}
-	ptx := &pageTx{p: p, tx: tx, schema: t.Schema}
-	if before != nil {
-		if err := before(ctx, ptx, n); err != nil {
-			return contract.Counts{}, err
+		if err := p.writeChildren(ctx, tx, op, t, types, kept, &kidCounts); err != nil { // children.go, before the merge
+			return err
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return contract.Counts{}, p.dbError(op, err)
+		copied := false
+		if len(kept) > 0 {
+			if copied, err = p.copyFresh(ctx, tx, op, t, types, kept); err != nil {
+				return err
+			}
+			if copied {
+				n.Inserted = int64(len(kept))
+			}
+		}
+		if len(kept) > 0 && !copied {
+			data, err := pageValues(op, t, kept)
+			if err != nil {
+				return err
+			}
+			args, err := mergeArgs(op, t, kept, data, types)
+			if err != nil {
+				return err
+			}
+			if t.Verify {
+				if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
+					return err
+				}
+			}
+			if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
+				return err
+			}
+		}
+		n.Deleted, n.Children = deleted, kidCounts.Children
+		n.Unchanged = int64(len(rows)) - n.Inserted - n.Updated - n.Dropped - n.Deleted
+		if n.Wrote() { // a page that wrote nothing leaves the marker, and the target unwritten
+			if progress, err = p.raiseProgress(ctx, tx, op, t); err != nil { // progress.go
+				return err
+			}
+		}
+		ptx = &pageTx{p: p, tx: tx, schema: t.Schema}
+		if before != nil {
+			return before(ctx, ptx, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return contract.Counts{}, err
 	}
 	if ptx.created != "" {
 		p.fenced[ptx.created] = true
