@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
 // sharedTables returns a problem for each pair of resources of one file
@@ -77,12 +78,7 @@ func tableKey(r Resource, name string) string {
 	if !strings.HasPrefix(r.Job.Target.URL, "sqlite:") {
 		return name
 	}
-	return strings.Map(func(c rune) rune {
-		if 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
-	}, name)
+	return sqlkit.ASCIILower(name)
 }
 
 // sweeps reports whether deletes removes or marks unseen rows.
