@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +41,9 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	}
 	defer store.Close()
 	// One lock per job file: two invocations of the same file, whatever
-	// resources they select, never overlap.
+	// resources they select, never overlap. A run key is one start of
+	// the selection.
+	gate.scope = keyScope(jf, only)
 	unlock, err := gate.acquire(ctx, store, jf.Name, opts.Kind)
 	if done, err := gate.reported(ios, g, err); done || err != nil {
 		if err == nil {
@@ -92,6 +95,24 @@ func checkOnly(jf *jobfile.File, only []string, kind string) error {
 		return &usageError{err: fmt.Errorf("replay of job %s needs exactly one --resource (one of: %s)", jf.Name, strings.Join(jf.Names(), ", "))}
 	}
 	return nil
+}
+
+// keyScope is the run key's scope of the selection only: "" for every
+// resource of jf, else a newline (which no run key holds) and the
+// selected resources' names in file order, so that two starts with one
+// key and different --resource selections both run, and a selection
+// named in another order is the same start.
+func keyScope(jf *jobfile.File, only []string) string {
+	var names []string
+	for _, n := range jf.Names() {
+		if slices.Contains(only, n) {
+			names = append(names, n)
+		}
+	}
+	if len(only) == 0 || len(names) == len(jf.Resources) {
+		return ""
+	}
+	return "\nresource " + strings.Join(names, ",")
 }
 
 // writeResourceMetrics writes the metrics file: each resource's totals

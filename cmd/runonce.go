@@ -29,6 +29,11 @@ type runGate struct {
 	ifRunning string
 	wait      time.Duration // with wait: the longest wait (0: no limit)
 	key       string        // --run-key or $IDEMSYNC_RUN_KEY ("" : none)
+	// scope is added to key where it is stored: the --resource selection
+	// of a job file with several resources ("" for the whole file), so
+	// one key names one start of one selection (docs/operations.md, "Run
+	// keys"). It begins with a newline, which no key holds.
+	scope string
 }
 
 // parseIfRunning reads --if-running (or $IDEMSYNC_IF_RUNNING, which from
@@ -124,7 +129,7 @@ func (g runGate) acquire(ctx context.Context, store contract.Store, job, kind st
 	if err != nil || g.key == "" {
 		return unlock, err
 	}
-	result, found, err := store.RunKey(ctx, job, g.key)
+	result, found, err := store.RunKey(ctx, job, g.key+g.scope)
 	if err != nil || found {
 		unlock()
 		if err != nil {
@@ -174,7 +179,7 @@ func (g runGate) remember(ctx context.Context, store contract.Store, job string,
 	if err != nil {
 		return err
 	}
-	return store.SaveRunKey(context.WithoutCancel(ctx), job, g.key, string(b), time.Now())
+	return store.SaveRunKey(context.WithoutCancel(ctx), job, g.key+g.scope, string(b), time.Now())
 }
 
 // reported prints the outcome of a run the gate did not let start: a skip

@@ -123,6 +123,12 @@ name: shop
 resources:
   - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: a}}
 `, `resource a: `},
+		"one SQLite table in two cases": {`
+name: shop
+resources:
+  - {name: a, source: {url: "https://x/a"}, target: {url: "sqlite:x.db", table: Orders, key: [id], deletes: hard}}
+  - {name: b, source: {url: "https://x/b"}, target: {url: "sqlite:x.db", table: oRDERS, key: [id]}}
+`, `resources a and b both write table oRDERS`},
 		"top-level source": {`
 name: shop
 source: {url: "https://x"}

@@ -2,8 +2,10 @@ package jobfile
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/sink/sqlkit"
 )
 
 // sharedTables returns a problem for each pair of resources of one file
@@ -30,7 +32,7 @@ func sharedTables(rs []Resource) []string {
 				problems = append(problems, p)
 				continue
 			}
-			if a.Job.Table.String() != b.Job.Table.String() {
+			if tableKey(a, a.Job.Table.String()) != tableKey(b, b.Job.Table.String()) {
 				continue
 			}
 			if !sweeps(ta.Deletes) && !sweeps(tb.Deletes) {
@@ -47,9 +49,9 @@ func sharedTables(rs []Resource) []string {
 // both write a table that is a child table (target.children) of either.
 func sharedChild(a, b Resource) string {
 	tables := func(r Resource) map[string]bool { // table → a child table of r
-		m := map[string]bool{r.Job.Table.String(): false}
+		m := map[string]bool{tableKey(r, r.Job.Table.String()): false}
 		for _, d := range r.Job.Table.Descendants() {
-			m[d.Table.String()] = true
+			m[tableKey(r, d.Table.String())] = true
 		}
 		return m
 	}
@@ -67,6 +69,16 @@ func sharedChild(a, b Resource) string {
 			a.Name, b.Name, name, owner)
 	}
 	return ""
+}
+
+// tableKey is the name of a table of r's target as its database compares
+// names: SQLite without regard to ASCII case (orders and ORDERS are one
+// table there), PostgreSQL as written (idemsync quotes every name).
+func tableKey(r Resource, name string) string {
+	if !strings.HasPrefix(r.Job.Target.URL, "sqlite:") {
+		return name
+	}
+	return sqlkit.ASCIILower(name)
 }
 
 // sweeps reports whether deletes removes or marks unseen rows.
