@@ -83,6 +83,17 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	return nil
 }
 
+// distinct is names without repeats, in their first order.
+func distinct(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // checkOnly checks the --resource names against the file: each names one
 // of its resources; replay of a file with several takes exactly one.
 func checkOnly(jf *jobfile.File, only []string, kind string) error {

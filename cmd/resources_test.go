@@ -57,8 +57,10 @@ func TestCheckOnly(t *testing.T) {
 		{[]string{"nope"}, contract.KindRun, `--resource "nope": job shop has no such resource (it has: a, b)`},
 		{nil, contract.KindReplay, "replay of job shop needs exactly one --resource (one of: a, b)"},
 		{[]string{"a", "b"}, contract.KindReplay, "exactly one --resource"},
+		// Named twice is named once, as for run (e2e TestResourceFlagRunsOnlyThatOne).
+		{[]string{"a", "a"}, contract.KindReplay, ""},
 	} {
-		err := checkOnly(jf, tc.only, tc.kind)
+		err := checkOnly(jf, distinct(tc.only), tc.kind)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s %v: %v", tc.kind, tc.only, err)

@@ -155,6 +155,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return failed(ios, g, &idsync.Result{Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
 	g.jobName, g.keyring = jf.Name, newKeyring(jf)
+	only = distinct(only) // a resource named twice is named once (docs/job-file.md, "Running a file with several resources")
 	if err := checkOnly(jf, only, opts.Kind); err != nil {
 		return failed(ios, g, &idsync.Result{Job: jf.Name, Kind: opts.Kind, Status: contract.RunFailed}, err, nil)
 	}
