@@ -201,7 +201,10 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
 	code := exitCode(err)
-	res.ExitCode = code
+	// The engine's time leaves out the waits before it (a busy state
+	// file, --if-running wait): duration_ms is the command's
+	// (docs/operations.md, "--json output").
+	res.ExitCode, res.DurationMS = code, time.Since(started).Milliseconds()
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
