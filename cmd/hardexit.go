@@ -41,8 +41,8 @@ func (g *jsonGate) write(ios *IOStreams, v any) {
 }
 
 // armHardExit makes a second signal print, with --json, the full run
-// object of what is known (job, run id and counts of the pages committed
-// so far) with status interrupted and exit code 130. It returns the
+// object of what is known (job, run id, counts, checkpoint and saved mark
+// of the pages committed so far) with status interrupted and exit code 130. It returns the
 // OnPage hook that keeps that knowledge current and a function that
 // disarms it.
 func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, started time.Time) (onPage func(idsync.PageEvent), disarm func()) {
@@ -52,6 +52,7 @@ func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, s
 			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
 		if ev := last.Load(); ev != nil {
 			res.RunID, res.Pages, res.Records, res.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
+			res.Checkpoint, res.HWM = ev.Checkpoint, ev.HWM
 			res.Inserted, res.Updated, res.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
 		}
 		res.DurationMS = time.Since(started).Milliseconds()

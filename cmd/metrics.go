@@ -49,6 +49,12 @@ func (m *runMetrics) onSweepSkipped(string) {
 	}
 }
 
+// signalMetricsWait is how long the record of a run stopped by a signal
+// waits for a state file another process keeps busy: the record is best
+// effort, and the process must not outlast the signal by the file's busy
+// timeout (docs/operations.md, "Signals").
+const signalMetricsWait = time.Second
+
 // finish records the run that ended with err in the state file and writes
 // the metrics file (when asked for, unless noFile). A failure to do either
 // is logged as a warning and never changes the run's outcome.
@@ -56,7 +62,13 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	if m == nil {
 		return
 	}
+	signalled := ctx.Err() != nil
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
+	if signalled {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, signalMetricsWait)
+		defer cancel()
+	}
 	add := contract.RunMetrics{At: time.Now(), Duration: time.Since(m.started),
 		ExitCode: exitCode(err), Success: err == nil, SweepsSkipped: m.skipped}
 	totals, err := m.store.AddRunMetrics(ctx, m.job, m.resource, add)

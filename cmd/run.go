@@ -205,7 +205,10 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		err = interrupted(ctx, err)
 	}
 	code := exitCode(err)
-	res.ExitCode = code
+	// The engine's time leaves out the waits before it (a busy state
+	// file, --if-running wait): duration_ms is the command's
+	// (docs/operations.md, "--json output").
+	res.ExitCode, res.DurationMS = code, time.Since(started).Milliseconds()
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}

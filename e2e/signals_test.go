@@ -60,6 +60,77 @@ func TestSignalsDoubleSIGTERMCounts(t *testing.T) {
 	if r.Status != "interrupted" || r.Pages != st.LastRun.Pages || r.Records != st.LastRun.Records || r.Records != 25*r.Pages {
 		t.Errorf("after a second SIGTERM: %+v\nstate: pages %d records %d", r, st.LastRun.Pages, st.LastRun.Records)
 	}
+	// Its checkpoint is the last committed one, as the other objects'.
+	if r.Checkpoint == "" || r.Checkpoint != st.Checkpoint {
+		t.Errorf("after a second SIGTERM: checkpoint %q, the state's %q", r.Checkpoint, st.Checkpoint)
+	}
+}
+
+// A first signal while the run waits for its busy state file, before any
+// page, ends the wait: run, resume and replay exit 130 within moments,
+// not after the state file's 10 s busy timeout, and their duration_ms is
+// the command's time, the wait included (docs/operations.md, "Signals",
+// "--json output").
+func TestSignalsBusyStateDurationAndExit(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on Windows")
+	}
+	_, url := startAPI(t, fakeapi.Options{Records: 100})
+	for _, args := range [][]string{{"run"}, {"resume"}, {"replay", "--from", "1"}} {
+		t.Run(args[0], func(t *testing.T) {
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+			runCode(t, dir, nil, 0, "run", job, "--max-pages", "1")
+			release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
+			defer release()
+			start := time.Now()
+			c, out := hardStart(t, dir, append([]string{args[0], job}, args[1:]...)...)
+			time.Sleep(700 * time.Millisecond)
+			signalled := time.Now()
+			if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			code := hardWaitExit(t, c)
+			took := time.Since(signalled)
+			r := parseRun(t, result{stdout: out.String()})
+			t.Logf("exit %d %s after the signal: %s", code, took.Round(time.Millisecond), out)
+			if code != 130 || r.Status != "interrupted" {
+				t.Errorf("exit %d, want 130: %+v", code, r)
+			}
+			if took > 4*time.Second {
+				t.Errorf("exited %s after the signal: the wait for the busy state file did not end at it", took.Round(time.Millisecond))
+			}
+			if atSignal := signalled.Sub(start).Milliseconds(); r.DurationMS == nil || *r.DurationMS < atSignal {
+				t.Errorf("the command had run %d ms when signalled: %s", atSignal, out)
+			}
+		})
+	}
+}
+
+// A run that waited for the job's lock (--if-running wait) reports the
+// command's time in duration_ms, the wait included (docs/operations.md,
+// "--json output").
+func TestSignalsIfRunningWaitDuration(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 2000, Latency: 100 * time.Millisecond})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	first, _ := hardStart(t, dir, "run", job)
+	hardWaitRunning(t, dir, job)
+	start := time.Now()
+	second, out := hardStart(t, dir, "run", job, "--if-running", "wait")
+	time.Sleep(1500 * time.Millisecond)
+	api.SetLatency(0)
+	waited := time.Since(start)
+	if code := hardWaitExit(t, first); code != 0 {
+		t.Fatalf("first run: exit %d", code)
+	}
+	if code := hardWaitExit(t, second); code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, out)
+	}
+	r := parseRun(t, result{stdout: out.String()})
+	if r.DurationMS == nil || *r.DurationMS < waited.Milliseconds() {
+		t.Errorf("the command waited %d ms for the lock: %s", waited.Milliseconds(), out)
+	}
 }
 
 // A signal while the run waits for a busy state file, before any page:

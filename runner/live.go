@@ -69,6 +69,7 @@ func (m *Runner) Interrupted(msg string) *JobResult {
 			Status: contract.RunInterrupted, ExitCode: m.Code(contract.Interrupted)}, Class: contract.Interrupted}
 		if ev := h.ev; ev != nil {
 			rr.RunID, rr.Pages, rr.Records, rr.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
+			rr.Checkpoint, rr.HWM = ev.Checkpoint, ev.HWM
 			rr.Inserted, rr.Updated, rr.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
 		}
 		out.Resources = append(out.Resources, rr)

@@ -239,7 +239,8 @@ func (e *Engine) advance(ctx context.Context, rs *runState, log *slog.Logger, fp
 		"updated", counts.Updated, "unchanged", counts.Unchanged, "skipped", skipped, "ms", time.Since(fp.t0).Milliseconds())
 	if e.OnPage != nil {
 		e.OnPage(PageEvent{RunID: rs.info.ID, Position: where, Records: len(resp.Records), Counts: counts,
-			Skipped: int(skipped), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, RunRecords: rs.records, RunSkipped: rs.skipped, TotalPgs: totalPages(job, resp)})
+			Skipped: int(skipped), Elapsed: time.Since(fp.t0), Total: rs.total, Pages: rs.pages, RunRecords: rs.records, RunSkipped: rs.skipped, TotalPgs: totalPages(job, resp),
+			Checkpoint: rs.pos.Describe(job.Pagination.Style, job.Secrets), HWM: rs.hwm})
 	}
 }
 

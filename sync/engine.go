@@ -91,7 +91,11 @@ type PageEvent struct {
 	// RunRecords and RunSkipped are the run's records and skipped so far
 	// (a second signal's --json object reports them: cmd/hardexit.go).
 	RunRecords, RunSkipped int64
-	TotalPgs               int64 // total pages when the API tells, else 0
+	// Checkpoint and HWM are where the next page starts and the job's
+	// saved mark, as the run object says them (a second signal's object
+	// reports them).
+	Checkpoint, HWM string
+	TotalPgs        int64 // total pages when the API tells, else 0
 }
 
 // Engine syncs one job: it owns the order spec → fetch → page → records →
@@ -200,7 +204,8 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	res.RunID, res.Kind = rs.info.ID, rs.info.Kind
 	res.Resumed = rs.resumed
 	if e.OnStart != nil {
-		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages, RunRecords: rs.records, RunSkipped: rs.skipped})
+		e.OnStart(PageEvent{RunID: rs.info.ID, Total: rs.total, Pages: rs.pages, RunRecords: rs.records, RunSkipped: rs.skipped,
+			Checkpoint: rs.pos.Describe(job.Pagination.Style, job.Secrets), HWM: rs.hwm})
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	var status string
