@@ -122,6 +122,16 @@ func (m *Runner) result() *JobResult {
 		m.upToDate(out)
 	case all:
 		out.Status = contract.RunCompleted
+	case out.Class == contract.None && len(m.ran) == 0 && allSkipped(out.Resources):
+		// No resource could run (each waits for a parent that did not
+		// complete): skipped, as --if-running skip is, not partial, which
+		// says a limit stopped the run (docs/job-file.md, "Order and
+		// cycles").
+		out.Status = StatusSkipped
+		for _, r := range out.Resources {
+			errs = append(errs, r.Resource+": "+r.Error)
+		}
+		out.Error = strings.Join(errs, "; ")
 	case out.Class == contract.None:
 		out.Status = contract.RunPartial
 	default:
@@ -159,4 +169,14 @@ func JobStatus(c contract.Class) string {
 		return "nothing_to_resume"
 	}
 	return contract.RunFailed
+}
+
+// allSkipped reports whether rs has resources and every one is skipped.
+func allSkipped(rs []ResourceResult) bool {
+	for _, r := range rs {
+		if r.Status != StatusSkipped {
+			return false
+		}
+	}
+	return len(rs) > 0
 }
