@@ -49,11 +49,12 @@ func (m *Runner) openCycle(ctx context.Context, selected []jobfile.Resource) err
 	return nil
 }
 
-// closeCycle closes the open cycle unless the job ended partial or
-// interrupted. A failure to write it is a warning: the next invocation
-// then syncs only what this cycle has not.
+// closeCycle closes the open cycle unless the job ended partial,
+// interrupted or skipped (no resource could run: the cycle is as it was).
+// A failure to write it is a warning: the next invocation then syncs only
+// what this cycle has not.
 func (m *Runner) closeCycle(ctx context.Context, status string) {
-	if m.cycle == "" || status == contract.RunPartial || status == contract.RunInterrupted {
+	if m.cycle == "" || status == contract.RunPartial || status == contract.RunInterrupted || status == StatusSkipped {
 		return
 	}
 	if err := m.Store.CloseCycle(context.WithoutCancel(ctx), m.cycle); err != nil {
