@@ -13,14 +13,21 @@ import (
 
 // onHardExit, when set, prints what a command must print before a second
 // SIGINT/SIGTERM ends the process at once (Main).
-var onHardExit atomic.Pointer[func()]
+var onHardExit atomic.Pointer[func() int]
 
-// hardExit runs onHardExit and exits 130.
+// hardExit runs onHardExit and exits with hardExitCode.
 func hardExit() {
+	os.Exit(hardExitCode())
+}
+
+// hardExitCode runs onHardExit and returns the exit code of the process:
+// 130, or the exit code of the --json object the command already printed,
+// so that stdout and the exit agree (docs/operations.md, "Signals").
+func hardExitCode() int {
 	if f := onHardExit.Load(); f != nil {
-		(*f)()
+		return (*f)()
 	}
-	os.Exit(exitInterrupted)
+	return exitInterrupted
 }
 
 // jsonGate lets exactly one JSON object reach stdout: the command's own,
@@ -28,6 +35,7 @@ func hardExit() {
 type jsonGate struct {
 	mu   gosync.Mutex
 	done bool
+	code int // the exit code of the object printed
 }
 
 // write prints v unless an object was already printed.
@@ -36,8 +44,28 @@ func (g *jsonGate) write(ios *IOStreams, v any) {
 	defer g.mu.Unlock()
 	if !g.done {
 		g.done = true
+		switch r := v.(type) {
+		case *idsync.Result:
+			g.code = r.ExitCode
+		case *runner.JobResult:
+			g.code = r.ExitCode
+		default:
+			g.code = exitInterrupted
+		}
 		writeJSON(ios, v)
 	}
+}
+
+// exit prints obj (the interrupted object) unless the command printed its
+// own, and returns the exit code of the object printed. It holds the gate
+// until the process exits.
+func (g *jsonGate) exit(ios *IOStreams, obj func() any) int {
+	g.mu.Lock() // held until the process exits
+	if g.done {
+		return g.code
+	}
+	writeJSON(ios, obj())
+	return exitInterrupted
 }
 
 // armHardExit makes a second signal print, with --json, the full run
@@ -47,19 +75,18 @@ func (g *jsonGate) write(ios *IOStreams, v any) {
 // disarms it.
 func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, started time.Time) (onPage func(idsync.PageEvent), disarm func()) {
 	var last atomic.Pointer[idsync.PageEvent]
-	f := func() {
-		res := &idsync.Result{Job: job.Name, Kind: kind, Status: contract.RunInterrupted, ExitCode: exitInterrupted,
-			Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
-		if ev := last.Load(); ev != nil {
-			res.RunID, res.Pages, res.Records, res.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
-			res.Checkpoint, res.HWM = ev.Checkpoint, ev.HWM
-			res.Inserted, res.Updated, res.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
-		}
-		res.DurationMS = time.Since(started).Milliseconds()
-		gate.mu.Lock() // held until the process exits
-		if !gate.done {
-			writeJSON(ios, res)
-		}
+	f := func() int {
+		return gate.exit(ios, func() any {
+			res := &idsync.Result{Job: job.Name, Kind: kind, Status: contract.RunInterrupted, ExitCode: exitInterrupted,
+				Error: "interrupted twice: stopped at once; the next run continues from the last committed page"}
+			if ev := last.Load(); ev != nil {
+				res.RunID, res.Pages, res.Records, res.Skipped = ev.RunID, ev.Pages, ev.RunRecords, ev.RunSkipped
+				res.Checkpoint, res.HWM = ev.Checkpoint, ev.HWM
+				res.Inserted, res.Updated, res.Unchanged = ev.Total.Inserted, ev.Total.Updated, ev.Total.Unchanged
+			}
+			res.DurationMS = time.Since(started).Milliseconds()
+			return res
+		})
 	}
 	onHardExit.Store(&f)
 	return func(ev idsync.PageEvent) { last.Store(&ev) }, func() { onHardExit.CompareAndSwap(&f, nil) }
@@ -70,12 +97,10 @@ func armHardExit(ios *IOStreams, gate *jsonGate, job *idsync.Job, kind string, s
 // resource in progress interrupted with the counts of its committed
 // pages) and exit 130. It returns the function that disarms it.
 func armJobHardExit(ios *IOStreams, gate *jsonGate, m *runner.Runner, red *idsync.Redactor) func() {
-	f := func() {
-		out := m.Interrupted(red.Redact("interrupted twice: stopped at once; the next run continues from the last committed page"))
-		gate.mu.Lock() // held until the process exits
-		if !gate.done {
-			writeJSON(ios, out)
-		}
+	f := func() int {
+		return gate.exit(ios, func() any {
+			return m.Interrupted(red.Redact("interrupted twice: stopped at once; the next run continues from the last committed page"))
+		})
 	}
 	onHardExit.Store(&f)
 	return func() { onHardExit.CompareAndSwap(&f, nil) }
