@@ -127,6 +127,13 @@ type ParentReader interface {
 	// when f.Limit is set. A missing table or column fails with an *Error
 	// naming it.
 	ParentRows(ctx context.Context, t *Table, cols []string, f ParentFilter) ([][]*string, error)
+	// MissingParents returns one key of keys (each as KeyForms of t wrote
+	// it) that names no row of t, rows marked deleted counting as rows,
+	// written "col=value" per key column; "" when every key names a row.
+	// A child's sweep is skipped when its parent table lacks a parent the
+	// parent's latest full pass listed (docs/deletions.md, "Two passes").
+	// A missing table fails with an *Error naming it.
+	MissingParents(ctx context.Context, t *Table, keys func(func(string) error) error) (missing string, err error)
 }
 
 // RowReader is the part of a Sink that reads a target table back, for

@@ -174,9 +174,14 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 	var deleted int64
 	var pk passKeys
 	err := error(nil)
-	if e.sweeps(rs) && rs.pos.Parent == paging.NoParents {
+	if e.sweeps(rs) && e.Job.Parent != nil {
 		var why string
-		if why, err = e.parentsUnproven(ctx); err == nil {
+		if rs.pos.Parent == paging.NoParents {
+			why, err = e.parentsUnproven(ctx)
+		} else if rs.proof.reason == "" { // reads the parent's keys: only when they decide
+			why, err = e.parentsMissing(ctx, sink)
+		}
+		if err == nil && why != "" {
 			rs.noProof(why)
 		}
 	}

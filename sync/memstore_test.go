@@ -316,6 +316,10 @@ func (s *memSink) ParentRows(context.Context, *contract.Table, []string, contrac
 	return nil, contract.ErrNotImplemented
 }
 
+func (s *memSink) MissingParents(context.Context, *contract.Table, func(func(string) error) error) (string, error) {
+	return "", contract.ErrNotImplemented
+}
+
 func (s *memSink) LatestRows(context.Context, *contract.Table, int) ([]string, [][]*string, error) {
 	return nil, nil, contract.ErrNotImplemented
 }

@@ -311,6 +311,38 @@ func (e *Engine) parentsUnproven(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%s%s has no completed run%s", lead, par.Resource, tail), nil
 }
 
+// parentsMissing returns why a child pass that walked its parents proves
+// no child row absent ("" when it does; docs/deletions.md, "Two passes"):
+// the parent table lacks a parent that the parent resource's latest
+// completed full pass listed (a row marked deleted is no lack). Such a
+// row was deleted by hand or lost while its record lives at the source,
+// and the pass never listed its children. Only a parent whose deletes is
+// soft or hard records the keys its passes list; for another nothing is
+// known and nothing is found missing.
+func (e *Engine) parentsMissing(ctx context.Context, sink contract.Sink) (string, error) {
+	par := e.Job.Parent
+	runs, err := e.Store.Runs(ctx, par.Name, 0)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range runs {
+		if r.Status != contract.RunCompleted || r.Kind != contract.KindRun || !r.Full {
+			continue
+		}
+		missing, err := sink.MissingParents(ctx, &par.Table, func(fn func(string) error) error {
+			_, err := e.Store.SeenKeys(ctx, r.ID, fn) // a page without its keys lists none: the others still count
+			return err
+		})
+		if err != nil || missing == "" {
+			return "", err
+		}
+		return fmt.Sprintf("the parent table %s lacks the parent %s that the latest completed full pass of %s (run %d) listed, "+
+			"so this pass did not list its children: the row may have been deleted or lost while its record lives at the source; "+
+			"run %s (it writes the row back) and then this resource", par.Table.String(), missing, par.Resource, r.ID, par.Resource), nil
+	}
+	return "", nil
+}
+
 // startChild starts a new child run's walk of its parents: it reads the
 // first parent and returns the run's first checkpoint state (Fly) and
 // that parent's row, nil and "" when there is no parent row to walk. A

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
@@ -98,4 +100,54 @@ var pgDialect = sqlkit.Dialect{
 	Param:     func(n int) string { return fmt.Sprintf("$%d", n) },
 	AsText:    func(col string) string { return "to_json(" + col + ") #>> '{}'" },
 	AtOrAfter: func(col, param string) string { return col + " >= " + param },
+}
+
+// parentsTable is the temporary table MissingParents loads the keys into
+// (ON COMMIT DROP; its transaction rolls back, which drops it too).
+const parentsTable = `"_idemsync_parents"`
+
+// MissingParents implements contract.ParentReader: the keys go into a
+// temporary table with the key columns' types (as a sweep loads its
+// keys), and the first with no row of t, marked or not, is named.
+func (p *Sink) MissingParents(ctx context.Context, t *contract.Table, keys func(func(string) error) error) (string, error) {
+	op := "look for missing parents in " + t.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var missing string
+	err := p.inTx(ctx, op, rollbackTx, func(tx pgx.Tx) error {
+		delete(p.types, sqlkit.QuoteTable(t)) // the table may have been replaced since
+		types, err := p.columnTypes(ctx, tx, t)
+		if err != nil {
+			return p.dbError(op, err)
+		}
+		if len(types) == 0 {
+			return sqlkit.MissingTable(t)
+		}
+		var on, cols []string
+		for k, name := range t.Key {
+			if types[name] == "" {
+				return contract.Errorf(contract.Permanent, "%s: the table has no key column %s", op, name)
+			}
+			on = append(on, fmt.Sprintf(`"_t".%s = s.k%d`, sqlkit.QuoteIdent(name), k))
+			cols = append(cols, fmt.Sprintf("s.k%d::text", k))
+		}
+		if err := p.loadKeys(ctx, tx, parentsTable, t, types, keys); err != nil {
+			return p.dbError(op, err)
+		}
+		q := fmt.Sprintf(`SELECT %s FROM %s AS s WHERE NOT EXISTS (SELECT 1 FROM %s AS "_t" WHERE %s) LIMIT 1`,
+			strings.Join(cols, ", "), parentsTable, sqlkit.QuoteTable(t), strings.Join(on, " AND "))
+		vals, err := sqlkit.ScanText(len(t.Key), tx.QueryRow(ctx, q).Scan)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return p.dbError(op, err)
+		}
+		missing = sqlkit.KeyDesc(t, vals)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return missing, nil
 }

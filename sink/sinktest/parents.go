@@ -143,6 +143,55 @@ func parentCases() []testCase {
 				t.Errorf("ids %s, want 1,3: a parent marked deleted has no children to walk", s)
 			}
 		}},
+		{"missing parents by the keys a pass listed", func(t *testing.T, b *DB) {
+			// The child's check of its parent table (docs/deletions.md,
+			// "Two passes"): a listed key with no row is named, a row
+			// marked deleted is no lack.
+			s, tbl := b.Sink(t), orders(b)
+			tbl.Deletes = contract.DeletesSoft
+			MustPrepare(t, s, tbl)
+			MustUpsert(t, s, tbl, contract.Counts{Inserted: 4}, rowsOf(1, 2, 3, 4)...)
+			listed, err := s.KeyForms(ctx, tbl, rowsOf(1, 2, 3, 4, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := contract.SweepRequest{Mode: contract.DeletesSoft, MaxRatio: 1, At: at, Keys: keysOf(listed[:3])}
+			priorSawNone(&req)
+			if res, err := s.Sweep(ctx, tbl, req); err != nil || res.Deleted != 1 {
+				t.Fatalf("sweep: %+v, %v; want order 4 marked", res, err)
+			}
+			r := reader(t, b)
+			if got, err := r.MissingParents(ctx, tbl, keysOf(listed)); got != "" || err != nil {
+				t.Errorf("orders 1-4, 4 marked deleted: missing %q, %v; want none", got, err)
+			}
+			more, err := s.KeyForms(ctx, tbl, rowsOf(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.MissingParents(ctx, tbl, keysOf(append(listed, more...))); got != "id=5" || err != nil {
+				t.Errorf("order 5 never written: missing %q, %v; want id=5", got, err)
+			}
+			lines := b.Table("lines", []string{"order_id", "n"}, Col("order_id", contract.TypeInteger), Col("n", contract.TypeText))
+			MustPrepare(t, s, lines)
+			all := []contract.Row{Row(int64(1), "a"), Row(int64(1), "b"), Row(int64(2), "a")}
+			MustUpsert(t, s, lines, contract.Counts{Inserted: 3}, all...)
+			keys, err := s.KeyForms(ctx, lines, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req = contract.SweepRequest{Mode: contract.DeletesHard, MaxRatio: 1, At: at, Keys: keysOf([]string{keys[0], keys[2]})}
+			priorSawNone(&req)
+			if res, err := s.Sweep(ctx, lines, req); err != nil || res.Deleted != 1 {
+				t.Fatalf("sweep of lines: %+v, %v; want line 1/b deleted", res, err)
+			}
+			if got, err := r.MissingParents(ctx, lines, keysOf(keys)); got != "order_id=1 n=b" || err != nil {
+				t.Errorf("line 1/b deleted: missing %q, %v; want order_id=1 n=b", got, err)
+			}
+			gone := b.Table("gone", []string{"id"}, Col("id", contract.TypeInteger))
+			if _, err := r.MissingParents(ctx, gone, keysOf(listed)); err == nil || !strings.Contains(err.Error(), "gone") {
+				t.Errorf("missing table: %v; want an error naming it", err)
+			}
+		}},
 		{"parent rows of a missing column or table", func(t *testing.T, b *DB) {
 			s, tbl := b.Sink(t), orders(b)
 			MustPrepare(t, s, tbl)

@@ -38,6 +38,9 @@ func (stubSink) ClaimTable(context.Context, *contract.Table, contract.TableClaim
 func (stubSink) ParentRows(context.Context, *contract.Table, []string, contract.ParentFilter) ([][]*string, error) {
 	return nil, nil
 }
+func (stubSink) MissingParents(context.Context, *contract.Table, func(func(string) error) error) (string, error) {
+	return "", nil
+}
 func (stubSink) LatestRows(context.Context, *contract.Table, int) ([]string, [][]*string, error) {
 	return nil, nil, nil
 }

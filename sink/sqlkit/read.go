@@ -39,3 +39,17 @@ func ScanText(n int, scan func(dest ...any) error) ([]*string, error) {
 	}
 	return vals, nil
 }
+
+// KeyDesc names a row of t by its key values (text, nil for NULL):
+// "id=42", "order_id=1 n=2".
+func KeyDesc(t *contract.Table, vals []*string) string {
+	parts := make([]string, len(t.Key))
+	for i, k := range t.Key {
+		v := "NULL"
+		if i < len(vals) && vals[i] != nil {
+			v = *vals[i]
+		}
+		parts[i] = k + "=" + v
+	}
+	return strings.Join(parts, " ")
+}
