@@ -105,13 +105,17 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	// unfinished at its end, and finishPass sweeps and completes it.
 	if !pw.joined {
 		if keys, err = e.checkPage(ctx, wctx, rs, sink, &fp, rows, dead, where); err != nil {
-			return false, err
+			return false, &checkpointError{err}
 		}
 	}
+	// The checkpoint's write waits for the state as the target's did (wctx:
+	// WriteGrace after a signal); a cancelled one leaves the page's rows in
+	// the target ahead of the checkpoint, and the next run reads the page
+	// again (docs/operations.md, "Signals").
 	if pc == nil { // not joined, or no row to write
 		pc = build(counts)
-		if err := e.Store.CommitPage(context.WithoutCancel(ctx), job.Name, pc); err != nil {
-			return false, fmt.Errorf("commit checkpoint after %s: %w", where, err)
+		if err := e.Store.CommitPage(wctx, job.Name, pc); err != nil {
+			return false, &checkpointError{fmt.Errorf("commit checkpoint after %s: %w", where, err)}
 		}
 	}
 	failpoint.Hit("checkpoint-committed")
@@ -120,6 +124,14 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	e.advance(ctx, rs, log, &fp, pc, counts, where)
 	return fp.checkpoint().End, nil
 }
+
+// checkpointError is an error of a page's state write after its rows
+// committed in the target: the target is ahead of the checkpoint, and the
+// next run reads the page again.
+type checkpointError struct{ err error }
+
+func (e *checkpointError) Error() string { return e.err.Error() }
+func (e *checkpointError) Unwrap() error { return e.err }
 
 // checkLoop fails with Permanent when the page repeats the previous one
 // or its next position was already read in this run.
@@ -170,7 +182,7 @@ func (e *Engine) checkPage(ctx, wctx context.Context, rs *runState, sink contrac
 	if err := e.checkDistinct(rs, fp, rows, where); err != nil {
 		return nil, err
 	}
-	if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
+	if err := e.saveNoProof(wctx, rs); err != nil {
 		return nil, fmt.Errorf("before the checkpoint of %s: %w", where, err)
 	}
 	return keys, nil

@@ -208,6 +208,10 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 			Checkpoint: rs.pos.Describe(job.Pagination.Style, job.Secrets), HWM: rs.hwm})
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
+	// The state writes of the run's end wait at most WriteGrace after a
+	// signal, as a page write does.
+	ectx, stopEnd := writeContext(ctx, time.Time{}, WriteGrace)
+	defer stopEnd()
 	var status string
 	var runErr error
 	if !rs.pos.End {
@@ -219,30 +223,45 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	if rs.pos.End && (status == "" || status == contract.RunCompleted && e.sweeps(rs)) {
 		status, runErr = e.finishPass(ctx, o, rs, sink, log)
 	}
-	return e.end(ctx, res, rs, status, runErr, log, started)
+	return e.end(ectx, res, rs, status, runErr, log, started)
 }
 
-// end records how the run ended, even when ctx was cancelled, fills res
-// from rs and logs the summary line. It returns res and the error that
-// ended the run (ErrInterrupted for an interrupted one).
-func (e *Engine) end(ctx context.Context, res *Result, rs *runState, status string, runErr error, log *slog.Logger, started time.Time) (*Result, error) {
+// end records how the run ended under ectx (a write context: WriteGrace
+// after a signal), fills res from rs and logs the summary line. A state
+// that does not answer within the grace after a signal leaves the run
+// unfinished, as a killed process would: the next run continues it, and
+// this one stays interrupted. It returns res and the error that ended the
+// run (ErrInterrupted for an interrupted one).
+func (e *Engine) end(ectx context.Context, res *Result, rs *runState, status string, runErr error, log *slog.Logger, started time.Time) (*Result, error) {
 	job := e.Job
-	bg := context.WithoutCancel(ctx)
+	// stopped tells a write ectx cancelled after a signal: the run stays
+	// interrupted.
+	stopped := func(err error) bool {
+		if s, ok := writeStopped(ectx); ok && status == contract.RunInterrupted && s == status {
+			log.Warn("run's end not written: the state did not answer within the grace; the run stays unfinished and the next run continues it",
+				"grace", WriteGrace, "err", err)
+			return true
+		}
+		return false
+	}
 	// A reason found after the last committed page is stored now: the run
 	// that continues this pass must not sweep either.
-	if err := e.saveNoProof(bg, rs); err != nil && runErr == nil && status != contract.RunCompleted {
-		runErr, status = err, contract.RunFailed
+	unsaved := false
+	if err := e.saveNoProof(ectx, rs); err != nil && runErr == nil && status != contract.RunCompleted {
+		if unsaved = stopped(err); !unsaved {
+			runErr, status = err, contract.RunFailed
+		}
 	}
 	msg := ""
 	if runErr != nil && status == contract.RunFailed {
 		msg = job.Secrets.Redact(runErr.Error())
 	}
-	if status != contract.RunCompleted && !rs.refused { // a completing page or finishPass already marked the run
+	if status != contract.RunCompleted && !rs.refused && !unsaved { // a completing page or finishPass already marked the run
 		stored := status
 		if rs.walk.rewalk { // the next run walks the list again (distinct.go)
 			stored = contract.RunAbandoned
 		}
-		if err := e.Store.FinishRun(bg, rs.info.ID, stored, msg, ""); err != nil && runErr == nil {
+		if err := e.Store.FinishRun(ectx, rs.info.ID, stored, msg, ""); err != nil && runErr == nil && !stopped(err) {
 			runErr, status = err, contract.RunFailed
 		}
 	}

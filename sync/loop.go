@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -83,7 +84,13 @@ func (e *Engine) commitBounded(ctx context.Context, o Options, rs *runState, sin
 	stopped, cancelled := writeStopped(wctx)
 	stop()
 	if err != nil {
-		if cancelled {
+		var ce *checkpointError
+		switch {
+		case cancelled && errors.As(err, &ce):
+			log.Warn("checkpoint write cancelled: the state did not answer within the grace; the page's rows are in the target, its checkpoint is not, and the next run re-reads the page",
+				"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
+			return stopped, false, nil
+		case cancelled:
 			log.Warn("page write cancelled: the database did not answer within the grace; the page rolled back and the next run re-reads it",
 				"grace", WriteGrace, "reason", context.Cause(wctx), "err", err)
 			return stopped, false, nil
