@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// modelOpKinds are the operations the model's schedule adds to runs, kills
+// The operations the model's schedule adds to runs, kills
 // and slices (docs/fault-tolerance.md, "Model test: exit 0 means
 // complete"), each drawn with a small probability from a random source of
 // its own (so that a seed's runs stay as they were) and each switched off
@@ -35,7 +35,6 @@ import (
 //     verify run, or a rewrite of that row, puts it right:
 //     docs/guarantees.md, "run --verify");
 //   - restore-state: the state file copied aside and copied back later.
-var modelOpKinds = []string{"signal", "verify", "full", "restore-target", "handedit", "restore-state"}
 
 // modelOps is the harness's side of those operations.
 type modelOps struct {
