@@ -18,8 +18,8 @@ func (tgt shopTarget) exec(t *testing.T, dir, q string) {
 }
 
 // A --resource selection of a child whose parent's run is unfinished skips
-// the child as a whole-file run does (docs/job-file.md, "Order and
-// cycles"): the parent table holds only what the parent's run has written
+// the child as a whole-file run does (docs/job-file.md, "Running a file
+// with several resources", Failures): the parent table holds only what the parent's run has written
 // back so far, and a full pass of the child over it would sweep the
 // children of the parents not yet written.
 func TestFanoutChildWaitsParent(t *testing.T) {

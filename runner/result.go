@@ -125,8 +125,8 @@ func (m *Runner) result() *JobResult {
 	case out.Class == contract.None && len(m.ran) == 0 && allSkipped(out.Resources):
 		// No resource could run (each waits for a parent that did not
 		// complete): skipped, as --if-running skip is, not partial, which
-		// says a limit stopped the run (docs/job-file.md, "Order and
-		// cycles").
+		// says a limit stopped the run (docs/job-file.md, "Running a file
+		// with several resources", Failures).
 		out.Status = StatusSkipped
 		for _, r := range out.Resources {
 			errs = append(errs, r.Resource+": "+r.Error)
