@@ -18,6 +18,14 @@ import (
 // empty) through a runner.Runner, each resource with runOne, and prints
 // the job's result.
 func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfile.File, opts idsync.Options, metricsFile string, only []string, started time.Time, gate runGate) error {
+	// Disarmed last, after the lock's release and the state file's close
+	// (runJob).
+	var disarm func()
+	defer func() {
+		if disarm != nil {
+			disarm()
+		}
+	}()
 	red := idsync.NewRedactor()
 	for _, r := range jf.Resources {
 		red.Merge(r.Job.Secrets)
@@ -66,7 +74,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	if g.json {
 		gate := &jsonGate{}
 		g.gate = gate
-		defer armJobHardExit(ios, gate, m, red)()
+		disarm = armJobHardExit(ios, gate, m, red)
 	}
 	out, err := m.Run(ctx)
 	if err != nil {

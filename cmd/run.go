@@ -166,6 +166,16 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		return runResources(ctx, g, ios, jf, opts, metricsFile, only, started, gate)
 	}
 	job := jf.Resources[0].Job
+	// Disarmed last, after the lock's release and the state file's close:
+	// a second signal while they take their time (up to 1 s each after a
+	// signal) exits with the code of the object already printed, not 130
+	// (docs/operations.md, "Signals").
+	var disarm func()
+	defer func() {
+		if disarm != nil {
+			disarm()
+		}
+	}()
 	skeleton := func() *idsync.Result {
 		return &idsync.Result{Job: job.Name, Kind: opts.Kind, Status: contract.RunFailed,
 			DurationMS: time.Since(started).Milliseconds()}
@@ -195,9 +205,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if g.json {
 		gate := &jsonGate{}
 		g.gate = gate
-		var disarm func()
 		track, disarm = armHardExit(ios, gate, job, opts.Kind, started)
-		defer disarm()
 	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
