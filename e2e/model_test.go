@@ -326,7 +326,11 @@ func modelSeedRun(t *testing.T, sc fakeapi.Scenario, sum *modelSummary, tgt mode
 					sum.swept(modelAbsent(pendingGone, start, end))
 				}
 				pendingGone = map[int]bool{}
+				forgotten := ops.takeForgotten()
 				for id := range known {
+					if forgotten[id] {
+						continue
+					}
 					if _, ok := start[id]; !ok {
 						if _, ok := end[id]; !ok {
 							pendingGone[id] = true
