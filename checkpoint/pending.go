@@ -29,10 +29,10 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 	var started string
 	var committed int64 // the pages the pass committed (runs.pages)
 	err = s.db.QueryRowContext(ctx, `
-		SELECT r.id, r.started_at, coalesce(r.live_before, -1), r.pages FROM runs r
+		SELECT r.id, r.started_at, coalesce(r.live_before, -1), coalesce(r.pending_deletes, -1), r.pages FROM runs r
 		WHERE r.job = (SELECT job FROM runs WHERE id = ?1) AND r.id < ?1
 		AND r.status = 'completed' AND r.swept = 1
-		ORDER BY r.id DESC LIMIT 1`, runID).Scan(&p.ID, &started, &p.LiveBefore, &committed)
+		ORDER BY r.id DESC LIMIT 1`, runID).Scan(&p.ID, &started, &p.LiveBefore, &p.Pending, &committed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, false, nil
 	}

@@ -234,4 +234,7 @@ type PriorPass struct {
 	// unknown): max_delete_ratio is measured over the fewer of its and the
 	// sweeping pass's.
 	LiveBefore int64
+	// Pending is the live rows its sweep missed and kept (-1 when
+	// unknown): the rows whose removal the next proving pass decides.
+	Pending int64
 }

@@ -77,6 +77,9 @@ type SweepRequest struct {
 	// PriorLiveBefore is the prior pass's LiveBefore (-1 when unknown):
 	// the base is the fewer of the two passes' live rows.
 	PriorLiveBefore int64
+	// PriorPending is the live rows the prior pass missed and kept (its
+	// pending rows; -1 when unknown): see PriorUntrue.
+	PriorPending int64
 	// Inserted is how many rows the pass inserted, for Base's estimate.
 	Inserted int64
 	// Allow lets this sweep pass MaxRatio (--allow-mass-delete).
@@ -111,6 +114,24 @@ func (r SweepRequest) Base(live int64) int64 {
 	return base
 }
 
+// PriorUntrue tells, from the rows this pass would remove (missed by it
+// and by the prior pass: removable), whether the prior pass's misses were
+// a picture of the source: listed is how many of the rows the prior pass
+// missed and kept are no longer missed (this pass, or a pass since,
+// listed them), and untrue reports that those outnumber the removable
+// ones. A pass served under other keys (a glitch) misses every live row;
+// the pass after it lists them again, and a record that one also missed
+// (a walk shifted between its invocations) was missed by both. The sweep
+// then removes nothing and leaves every row it missed pending, and the
+// next pass pairs with this one (docs/deletions.md, "Two passes").
+func (r SweepRequest) PriorUntrue(removable int64) (listed int64, untrue bool) {
+	if r.PriorPending < 0 || removable == 0 {
+		return 0, false
+	}
+	listed = max(0, r.PriorPending-removable)
+	return listed, listed > removable
+}
+
 // SweepResult is what a sweep did.
 type SweepResult struct {
 	Deleted int64 // rows deleted (hard) or newly marked (soft)
@@ -119,6 +140,11 @@ type SweepResult struct {
 	// counted) when the pass missed no live row, which also leaves Base 0.
 	Live int64 // live rows of the table before the sweep
 	Base int64 // live rows before the pass (SweepRequest.Base)
+	// PriorListed, when the sweep removed nothing because the prior
+	// pass's misses were untrue (SweepRequest.PriorUntrue), is how many
+	// of them were listed since; Untrue holds the rows it would have
+	// removed.
+	PriorListed, Untrue int64
 }
 
 // CheckSweepRatio returns the refusal of a sweep that would remove n rows

@@ -257,7 +257,7 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 		ratio = *r
 	}
 	req := contract.SweepRequest{Mode: job.Target.Deletes, Keys: keys, SeenLive: seenLive(rs, pk), LiveTally: e.liveTally(rs), MaxRatio: ratio,
-		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince,
+		LiveBefore: rs.info.LiveBefore, Inserted: rs.total.Inserted, WrittenBefore: rs.info.RefusedSince, PriorPending: -1,
 		Allow: o.AllowMassDelete, AllowCommand: o.AllowCommand, At: time.Now().UTC()}
 	if err := e.priorOf(ctx, rs, &req, log); err != nil {
 		return 0, err
@@ -292,6 +292,10 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	}
 	log.Info("swept rows the full pass did not see", "deletes", job.Target.Deletes, "deleted", res.Deleted,
 		"pending", res.Pending, "live_rows_before", res.Live, "live_rows_before_pass", res.Base, "ms", time.Since(t0).Milliseconds())
+	if res.Untrue > 0 {
+		log.Warn("this full pass removes nothing: the previous proving pass missed rows that were listed since (more of them than the rows both missed), so its misses were no picture of the source (an API serving other keys for a while); the rows this pass did not see are pending, and the next full pass pairs with this one",
+			"listed_since", res.PriorListed, "missed_by_both", res.Untrue)
+	}
 	if req.Prior == nil && res.Pending > 0 {
 		log.Info("no earlier full pass proved absence: the rows this pass did not see are pending; the next full pass that proves removes those it misses too", "pending", res.Pending)
 	}

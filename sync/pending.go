@@ -36,7 +36,7 @@ func (e *Engine) priorOf(ctx context.Context, rs *runState, req *contract.SweepR
 		}
 		return nil
 	}
-	req.PriorStart, req.PriorLiveBefore = p.StartedAt, p.LiveBefore
+	req.PriorStart, req.PriorLiveBefore, req.PriorPending = p.StartedAt, p.LiveBefore, p.Pending
 	req.Prior = func(fn func(string) error) error {
 		return e.Store.SightedKeys(ctx, rs.info.ID, p.ID, fn)
 	}

@@ -25,10 +25,10 @@ func (s *Store) PriorPass(ctx context.Context, runID int64) (p contract.PriorPas
 	op := fmt.Sprintf("run %d: read the previous proving pass", runID)
 	var committed int64 // the pages the pass committed (runs.pages); a pass that committed none saw no key, and that empty set is complete
 	err = s.pool.QueryRow(ctx, s.q(`
-		SELECT r.id, r.started_at, coalesce(r.live_before, -1), r.pages FROM {S}.runs r
+		SELECT r.id, r.started_at, coalesce(r.live_before, -1), coalesce(r.pending_deletes, -1), r.pages FROM {S}.runs r
 		WHERE r.job = (SELECT job FROM {S}.runs WHERE id = $1) AND r.id < $1
 		AND r.status = 'completed' AND r.swept
-		ORDER BY r.id DESC LIMIT 1`), runID).Scan(&p.ID, &p.StartedAt, &p.LiveBefore, &committed)
+		ORDER BY r.id DESC LIMIT 1`), runID).Scan(&p.ID, &p.StartedAt, &p.LiveBefore, &p.Pending, &committed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, false, nil
 	}

@@ -213,6 +213,18 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 			return res, p.dbError(op, err)
 		}
 	}
+	// A prior pass whose misses were mostly listed since was no picture
+	// of the source: nothing is removed (contract.SweepRequest.PriorUntrue).
+	if req.PriorPending >= 0 {
+		var removable int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone, args...).Scan(&removable); err != nil {
+			return res, p.dbError(op, err)
+		}
+		if listed, untrue := req.PriorUntrue(removable); untrue {
+			res.PriorListed, res.Untrue, res.Base = listed, removable, req.Base(res.Live)
+			return res, nil
+		}
+	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` AS "_t" WHERE ` + gone

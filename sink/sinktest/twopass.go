@@ -97,6 +97,22 @@ func twoPasses(t *testing.T, b *DB) {
 			if live, err := sw.LiveRows(ctx, tbl); err != nil || live != 3 {
 				t.Fatalf("live rows after a refused sweep: %d, %v; want 3", live, err)
 			}
+			// A prior pass that missed every row (a glitch) and kept 3
+			// pending, and this pass missed b only: b was missed by both,
+			// but 2 of the prior pass's 3 misses were listed since, more
+			// than the 1 both missed: nothing goes, b stays pending.
+			priorSawNone(&req)
+			req.Keys, req.PriorLiveBefore, req.MaxRatio, req.LiveBefore = keysOf([]string{keys[0], keys[2]}), 3, 1, 3
+			req.PriorPending = 3
+			res, err = sw.Sweep(ctx, tbl, req)
+			if err != nil || res.Deleted != 0 || res.Pending != 1 || res.Untrue != 1 || res.PriorListed != 2 {
+				t.Fatalf("sweep after a prior pass whose misses were listed since: %+v, %v; want 0 removed, 1 pending, untrue 1, listed 2", res, err)
+			}
+			// The same prior pass with 1 pending (its miss was b alone): b goes.
+			req.PriorPending = 1
+			if res, err = sw.Sweep(ctx, tbl, req); err != nil || res.Deleted != 1 || res.Untrue != 0 {
+				t.Fatalf("sweep after a prior pass whose one miss this pass missed too: %+v, %v; want 1 removed", res, err)
+			}
 		})
 	}
 }

@@ -194,6 +194,18 @@ func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 			return res, s.wrap(op, err)
 		}
 	}
+	// A prior pass whose misses were mostly listed since was no picture
+	// of the source: nothing is removed (contract.SweepRequest.PriorUntrue).
+	if req.PriorPending >= 0 {
+		var removable int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone, args...).Scan(&removable); err != nil {
+			return res, s.wrap(op, err)
+		}
+		if listed, untrue := req.PriorUntrue(removable); untrue {
+			res.PriorListed, res.Untrue, res.Base = listed, removable, req.Base(res.Live)
+			return res, nil
+		}
+	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
 	q := `DELETE FROM ` + tbl + ` WHERE ` + gone
