@@ -55,6 +55,8 @@ func TestHostileInput(t *testing.T) {
 			1, 1, []string{"records path data not found", "top-level keys: items, meta"}},
 		{"error payload with 200", ftWithSource("  error_path: error\n"), ftReply(200, "application/json", `{"error":{"message":"backend unavailable"}}`),
 			3, attempts, []string{"error payload at error", "backend unavailable"}},
+		{"problem+json with 200", nil, ftReply(200, "application/problem+json", `{"data":[],"type":"about:blank","title":"Service Unavailable","status":503}`),
+			3, attempts, []string{"Content-Type application/problem+json", "Service Unavailable", "after 6 attempt(s)"}},
 		{"empty page while has_more", ftWithPagination("  has_more: meta.has_more\n"),
 			ftReply(200, "application/json", `{"data":[],"meta":{"has_more":true}}`),
 			3, attempts, []string{"page 3 is empty but meta.has_more is true", "after 6 attempt(s)"}},

@@ -27,6 +27,7 @@ type attempt struct {
 	tooDeep     bool
 	notJSON     bool   // a 2xx body that is no JSON at all (an HTML page)
 	refused     string // why a 2xx error payload is a GraphQL request error (errorPayload)
+	ambiguous   string // a key on a path the run reads is twice in one object (dupkey.go)
 	scan        bodyScan
 }
 
@@ -123,7 +124,8 @@ func (f *Fetcher) read(resp *http.Response) *attempt {
 
 // checkBody classifies the body of a 2xx answer (data, read with error
 // rerr): cut short, invalid JSON and an error payload are retried; a body
-// nested too deep or no JSON at all fail at once.
+// nested too deep, no JSON at all or holding a key the run reads twice in
+// one object fail at once.
 func (f *Fetcher) checkBody(at *attempt, data []byte, rerr error) {
 	switch {
 	case rerr != nil:
@@ -142,15 +144,19 @@ func (f *Fetcher) checkBody(at *attempt, data []byte, rerr error) {
 		}
 		at.reason = "invalid JSON body" + describeContentType(at.contentType, data)
 	default:
+		if at.ambiguous = f.keys.duplicateKey(data, at.scan); at.ambiguous != "" {
+			return
+		}
 		f.errorPayload(at, data)
 	}
 }
 
 // scanBody scans data once (scan.go): it reports whether data nests too
-// deep, and keeps where the records are in at.scan.
+// deep, and keeps where the records and the top-level keys the run reads
+// are in at.scan.
 func (f *Fetcher) scanBody(at *attempt, data []byte) bool {
 	comps, _ := recordsComps(f.cfg.Source.Records)
-	at.scan = scanBody(data, comps, MaxJSONDepth)
+	at.scan = scanBodyKeys(data, comps, MaxJSONDepth, f.keys)
 	return at.scan.tooDeep
 }
 

@@ -2,6 +2,7 @@ package httpsource
 
 import (
 	"fmt"
+	"mime"
 	"slices"
 	"strings"
 
@@ -36,8 +37,14 @@ var nullPageErrorKeys = []string{"error", "errors", "error_message", "errorMessa
 // errors.#(path.#<3)# drops errors without a path, the request's); any
 // other payload at the path is retried (st.reason alone). Without one,
 // and with one, a null or empty records value next to an error is
-// retried too.
+// retried too, and so is a problem report (application/problem+json).
 func (f *Fetcher) errorPayload(st *attempt, data []byte) {
+	if mt, _, _ := mime.ParseMediaType(st.contentType); mt == "application/problem+json" {
+		// An RFC 9457 problem report is an error whatever the status says:
+		// its records, if any, are no page (docs/job-file.md).
+		st.reason = "Content-Type application/problem+json (an error report): " + f.excerpt(data)
+		return
+	}
 	if p := f.cfg.Source.ErrorPath; p != "" {
 		why, errs := graphQLRequestError(data, underData(f.cfg.Source.Records))
 		if why != "" || graphQLThrottled(errs) {

@@ -50,6 +50,8 @@ type Fetcher struct {
 	foreignWarned atomic.Bool
 	// plain sends a request as is; authed (SetAuth) authenticates it first.
 	plain, authed http.RoundTripper
+	// keys are the keys on the body paths the run reads (dupkey.go).
+	keys *keyTree
 	// OnRetry, when set, is called before each retry wait.
 	OnRetry func(RetryEvent)
 }
@@ -57,17 +59,23 @@ type Fetcher struct {
 // Config is what a Fetcher needs of a job: its source and retry blocks,
 // the secrets to redact, and the query parameter that carries the
 // pagination position (a next URL's own value of it wins over the query a
-// request would otherwise get).
+// request would otherwise get), and the body paths the run reads besides
+// source's (setting, GJSON path): a page holding a key on their way twice
+// is refused (dupkey.go).
 type Config struct {
 	Source        spec.Source
 	Retry         spec.Retry
 	Secrets       *idsync.Redactor
 	PositionParam string
+	Reads         [][2]string
 }
 
 // ConfigOf is the Config of a loaded job.
 func ConfigOf(job *idsync.Job) Config {
-	return Config{Source: job.Source, Retry: job.Retry, Secrets: job.Secrets, PositionParam: job.Pagination.Param}
+	pg := job.Pagination
+	return Config{Source: job.Source, Retry: job.Retry, Secrets: job.Secrets, PositionParam: pg.Param,
+		Reads: [][2]string{{"pagination.has_more", pg.HasMore}, {"pagination.next", pg.Next}, {"pagination.next_url", pg.NextURL},
+			{"pagination.total", pg.Total}, {"pagination.total_pages", pg.TotalPages}}}
 }
 
 // NewFetcher builds a fetcher. The HTTP client verifies TLS unless the
@@ -79,7 +87,7 @@ func NewFetcher(cfg Config, logger *slog.Logger) *Fetcher {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // explicit per-job opt-out, warned about
 		logger.Warn("TLS certificate verification is OFF for this job (source.insecure_skip_tls_verify)")
 	}
-	f := &Fetcher{cfg: cfg, logger: logger, plain: tr}
+	f := &Fetcher{cfg: cfg, logger: logger, plain: tr, keys: newKeyTree(readPaths(cfg))}
 	if cfg.Source.RateLimit > 0 {
 		f.limiter = newLimiter(cfg.Source.RateLimit)
 	}
@@ -285,6 +293,9 @@ func (f *Fetcher) failure(at *attempt, err error, n int) *contract.Error {
 		}
 		return &contract.Error{Class: contract.Permanent, Msg: msg,
 			Hint: "the API answered with a page that is not JSON (a login or error page?): check source.url and the credentials; not retried"}
+	case at.ambiguous != "":
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("HTTP %d %s", at.status, at.ambiguous),
+			Hint: "the API (or a proxy before it) wrote one key twice in one object; idemsync reads neither: nothing of the page was written and the checkpoint is intact (not retried)"}
 	case at.refused != "":
 		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("%s: %s", at.refused, at.reason),
 			Hint: "the GraphQL server refused the request itself (its query, variables or persisted query): sending it again cannot help; fix source.body (not retried)"}

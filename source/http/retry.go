@@ -142,7 +142,7 @@ func (f *Fetcher) checkRetry(ctx context.Context, resp *http.Response, err error
 	switch {
 	case at.err != nil:
 		return true, nil
-	case at.tooLarge, at.tooDeep, at.notJSON, at.refused != "":
+	case at.tooLarge, at.tooDeep, at.notJSON, at.refused != "", at.ambiguous != "":
 		return false, errUnusable
 	case at.status < 200 || at.status >= 300:
 		if slices.Contains(f.cfg.Retry.OnStatus, at.status) {

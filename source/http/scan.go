@@ -28,6 +28,18 @@ type bodyScan struct {
 	start   int      // the value at the path: data[start:end]
 	end     int      // (found only)
 	elems   [][2]int // when that value is an array: its elements' bounds
+	// keys: the top-level keys of the key tree scanBodyKeys was given, as
+	// met in a root object (dupkey.go); keysUnsure: a top-level key is
+	// escaped, so the scan cannot tell which name it is.
+	keys       []topKey
+	keysUnsure bool
+}
+
+// topKey is a key of the root object the run reads: its name and its
+// value's bounds, data[start:end].
+type topKey struct {
+	name       string
+	start, end int
 }
 
 // recordsComps splits a records path into its keys when it is plain
@@ -61,11 +73,17 @@ func recordsComps(path string) (comps []string, ok bool) {
 // nil, locates the value at the path of those keys (recordsComps). On an
 // invalid body its findings mean nothing.
 func scanBody(data []byte, comps []string, limit int) bodyScan {
-	sc := scanner{data: data, comps: comps, follow: -1, tdepth: -1, start: -1, elem: -1, done: comps == nil}
+	return scanBodyKeys(data, comps, limit, nil)
+}
+
+// scanBodyKeys is scanBody that also notes, in the same pass, where the
+// root object holds the top-level keys of top (keys, keysUnsure).
+func scanBodyKeys(data []byte, comps []string, limit int, top *keyTree) bodyScan {
+	sc := scanner{data: data, comps: comps, follow: -1, tdepth: -1, start: -1, elem: -1, done: comps == nil, top: top, pending: -1}
 	if sc.run(limit) {
 		return bodyScan{tooDeep: true}
 	}
-	out := bodyScan{}
+	out := bodyScan{keys: sc.keys, keysUnsure: sc.keysUnsure}
 	switch {
 	case sc.unsure || !sc.rootSeen:
 	case sc.missing:
@@ -97,6 +115,15 @@ type scanner struct {
 	end      int
 	elem     int // start of the records array's element being read
 	elems    [][2]int
+	// The top-level keys of top met in a root object (rootObj): topWant
+	// says the next string at depth 1 is a key; pending is the index in
+	// keys of the key whose value is read next or being read (-1: none).
+	top        *keyTree
+	rootObj    bool
+	topWant    bool
+	pending    int
+	keys       []topKey
+	keysUnsure bool
 }
 
 // run scans the body and reports whether it nests deeper than limit.
@@ -106,6 +133,9 @@ func (s *scanner) run(limit int) bool {
 		switch c := data[i]; c {
 		case '"':
 			j := stringEnd(data, i)
+			if s.depth == 1 && s.rootObj {
+				s.topString(i, j)
+			}
 			if !s.done && s.depth == s.follow && s.wantKey {
 				key := data[i+1 : max(j-1, i+1)]
 				if bytes.IndexByte(key, '\\') >= 0 {
@@ -121,6 +151,12 @@ func (s *scanner) run(limit int) bool {
 			continue
 		case '{', '[':
 			s.value(i, c)
+			switch {
+			case s.depth == 0 && c == '{' && s.top != nil:
+				s.rootObj, s.topWant = true, true
+			case s.depth == 1:
+				s.topValue(i)
+			}
 			s.depth++
 			if s.depth > limit {
 				return true
@@ -147,8 +183,14 @@ func (s *scanner) run(limit int) bool {
 				s.follow = -1
 			}
 			s.depth--
+			if s.depth == 1 {
+				s.topEnd(i + 1)
+			}
 			s.valueEnd(i + 1)
 		case ',':
+			if s.depth == 1 && s.rootObj {
+				s.topWant = true
+			}
 			if !s.done && s.depth == s.follow && !s.isArr {
 				s.wantKey = true
 			}
@@ -157,6 +199,10 @@ func (s *scanner) run(limit int) bool {
 				j := i + 1
 				for j < len(data) && scalarByte(data[j]) {
 					j++
+				}
+				if s.depth == 1 {
+					s.topValue(i)
+					s.topEnd(j)
 				}
 				s.value(i, c)
 				s.valueEnd(j)
@@ -167,6 +213,43 @@ func (s *scanner) run(limit int) bool {
 		i++
 	}
 	return false
+}
+
+// topString notes the string data[i:j] of the root object: a key (the
+// next string at depth 1 after '{' or ','), or a value.
+func (s *scanner) topString(i, j int) {
+	if !s.topWant {
+		s.topValue(i)
+		s.topEnd(j)
+		return
+	}
+	s.topWant = false
+	key := s.data[i+1 : max(j-1, i+1)]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		s.keysUnsure = true
+		return
+	}
+	if _, read := s.top.kids[string(key)]; !read {
+		return
+	}
+	s.keys = append(s.keys, topKey{name: string(key), start: -1, end: -1})
+	s.pending = len(s.keys) - 1
+}
+
+// topValue notes that a value of the root object starts at data[i].
+func (s *scanner) topValue(i int) {
+	if s.pending >= 0 && s.keys[s.pending].start < 0 {
+		s.keys[s.pending].start = i
+	}
+}
+
+// topEnd notes that the value of the root object being read ends before
+// data[e].
+func (s *scanner) topEnd(e int) {
+	if s.pending >= 0 {
+		s.keys[s.pending].end = e
+		s.pending = -1
+	}
 }
 
 // value notes a value starting at data[i] (first byte c) at the current

@@ -42,6 +42,13 @@ var scanSeeds = []struct{ body, path string }{
 	{`],"`, ""},
 	{`]],"x":[1]`, "x"},
 	{`}{"data":[1]}`, "data"},
+	// Keys the run reads met twice (dupkey.go), at the top level or
+	// below, escaped or not.
+	{`{"next":1,"data":[],"next":2}`, "data"},
+	{`{"meta":{"has_more":1,"x":[{}],"has_more":2},"data":[]}`, "data"},
+	{`{"m\u0065ta":{"has_more":1},"meta":{"has_more":2}}`, "data"},
+	{`{"meta":{"has_more":true},"data":[{"meta":1,"meta":2}]}`, "data"},
+	{`{"next":"a","meta":7,"next":{"x":1}}`, ""},
 }
 
 // checkScan compares what Fetch does with a body scanned once against
@@ -52,12 +59,17 @@ var scanSeeds = []struct{ body, path string }{
 func checkScan(t *testing.T, body []byte, path string, limit int) {
 	t.Helper()
 	comps, _ := recordsComps(path)
-	sc := scanBody(body, comps, limit)
+	keys := newKeyTree([][2]string{{"source.records", path}, {"pagination.has_more", "meta.has_more"}, {"pagination.next", "next"}})
+	sc := scanBodyKeys(body, comps, limit, keys)
 	if want := jsonDepthExceeds(body, limit); sc.tooDeep != want {
 		t.Fatalf("body %q limit %d: scan says too deep %v, jsonDepthExceeds %v", body, limit, sc.tooDeep, want)
 	}
 	if sc.tooDeep || !gjson.ValidBytes(body) {
 		return
+	}
+	// The keys met twice: the same verdict from the scan as from gjson alone.
+	if got, want := keys.duplicateKey(body, sc), keys.dup(gjson.ParseBytes(body), ""); (got == "") != (want == "") {
+		t.Fatalf("body %q path %q: duplicate key %q, gjson alone says %q", body, path, got, want)
 	}
 	job := &idsync.Job{Spec: spec.Spec{Source: spec.Source{Records: path}}, Secrets: idsync.NewRedactor()}
 	fe := &Fetcher{cfg: ConfigOf(job)}
