@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -331,6 +332,21 @@ func prepareFeed(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) 
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 			return err
 		}
+	}
+	// One table records a resource into a job's feed: two job files of
+	// one name writing two tables of the schema would record the same
+	// resource, keys and ledger keys (docs/changes.md).
+	var other string
+	err := tx.QueryRow(ctx, `SELECT c.relname::text FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
+		WHERE g.tgname::text LIKE 'idemsync_feed_%' AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1)
+		AND g.tgrelid <> $2 AND g.tgargs = $3 LIMIT 1`, schema, oid, []byte(c.Job+"\x00"+c.Resource+"\x00")).Scan(&other)
+	if err == nil {
+		return &contract.Error{Class: contract.Invalid,
+			Msg:  fmt.Sprintf("table %s records resource %s into the change feed of job %s: table %s cannot record it too (its events would be the other table's, same resource, keys and ledger keys)", other, c.Resource, c.Job, t),
+			Hint: fmt.Sprintf("two job files named %s write to this schema: give each its own name:; or, when table %s is no longer written (a resource moved to another table), drop its idemsync_feed_ triggers", c.Job, other)}
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return err
 	}
 	sch := sqlkit.QuoteIdent(schema)
 	fn := sch + "." + pgFeedFuncName(t)

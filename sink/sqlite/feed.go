@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -104,6 +105,9 @@ func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 			Msg:  fmt.Sprintf("table %s keeps the change feed of job %s: job %s cannot keep its own there (one table feeds one job)", t, job, t.Changes.Job),
 			Hint: fmt.Sprintf("give job %s its own target.table, or leave target.changes to job %s (its consumers see every write to the table); to hand the feed over, turn target.changes off in job %s and run it once (a job renamed: drop the table's idemsync_feed_ triggers)", t.Changes.Job, job, job)}
 	}
+	if err := oneTablePerResource(ctx, tx, t); err != nil {
+		return err
+	}
 	for name, q := range have {
 		if want[name] != q {
 			if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+sqlkit.QuoteIdent(name)); err != nil {
@@ -122,6 +126,36 @@ func prepareFeed(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 		return nil
 	}
 	return restampFeed(ctx, tx, t)
+}
+
+// oneTablePerResource refuses a feed of t's resource when another table's
+// triggers record that resource into the same job's feed: two job files
+// of one name (a single-resource job's resource is its name) writing two
+// tables of one database, whose events a consumer could not tell apart,
+// the same key and content giving the same ledger key (docs/changes.md).
+func oneTablePerResource(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
+	if t.Changes == nil {
+		return nil
+	}
+	var other string
+	err := tx.QueryRowContext(ctx, `SELECT tbl_name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'idemsync_feed_%' AND tbl_name <> ? COLLATE NOCASE AND instr(sql, ?) > 0 AND instr(sql, ?) > 0 LIMIT 1`,
+		t.Name, feedEventHead, ", "+quoteLiteral(t.Changes.Job)+", "+quoteLiteral(t.Changes.Resource)+", ").Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return sameResource(t, other)
+}
+
+// sameResource is the refusal of a feed of t's resource that table other
+// records already.
+func sameResource(t *contract.Table, other string) error {
+	c := t.Changes
+	return &contract.Error{Class: contract.Invalid,
+		Msg:  fmt.Sprintf("table %s records resource %s into the change feed of job %s: table %s cannot record it too (its events would be the other table's, same resource, keys and ledger keys)", other, c.Resource, c.Job, t),
+		Hint: fmt.Sprintf("two job files named %s write to this database: give each its own name:; or, when table %s is no longer written (a resource moved to another table), drop its idemsync_feed_ triggers", c.Job, other)}
 }
 
 // sqliteTriggerJob is the job whose feed a feed trigger's SQL records
