@@ -118,10 +118,8 @@ func (p *Sink) upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 			if err != nil {
 				return err
 			}
-			if t.Verify {
-				if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
-					return err
-				}
+			if err := p.checkFit(ctx, tx, op, t, types, args); err != nil {
+				return err
 			}
 			if n, err = p.merge(ctx, tx, op, t, types, args, len(kept)); err != nil {
 				return err

@@ -63,13 +63,15 @@ func fitRef(c *contract.Column, typ string) string {
 	return pgType(c.Type)
 }
 
-// checkFit fails, for a verify upsert, when a value of the page does not
-// survive its column's type: cast to the column's type and back to the
-// type idemsync gives it, it is no longer the same value (a numeric
-// rounded to a narrower scale, text cut to a varchar(n)). Writing it again
-// would store the altered value and report the row as verified; instead
-// the page fails with Permanent naming the table, column and key, with
-// a hint to widen the column. args are mergeArgs' parameters.
+// checkFit fails when a value of the page does not survive its column's
+// type: cast to the column's type and back to the type idemsync gives it,
+// it is no longer the same value (a numeric rounded to a narrower scale,
+// text cut to a varchar(n)). Writing it would store the altered value,
+// exit 0 and count the row unchanged from then on (or, verifying, report
+// it verified); instead the page fails with Permanent naming the table,
+// column and key, with a hint to widen the column. A table whose columns
+// all have the types idemsync creates is not checked. args are
+// mergeArgs' parameters.
 func (p *Sink) checkFit(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, args []any) error {
 	for _, j := range narrowed(t, types) {
 		c := &t.Columns[j]
@@ -104,7 +106,7 @@ WHERE (u.v::%[2]s)::%[5]s IS DISTINCT FROM u.v::%[5]s LIMIT 1`,
 			return p.dbError(op, err)
 		}
 		return &contract.Error{Class: contract.Permanent,
-			Msg: fmt.Sprintf("%s: verify: column %q (%s) cannot hold %q as written (record with key %s): it would hold %q",
+			Msg: fmt.Sprintf("%s: column %q (%s) cannot hold %q as written (record with key %s): it would hold %q",
 				op, c.Name, types[c.Name], clip(value), keyText(t.Key, key), clip(held)),
 			Hint: fmt.Sprintf("widen the column (ALTER TABLE %s ALTER COLUMN %s TYPE %s) and run again", sqlkit.QuoteTable(t), sqlkit.QuoteIdent(c.Name), decl),
 		}

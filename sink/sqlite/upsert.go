@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ type sqliteStmts struct {
 	keyDecl        []string            // declared type of each key column, as t.Key
 	keyIdx         []int               // index in t.Columns of each key column
 	verifyIdx      []int               // with t.Verify, index in t.Columns of each other column; see sqliteSameSQL
+	convert        []int               // columns declared with a numeric affinity for text (fit.go)
+	convertDecl    []string            // declared type of each column of convert
 	sql            func(int) [2]string // insert and upsert statements for n rows
 	sameSQL        func(int) string    // unchanged-rows query for n rows
 	empty          int                 // emptyUnknown, emptyOwn or emptyNo (fresh.go)
@@ -183,6 +186,10 @@ func (s *Sink) newStatements(ctx context.Context, t *contract.Table) (*sqliteStm
 	}
 	if len(st.keyIdx) != len(t.Key) {
 		return nil, contract.Errorf(contract.Permanent, "table %s: a key column is not among the mapped columns", t)
+	}
+	st.convert = convertingColumns(t, decl)
+	for _, j := range st.convert {
+		st.convertDecl = append(st.convertDecl, decl[sqlkit.ASCIILower(t.Columns[j].Name)])
 	}
 	// A row marked deleted when the job had deletes: soft is unmarked by
 	// a write whatever deletes says now (docs/deletions.md).
@@ -332,6 +339,12 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		}
 	}
 	if n, err = s.write(ctx, tx, t, st, rows, all, write); err != nil {
+		return contract.Counts{}, s.wrap(op, err)
+	}
+	if err := checkHeld(ctx, tx, t, st, rows, all, write); err != nil { // fit.go
+		if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+			return contract.Counts{}, err
+		}
 		return contract.Counts{}, s.wrap(op, err)
 	}
 	if own && n.Inserted < int64(len(write)) {

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestVerifyRewritesOtherStorageClasses(t *testing.T) {
 // A table the user created with declared types of their own (other
 // affinities): a verify upsert of the rows as written changes nothing,
 // since both sides are compared after the column's affinity, and a hand
-// edit is still found.
+// edit is still found. (A numeric the NUMERIC column cannot hold, more
+// digits than a REAL's, fails the page: TestSQLiteAffinityLoses.)
 func TestVerifyUserTypesUntouched(t *testing.T) {
 	b := newSQLiteBackend(t)
 	s := b.Sink(t)
@@ -66,7 +68,7 @@ func TestVerifyUserTypesUntouched(t *testing.T) {
 	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
 	rows := []contract.Row{
 		sinktest.Row(int64(1), "12.50", at, true, `{"a":1}`, "longer than three", 0.1, "Ann"),
-		sinktest.Row(int64(2), "12345678901234567890.123456789", at, false, `[1,2]`, "12", 1e300, "Bob"),
+		sinktest.Row(int64(2), "123456789012.125", at, false, `[1,2]`, "12", 1e300, "Bob"),
 		sinktest.Row(int64(3), "7", at, true, `"7"`, "007", math.Copysign(0, -1), ""),
 		sinktest.Row(int64(4), nil, nil, nil, nil, nil, nil, nil),
 	}
@@ -149,4 +151,54 @@ func TestVerifyChildMarkedByHand(t *testing.T) {
 		t.Errorf("%v child rows still marked after verify", got[0][0])
 	}
 	sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 2}, rows...)
+}
+
+// A column declared by hand with a numeric affinity converts the text
+// written into it: a value it changes fails the page (Permanent, naming
+// the table, column, declared type and key; nothing written), verifying
+// or not, where values it keeps pass: "007" in an INTEGER column, a
+// numeric of 20 digits in a NUMERIC one, the JSON number
+// 12345678901234567890 in a JSON one (NUMERIC affinity).
+func TestSQLiteAffinityLoses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		row  contract.Row
+		col  string
+	}{
+		{"text in INTEGER", sinktest.Row(int64(2), "1.5", "007", `[1]`), "s"},
+		{"numeric in NUMERIC", sinktest.Row(int64(2), "12345678901234567890.5", "x", `[1]`), "n"},
+		{"JSON number in JSON", sinktest.Row(int64(2), "1.5", "x", `12345678901234567890`), "j"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newSQLiteBackend(t)
+			s := b.Sink(t)
+			tbl := b.Table("lossy", []string{"id"}, sinktest.Col("id", contract.TypeInteger),
+				sinktest.Col("n", contract.TypeNumeric), sinktest.Col("s", contract.TypeText), sinktest.Col("j", contract.TypeJSON))
+			tbl.Create = false
+			b.Exec(t, `CREATE TABLE lossy (id INTEGER PRIMARY KEY, n NUMERIC, s INTEGER, j JSON)`)
+			sinktest.MustPrepare(t, s, tbl)
+			fits := sinktest.Row(int64(1), "0.50", "7", `1e2`)
+			for _, verify := range []bool{false, true} {
+				u := tbl
+				if verify {
+					u = sinktest.Verifying(tbl)
+				}
+				_, err := s.Upsert(context.Background(), u, []contract.Row{fits, tc.row})
+				if contract.ClassOf(err) != contract.Permanent {
+					t.Fatalf("verify %v: err %v (%v), want %v", verify, err, contract.ClassOf(err), contract.Permanent)
+				}
+				t.Logf("%v; hint: %s", err, contract.Hint(err))
+				for _, want := range []string{"lossy", `column "` + tc.col + `"`, "id=2"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not name %q", err, want)
+					}
+				}
+				if got := b.Rows(t, `SELECT count(*) FROM lossy`); got[0][0] != int64(0) {
+					t.Errorf("the failed page wrote %v rows", got[0][0])
+				}
+			}
+			sinktest.MustUpsert(t, s, tbl, contract.Counts{Inserted: 1}, fits)
+			sinktest.MustUpsert(t, s, sinktest.Verifying(tbl), contract.Counts{Unchanged: 1}, fits)
+		})
+	}
 }
