@@ -221,7 +221,7 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	// (after its sweep); so is a run continued at its end (its sweep or
 	// its completion did not commit before the process died).
 	if rs.pos.End && (status == "" || status == contract.RunCompleted && e.sweeps(rs)) {
-		status, runErr = e.finishPass(ctx, o, rs, sink, log)
+		status, runErr = e.finishPass(ctx, ectx, o, rs, sink, log)
 	}
 	return e.end(ectx, res, rs, status, runErr, log, started)
 }
