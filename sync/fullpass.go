@@ -169,18 +169,12 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink,
 // stored), then completes the run (recording the pass). A refused sweep
 // ends the run for good (RunRefused, shown as failed) and fails with exit
 // 1; any other failure leaves the run unfinished at its end, so the next
-// run sweeps again. Its state writes run under wctx (the run's end's write
-// context): after a signal they wait at most WriteGrace, and one cancelled
-// leaves the run unfinished and interrupted (docs/operations.md, Signals).
-func (e *Engine) finishPass(ctx, wctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
-	// failed is how a state write's error ends the run: interrupted when
-	// wctx was cancelled after a signal, failed otherwise.
-	failed := func(err error) (string, error) {
-		if s, ok := writeStopped(wctx); ok && s == contract.RunInterrupted {
-			return contract.RunInterrupted, nil
-		}
-		return contract.RunFailed, err
-	}
+// run sweeps again. Its state writes after the sweep run under a context
+// of endCtx (the run's end's): after a signal, or once the time limit
+// passed, they wait at most WriteGrace, and one cancelled leaves the run
+// unfinished at its end, interrupted or partial (docs/operations.md,
+// Signals).
+func (e *Engine) finishPass(ctx context.Context, endCtx func() (context.Context, func()), o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
 	var deleted int64
 	var pk passKeys
 	err := error(nil)
@@ -207,8 +201,23 @@ func (e *Engine) finishPass(ctx, wctx context.Context, o Options, rs *runState, 
 		}
 		return contract.RunFailed, err
 	}
-	if e.sweeps(rs) && rs.proof.reason == "" && e.keysProve(rs, pk) {
-		n, err := e.sweep(ctx, o, rs, sink, pk, log)
+	swept := e.sweeps(rs) && rs.proof.reason == "" && e.keysProve(rs, pk)
+	var n int64
+	if swept {
+		n, err = e.sweep(ctx, o, rs, sink, pk, log)
+	}
+	wctx, stop := endCtx()
+	defer stop()
+	// failed is how a state write's error ends the run: interrupted or
+	// partial when wctx was cancelled after a signal or the time limit,
+	// failed otherwise.
+	failed := func(err error) (string, error) {
+		if s, ok := writeStopped(wctx); ok {
+			return s, nil
+		}
+		return contract.RunFailed, err
+	}
+	if swept {
 		switch {
 		case errors.Is(err, contract.ErrSweepRefused):
 			msg := e.Job.Secrets.Redact(err.Error())
