@@ -212,6 +212,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	// file, its migration, the job's lock, --if-running wait) are part of
 	// it. A limit already passed still lets the run commit one page
 	// (docs/operations.md, "--time-limit").
+	until := limitAt(started, opts)
 	if opts.TimeLimit > 0 {
 		opts.TimeLimit = max(opts.TimeLimit-time.Since(started), time.Nanosecond)
 	}
@@ -228,7 +229,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
-	if kerr := gate.remember(ctx, store, job.Name, code, res); kerr != nil {
+	if kerr := gate.remember(ctx, store, job.Name, code, res, until); kerr != nil {
 		log.Warn("run key not recorded: a second start with it runs again", "key", gate.key, "err", kerr)
 	}
 	printResult(ios, g, res, err)
