@@ -24,6 +24,9 @@ type runMetrics struct {
 	resource string // the resource's name: the job's for a single-resource job
 	started  time.Time
 	log      *slog.Logger
+	// limitAt is when the run's --time-limit passes (zero: none): after
+	// it the record waits for a busy state file as after a signal.
+	limitAt time.Time
 	// noFile leaves writing the file to the caller (a job with several
 	// resources writes one file with all of them, after the last).
 	noFile bool
@@ -49,10 +52,11 @@ func (m *runMetrics) onSweepSkipped(string) {
 	}
 }
 
-// signalMetricsWait is how long the record of a run stopped by a signal
-// waits for a state file another process keeps busy: the record is best
-// effort, and the process must not outlast the signal by the file's busy
-// timeout (docs/operations.md, "Signals").
+// signalMetricsWait is how long the record of a run stopped by a signal,
+// or ended after its --time-limit passed, waits for a state file another
+// process keeps busy: the record is best effort, and the process must not
+// outlast the signal or the limit by the file's busy timeout
+// (docs/operations.md, "Signals", "--time-limit").
 const signalMetricsWait = time.Second
 
 // finish records the run that ended with err in the state file and writes
@@ -62,7 +66,7 @@ func (m *runMetrics) finish(ctx context.Context, err error) {
 	if m == nil {
 		return
 	}
-	signalled := ctx.Err() != nil
+	signalled := ctx.Err() != nil || !m.limitAt.IsZero() && !time.Now().Before(m.limitAt)
 	ctx = context.WithoutCancel(ctx) // an interrupted run is recorded too
 	if signalled {
 		var cancel context.CancelFunc

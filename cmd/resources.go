@@ -81,7 +81,7 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		return failedJob(ios, g, skeleton, err, red, started)
 	}
 	writeResourceMetrics(ctx, metricsFile, jf, store, totals, log)
-	if kerr := gate.remember(ctx, store, jf.Name, out.ExitCode, out); kerr != nil {
+	if kerr := gate.remember(ctx, store, jf.Name, out.ExitCode, out, limitAt(started, opts)); kerr != nil {
 		log.Warn("run key not recorded: a second start with it runs again", "key", gate.key, "err", kerr)
 	}
 	printJob(ios, g, out)

@@ -207,6 +207,15 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 		g.gate = gate
 		track, disarm = armHardExit(ios, gate, job, opts.Kind, started)
 	}
+	// --time-limit counts from the command's start, as for a job file
+	// with several resources: the waits before the run (a busy state
+	// file, its migration, the job's lock, --if-running wait) are part of
+	// it. A limit already passed still lets the run commit one page
+	// (docs/operations.md, "--time-limit").
+	until := limitAt(started, opts)
+	if opts.TimeLimit > 0 {
+		opts.TimeLimit = max(opts.TimeLimit-time.Since(started), time.Nanosecond)
+	}
 	metrics := newRunMetrics(metricsFile, store, job, started, log)
 	res, err := runOne(ctx, g, ios, store, job, opts, metrics, runner.Hooks{Start: track, Page: track})
 	if res.RunID == 0 {
@@ -220,7 +229,7 @@ func runJob(ctx context.Context, g *globalOpts, ios *IOStreams, file string, opt
 	if res.RunID == 0 && err != nil {
 		return failed(ios, g, res, err, job.Secrets) // nothing ran
 	}
-	if kerr := gate.remember(ctx, store, job.Name, code, res); kerr != nil {
+	if kerr := gate.remember(ctx, store, job.Name, code, res, until); kerr != nil {
 		log.Warn("run key not recorded: a second start with it runs again", "key", gate.key, "err", kerr)
 	}
 	printResult(ios, g, res, err)
@@ -292,6 +301,13 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 	}
 	eng.OnSweepSkipped = metrics.onSweepSkipped
 	opts.AllowCommand = allowCommand(job)
+	var limitAt time.Time
+	if opts.TimeLimit > 0 {
+		limitAt = time.Now().Add(opts.TimeLimit)
+		if metrics != nil {
+			metrics.limitAt = limitAt
+		}
+	}
 	res, err = eng.Run(ctx, opts)
 	if ferr := g.keyring.Flush(ctx); ferr != nil {
 		// A rotated refresh token lost outweighs the run's own failure.
@@ -306,8 +322,18 @@ func runOne(ctx context.Context, g *globalOpts, ios *IOStreams, store contract.S
 		bar.finish() // before the result is printed
 	}
 	if res.RunID != 0 {
-		autoPrune(ctx, store, job.Name, job.Retention.Duration, log)
-		pruneFeed(ctx, job, log)
+		// Once the time limit passed, the retention waits for a busy
+		// state file or target at most the write grace: the next run
+		// prunes what this one could not (docs/operations.md,
+		// "--time-limit").
+		pctx := ctx
+		if !limitAt.IsZero() && !time.Now().Before(limitAt) {
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(ctx, idsync.WriteGrace)
+			defer cancel()
+		}
+		autoPrune(pctx, store, job.Name, job.Retention.Duration, log)
+		pruneFeed(pctx, job, log)
 	}
 	return res, err
 }

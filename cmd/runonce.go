@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/idemsync/idemsync/contract"
+	idsync "github.com/idemsync/idemsync/sync"
 )
 
 // What run does when another run of the job holds its lock (--if-running,
@@ -170,8 +171,12 @@ func (g runGate) skipped(ctx context.Context, store contract.Store, job, kind st
 }
 
 // remember records result under the run key once the run exited 0 (a
-// failed run is retried under its key).
-func (g runGate) remember(ctx context.Context, store contract.Store, job string, code int, result any) error {
+// failed run is retried under its key). After a signal, or once the
+// invocation's --time-limit passed (limitAt, zero: none), it waits for a
+// busy state file at most signalMetricsWait, as the metrics do: a key not
+// recorded only lets a second start run again (docs/operations.md,
+// "--time-limit").
+func (g runGate) remember(ctx context.Context, store contract.Store, job string, code int, result any, limitAt time.Time) error {
 	if g.key == "" || code != exitOK {
 		return nil
 	}
@@ -179,7 +184,23 @@ func (g runGate) remember(ctx context.Context, store contract.Store, job string,
 	if err != nil {
 		return err
 	}
-	return store.SaveRunKey(context.WithoutCancel(ctx), job, g.key+g.scope, string(b), time.Now())
+	late := ctx.Err() != nil || !limitAt.IsZero() && !time.Now().Before(limitAt)
+	ctx = context.WithoutCancel(ctx)
+	if late {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, signalMetricsWait)
+		defer cancel()
+	}
+	return store.SaveRunKey(ctx, job, g.key+g.scope, string(b), time.Now())
+}
+
+// limitAt is when an invocation started at started with opts passes its
+// --time-limit (zero: none).
+func limitAt(started time.Time, opts idsync.Options) time.Time {
+	if opts.TimeLimit <= 0 {
+		return time.Time{}
+	}
+	return started.Add(opts.TimeLimit)
 }
 
 // reported prints the outcome of a run the gate did not let start: a skip

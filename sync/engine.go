@@ -209,9 +209,11 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	log := e.Logger.With("job", job.Name, "run_id", rs.info.ID)
 	// The state writes of the run's end wait at most WriteGrace after a
-	// signal, as a page write does.
+	// signal, as a page write does, and WriteGrace after they begin once
+	// the time limit passed (endCtx).
 	ectx, stopEnd := writeContext(ctx, time.Time{}, WriteGrace)
 	defer stopEnd()
+	endCtx := func() (context.Context, func()) { return limitContext(ectx, limitAt, WriteGrace) }
 	var status string
 	var runErr error
 	if !rs.pos.End {
@@ -221,23 +223,26 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	// (after its sweep); so is a run continued at its end (its sweep or
 	// its completion did not commit before the process died).
 	if rs.pos.End && (status == "" || status == contract.RunCompleted && e.sweeps(rs)) {
-		status, runErr = e.finishPass(ctx, o, rs, sink, log)
+		status, runErr = e.finishPass(ctx, endCtx, o, rs, sink, log)
 	}
-	return e.end(ectx, res, rs, status, runErr, log, started)
+	wctx, stopWrites := endCtx()
+	defer stopWrites()
+	return e.end(wctx, res, rs, status, runErr, log, started)
 }
 
 // end records how the run ended under ectx (a write context: WriteGrace
-// after a signal), fills res from rs and logs the summary line. A state
-// that does not answer within the grace after a signal leaves the run
-// unfinished, as a killed process would: the next run continues it, and
-// this one stays interrupted. It returns res and the error that ended the
+// after a signal, or after it begins once the time limit passed), fills
+// res from rs and logs the summary line. A state that does not answer
+// within the grace after a signal or the limit leaves the run unfinished,
+// as a killed process would: the next run continues it, and this one
+// stays interrupted or partial. It returns res and the error that ended the
 // run (ErrInterrupted for an interrupted one).
 func (e *Engine) end(ectx context.Context, res *Result, rs *runState, status string, runErr error, log *slog.Logger, started time.Time) (*Result, error) {
 	job := e.Job
-	// stopped tells a write ectx cancelled after a signal: the run stays
-	// interrupted.
+	// stopped tells a write ectx cancelled after a signal or the time
+	// limit: the run stays interrupted or partial.
 	stopped := func(err error) bool {
-		if s, ok := writeStopped(ectx); ok && status == contract.RunInterrupted && s == status {
+		if _, ok := writeStopped(ectx); ok && (status == contract.RunInterrupted || status == contract.RunPartial) {
 			log.Warn("run's end not written: the state did not answer within the grace; the run stays unfinished and the next run continues it",
 				"grace", WriteGrace, "err", err)
 			return true

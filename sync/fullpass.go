@@ -169,8 +169,12 @@ func (e *Engine) pageKeys(ctx context.Context, rs *runState, sink contract.Sink,
 // stored), then completes the run (recording the pass). A refused sweep
 // ends the run for good (RunRefused, shown as failed) and fails with exit
 // 1; any other failure leaves the run unfinished at its end, so the next
-// run sweeps again.
-func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
+// run sweeps again. Its state writes after the sweep run under a context
+// of endCtx (the run's end's): after a signal, or once the time limit
+// passed, they wait at most WriteGrace, and one cancelled leaves the run
+// unfinished at its end, interrupted or partial (docs/operations.md,
+// Signals).
+func (e *Engine) finishPass(ctx context.Context, endCtx func() (context.Context, func()), o Options, rs *runState, sink contract.Sink, log *slog.Logger) (string, error) {
 	var deleted int64
 	var pk passKeys
 	err := error(nil)
@@ -197,13 +201,28 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 		}
 		return contract.RunFailed, err
 	}
-	if e.sweeps(rs) && rs.proof.reason == "" && e.keysProve(rs, pk) {
-		n, err := e.sweep(ctx, o, rs, sink, pk, log)
+	swept := e.sweeps(rs) && rs.proof.reason == "" && e.keysProve(rs, pk)
+	var n int64
+	if swept {
+		n, err = e.sweep(ctx, o, rs, sink, pk, log)
+	}
+	wctx, stop := endCtx()
+	defer stop()
+	// failed is how a state write's error ends the run: interrupted or
+	// partial when wctx was cancelled after a signal or the time limit,
+	// failed otherwise.
+	failed := func(err error) (string, error) {
+		if s, ok := writeStopped(wctx); ok {
+			return s, nil
+		}
+		return contract.RunFailed, err
+	}
+	if swept {
 		switch {
 		case errors.Is(err, contract.ErrSweepRefused):
 			msg := e.Job.Secrets.Redact(err.Error())
-			if ferr := e.Store.RefusePass(context.WithoutCancel(ctx), rs.info.ID, msg); ferr != nil {
-				return contract.RunFailed, ferr
+			if ferr := e.Store.RefusePass(wctx, rs.info.ID, msg); ferr != nil {
+				return failed(ferr)
 			}
 			rs.refused = true
 			return contract.RunFailed, err
@@ -215,14 +234,14 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 		deleted = n
 		failpoint.Hit("swept")
 		if rs.pending != nil { // nil: the keys proved nothing (noProof), the sweep did not run
-			if err := e.Store.RecordSweep(context.WithoutCancel(ctx), rs.info.ID, *rs.pending); err != nil {
-				return contract.RunFailed, err
+			if err := e.Store.RecordSweep(wctx, rs.info.ID, *rs.pending); err != nil {
+				return failed(err)
 			}
 		}
 	}
 	if r := rs.proof.reason; r != "" && e.sweeps(rs) {
-		if err := e.saveNoProof(context.WithoutCancel(ctx), rs); err != nil {
-			return contract.RunFailed, err
+		if err := e.saveNoProof(wctx, rs); err != nil {
+			return failed(err)
 		}
 		log.Warn("this full pass deletes nothing: it cannot prove that the records of the rows it did not see are gone; the next full pass that can will sweep",
 			"deletes", e.Job.Target.Deletes, "why", r)
@@ -230,8 +249,8 @@ func (e *Engine) finishPass(ctx context.Context, o Options, rs *runState, sink c
 			e.OnSweepSkipped(r)
 		}
 	}
-	if err := e.Store.CompletePass(context.WithoutCancel(ctx), rs.info.ID, deleted); err != nil {
-		return contract.RunFailed, err
+	if err := e.Store.CompletePass(wctx, rs.info.ID, deleted); err != nil {
+		return failed(err)
 	}
 	rs.total.Deleted += deleted
 	return contract.RunCompleted, nil

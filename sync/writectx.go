@@ -50,6 +50,27 @@ func writeContext(ctx context.Context, limitAt time.Time, grace time.Duration) (
 	}
 }
 
+// limitContext returns wctx (a write context) cancelled too, with the
+// time limit's cause, grace after limitAt (zero: never) or after now,
+// whichever is later: the state writes of a run's end, begun after the
+// limit passed, get the grace a page write begun then gets. The returned
+// stop releases it.
+func limitContext(wctx context.Context, limitAt time.Time, grace time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(wctx)
+	if limitAt.IsZero() {
+		return ctx, func() { cancel(errWriteDone) }
+	}
+	at := limitAt
+	if now := time.Now(); now.After(at) {
+		at = now
+	}
+	t := time.AfterFunc(time.Until(at)+grace, func() { cancel(errWriteTimeLimit) })
+	return ctx, func() {
+		t.Stop()
+		cancel(errWriteDone)
+	}
+}
+
 // writeStopped tells how a run ends when its page write failed because the
 // write context was cancelled: interrupted (signal) or partial (time
 // limit). ok is false when the write failed on its own.
