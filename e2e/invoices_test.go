@@ -110,6 +110,10 @@ func TestInvoicesAcceptance(t *testing.T) {
 	}
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
+			// The two databases' nights share nothing (folder, fakes,
+			// servers, state file, schema) and mostly wait (leases,
+			// hangs, kills by the clock): they run at once.
+			t.Parallel()
 			dir := t.TempDir()
 			target, table, nights := "sqlite:"+filepath.Join(dir, "billing.db"), "invoices", 5
 			if db == "postgres" {
