@@ -114,22 +114,35 @@ func (r SweepRequest) Base(live int64) int64 {
 	return base
 }
 
-// PriorUntrue tells, from the rows this pass would remove (missed by it
-// and by the prior pass: removable), whether the prior pass's misses were
-// a picture of the source: listed is how many of the rows the prior pass
-// missed and kept are no longer missed (this pass, or a pass since,
-// listed them), and untrue reports that those outnumber the removable
-// ones. A pass served under other keys (a glitch) misses every live row;
-// the pass after it lists them again, and a record that one also missed
-// (a walk shifted between its invocations) was missed by both. The sweep
-// then removes nothing and leaves every row it missed pending, and the
-// next pass pairs with this one (docs/deletions.md, "Two passes").
-func (r SweepRequest) PriorUntrue(removable int64) (listed int64, untrue bool) {
-	if r.PriorPending < 0 || removable == 0 {
-		return 0, false
+// PriorUntrue tells, from the live rows this pass missed (missed) and
+// those of them it would remove (missed by the prior pass too:
+// removable), whether the two passes' misses were a picture of the
+// source. Two passes that miss a live record for two different reasons
+// would remove it: a pass served under other keys (a glitch) misses every
+// live row, and a pass shifted between its invocations misses one, in
+// either order. So:
+//   - listed is how many of the rows the prior pass missed and kept are no
+//     longer missed (this pass, or a pass since, listed them); when those
+//     outnumber the removable ones, the prior pass was no picture;
+//   - mass is how many rows this pass is the first to miss, reported when
+//     they exceed MaxRatio of base (the live rows before the two passes):
+//     then this pass is no picture, as a sweep that removed them would be
+//     refused.
+//
+// Either way (untrue) the sweep removes nothing and leaves every row it
+// missed pending, and the next pass pairs with this one
+// (docs/deletions.md, "Two passes").
+func (r SweepRequest) PriorUntrue(missed, removable, base int64) (listed, mass int64, untrue bool) {
+	if removable == 0 {
+		return 0, 0, false
 	}
-	listed = max(0, r.PriorPending-removable)
-	return listed, listed > removable
+	if r.PriorPending >= 0 {
+		listed = max(0, r.PriorPending-removable)
+	}
+	if fresh := missed - removable; r.MaxRatio < 1 && float64(fresh) > r.MaxRatio*float64(base) {
+		mass = fresh
+	}
+	return listed, mass, listed > removable || mass > 0
 }
 
 // SweepResult is what a sweep did.
@@ -140,11 +153,12 @@ type SweepResult struct {
 	// counted) when the pass missed no live row, which also leaves Base 0.
 	Live int64 // live rows of the table before the sweep
 	Base int64 // live rows before the pass (SweepRequest.Base)
-	// PriorListed, when the sweep removed nothing because the prior
-	// pass's misses were untrue (SweepRequest.PriorUntrue), is how many
-	// of them were listed since; Untrue holds the rows it would have
-	// removed.
-	PriorListed, Untrue int64
+	// PriorListed, when the sweep removed nothing because the two
+	// passes' misses were untrue (SweepRequest.PriorUntrue), is how many
+	// of the prior pass's were listed since, and MassMissed how many this
+	// pass was the first to miss when those exceed the ratio; Untrue
+	// holds the rows it would have removed.
+	PriorListed, MassMissed, Untrue int64
 }
 
 // CheckSweepRatio returns the refusal of a sweep that would remove n rows

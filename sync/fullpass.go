@@ -311,7 +311,10 @@ func (e *Engine) sweep(ctx context.Context, o Options, rs *runState, sink contra
 	}
 	log.Info("swept rows the full pass did not see", "deletes", job.Target.Deletes, "deleted", res.Deleted,
 		"pending", res.Pending, "live_rows_before", res.Live, "live_rows_before_pass", res.Base, "ms", time.Since(t0).Milliseconds())
-	if res.Untrue > 0 {
+	if res.MassMissed > 0 {
+		log.Warn("this full pass removes nothing: it is the first to miss more rows than max_delete_ratio allows removing, so its misses are no picture of the source (an API serving other keys, or losing part of its list, for a while) and a row the previous proving pass missed for another reason must not go with them; the rows this pass did not see are pending, and the next full pass pairs with this one",
+			"first_missed", res.MassMissed, "live_rows_before_pass", res.Base, "max_delete_ratio", ratio, "missed_by_both", res.Untrue)
+	} else if res.Untrue > 0 {
 		log.Warn("this full pass removes nothing: the previous proving pass missed rows that were listed since (more of them than the rows both missed), so its misses were no picture of the source (an API serving other keys for a while); the rows this pass did not see are pending, and the next full pass pairs with this one",
 			"listed_since", res.PriorListed, "missed_by_both", res.Untrue)
 	}

@@ -130,7 +130,7 @@ func (p *Sink) sweep(ctx context.Context, tx pgx.Tx, op string, t *contract.Tabl
 		return res, p.dbError(op, err)
 	}
 	if gone > 0 && req.Prior != nil {
-		if res, err = p.removeMissed(ctx, tx, t, types, req); err != nil {
+		if res, err = p.removeMissed(ctx, tx, t, types, req, gone); err != nil {
 			return contract.SweepResult{}, err
 		}
 	}
@@ -189,10 +189,10 @@ func seenAll(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string
 }
 
 // removeMissed removes (or marks) the rows of t that this pass missed
-// (missedWhere) and the prior pass missed too, and that were not written since
-// it started; it checks the share against req.MaxRatio (a refusal is
+// (missedWhere: missedN rows) and the prior pass missed too, and that were
+// not written since it started; it checks the share against req.MaxRatio (a refusal is
 // returned, and the caller's transaction rolls back).
-func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest) (contract.SweepResult, error) {
+func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, types map[string]string, req contract.SweepRequest, missedN int64) (contract.SweepResult, error) {
 	var res contract.SweepResult
 	op := "sweep " + t.String()
 	if err := p.loadKeys(ctx, tx, priorTable, t, types, req.Prior); err != nil {
@@ -213,17 +213,15 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 			return res, p.dbError(op, err)
 		}
 	}
-	// A prior pass whose misses were mostly listed since was no picture
-	// of the source: nothing is removed (contract.SweepRequest.PriorUntrue).
-	if req.PriorPending >= 0 {
-		var removable int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone, args...).Scan(&removable); err != nil {
-			return res, p.dbError(op, err)
-		}
-		if listed, untrue := req.PriorUntrue(removable); untrue {
-			res.PriorListed, res.Untrue, res.Base = listed, removable, req.Base(res.Live)
-			return res, nil
-		}
+	// Two passes whose misses were no picture of the source remove
+	// nothing (contract.SweepRequest.PriorUntrue).
+	var removable int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone, args...).Scan(&removable); err != nil {
+		return res, p.dbError(op, err)
+	}
+	if listed, mass, untrue := req.PriorUntrue(missedN, removable, req.Base(res.Live)); untrue {
+		res.PriorListed, res.MassMissed, res.Untrue, res.Base = listed, mass, removable, req.Base(res.Live)
+		return res, nil
 	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.

@@ -111,7 +111,7 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 		return res, s.wrap(op, err)
 	}
 	if gone > 0 && req.Prior != nil {
-		if res, err = s.removeMissed(ctx, tx, t, st, req, missed); err != nil {
+		if res, err = s.removeMissed(ctx, tx, t, st, req, missed, gone); err != nil {
 			return contract.SweepResult{}, err
 		}
 	}
@@ -166,10 +166,10 @@ func seenAll(ctx context.Context, tx *sql.Tx, t *contract.Table, req contract.Sw
 }
 
 // removeMissed removes (or marks) the rows of t that this pass missed
-// (missed) and the prior pass missed too, and that were not written since
+// (missed: missedN rows) and the prior pass missed too, and that were not written since
 // it started; it checks the share against req.MaxRatio (a refusal is
 // returned, and the caller's transaction rolls back).
-func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, req contract.SweepRequest, missed string) (contract.SweepResult, error) {
+func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, req contract.SweepRequest, missed string, missedN int64) (contract.SweepResult, error) {
 	var res contract.SweepResult
 	op := "sweep " + t.String()
 	if err := loadKeys(ctx, tx, priorTable, t, st, req.Prior); err != nil {
@@ -194,17 +194,15 @@ func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 			return res, s.wrap(op, err)
 		}
 	}
-	// A prior pass whose misses were mostly listed since was no picture
-	// of the source: nothing is removed (contract.SweepRequest.PriorUntrue).
-	if req.PriorPending >= 0 {
-		var removable int64
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone, args...).Scan(&removable); err != nil {
-			return res, s.wrap(op, err)
-		}
-		if listed, untrue := req.PriorUntrue(removable); untrue {
-			res.PriorListed, res.Untrue, res.Base = listed, removable, req.Base(res.Live)
-			return res, nil
-		}
+	// Two passes whose misses were no picture of the source remove
+	// nothing (contract.SweepRequest.PriorUntrue).
+	var removable int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone, args...).Scan(&removable); err != nil {
+		return res, s.wrap(op, err)
+	}
+	if listed, mass, untrue := req.PriorUntrue(missedN, removable, req.Base(res.Live)); untrue {
+		res.PriorListed, res.MassMissed, res.Untrue, res.Base = listed, mass, removable, req.Base(res.Live)
+		return res, nil
 	}
 	// Remove first, then check the share: a refusal rolls back, and the
 	// common case (nothing or little to remove) costs one pass, not two.
