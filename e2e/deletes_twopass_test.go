@@ -252,7 +252,7 @@ func TestSweepShiftAfterKeySwapKeepsRow(t *testing.T) {
 			if d := deletedOf(t, r); d != 35 {
 				t.Fatalf("second pass after the glitch: deleted %d, want the glitch's 35: %s", d, r.stdout)
 			}
-			r = delRun(t, dir, 0, "run", job)
+			delRun(t, dir, 0, "run", job)
 			sameIDs(t, "after the glitch's rows and id 5 were removed", liveIDs(tg.rows(t)), api.live())
 		})
 	}
