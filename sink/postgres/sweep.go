@@ -214,10 +214,17 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 		}
 	}
 	// Two passes whose misses were no picture of the source remove
-	// nothing (contract.SweepRequest.PriorUntrue).
-	var removable int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone, args...).Scan(&removable); err != nil {
+	// nothing (contract.SweepRequest.PriorUntrue). The prior pass's
+	// pending rows count only while the table still holds them live
+	// (priorMissed: a row since removed, by a target put back or by hand,
+	// was not listed again).
+	var priorMissed, removable int64
+	if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE `+missedWhere(t)+` AND `+writtenBefore(1)+`) FROM `+tbl+
+		` AS "_t" WHERE `+pgLiveWhere(t)+` AND `+pgSweepWhere(t, priorTable), args...).Scan(&priorMissed, &removable); err != nil {
 		return res, p.dbError(op, err)
+	}
+	if req.PriorPending > priorMissed {
+		req.PriorPending = priorMissed
 	}
 	if listed, mass, untrue := req.PriorUntrue(missedN, removable, req.Base(res.Live)); untrue {
 		res.PriorListed, res.MassMissed, res.Untrue, res.Base = listed, mass, removable, req.Base(res.Live)

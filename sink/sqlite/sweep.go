@@ -195,10 +195,17 @@ func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 		}
 	}
 	// Two passes whose misses were no picture of the source remove
-	// nothing (contract.SweepRequest.PriorUntrue).
-	var removable int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone, args...).Scan(&removable); err != nil {
+	// nothing (contract.SweepRequest.PriorUntrue). The prior pass's
+	// pending rows count only while the table still holds them live
+	// (priorMissed: a row since removed, by a target put back or by hand,
+	// was not listed again).
+	var priorMissed, removable int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(CASE WHEN `+missed+` AND `+written(1)+` THEN 1 ELSE 0 END), 0) FROM `+tbl+
+		` WHERE `+liveWhere(t)+` AND `+sweepWhere(t, priorTable), args...).Scan(&priorMissed, &removable); err != nil {
 		return res, s.wrap(op, err)
+	}
+	if req.PriorPending > priorMissed {
+		req.PriorPending = priorMissed
 	}
 	if listed, mass, untrue := req.PriorUntrue(missedN, removable, req.Base(res.Live)); untrue {
 		res.PriorListed, res.MassMissed, res.Untrue, res.Base = listed, mass, removable, req.Base(res.Live)
