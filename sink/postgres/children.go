@@ -88,6 +88,9 @@ func (p *Sink) writeChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 		if err != nil {
 			return err
 		}
+		if err := p.checkFit(ctx, tx, dop, &d.Table, dtypes, args); err != nil { // a column narrowed by hand, as the parent's (verify.go)
+			return err
+		}
 		dn, err := p.merge(ctx, tx, dop, &d.Table, dtypes, args, len(drows))
 		if err != nil {
 			return err

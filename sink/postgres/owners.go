@@ -19,7 +19,8 @@ var _ contract.TableOwners = (*Sink)(nil)
 const ownersName = "_idemsync_owners"
 
 // ClaimTable registers c.Writer for t (see contract.TableOwners) in the
-// owners table of t's schema (the current schema when t names none), in
+// owners table of t's schema (when t names none, the schema of the table
+// its name finds on the search_path, or the current schema), in
 // one transaction under an advisory lock, so two writers claiming at once
 // are serialised. With c.Check it only reads, and reads nothing when no
 // writer was ever registered in the schema.
@@ -43,7 +44,12 @@ func (p *Sink) ClaimTable(ctx context.Context, t *contract.Table, c contract.Tab
 func (p *Sink) claimTable(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, c contract.TableClaim) error {
 	schema := t.Schema
 	if schema == "" {
-		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		// The schema of the table the name finds on the search_path, which
+		// need not be the current schema (its first existing one): a job
+		// naming the table with its schema must meet the same owners. The
+		// current schema for a table not created yet: where it will be.
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = to_regclass($1)), current_schema())`, sqlkit.QuoteTable(t)).Scan(&schema); err != nil {
 			return p.dbError(op, err)
 		}
 	}

@@ -58,7 +58,7 @@ type Sink struct {
 	password string // only to scrub it out of driver texts
 	logger   *slog.Logger
 	types    map[string]map[string]string // column types by quoted table, until Prepare
-	triggers map[string]bool              // whether a row trigger may keep rows out, by quoted table, until Prepare
+	triggers map[string]bool              // whether a trigger may keep rows out (keepsOut), by quoted table, until Prepare
 	feed     feedHandles                  // the change feed's handles by schema, once FeedDB opened them (feed.go)
 	own      map[string]bool              // whether the table holds only rows this sink inserted into it empty, by quoted table, until Prepare (fresh.go)
 	plain    map[string]bool              // whether the table has no trigger and no rule, by quoted table, until Prepare (copy.go)
@@ -67,6 +67,8 @@ type Sink struct {
 	// progressed: progress tables known to exist, by quoted name (progress.go).
 	progressed map[string]bool
 	checks     atomic.Pointer[rowChecks] // CheckRow's checks of the last table's columns (validate.go)
+	// rechecked: tables whose triggers merge asked about again since Prepare (upsert.go).
+	rechecked map[string]bool
 }
 
 var _ contract.Sink = (*Sink)(nil)

@@ -36,7 +36,7 @@ func (p *Sink) Prepare(ctx context.Context, t *contract.Table) error {
 	op := "prepare table " + t.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.types, p.triggers, p.own, p.plain = nil, nil, nil, nil // columns, triggers and rows may change
+	p.types, p.triggers, p.rechecked, p.own, p.plain = nil, nil, nil, nil, nil // columns, triggers and rows may change
 	return p.inTx(ctx, op, commitTx, func(tx pgx.Tx) error { return p.prepare(ctx, tx, op, t) })
 }
 
@@ -87,6 +87,11 @@ func (p *Sink) prepare(ctx context.Context, tx pgx.Tx, op string, t *contract.Ta
 			return err // a feed of another job on the table (sharedFeed)
 		}
 		return p.dbError(op+": change feed", err)
+	}
+	// Whether a trigger may keep rows out (dropped.go), asked here rather
+	// than in the first page's transaction.
+	if _, err := p.keepsOut(ctx, tx, t); err != nil {
+		return p.dbError(op, err)
 	}
 	return nil
 }

@@ -220,23 +220,44 @@ func mergeArgs(op string, t *contract.Table, kept []contract.Row, data [][]any, 
 }
 
 // merge runs the merge statement in tx and counts the rows it inserted and
-// updated, and, when fewer than kept, those the table does not hold as
-// written (Dropped). Database errors are translated by dbError.
+// updated, and, on a table whose triggers may keep rows out (keepsOut,
+// dropped.go), those the table does not hold as written (Dropped): a row
+// the statement reports written but an AFTER trigger deleted counts as
+// Dropped, not Inserted or Updated. Database errors are translated by
+// dbError.
 func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *contract.Table, types map[string]string, args []any, kept int) (contract.Counts, error) {
 	var n contract.Counts
 	own, err := p.ownRowsOnly(ctx, tx, t)
 	if err != nil {
 		return n, p.dbError(op, err)
 	}
-	res, err := tx.Query(ctx, pgMergeSQL(t, types, !own), args...)
+	trig, err := p.keepsOut(ctx, tx, t)
+	if err != nil {
+		return n, p.dbError(op, err)
+	}
+	q := pgMergeSQL(t, types, !own)
+	var written map[string]bool // with trig, each written row's key: inserted or updated
+	if trig {
+		q += ", " + pgKeyText(t, `"_t"`, nil) // the RETURNING list ends the statement
+		written = map[string]bool{}
+	}
+	res, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return contract.Counts{}, p.mergeError(op, t, types, err)
 	}
 	for res.Next() {
 		var inserted bool
-		if err := res.Scan(&inserted); err != nil {
+		var key string
+		dest := []any{&inserted}
+		if trig {
+			dest = append(dest, &key)
+		}
+		if err := res.Scan(dest...); err != nil {
 			res.Close()
 			return contract.Counts{}, p.dbError(op, err)
+		}
+		if trig {
+			written[key] = inserted
 		}
 		if inserted {
 			n.Inserted++
@@ -250,11 +271,40 @@ func (p *Sink) merge(ctx context.Context, tx pgx.Tx, op string, t *contract.Tabl
 	if own && n.Inserted < int64(kept) {
 		p.own[sqlkit.QuoteTable(t)] = false
 	}
-	// Rows neither inserted nor updated are unchanged, unless the
-	// database kept them out (a trigger): count those apart.
-	if n.Inserted+n.Updated < int64(kept) {
-		if n.Dropped, err = p.dropped(ctx, tx, t, types, args); err != nil {
+	// Rows neither inserted nor updated are unchanged, and rows written
+	// are in the table, unless the database kept them out (a trigger):
+	// count those apart. Fewer rows written than sent on a table without
+	// such a trigger at Prepare asks once more: one created since (a
+	// BEFORE trigger returning NULL).
+	if key := sqlkit.QuoteTable(t); !trig && n.Inserted+n.Updated < int64(kept) && !p.rechecked[key] {
+		delete(p.triggers, key)
+		if trig, err = p.keepsOut(ctx, tx, t); err != nil {
 			return contract.Counts{}, p.dbError(op, err)
+		}
+		if p.rechecked == nil {
+			p.rechecked = map[string]bool{}
+		}
+		p.rechecked[key] = true
+	}
+	if trig {
+		keys, err := p.dropped(ctx, tx, t, types, args)
+		if err != nil {
+			return contract.Counts{}, p.dbError(op, err)
+		}
+		for _, k := range keys {
+			n.Dropped++
+			if inserted, ok := written[k]; ok && inserted {
+				n.Inserted--
+			} else if ok {
+				n.Updated--
+			}
+		}
+		// Asked again above, the written keys are unknown: rows counted
+		// written and dropped count as dropped only.
+		if excess := n.Inserted + n.Updated + n.Dropped - int64(kept); excess > 0 {
+			d := min(excess, n.Inserted)
+			n.Inserted -= d
+			n.Updated -= min(excess-d, n.Updated)
 		}
 	}
 	return n, nil

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -69,8 +70,15 @@ func (s *Sink) writeChildren(ctx context.Context, tx *sql.Tx, t *contract.Table,
 		if err != nil {
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 		}
-		dn, err := s.write(ctx, tx, &d.Table, dst, drows, dall, lastOfEachKey(dst, dall))
+		write := lastOfEachKey(dst, dall)
+		dn, err := s.write(ctx, tx, &d.Table, dst, drows, dall, write)
 		if err != nil {
+			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
+		}
+		if err := checkHeld(ctx, tx, &d.Table, dst, drows, dall, write); err != nil { // a numeric affinity declared by hand, as the parent's (fit.go)
+			if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+				return err
+			}
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 		}
 		n.AddChild(d.Table.Name, dn.Inserted+dn.Updated, 0)

@@ -139,8 +139,19 @@ func convertRest(t *contract.Table, st *sqliteStmts, rows []contract.Row, all []
 	return nil
 }
 
+// userTriggers reports whether t has a trigger other than the feed's
+// (feed.go, idemsync_feed_*), which write only the feed: one that may
+// delete the rows a write just counted.
+func userTriggers(ctx context.Context, tx *sql.Tx, t *contract.Table) (bool, error) {
+	var has bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE
+		AND substr(name, 1, 14) <> 'idemsync_feed_')`, t.Name).Scan(&has)
+	return has, err
+}
+
 // droppedRows returns how many of the kept rows have no stored row with
-// their key after the writes: rows a trigger dropped (RAISE(IGNORE)). A
+// their key after the writes: rows a trigger dropped (RAISE(IGNORE)) or
+// deleted after writing them (an AFTER trigger). A
 // table without triggers drops nothing, and is not asked.
 func droppedRows(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, kept []int) (int, error) {
 	var triggers int

@@ -405,12 +405,29 @@ func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sql
 		}
 		n.Updated += upd
 	}
-	if n.Inserted+n.Updated < int64(len(write)) {
+	// Rows neither inserted nor updated are unchanged, and rows written
+	// are in the table, unless a trigger kept them out: a BEFORE trigger's
+	// RAISE(IGNORE), or an AFTER trigger that deleted the row just written,
+	// which the statement still counts (lookup.go, droppedRows).
+	after, err := userTriggers(ctx, tx, t)
+	if err != nil {
+		return n, err
+	}
+	if after || n.Inserted+n.Updated < int64(len(write)) {
 		dropped, err := droppedRows(ctx, tx, t, st, all, write)
 		if err != nil {
 			return n, err
 		}
 		n.Dropped = int64(dropped)
+		// Rows counted written and dropped too count as dropped only,
+		// taken from the inserted first: a new row an AFTER INSERT
+		// trigger deleted is inserted again, and deleted again, by the
+		// upsert statement, which counts it updated.
+		if excess := n.Inserted + n.Updated + n.Dropped - int64(len(write)); excess > 0 {
+			d := min(excess, n.Inserted)
+			n.Inserted -= d
+			n.Updated -= min(excess-d, n.Updated)
+		}
 	}
 	return n, nil
 }
