@@ -125,7 +125,8 @@ type JobState struct {
 	// FullDue: the next run must be a full pass (a sweep was refused).
 	FullDue bool
 	// Marker is the target's progress marker of the job's last page
-	// committed with rows (contract.Progress; 0: none recorded).
+	// committed with rows, or that a page with none was read under
+	// (contract.Progress; 0: none recorded).
 	Marker int64
 }
 
@@ -144,7 +145,7 @@ type PageCommit struct {
 	MaxMark                               string       // run's MaxMark after this page ("" = unchanged)
 	HWM                                   string       // job's saved mark after this page ("" = unchanged)
 	Columns                               string       // encoded inferred columns after this page ("" = unchanged)
-	Marker                                int64        // the target's progress marker the page wrote (0 = unchanged)
+	Marker                                int64        // the target's progress marker the page wrote, or read its rows under (0 = unchanged)
 	Dead                                  []DeadLetter // bad records skipped on this page
 	// SchemaChanges are the columns the page added or widened, recorded
 	// with the page (their Job, RunID and At are the store's to set).

@@ -240,6 +240,41 @@ func TestRestoredTargetAheadOrUnmarked(t *testing.T) {
 	})
 }
 
+// A state file put back from an older backup continues its unfinished
+// run over a target ahead of it, whose pages it reads as unchanged: those
+// rows are the target's, written by runs the old state does not know. A
+// target then put back to a backup taken between the state's backup and
+// those pages lacks them, and is behind what the state now trusts though
+// ahead of the state's last page with rows: the next run must start from
+// the beginning, not complete with exit 0 over the pages it skips
+// (docs/guarantees.md, "Progress markers"; TestModelHostile seed 13066).
+func TestStateRestoredThenTargetRestoredBetween(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 300, Seed: 11})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	st, out := filepath.Join(dir, "st.db"), filepath.Join(dir, "out.db")
+	runCode(t, dir, nil, 0, "run", job, "--state", st, "--max-pages", "2")
+	vacuumInto(t, st, filepath.Join(dir, "st-old.db")) // run 1 at page 3
+	runCode(t, dir, nil, 0, "run", job, "--state", st, "--max-pages", "1")
+	vacuumInto(t, out, filepath.Join(dir, "out-old.db")) // pages 1 to 3
+	runCode(t, dir, nil, 0, "run", job, "--state", st)
+	restoreSQLite(t, filepath.Join(dir, "st-old.db"), st)
+	// Pages 3 and 4, unchanged in the target: nothing written (the run's
+	// counts hold its pages 1 and 2 too).
+	if got := runCode(t, dir, nil, 0, "run", job, "--state", st, "--max-pages", "2"); got.Unchanged != 50 || got.Inserted != 50 {
+		t.Fatalf("the old state's run should read pages 3 and 4 as unchanged: %+v", got)
+	}
+	restoreSQLite(t, filepath.Join(dir, "out-old.db"), out) // lacks page 4
+	r := idemsync(t, dir, nil, "run", job, "--state", st, "--json")
+	if r.code != 0 || parseRun(t, r).Status != "completed" {
+		t.Fatalf("run over the restored target: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "restored") {
+		t.Errorf("the run does not say why it started from the beginning:\n%s", r.stderr)
+	}
+	assertEqualSource(t, readSQLite(t, out), sourceRows(api))
+}
+
 // A SQLite target that is the state file itself (by path, or by a hard
 // link to it) is refused before anything is written, with exit 2 naming
 // both, whichever of them was created first (docs/job-file.md, "target").

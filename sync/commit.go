@@ -65,7 +65,8 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 	var pc *contract.PageCommit
 	// A page that writes rows raises the target's progress marker in its
 	// transaction, and its checkpoint records it; one that wrote nothing
-	// leaves both (docs/guarantees.md, "Job identity", "Progress markers").
+	// leaves the target's and records the marker it was read under
+	// (docs/guarantees.md, "Job identity", "Progress markers").
 	var marker int64
 	if len(rows) > 0 {
 		marker = e.nextProgress() // progress.go
@@ -79,6 +80,13 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 			SchemaChanges: fp.schema.changes, SchemaDiscards: fp.schema.discards, Children: counts.Children}
 		if counts.Wrote() {
 			pc.Marker = marker
+		} else if e.progressor != nil {
+			// A page that wrote nothing found its rows in the target as
+			// the target's marker had them, which may be ahead of the
+			// state's (a state put back from an older backup): the state
+			// records that marker, so a target put back behind it is seen
+			// as restored (docs/guarantees.md, "Progress markers").
+			pc.Marker = e.progress
 		}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {

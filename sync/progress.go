@@ -11,8 +11,9 @@ import (
 // targetProgress reads the job's progress marker in the target, which
 // every page written raises in its own transaction, and sets the value
 // the run's pages count on from (docs/guarantees.md, "Job identity"). The
-// state records the marker of the job's last page committed with rows;
-// as the target commits first, the target may be ahead of it (the pages
+// state records the marker of the job's last page committed with rows
+// (or the one a page that wrote nothing was read under); as the target
+// commits first, the target may be ahead of it (the pages
 // of one crash window, or a state put back from an older backup) but
 // never behind. Behind, the target was restored or rolled back: e.behind
 // says so, and targetLost takes the target as lost. A target with no
