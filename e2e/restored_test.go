@@ -275,6 +275,45 @@ func TestStateRestoredThenTargetRestoredBetween(t *testing.T) {
 	assertEqualSource(t, readSQLite(t, out), sourceRows(api))
 }
 
+// A target put back from a backup whose rows equal the source again (a
+// change written and undone since) is behind the state: the next run
+// starts over, and every page of it writes nothing. Those pages record
+// the target's marker, not the state's; before, they recorded the
+// state's, so each later run found the target behind again, abandoned
+// the unfinished run and started over: with --max-pages it never
+// completed (docs/guarantees.md, "Progress markers").
+func TestRestoredTargetUnchangedRunContinues(t *testing.T) {
+	api, url := startAPI(t, fakeapi.Options{Records: 300, Seed: 12})
+	dir := t.TempDir()
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
+	st, out := filepath.Join(dir, "st.db"), filepath.Join(dir, "out.db")
+	runCode(t, dir, nil, 0, "run", job, "--state", st)
+	vacuumInto(t, out, filepath.Join(dir, "out-old.db"))
+	rec, _ := api.Record(1)
+	api.Update(1, func(r *fakeapi.Record) { r.Name = "changed" })
+	runCode(t, dir, nil, 0, "run", job, "--state", st)
+	api.Update(1, func(r *fakeapi.Record) { r.Name, r.UpdatedAt = rec.Name, rec.UpdatedAt })
+	runCode(t, dir, nil, 0, "run", job, "--state", st)
+	restoreSQLite(t, filepath.Join(dir, "out-old.db"), out)
+	r := idemsync(t, dir, nil, "run", job, "--state", st, "--max-pages", "2", "--json")
+	if r.code != 0 || parseRun(t, r).Status != "partial" || !strings.Contains(r.stderr, "restored") {
+		t.Fatalf("first run over the restored target: exit %d, want 0 partial saying restored\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for i := 0; ; i++ {
+		r = idemsync(t, dir, nil, "run", job, "--state", st, "--max-pages", "2", "--json")
+		if r.code != 0 || strings.Contains(r.stderr, "restored") {
+			t.Fatalf("run %d after the restore: exit %d, or it found the target restored again (each run starts over)\n%s\n%s", i+2, r.code, r.stdout, r.stderr)
+		}
+		if parseRun(t, r).Status == "completed" {
+			break
+		}
+		if i == 6 { // 12 pages of 25, 2 a run
+			t.Fatalf("no run completed in 8 runs of 2 pages over 12 pages: %s", r.stdout)
+		}
+	}
+	assertEqualSource(t, readSQLite(t, out), sourceRows(api))
+}
+
 // A SQLite target that is the state file itself (by path, or by a hard
 // link to it) is refused before anything is written, with exit 2 naming
 // both, whichever of them was created first (docs/job-file.md, "target").

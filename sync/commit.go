@@ -86,7 +86,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 			// state's (a state put back from an older backup): the state
 			// records that marker, so a target put back behind it is seen
 			// as restored (docs/guarantees.md, "Progress markers").
-			pc.Marker = e.progress
+			pc.Marker = e.held
 		}
 		e.saveMarks(rs, &fp, pc)
 		if ckpt.End && !e.sweeps(rs) {
@@ -99,7 +99,7 @@ func (e *Engine) commit(ctx, wctx context.Context, rs *runState, sink contract.S
 		return false, err
 	}
 	if marker != 0 && counts.Wrote() {
-		e.progress = marker
+		e.progress, e.held = marker, marker
 	}
 	failpoint.Hit("target-committed")
 	if counts.Dropped > 0 {

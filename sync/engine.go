@@ -136,10 +136,13 @@ type Engine struct {
 	validator contract.RowValidator // the sink's, when it has one; set by begin
 
 	// The target's progress markers (progress.go), set as the run starts:
-	// the sink that keeps them (nil: none), the last marker written, and
-	// why the target is behind the state's ("" when it is not).
+	// the sink that keeps them (nil: none), the last marker written (or
+	// the state's, when higher), the target's own as read or last written
+	// (held: what a page that wrote nothing records), and why the target
+	// is behind the state's ("" when it is not).
 	progressor contract.Progressor
 	progress   int64
+	held       int64
 	behind     string
 }
 

@@ -22,7 +22,7 @@ import (
 // the state's.
 func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *contract.JobState) error {
 	job := e.Job
-	e.progress, e.behind, e.progressor = js.Marker, "", nil
+	e.progress, e.held, e.behind, e.progressor = js.Marker, js.Marker, "", nil
 	p, ok := sink.(contract.Progressor)
 	if !ok {
 		return nil
@@ -37,6 +37,10 @@ func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *con
 			"job", job.Name, "table", job.Table.String(), "marker", js.Marker)
 		return p.AdoptProgress(ctx, &job.Table, job.Name, js.Marker)
 	case v < js.Marker:
+		// The run starts from the beginning; a page of it that writes
+		// nothing records the target's marker, not the state's: else
+		// every run would find the target behind again, and start over.
+		e.held = v
 		e.behind = fmt.Sprintf("target table %s was restored or rolled back: its progress marker is %d, behind the state file's %d", job.Table.String(), v, js.Marker)
 		if db, _ := targets.Lookup(job.Target.URL); db.File && e.Fenced != nil {
 			// A state that several hosts share, and a file of one host: the
@@ -46,7 +50,7 @@ func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *con
 				"job", job.Name, "table", job.Table.String(), "target", job.Target.URL)
 		}
 	default:
-		e.progress = v
+		e.progress, e.held = v, v
 	}
 	return nil
 }
