@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +118,37 @@ func TestStateFileDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCode(t, dir, nil, 0, "run", job, "--full", "--state", state)
+	assertEqualSource(t, readSQLite(t, target), sourceRows(api))
+}
+
+// The --json output going to a file on a full disk: the run's result
+// cannot be written, and the command says so on stderr instead of
+// leaving a caller that reads stdout with nothing and no word why; the
+// run itself completed, so it still exits 0 and the state holds it.
+func TestJSONOutputDiskFull(t *testing.T) {
+	disk := mountSmallDisk(t, "1m")
+	api, url := startAPI(t, fakeapi.Options{Records: 60})
+	dir := t.TempDir()
+	target := filepath.Join(dir, "out.db")
+	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:"+target))
+	fillDisk(t, disk)
+	out, err := os.Create(filepath.Join(disk, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	c := exec.Command(binary, "run", job, "--json", "--quiet")
+	c.Dir, c.Env = dir, testEnv(dir, "run", job)
+	var errOut bytes.Buffer
+	c.Stdout, c.Stderr = out, &errOut
+	if err := c.Run(); err != nil {
+		t.Fatalf("run with its --json output on a full disk: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "--json output not written") || !strings.Contains(errOut.String(), "no space left") {
+		t.Errorf("stderr does not say the --json output was lost to a full disk:\n%s", errOut.String())
+	}
+	if st := statusOf(t, dir, job); st.Status != "completed" {
+		t.Errorf("status %q after the run, want completed", st.Status)
+	}
 	assertEqualSource(t, readSQLite(t, target), sourceRows(api))
 }
