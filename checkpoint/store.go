@@ -263,6 +263,9 @@ func hint(err error) string {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return hintBusy
 		}
+		if se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
+			return hintFull
+		}
 	}
 	switch {
 	case errors.Is(err, errNotOurs):
@@ -293,6 +296,13 @@ func fileError(path, op string, err error) error {
 	code, h := contract.Permanent, hint(err)
 	if h == hintBusy {
 		code = contract.Transient
+	}
+	// SQLite reports a -shm file it cannot grow, which on a full disk is
+	// where a command fails first, as a bare "disk I/O error (4874)": say
+	// what ran out (docs/operations.md, "A full disk").
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
+		msg += ": no space left on its disk (its -shm file cannot grow)"
 	}
 	return &contract.Error{Class: code, Msg: msg, Hint: h, Err: err}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -130,10 +131,16 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// writeJSON writes v as one JSON line on stdout. A stdout that refuses it
+// (a full disk, a closed pipe) is a warning on stderr: the command's
+// outcome and exit code stand, and `status` still tells it
+// (docs/operations.md, "--json output").
 func writeJSON(ios *IOStreams, v any) {
 	enc := json.NewEncoder(ios.Out)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		slog.New(slog.NewTextHandler(ios.ErrOut, nil)).Warn("--json output not written", "err", err)
+	}
 }
 
 // newCmdRoot is the idemsync command with every subcommand.

@@ -126,13 +126,25 @@ func (s *Sink) wrap(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	code := contract.Permanent
+	code, msg, hint := contract.Permanent, op+" (sqlite "+s.path+")", ""
 	var se *sqlitedrv.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			code = contract.Transient
+		case sqlite3.SQLITE_FULL:
+			hint = diskFullHint
+		}
+		// SQLite reports a -shm file it cannot grow, which on a full disk
+		// is where a run fails first, as a bare "disk I/O error (4874)":
+		// say what ran out (docs/operations.md, "A full disk").
+		if se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
+			msg += ": no space left on its disk (its -shm file cannot grow)"
+			hint = diskFullHint
 		}
 	}
-	return &contract.Error{Class: code, Msg: op + " (sqlite " + s.path + ")", Err: err}
+	return &contract.Error{Class: code, Msg: msg, Hint: hint, Err: err}
 }
+
+// diskFullHint is the hint of a target whose disk is full.
+const diskFullHint = "free space on the target's disk; the checkpoint is intact and the next run continues"

@@ -282,7 +282,8 @@ func (f *Fetcher) failure(at *attempt, err error, n int) *contract.Error {
 	case at.err != nil:
 		return f.transportError(tries, at.err)
 	case at.tooLarge:
-		return contract.Errorf(contract.Permanent, "response body larger than source.max_body (%d bytes)", src.MaxBody)
+		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("response body larger than source.max_body (%d bytes)", src.MaxBody),
+			Hint: "raise source.max_body if the API's pages are this large, or ask for smaller pages (pagination.size); nothing was written and the checkpoint is intact"}
 	case at.tooDeep:
 		return &contract.Error{Class: contract.Permanent, Msg: fmt.Sprintf("response JSON is nested deeper than %d levels", MaxJSONDepth),
 			Hint: "the API sent a pathologically nested body; nothing was written and the checkpoint is intact"}

@@ -150,8 +150,11 @@ func TestFetchBodyLimit(t *testing.T) {
 	srv := newAPIServer(t, func(n int, w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, body) })
 	f, _ := newTestFetcher(t, fetchSpec(srv.URL, "  max_body: 1KiB\n", ""), nil)
 	e := fetchErr(t, f, srv.URL)
-	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "larger than source.max_body (1024 bytes)") {
+	if e.Class != contract.Permanent || !strings.Contains(e.Error(), "GET "+srv.URL+": response body larger than source.max_body (1024 bytes)") {
 		t.Errorf("over max_body: %v (%v)", e, e.Class)
+	}
+	if !strings.Contains(e.Hint, "max_body") {
+		t.Errorf("over max_body: hint %q does not name source.max_body", e.Hint)
 	}
 	if n := len(srv.requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
