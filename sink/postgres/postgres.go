@@ -111,6 +111,14 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 		cfg.ConnectTimeout = ConnectTimeout
 	}
 	configure(cfg)
+	// Every value is sent as UTF-8: a client_encoding set on the role or
+	// the database (LATIN1) would have the server convert each byte of a
+	// non-ASCII character into a character of its own, and store
+	// "hÃ©llo" for "héllo" (docs/job-file.md, PostgreSQL connections).
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	p := &Sink{
 		cfg:        cfg,
 		addr:       net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
