@@ -1,14 +1,21 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,5 +230,112 @@ func TestPostgresStateRoleStatementTimeout(t *testing.T) {
 	}
 	if r := idemsync(t, dir, env, "run", job, "--quiet"); r.code != 0 {
 		t.Fatalf("run after: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
+// startPgBouncer starts PgBouncer in transaction pooling mode in front of
+// the test server, with extra lines added to its settings, and returns
+// the URL of pg through it. It skips the test when PgBouncer is not
+// installed (or, as root, when there is no postgres user to run it as).
+func startPgBouncer(t *testing.T, pg string, extra ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		t.Skip("pgbouncer is not installed")
+	}
+	u := mustURL(t, pg)
+	pass, _ := u.User.Password()
+	port := freePort(t)
+	dir, err := os.MkdirTemp("", "pgenv-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cmd := []string{bin, filepath.Join(dir, "pgbouncer.ini")}
+	if os.Getuid() == 0 {
+		if _, err := user.Lookup("postgres"); err != nil {
+			t.Skip("pgbouncer does not run as root and there is no postgres user")
+		}
+		runuser, err := exec.LookPath("runuser")
+		if err != nil {
+			t.Skip("pgbouncer does not run as root and there is no runuser")
+		}
+		cmd = append([]string{runuser, "-u", "postgres", "--"}, cmd...)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ini := fmt.Sprintf(`[databases]
+%s = host=%s port=%s dbname=%s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %s
+unix_socket_dir =
+auth_type = plain
+auth_file = %s
+pool_mode = transaction
+default_pool_size = 4
+%s
+`, strings.TrimPrefix(u.Path, "/"), u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/"), port,
+		filepath.Join(dir, "users.txt"), strings.Join(extra, "\n"))
+	for name, body := range map[string]string{"pgbouncer.ini": ini, "users.txt": fmt.Sprintf("%q %q\n", u.User.Username(), pass)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := exec.Command(cmd[0], cmd[1:]...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	// Its own process group: runuser's child is killed with it.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL); _ = c.Wait() })
+	addr := "127.0.0.1:" + port
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer did not listen on %s: %s", addr, out.String())
+		}
+	}
+	u.Host = addr
+	return u.String()
+}
+
+// A target URL that reaches PostgreSQL through PgBouncer: PgBouncer
+// refuses the lock_timeout and statement_timeout idemsync sets when it
+// connects, and every run exited 3 (try again later) for a setting no
+// retry changes. It is exit 1 naming the pooler and what to do. A
+// PgBouncer told to drop those parameters (ignore_startup_parameters) in
+// transaction mode then gives one session's prepared statements to
+// another: the run fails (never exits 0 with a table not written) naming
+// the pooler too (docs/job-file.md, "PostgreSQL connections").
+func TestPostgresTargetThroughPgBouncer(t *testing.T) {
+	pg := postgresURL(t)
+	schema := freshSchema(t, pg)
+	srv, _ := textAPI(t, 25)
+	dir := t.TempDir()
+
+	refusing := startPgBouncer(t, pg)
+	job := writeJob(t, dir, "text.yaml", textJob(srv.URL, refusing, schema+".items"))
+	r := idemsync(t, dir, nil, "run", job)
+	if r.code != 1 || !strings.Contains(r.stderr, "pooler") || !strings.Contains(r.stderr, "statement_timeout") {
+		t.Fatalf("through PgBouncer refusing the timeouts: exit %d, want 1 naming the pooler\nstderr: %s", r.code, r.stderr)
+	}
+
+	ignoring := startPgBouncer(t, pg, "ignore_startup_parameters = lock_timeout,statement_timeout")
+	job = writeJob(t, dir, "text.yaml", textJob(srv.URL, ignoring, schema+".items"))
+	for run := 1; run <= 3; run++ {
+		r := idemsync(t, dir, nil, "run", job)
+		if r.code == 0 {
+			continue
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, "pooler") {
+			t.Fatalf("run %d through PgBouncer in transaction mode: exit %d, want 1 naming the pooler\nstderr: %s", run, r.code, r.stderr)
+		}
 	}
 }
