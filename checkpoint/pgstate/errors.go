@@ -32,6 +32,7 @@ func transient(err error) bool {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03",
+			pgErr.Code == "57014", // a statement_timeout set on the role or the database
 			strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "53"),
 			strings.HasPrefix(pgErr.Code, "57P"):
 			return true

@@ -139,6 +139,14 @@ func Open(ctx context.Context, state string, logger *slog.Logger) (*Store, error
 	// No statement prepared by name: a transaction-mode pooler may give
 	// the next statement another server connection.
 	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	// Results come back as text (QueryExecModeExec), read as UTF-8 and
+	// ISO dates: a client_encoding or DateStyle set on the role or the
+	// database would store a key "k€" as other characters than another
+	// host's, or return timestamps the driver cannot read. Both are
+	// parameters a pooler passes on (docs/operations.md, State in
+	// PostgreSQL).
+	cfg.ConnConfig.RuntimeParams["client_encoding"] = "UTF8"
+	cfg.ConnConfig.RuntimeParams["DateStyle"] = "ISO, MDY"
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -111,6 +111,14 @@ func openPostgresConfig(ctx context.Context, dsn string, logger *slog.Logger, co
 		cfg.ConnectTimeout = ConnectTimeout
 	}
 	configure(cfg)
+	// Every value is sent as UTF-8: a client_encoding set on the role or
+	// the database (LATIN1) would have the server convert each byte of a
+	// non-ASCII character into a character of its own, and store
+	// "hÃ©llo" for "héllo" (docs/job-file.md, PostgreSQL connections).
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["client_encoding"] = "UTF8"
 	p := &Sink{
 		cfg:        cfg,
 		addr:       net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
@@ -183,6 +191,17 @@ func (p *Sink) connectError(err error) error {
 				Hint:  "create the database or fix target.url",
 				Err:   p.safe(pgErr.Message, err),
 			}
+		case "08P01":
+			// A pooler (PgBouncer) refuses the lock_timeout and
+			// statement_timeout sent when connecting: no retry changes that.
+			if strings.Contains(pgErr.Message, "unsupported startup parameter") {
+				return &contract.Error{
+					Class: contract.Permanent,
+					Msg:   "connect to postgres at " + p.addr + ": a connection pooler refused a setting idemsync sends when connecting",
+					Hint:  poolerHint,
+					Err:   p.safe(pgErr.Message, err),
+				}
+			}
 		}
 		return p.dbError("connect to postgres at "+p.addr, err)
 	}
@@ -218,6 +237,11 @@ func (p *Sink) connectError(err error) error {
 	}
 }
 
+// poolerHint is the hint of a target reached through a connection pooler
+// that idemsync cannot work through (docs/job-file.md, PostgreSQL
+// connections).
+const poolerHint = "target.url must reach PostgreSQL directly, or through a pooler in session mode that accepts lock_timeout and statement_timeout when connecting; a pooler in transaction mode (PgBouncer's pool_mode = transaction) is supported for the state only"
+
 // dbError translates an error from a statement: connection loss,
 // serialization failures, deadlocks, lack of resources and server shutdowns
 // are transient; every other SQLSTATE and any other error permanent. The
@@ -244,7 +268,13 @@ func (p *Sink) dbError(op string, err error) error {
 		if pgErr.Detail != "" {
 			msg += " (" + pgErr.Detail + ")"
 		}
-		return &contract.Error{Class: code, Msg: op, Hint: p.scrub(pgErr.Hint), Err: p.safe(msg, err)}
+		hint := p.scrub(pgErr.Hint)
+		if strings.HasPrefix(pgErr.Message, `prepared statement "stmtcache_`) {
+			// 42P05 already exists, 26000 does not exist: a pooler in
+			// transaction mode gave this session's statements to another.
+			hint = poolerHint
+		}
+		return &contract.Error{Class: code, Msg: op, Hint: hint, Err: p.safe(msg, err)}
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) {
