@@ -141,12 +141,40 @@ func convertRest(t *contract.Table, st *sqliteStmts, rows []contract.Row, all []
 
 // userTriggers reports whether t has a trigger other than the feed's
 // (feed.go, idemsync_feed_*), which write only the feed: one that may
-// delete the rows a write just counted.
-func userTriggers(ctx context.Context, tx *sql.Tx, t *contract.Table) (bool, error) {
+// delete the rows a write just counted. The answer is kept per table with
+// the file's schema version (PRAGMA schema_version), which every CREATE or
+// DROP TRIGGER changes, from this connection or another: a page asks the
+// version alone and looks the triggers up again only when it moved, so a
+// trigger created by hand between two pages or two runs is seen by the
+// next page. The number of rows written is no such signal: the statement
+// still counts a row an AFTER trigger deleted (docs/performance.md, "The
+// SQLite trigger lookup").
+func (s *Sink) userTriggers(ctx context.Context, tx *sql.Tx, t *contract.Table) (bool, error) {
+	var version int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&version); err != nil {
+		return false, err
+	}
+	name := sqlkit.ASCIILower(t.Name) // SQLite's names ignore ASCII case
+	if c, ok := s.triggers[name]; ok && c.version == version {
+		return c.has, nil
+	}
 	var has bool
 	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE
 		AND substr(name, 1, 14) <> 'idemsync_feed_')`, t.Name).Scan(&has)
-	return has, err
+	if err != nil {
+		return false, err
+	}
+	if s.triggers == nil {
+		s.triggers = map[string]userTrigs{}
+	}
+	s.triggers[name] = userTrigs{version: version, has: has}
+	return has, nil
+}
+
+// userTrigs is userTriggers' answer for a table, at a schema version.
+type userTrigs struct {
+	version int64 // PRAGMA schema_version when asked
+	has     bool
 }
 
 // droppedRows returns how many of the kept rows have no stored row with

@@ -57,6 +57,9 @@ type Sink struct {
 	stmts  map[string]*sqliteStmts // by table and column set; see statements
 	// progress: the progress marker table is known to exist (progress.go).
 	progress bool
+	// triggers: whether each table (by name, lower-cased) has a trigger
+	// other than the feed's, at a schema version (lookup.go, userTriggers).
+	triggers map[string]userTrigs
 }
 
 var _ contract.Sink = (*Sink)(nil)

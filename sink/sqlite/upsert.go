@@ -408,8 +408,12 @@ func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sql
 	// Rows neither inserted nor updated are unchanged, and rows written
 	// are in the table, unless a trigger kept them out: a BEFORE trigger's
 	// RAISE(IGNORE), or an AFTER trigger that deleted the row just written,
-	// which the statement still counts (lookup.go, droppedRows).
-	after, err := userTriggers(ctx, tx, t)
+	// which the statement still counts (lookup.go, droppedRows). A page
+	// that writes nothing (unchanged) has nothing kept out, and asks nothing.
+	if len(write) == 0 {
+		return n, nil
+	}
+	after, err := s.userTriggers(ctx, tx, t)
 	if err != nil {
 		return n, err
 	}
