@@ -52,6 +52,10 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 	// resources they select, never overlap. A run key is one start of
 	// the selection.
 	gate.scope = keyScope(jf, only)
+	var waitUntil time.Time // --if-running wait=D: one deadline for the file's lock and its resources'
+	if gate.wait > 0 {
+		waitUntil = time.Now().Add(gate.wait)
+	}
 	unlock, err := gate.acquire(ctx, store, jf.Name, opts.Kind)
 	if done, err := gate.reported(ios, g, err); done || err != nil {
 		if err == nil {
@@ -65,7 +69,16 @@ func runResources(ctx context.Context, g *globalOpts, ios *IOStreams, jf *jobfil
 		RunResource: func(ctx context.Context, r jobfile.Resource, o idsync.Options, h runner.Hooks) (*idsync.Result, error) {
 			metrics := newResourceMetrics(metricsFile, store, jf.Name, r.Name, time.Now(), log)
 			metrics.noFile = true
-			res, err := runOne(ctx, g, ios, store, r.Job, o, metrics, h)
+			// A resource's own lease can outlast the file's when a
+			// holder of both died: --if-running wait waits for it too.
+			var rs contract.Store = store
+			if gate.ifRunning == ifRunningWait {
+				if unlockR, ok := waitLock(ctx, store, r.Job.Name, waitUntil); ok {
+					defer unlockR()
+					rs = heldStore{Store: store, job: r.Job.Name}
+				}
+			}
+			res, err := runOne(ctx, g, ios, rs, r.Job, o, metrics, h)
 			if metrics.totals.Job != "" {
 				totals[r.Name] = metrics.totals
 			}

@@ -232,6 +232,26 @@ func (g runGate) reported(ios *IOStreams, gl *globalOpts, err error) (bool, erro
 	return false, err
 }
 
+// waitLock takes job's lock, trying again every waitPoll while another
+// holds it, until deadline (zero: no limit) or ctx ends; ok false then, or
+// on any other error, and the caller's own Lock reports it as it would.
+func waitLock(ctx context.Context, store contract.Store, job string, deadline time.Time) (unlock func(), ok bool) {
+	for {
+		unlock, err := store.Lock(ctx, job)
+		switch {
+		case err == nil:
+			return unlock, true
+		case !errors.Is(err, contract.ErrLocked), !deadline.IsZero() && time.Now().After(deadline):
+			return nil, false
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-time.After(waitPoll):
+		}
+	}
+}
+
 // heldStore is the state store as the engine sees it once the command
 // took the job's lock: Lock of that job gives the lock already held.
 type heldStore struct {

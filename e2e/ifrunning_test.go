@@ -176,3 +176,50 @@ func TestRunKey(t *testing.T) {
 		})
 	}
 }
+
+// A run of a job file with several resources that was killed holds the
+// file's lease and its resource's own; the two expire apart (each renewed
+// on its own beat), the resource's last when it was taken last. A run with
+// --if-running wait waits for both: it does not take the file's lease and
+// then exit 4 on the resource's, as it did when a loaded host spread the
+// killed run's two leases far apart (docs/operations.md, "A second host").
+func TestIfRunningWaitsForAResourceLease(t *testing.T) {
+	pg := postgresURL(t)
+	env := []string{"IDEMSYNC_STATE=" + pgStateURL(t, pg, freshSchema(t, pg), "3s")}
+	api := fakeapi.New(fakeapi.Options{Records: 30})
+	srv := serve(t, api)
+	dir := t.TempDir()
+	job := writeJob(t, dir, "two.yaml", `name: two
+defaults:
+  pagination: {style: page, size_param: per_page, size: 10}
+  target: {url: "sqlite:out.db", key: [id], columns: {id: {path: id, type: integer}, name: name}}
+resources:
+  - name: first
+    source: {url: "`+srv+`/page", records: data}
+    target: {table: first}
+  - name: second
+    source: {url: "`+srv+`/page", records: data}
+    target: {table: second}
+`)
+	if r := idemsync(t, dir, env, "run", job); r.code != 0 {
+		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
+	}
+	// The leases of a holder that died: the file's runs out first.
+	schema := mustURL(t, strings.TrimPrefix(env[0], "IDEMSYNC_STATE=")).Query().Get("schema")
+	pgExec(t, pg, `UPDATE `+schema+`.leases SET holder = 'pid 1 on elsewhere', expires_at = clock_timestamp() + CASE job
+		WHEN 'two' THEN interval '300 milliseconds' ELSE interval '2500 milliseconds' END`)
+	start := time.Now()
+	r := idemsync(t, dir, env, "run", job, "--if-running", "wait=30s", "--json")
+	if r.code != 0 {
+		t.Fatalf("run --if-running wait=30s after a holder of the file and its resource died: exit %d, want 0: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("the run ended after %s, before the resource's lease expired", d)
+	}
+	// A lease that outlasts the wait still ends it with exit 4.
+	pgExec(t, pg, `UPDATE `+schema+`.leases SET holder = 'pid 1 on elsewhere', expires_at = clock_timestamp() + CASE job
+		WHEN 'two' THEN interval '100 milliseconds' ELSE interval '1 minute' END`)
+	if r := idemsync(t, dir, env, "run", job, "--if-running", "wait=1s", "--json"); r.code != 4 || !strings.Contains(r.stdout, "is locked by pid 1 on elsewhere") {
+		t.Errorf("run --if-running wait=1s under a resource's lease of a minute: exit %d, want 4 naming the holder: %s %s", r.code, r.stdout, r.stderr)
+	}
+}
