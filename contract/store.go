@@ -115,6 +115,10 @@ type RunStore interface {
 	// RecordSweep records that the full pass runID swept with proof and
 	// kept pending rows it missed for the next proving pass.
 	RecordSweep(ctx context.Context, runID, pending int64) error
+	// LatestStart returns the latest start any run recorded in the store
+	// (of any job; zero when none): the floor of the time line a run
+	// stamps its writes on (docs/deletions.md, "One time line per job").
+	LatestStart(ctx context.Context) (time.Time, error)
 	// Close releases the locks still held and closes the store.
 	io.Closer
 }

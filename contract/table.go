@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Bookkeeping column names. Every target table carries them next to the
@@ -65,6 +66,19 @@ type Table struct {
 	// writes in the page's transaction (a Progressor's; the engine sets
 	// it for each page).
 	Progress Progress
+	// Now, when set, is the run's clock: the time a write stamps
+	// ColSyncedAt (and a tombstone's ColDeletedAt) with. The engine sets
+	// it to the job's time line (docs/deletions.md, "One time line per
+	// job"); nil is time.Now.
+	Now func() time.Time
+}
+
+// Clock returns t.Now(), or time.Now() when t.Now is nil.
+func (t *Table) Clock() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
 }
 
 // Soft reports whether the table marks deleted rows (deletes: soft)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/idemsync/idemsync/sync/paging"
 )
 
@@ -295,7 +296,7 @@ func (e *Engine) replayOverLost(ctx context.Context, sink contract.Sink, js *con
 // be read fails with Invalid.
 func (e *Engine) startRun(ctx context.Context, o Options, sink contract.Sink, js *contract.JobState, rs *runState, cur Identity, from *paging.Position, fresh bool) error {
 	job := e.Job
-	info := &contract.RunInfo{Job: job.Name, Kind: o.Kind, Status: contract.RunRunning, StartedAt: time.Now().UTC(), Identity: cur.Encode()}
+	info := &contract.RunInfo{Job: job.Name, Kind: o.Kind, Status: contract.RunRunning, StartedAt: failpoint.Now().UTC(), Identity: cur.Encode()}
 	full, why := e.fullPass(o, js)
 	if full {
 		// A full pass has no lower bound: it starts where the very first

@@ -189,6 +189,9 @@ func (e *Engine) Run(ctx context.Context, o Options) (*Result, error) {
 	if err := e.Store.Check(ctx); err != nil {
 		return e.beginFailed(ctx, res, started, "", false, err)
 	}
+	if job.Table.Now, err = e.timeLine(ctx); err != nil {
+		return e.beginFailed(ctx, res, started, "", false, err)
+	}
 	// The database reads before the first page (the target table's state)
 	// can wait on a lock as a page write can: they get the same grace after
 	// a signal or the time limit.

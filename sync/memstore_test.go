@@ -166,6 +166,18 @@ func (s *memStore) Pages(_ context.Context, id int64) ([]contract.PageInfo, erro
 	return slices.Clone(s.pages[id]), nil
 }
 
+func (s *memStore) LatestStart(context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t time.Time
+	for _, r := range s.runs {
+		if r.StartedAt.After(t) {
+			t = r.StartedAt
+		}
+	}
+	return t, nil
+}
+
 func (s *memStore) Runs(_ context.Context, _ string, n int) ([]contract.RunInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

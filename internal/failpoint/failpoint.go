@@ -17,4 +17,8 @@
 // In the same build, IDEMSYNC_TEST_STEP_LOG=FILE appends a line "STEP
 // UNIXNANO" to FILE at every Hit: the rate-limit test reads when each
 // request was sent (request is hit once the shared limiter let it go).
+//
+// In the same build, IDEMSYNC_TEST_CLOCK_OFFSET=DURATION (e.g. -10m) shifts
+// Now, the clock a run takes its start and its writes' times from: two
+// invocations with different offsets are two hosts whose clocks disagree.
 package failpoint

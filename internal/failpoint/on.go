@@ -76,3 +76,16 @@ func Hit(step string) {
 		select {} // wait for the kill
 	}
 }
+
+// offset is IDEMSYNC_TEST_CLOCK_OFFSET (a Go duration, e.g. -10m; 0 when
+// unset or unreadable).
+var offset = sync.OnceValue(func() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("IDEMSYNC_TEST_CLOCK_OFFSET"))
+	return d
+})
+
+// Now is the host's clock as a run reads it: in this build shifted by
+// IDEMSYNC_TEST_CLOCK_OFFSET, so that a test runs invocations whose hosts'
+// clocks disagree (or a clock stepped back between two runs). The
+// monotonic reading is kept: time.Since of it is the real time elapsed.
+func Now() time.Time { return time.Now().Add(offset()) }

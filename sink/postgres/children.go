@@ -225,7 +225,7 @@ func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.
 		return err
 	}
 	if mark && t.Soft() {
-		args = append(args, time.Now().UTC().Truncate(time.Microsecond))
+		args = append(args, t.Clock().UTC().Truncate(time.Microsecond))
 	}
 	// Each root key's rows are found by the child table's index on its
 	// root columns, whatever the planner thinks of the table's size: on a

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
@@ -62,7 +61,7 @@ func (p *Sink) copyFresh(ctx context.Context, tx pgx.Tx, op string, t *contract.
 	if err != nil || !plain {
 		return false, p.errOrNil(op, err)
 	}
-	stream, err := copyPage(p.copyBuf[:0], op, t, kept, time.Now())
+	stream, err := copyPage(p.copyBuf[:0], op, t, kept, t.Clock())
 	if err != nil {
 		return false, err
 	}

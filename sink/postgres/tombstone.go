@@ -68,7 +68,7 @@ func (p *Sink) bury(ctx context.Context, tx pgx.Tx, op string, t *contract.Table
 	if t.Soft() {
 		del := sqlkit.QuoteIdent(contract.ColDeletedAt)
 		q = fmt.Sprintf("UPDATE %s SET %s = $%d WHERE %[2]s IS NULL AND %[4]s", sqlkit.QuoteTable(t), del, len(idx)+1, where)
-		args = append(args, time.Now().UTC().Truncate(time.Microsecond))
+		args = append(args, t.Clock().UTC().Truncate(time.Microsecond))
 	}
 	tag, err := tx.Exec(ctx, q, args...)
 	if err != nil {

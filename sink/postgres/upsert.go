@@ -216,7 +216,7 @@ func mergeArgs(op string, t *contract.Table, kept []contract.Row, data [][]any, 
 	for i := range data {
 		hashes[i] = data[i][len(t.Columns)].(string)
 	}
-	return append(args, hashes, time.Now().UTC()), nil
+	return append(args, hashes, t.Clock().UTC()), nil
 }
 
 // merge runs the merge statement in tx and counts the rows it inserted and

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
@@ -103,7 +102,7 @@ func pruneTree(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStm
 			q := "DELETE FROM " + sqlkit.QuoteIdent(d.Table.Name) + " WHERE " + where
 			if mark && t.Soft() {
 				q = fmt.Sprintf("UPDATE %s SET %s = ? WHERE %[2]s IS NULL AND %s", sqlkit.QuoteIdent(d.Table.Name), sqlkit.QuoteIdent(contract.ColDeletedAt), where)
-				args = append(args, formatTime(time.Now()))
+				args = append(args, formatTime(t.Clock()))
 			}
 			for _, ri := range batch {
 				for _, i := range st.keyIdx {

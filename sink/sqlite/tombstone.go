@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
@@ -44,7 +43,7 @@ func bury(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, a
 		q := "DELETE FROM " + sqlkit.QuoteIdent(t.Name) + " WHERE " + where
 		if t.Soft() {
 			q = fmt.Sprintf("UPDATE %s SET %s = ? WHERE %[2]s IS NULL AND %s", sqlkit.QuoteIdent(t.Name), sqlkit.QuoteIdent(contract.ColDeletedAt), where)
-			args = append(args, formatTime(time.Now()))
+			args = append(args, formatTime(t.Clock()))
 		}
 		for _, ri := range batch {
 			for _, i := range st.keyIdx {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/idemsync/idemsync/contract"
 	"github.com/idemsync/idemsync/sink/sqlkit"
@@ -379,7 +378,7 @@ func (s *Sink) write(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sql
 	var n contract.Counts
 	perRow := len(t.Columns) + 1
 	args := make([]any, 1, 1+st.batch*perRow)
-	args[0] = formatTime(time.Now()) // ?1, the synced-at time of every row (sqliteUpsertSQL)
+	args[0] = formatTime(t.Clock()) // ?1, the synced-at time of every row (sqliteUpsertSQL)
 	for start := 0; start < len(write); start += st.batch {
 		chunk := write[start:min(start+st.batch, len(write))]
 		args = args[:1]
