@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/openfiles"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -296,6 +297,15 @@ func fileError(path, op string, err error) error {
 	code, h := contract.Permanent, hint(err)
 	if h == hintBusy {
 		code = contract.Transient
+	}
+	// SQLite says only "unable to open database file" both when the
+	// permissions refuse the file and when the process is out of file
+	// descriptors (docs/operations.md, "The state file").
+	var ce *sqlite.Error
+	if errors.As(err, &ce) && ce.Code()&0xff == sqlite3.SQLITE_CANTOPEN {
+		if out, fh := openfiles.OutOfDescriptors(path); out {
+			h = fh + ", or choose another state with --state"
+		}
 	}
 	// SQLite reports a -shm file it cannot grow, which on a full disk is
 	// where a command fails first, as a bare "disk I/O error (4874)": say

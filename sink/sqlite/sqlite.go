@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/openfiles"
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -137,6 +138,13 @@ func (s *Sink) wrap(op string, err error) error {
 			code = contract.Transient
 		case sqlite3.SQLITE_FULL:
 			hint = diskFullHint
+		case sqlite3.SQLITE_CANTOPEN:
+			// SQLite says only "unable to open database file" when the
+			// process is out of file descriptors too (docs/operations.md,
+			// "The target file").
+			if out, fh := openfiles.OutOfDescriptors(s.path); out {
+				hint = fh
+			}
 		}
 		// SQLite reports a -shm file it cannot grow, which on a full disk
 		// is where a run fails first, as a bare "disk I/O error (4874)":

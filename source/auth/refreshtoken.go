@@ -84,10 +84,14 @@ func (c *chain) exchange(ctx context.Context, a *spec.Auth, cfg *oauth2.Config, 
 		}
 	}
 	cur := c.cur
+	// The token's writes go on after a signal (the token is spent at the
+	// provider once sent), for the grace only.
+	wctx, stop := c.o.Keyring.writeContext(ctx)
+	defer stop()
 	// Mark the exchange as sent: a crash before its answer is stored can
 	// lose a rotated token, and the next run must say so. For a token
 	// received and not yet stored this is the write tried again.
-	if err := c.o.Store.SaveRefreshToken(context.WithoutCancel(ctx), c.o.Job, c.id, c.seed, cur, true); err != nil {
+	if err := c.o.Store.SaveRefreshToken(wctx, c.o.Job, c.id, c.seed, cur, true); err != nil {
 		if c.unsaved != nil {
 			return nil, c.lostErr(err)
 		}
@@ -99,7 +103,7 @@ func (c *chain) exchange(ctx context.Context, a *spec.Auth, cfg *oauth2.Config, 
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			// Answered: no exchange is left unfinished.
-			_ = c.o.Store.SaveRefreshToken(context.WithoutCancel(ctx), c.o.Job, c.id, c.seed, cur, false)
+			_ = c.o.Store.SaveRefreshToken(wctx, c.o.Job, c.id, c.seed, cur, false)
 			return nil, permanent("auth oauth2_refresh_token: "+c.refusal(), reseedHint, nil)
 		}
 		return nil, classify(a.Type, err)
@@ -111,7 +115,7 @@ func (c *chain) exchange(ctx context.Context, a *spec.Auth, cfg *oauth2.Config, 
 	red.Add(next)
 	c.cur, c.fromSeed, c.wasPending = next, false, false
 	// Stored even if the run is being cancelled: the old token is spent.
-	if err := c.save(context.WithoutCancel(ctx)); err != nil {
+	if err := c.save(wctx); err != nil {
 		c.unsaved = err
 		c.o.Logger.Error("the rotated refresh token could not be stored in the state file; it is kept in memory and stored again at the next exchange and when the run ends", "err", err)
 	} else if next != cur {
@@ -141,15 +145,19 @@ func (c *chain) load(ctx context.Context, a *spec.Auth, red *idsync.Redactor) er
 	return nil
 }
 
-// save stores the chain's current token, trying again for a while: a
-// token the provider rotated exists nowhere else.
+// save stores the chain's current token, trying again for a while (until
+// ctx ends): a token the provider rotated exists nowhere else.
 func (c *chain) save(ctx context.Context) error {
 	var err error
 	for i := 0; ; i++ {
-		if err = c.o.Store.SaveRefreshToken(ctx, c.o.Job, c.id, c.seed, c.cur, false); err == nil || i == len(saveWaits) {
+		if err = c.o.Store.SaveRefreshToken(ctx, c.o.Job, c.id, c.seed, c.cur, false); err == nil || i == len(saveWaits) || ctx.Err() != nil {
 			return err
 		}
-		time.Sleep(saveWaits[i])
+		select {
+		case <-time.After(saveWaits[i]):
+		case <-ctx.Done():
+			return err
+		}
 	}
 }
 
@@ -180,6 +188,31 @@ type Keyring struct {
 	// nil keeps every stored token.
 	keep, seeds []string
 	pruned      bool
+	graceEnd    time.Time // when the token writes after a signal give up
+}
+
+// writeContext returns the context a refresh token's write runs under: not
+// ended by ctx (a signal: a rotated token is spent at the provider and
+// exists nowhere else), but idsync.WriteGrace after the first signal this
+// keyring saw, for every write of the invocation together, so a state
+// that does not answer (a file another process keeps locked, a frozen
+// server) cannot keep the process from exiting (docs/operations.md,
+// "Signals"). stop releases it.
+func (k *Keyring) writeContext(ctx context.Context) (context.Context, func()) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() {
+		k.mu.Lock()
+		if k.graceEnd.IsZero() {
+			k.graceEnd = time.Now().Add(idsync.WriteGrace)
+		}
+		end := k.graceEnd
+		k.mu.Unlock()
+		time.AfterFunc(time.Until(end), cancel)
+	})
+	return wctx, func() {
+		stopAfter()
+		cancel()
+	}
 }
 
 // NewKeyring returns the keyring of a job file whose resources use auths;
@@ -231,10 +264,12 @@ func (k *Keyring) Flush(ctx context.Context) error {
 		chains = append(chains, c)
 	}
 	k.mu.Unlock()
+	wctx, stop := k.writeContext(ctx)
+	defer stop()
 	for _, c := range chains {
 		c.mu.Lock()
 		if c.unsaved != nil {
-			if err := c.save(context.WithoutCancel(ctx)); err != nil {
+			if err := c.save(wctx); err != nil {
 				c.mu.Unlock()
 				return c.lostErr(err)
 			}
