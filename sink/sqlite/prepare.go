@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -150,6 +151,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
+	if err := s.checkKeyCollation(ctx, tx, t); err != nil {
+		return err
+	}
 	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {
 		return s.wrap(op, err)
 	}
@@ -223,4 +227,38 @@ func (s *Sink) hasUniqueKey(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 		}
 	}
 	return false, nil
+}
+
+// checkKeyCollation refuses a table whose unique index on key columns
+// compares a text key under a collation other than BINARY (a column
+// declared COLLATE NOCASE, or an index on (id COLLATE RTRIM)): it holds
+// keys idemsync keeps apart ("A" and "a") equal, so two records of the
+// source would be one row, the second written over the first on every run
+// (docs/job-file.md, "target").
+func (s *Sink) checkKeyCollation(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
+	op := "prepare table " + t.String()
+	var col, coll, idx string
+	err := tx.QueryRowContext(ctx, `
+		SELECT x.name, x.coll, l.name FROM pragma_index_list(?) l, pragma_index_xinfo(l.name) x
+		WHERE l."unique" = 1 AND x.key = 1 AND x.name IS NOT NULL AND x.coll <> 'BINARY' COLLATE NOCASE
+		  AND NOT EXISTS (SELECT 1 FROM pragma_index_xinfo(l.name) y WHERE y.key = 1 AND (y.name IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?) k WHERE k.value = y.name COLLATE NOCASE)))
+		LIMIT 1`, t.Name, keyNamesJSON(t)).Scan(&col, &coll, &idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("%s: key column %q is compared COLLATE %s by unique index %s: it holds keys the source keeps apart (\"A\" and \"a\") equal, so two records would be one row, overwritten on every run",
+			op, col, coll, idx),
+		Hint: "recreate the table with the key column compared exactly (no COLLATE on it or its unique index), or map a key the source keeps unique",
+	}
+}
+
+// keyNamesJSON is t's key columns as a JSON array, for checkKeyCollation.
+func keyNamesJSON(t *contract.Table) string {
+	b, _ := json.Marshal(t.Key)
+	return string(b)
 }
