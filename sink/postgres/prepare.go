@@ -174,6 +174,9 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 	if err := p.checkKeyCollation(ctx, tx, t, oid); err != nil {
 		return err
 	}
+	if err := p.checkRules(ctx, tx, t, oid); err != nil {
+		return err
+	}
 	cols := append([]contract.Column{}, t.Columns...)
 	cols = append(cols,
 		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
@@ -231,5 +234,33 @@ func (p *Sink) checkKeyCollation(ctx context.Context, tx pgx.Tx, t *contract.Tab
 			t, col, how, idx),
 		Hint: fmt.Sprintf("make the key compare exactly (ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"C\", and no COLLATE on its unique index), or map a key the source keeps unique",
 			sqlkit.QuoteTable(t), sqlkit.QuoteIdent(col)),
+	}
+}
+
+// checkRules refuses a table with a RULE that rewrites what idemsync sends:
+// any ON INSERT or ON UPDATE rule (PostgreSQL refuses INSERT … ON CONFLICT
+// on such a table, failing every page), and, with deletes: hard, an ON
+// DELETE … DO INSTEAD rule, which would turn the sweep's and tombstones'
+// DELETE into something else, leaving removed records live on every run
+// (docs/job-file.md, "target").
+func (p *Sink) checkRules(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
+	var name, event string
+	err := tx.QueryRow(ctx, `
+		SELECT rulename::text, CASE ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' ELSE 'DELETE' END
+		FROM pg_rewrite
+		WHERE ev_class = $1 AND rulename <> '_RETURN'
+		  AND (ev_type IN ('2', '3') OR (ev_type = '4' AND is_instead AND $2))
+		ORDER BY rulename LIMIT 1`, oid, t.Deletes == contract.DeletesHard).Scan(&name, &event)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return p.dbError("prepare table "+t.String(), err)
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("prepare table %s: rule %s ON %s rewrites the rows idemsync writes or deletes, so the table would not follow the source",
+			t, sqlkit.QuoteIdent(name), event),
+		Hint: fmt.Sprintf("drop it (DROP RULE %s ON %s;) and use a trigger instead", sqlkit.QuoteIdent(name), sqlkit.QuoteTable(t)),
 	}
 }
