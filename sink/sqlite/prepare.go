@@ -109,16 +109,22 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	have := map[string]bool{}   // lower-cased: SQLite folds ASCII case in names
 	decl := map[string]string{} // declared types, by lower-cased name
 	var pk []string
-	rows, err := tx.QueryContext(ctx, `SELECT name, type, pk FROM pragma_table_info(?)`, t.Name)
+	// table_xinfo, not table_info: it lists generated columns too (hidden 2
+	// or 3), which idemsync cannot write.
+	generated := map[string]string{}
+	rows, err := tx.QueryContext(ctx, `SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`, t.Name)
 	if err != nil {
 		return s.wrap(op, err)
 	}
 	for rows.Next() {
 		var name, typ string
-		var pos int
-		if err := rows.Scan(&name, &typ, &pos); err != nil {
+		var pos, hidden int
+		if err := rows.Scan(&name, &typ, &pos, &hidden); err != nil {
 			rows.Close()
 			return s.wrap(op, err)
+		}
+		if hidden == 2 || hidden == 3 {
+			generated[sqlkit.ASCIILower(name)] = name
 		}
 		have[sqlkit.ASCIILower(name)], decl[sqlkit.ASCIILower(name)] = true, typ
 		if pos > 0 {
@@ -135,6 +141,15 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 				Class: contract.Permanent,
 				Msg:   fmt.Sprintf("table %s has no key column %q", t, k),
 				Hint:  "add the column and a unique index on (" + strings.Join(t.Key, ", ") + "), or fix target.key",
+			}
+		}
+	}
+	for _, c := range t.Columns {
+		if name, ok := generated[sqlkit.ASCIILower(c.Name)]; ok {
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("%s: column %q is a generated column (AS …): idemsync writes it from the records", op, name),
+				Hint:  "map the field to another column, or recreate the table with " + sqlkit.QuoteIdent(name) + " as a plain column",
 			}
 		}
 	}
