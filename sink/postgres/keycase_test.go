@@ -33,8 +33,10 @@ func TestKeyCaseInsensitiveNamesColumn(t *testing.T) {
 			s := b.Sink(t)
 			tbl := b.Table("people_"+kind, []string{"login"}, sinktest.Col("login", contract.TypeText), sinktest.Col("v", contract.TypeText))
 			tbl.Create = false
-			b.Exec(t, "CREATE TABLE "+sinktest.QName(tbl)+" (login "+typ+" PRIMARY KEY, v text, _idemsync_hash text, _idemsync_synced_at timestamptz)")
+			b.Exec(t, "CREATE TABLE "+sinktest.QName(tbl)+" (login text PRIMARY KEY, v text, _idemsync_hash text, _idemsync_synced_at timestamptz)")
 			sinktest.MustPrepare(t, s, tbl)
+			// Prepare refuses such a key (checkKeyCollation): the type comes by hand after it.
+			b.Exec(t, "ALTER TABLE "+sinktest.QName(tbl)+" ALTER COLUMN login TYPE "+typ)
 			_, err := s.Upsert(context.Background(), tbl, []contract.Row{sinktest.Row("Bob", "1"), sinktest.Row("Ann", "1"), sinktest.Row("BOB", "2")})
 			var ie *contract.Error
 			if !errors.As(err, &ie) || ie.Class != contract.Permanent {

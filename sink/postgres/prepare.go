@@ -171,6 +171,12 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
 	}
+	if err := p.checkKeyCollation(ctx, tx, t, oid); err != nil {
+		return err
+	}
+	if err := p.checkRules(ctx, tx, t, oid); err != nil {
+		return err
+	}
 	cols := append([]contract.Column{}, t.Columns...)
 	cols = append(cols,
 		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
@@ -190,4 +196,71 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 		p.logger.Info("added column", "table", t.String(), "column", c.Name, "type", string(c.Type))
 	}
 	return nil
+}
+
+// checkKeyCollation refuses a table whose unique index on key columns
+// compares a key case-insensitively: a column of type citext (or a domain
+// over it) or a nondeterministic collation, the column's or the index's.
+// It holds keys idemsync keeps apart ('A' and 'a') equal, so two records of
+// the source would be one row, the second written over the first on every
+// run (docs/job-file.md, "target").
+func (p *Sink) checkKeyCollation(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
+	var col, how, idx string
+	err := tx.QueryRow(ctx, `
+		SELECT a.attname::text,
+		       CASE WHEN co.collisdeterministic = false THEN 'collation ' || quote_ident(co.collname) ELSE 'type citext' END,
+		       i.indexrelid::regclass::text
+		FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey::int2[], i.indcollation::oid[]) WITH ORDINALITY AS k(attnum, coll, n)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		JOIN pg_type ty ON ty.oid = a.atttypid
+		LEFT JOIN pg_type base ON base.oid = ty.typbasetype
+		LEFT JOIN pg_collation co ON co.oid = k.coll
+		WHERE i.indrelid = $1 AND i.indisunique AND k.n <= i.indnkeyatts
+		  AND (co.collisdeterministic = false OR ty.typname = 'citext' OR base.typname = 'citext')
+		  AND NOT EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS o(attnum, n)
+		                  LEFT JOIN pg_attribute b ON b.attrelid = i.indrelid AND b.attnum = o.attnum
+		                  WHERE o.n <= i.indnkeyatts AND (b.attname IS NULL OR NOT b.attname = ANY($2)))
+		LIMIT 1`, oid, t.Key).Scan(&col, &how, &idx)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return p.dbError("prepare table "+t.String(), err)
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("prepare table %s: key column %q is compared under %s by unique index %s: it holds keys the source keeps apart ('A' and 'a') equal, so two records would be one row, overwritten on every run",
+			t, col, how, idx),
+		Hint: fmt.Sprintf("make the key compare exactly (ALTER TABLE %s ALTER COLUMN %s TYPE text COLLATE \"C\", and no COLLATE on its unique index), or map a key the source keeps unique",
+			sqlkit.QuoteTable(t), sqlkit.QuoteIdent(col)),
+	}
+}
+
+// checkRules refuses a table with a RULE that rewrites what idemsync sends:
+// any ON INSERT or ON UPDATE rule (PostgreSQL refuses INSERT … ON CONFLICT
+// on such a table, failing every page), and, with deletes: hard, an ON
+// DELETE … DO INSTEAD rule, which would turn the sweep's and tombstones'
+// DELETE into something else, leaving removed records live on every run
+// (docs/job-file.md, "target").
+func (p *Sink) checkRules(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
+	var name, event string
+	err := tx.QueryRow(ctx, `
+		SELECT rulename::text, CASE ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' ELSE 'DELETE' END
+		FROM pg_rewrite
+		WHERE ev_class = $1 AND rulename <> '_RETURN'
+		  AND (ev_type IN ('2', '3') OR (ev_type = '4' AND is_instead AND $2))
+		ORDER BY rulename LIMIT 1`, oid, t.Deletes == contract.DeletesHard).Scan(&name, &event)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return p.dbError("prepare table "+t.String(), err)
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("prepare table %s: rule %s ON %s rewrites the rows idemsync writes or deletes, so the table would not follow the source",
+			t, sqlkit.QuoteIdent(name), event),
+		Hint: fmt.Sprintf("drop it (DROP RULE %s ON %s;) and use a trigger instead", sqlkit.QuoteIdent(name), sqlkit.QuoteTable(t)),
+	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -108,16 +109,22 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	have := map[string]bool{}   // lower-cased: SQLite folds ASCII case in names
 	decl := map[string]string{} // declared types, by lower-cased name
 	var pk []string
-	rows, err := tx.QueryContext(ctx, `SELECT name, type, pk FROM pragma_table_info(?)`, t.Name)
+	// table_xinfo, not table_info: it lists generated columns too (hidden 2
+	// or 3), which idemsync cannot write.
+	generated := map[string]string{}
+	rows, err := tx.QueryContext(ctx, `SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`, t.Name)
 	if err != nil {
 		return s.wrap(op, err)
 	}
 	for rows.Next() {
 		var name, typ string
-		var pos int
-		if err := rows.Scan(&name, &typ, &pos); err != nil {
+		var pos, hidden int
+		if err := rows.Scan(&name, &typ, &pos, &hidden); err != nil {
 			rows.Close()
 			return s.wrap(op, err)
+		}
+		if hidden == 2 || hidden == 3 {
+			generated[sqlkit.ASCIILower(name)] = name
 		}
 		have[sqlkit.ASCIILower(name)], decl[sqlkit.ASCIILower(name)] = true, typ
 		if pos > 0 {
@@ -137,6 +144,15 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 			}
 		}
 	}
+	for _, c := range t.Columns {
+		if name, ok := generated[sqlkit.ASCIILower(c.Name)]; ok {
+			return &contract.Error{
+				Class: contract.Permanent,
+				Msg:   fmt.Sprintf("%s: column %q is a generated column (AS …): idemsync writes it from the records", op, name),
+				Hint:  "map the field to another column, or recreate the table with " + sqlkit.QuoteIdent(name) + " as a plain column",
+			}
+		}
+	}
 	unique, err := s.hasUniqueKey(ctx, tx, t, pk)
 	if err != nil {
 		return s.wrap(op, err)
@@ -149,6 +165,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 			Msg:   fmt.Sprintf("table %s has no unique index on exactly (%s)", t, strings.Join(t.Key, ", ")),
 			Hint:  "remove duplicate keys, then run: " + stmt,
 		}
+	}
+	if err := s.checkKeyCollation(ctx, tx, t); err != nil {
+		return err
 	}
 	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {
 		return s.wrap(op, err)
@@ -223,4 +242,38 @@ func (s *Sink) hasUniqueKey(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 		}
 	}
 	return false, nil
+}
+
+// checkKeyCollation refuses a table whose unique index on key columns
+// compares a text key under a collation other than BINARY (a column
+// declared COLLATE NOCASE, or an index on (id COLLATE RTRIM)): it holds
+// keys idemsync keeps apart ("A" and "a") equal, so two records of the
+// source would be one row, the second written over the first on every run
+// (docs/job-file.md, "target").
+func (s *Sink) checkKeyCollation(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
+	op := "prepare table " + t.String()
+	var col, coll, idx string
+	err := tx.QueryRowContext(ctx, `
+		SELECT x.name, x.coll, l.name FROM pragma_index_list(?) l, pragma_index_xinfo(l.name) x
+		WHERE l."unique" = 1 AND x.key = 1 AND x.name IS NOT NULL AND x.coll <> 'BINARY' COLLATE NOCASE
+		  AND NOT EXISTS (SELECT 1 FROM pragma_index_xinfo(l.name) y WHERE y.key = 1 AND (y.name IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?) k WHERE k.value = y.name COLLATE NOCASE)))
+		LIMIT 1`, t.Name, keyNamesJSON(t)).Scan(&col, &coll, &idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return s.wrap(op, err)
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("%s: key column %q is compared COLLATE %s by unique index %s: it holds keys the source keeps apart (\"A\" and \"a\") equal, so two records would be one row, overwritten on every run",
+			op, col, coll, idx),
+		Hint: "recreate the table with the key column compared exactly (no COLLATE on it or its unique index), or map a key the source keeps unique",
+	}
+}
+
+// keyNamesJSON is t's key columns as a JSON array, for checkKeyCollation.
+func keyNamesJSON(t *contract.Table) string {
+	b, _ := json.Marshal(t.Key)
+	return string(b)
 }

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A PostgreSQL RULE on the target rewrites what idemsync sends: one ON
+// DELETE … DO INSTEAD NOTHING turned every sweep's DELETE into nothing, so
+// runs exited 0 with a row the source no longer holds left live and
+// "pending" forever; one ON INSERT failed every page in the database's
+// words. The run is refused when it prepares the table, naming the rule
+// (docs/job-file.md, "target").
+func TestPostgresRuleRefused(t *testing.T) {
+	pg := postgresURL(t)
+	var body atomic.Value
+	body.Store(`[{"id":"a"},{"id":"b"},{"id":"c"}]`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body.Load().(string)))
+	}))
+	t.Cleanup(srv.Close)
+	for name, rule := range map[string]string{
+		"delete": `CREATE RULE keep_all AS ON DELETE TO %s DO INSTEAD NOTHING`,
+		"insert": `CREATE RULE keep_all AS ON INSERT TO %s DO INSTEAD NOTHING`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			body.Store(`[{"id":"a"},{"id":"b"},{"id":"c"}]`)
+			schema := freshSchema(t, pg)
+			table := pgx.Identifier{schema, "t"}.Sanitize()
+			dir := t.TempDir()
+			job := writeJob(t, dir, "job.yaml", `name: rules
+source:
+  url: `+srv.URL+`
+pagination:
+  style: none
+target:
+  url: `+pg+`
+  table: `+schema+`.t
+  key: [id]
+  deletes: hard
+  columns:
+    id: id
+`)
+			runCode(t, dir, nil, 0, "run", job)
+			pgExec(t, pg, strings.ReplaceAll(rule, "%s", table))
+			body.Store(`[{"id":"a"},{"id":"b"}]`)
+			var last result
+			for range 2 { // the second pass to miss "c" removes it
+				if last = idemsync(t, dir, nil, "run", job, "--json"); last.code != 0 {
+					break
+				}
+			}
+			got := parseRun(t, last)
+			if last.code != 1 || !strings.Contains(got.Error, "keep_all") {
+				t.Fatalf("a rule on the target: exit %d %+v, want exit 1 naming the rule\nstderr: %s", last.code, got, last.stderr)
+			}
+		})
+	}
+}
