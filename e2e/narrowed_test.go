@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -67,17 +66,11 @@ func TestPostgresNarrowedColumnPlainRun(t *testing.T) {
 // compared 501 with "00501" after the same conversion and called them
 // equal (docs/operations.md, "Verify").
 func TestSQLiteNumericAffinityColumn(t *testing.T) {
-	var body atomic.Value
-	body.Store(`[{"id":"a","zip":"7","amount":"0.5"},{"id":"b","zip":"00501","amount":"1.5"}]`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, url := bodyServer(t, `[{"id":"a","zip":"7","amount":"0.5"},{"id":"b","zip":"00501","amount":"1.5"}]`)
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", `name: zips
 source:
-  url: `+srv.URL+`
+  url: `+url+`
 pagination:
   style: none
 target:
@@ -112,4 +105,16 @@ target:
 	if got := runCode(t, dir, nil, 0, "run", job); got.Inserted != 2 {
 		t.Errorf("values the columns keep: %+v, want 2 inserted", got)
 	}
+}
+
+// bodyServer serves first as JSON for the test's lifetime, and then what
+// is stored in the body it returns, with the server's URL.
+func bodyServer(t *testing.T, first string) (*atomic.Value, string) {
+	t.Helper()
+	body := new(atomic.Value)
+	body.Store(first)
+	return body, serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body.Load().(string)))
+	}))
 }

@@ -73,61 +73,20 @@ func signalBusyStateMidRun(t *testing.T, env, status []string, hold func(dir str
 	api, url := startAPI(t, fakeapi.Options{Records: 1000, Latency: 100 * time.Millisecond})
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
-	c := exec.Command(binary, "run", job, "--json")
-	c.Dir = dir
-	c.Env = append(testEnv(dir, job), env...)
-	var out, errs bytes.Buffer
-	c.Stdout = &out
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-	four, drained := make(chan struct{}), make(chan struct{})
-	var mu gosync.Mutex
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(stderr)
-		n := 0
-		for sc.Scan() {
-			mu.Lock()
-			errs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "page committed") {
-				if n++; n == 4 {
-					close(four)
-				}
-			}
-		}
-	}()
-	select {
-	case <-four:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("4 pages not committed in 2 minutes")
-	}
+	p := startAfterPages(t, dir, append(testEnv(dir, job), env...), 4, 2*time.Minute, "run", job, "--json")
 	release := hold(dir)
 	defer release()
 	// The next page is fetched (100 ms) and written to the target; its
 	// checkpoint now waits for the state file.
 	time.Sleep(time.Second)
 	signalled := time.Now()
-	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.c.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	// A write that never ends is killed, so the test fails instead of hanging.
-	killer := time.AfterFunc(time.Minute, func() { _ = c.Process.Kill() })
-	defer killer.Stop()
-	<-drained
-	code := hardWaitExit(t, c)
+	code, out, logs := p.wait(t)
 	took := time.Since(signalled)
-	mu.Lock()
-	logs := errs.String()
-	mu.Unlock()
-	t.Logf("exit %d %s after the signal: %s\n%s", code, took.Round(time.Millisecond), out.String(), logs)
-	r := parseRun(t, result{stdout: out.String()})
+	t.Logf("exit %d %s after the signal: %s\n%s", code, took.Round(time.Millisecond), out, logs)
+	r := parseRun(t, result{stdout: out})
 	if code != 130 || r.Status != "interrupted" {
 		t.Errorf("exit %d status %q, want 130 interrupted", code, r.Status)
 	}
@@ -148,4 +107,68 @@ func signalBusyStateMidRun(t *testing.T, env, status []string, hold func(dir str
 		t.Errorf("next run: %+v", next)
 	}
 	assertEqualSource(t, readSQLite(t, filepath.Join(dir, "out.db")), sourceRows(api))
+}
+
+// pagesRun is the binary running, its stderr read line by line.
+type pagesRun struct {
+	c       *exec.Cmd
+	out     bytes.Buffer
+	mu      gosync.Mutex
+	errs    bytes.Buffer
+	drained chan struct{}
+}
+
+// startAfterPages starts the binary with args in dir with env and returns
+// once it logged n pages committed; the test fails if that takes longer
+// than within.
+func startAfterPages(t *testing.T, dir string, env []string, n int, within time.Duration, args ...string) *pagesRun {
+	t.Helper()
+	p := &pagesRun{c: exec.Command(binary, args...), drained: make(chan struct{})}
+	p.c.Dir = dir
+	p.c.Env = env
+	p.c.Stdout = &p.out
+	stderr, err := p.c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.c.Process.Kill() })
+	reached := make(chan struct{})
+	go func() {
+		defer close(p.drained)
+		sc := bufio.NewScanner(stderr)
+		pages := 0
+		for sc.Scan() {
+			p.mu.Lock()
+			p.errs.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if strings.Contains(sc.Text(), "page committed") {
+				if pages++; pages == n {
+					close(reached)
+				}
+			}
+		}
+	}()
+	select {
+	case <-reached:
+	case <-time.After(within):
+		t.Fatalf("%d pages not committed in %s", n, within)
+	}
+	return p
+}
+
+// wait waits for the run to exit and returns its exit code, stdout and
+// stderr. A run that never ends is killed a minute on, so the test fails
+// instead of hanging.
+func (p *pagesRun) wait(t *testing.T) (code int, stdout, stderr string) {
+	t.Helper()
+	killer := time.AfterFunc(time.Minute, func() { _ = p.c.Process.Kill() })
+	defer killer.Stop()
+	<-p.drained
+	code = hardWaitExit(t, p.c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return code, p.out.String(), p.errs.String()
 }

@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	gosync "sync"
 	"testing"
 	"time"
 
@@ -38,54 +34,14 @@ func timeLimitBusyStateMidRun(t *testing.T, args ...string) {
 	api, url := startAPI(t, fakeapi.Options{Records: 1000, Latency: 100 * time.Millisecond})
 	dir := t.TempDir()
 	job := writeJob(t, dir, "job.yaml", styleJob("page", url, "sqlite:out.db"))
-	c := exec.Command(binary, append([]string{"run", job, "--json", "--time-limit", "3s"}, args...)...)
-	c.Dir = dir
-	c.Env = cleanEnv()
-	var out, errs bytes.Buffer
-	c.Stdout = &out
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	started := time.Now()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-	four, drained := make(chan struct{}), make(chan struct{})
-	var mu gosync.Mutex
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(stderr)
-		n := 0
-		for sc.Scan() {
-			mu.Lock()
-			errs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "page committed") {
-				if n++; n == 4 {
-					close(four)
-				}
-			}
-		}
-	}()
-	select {
-	case <-four:
-	case <-time.After(time.Minute):
-		t.Fatal("4 pages not committed in a minute")
-	}
+	p := startAfterPages(t, dir, cleanEnv(), 4, time.Minute, append([]string{"run", job, "--json", "--time-limit", "3s"}, args...)...)
 	release := hardHoldWriteLock(t, filepath.Join(dir, ".idemsync", "state.db"))
 	defer release()
-	killer := time.AfterFunc(time.Minute, func() { _ = c.Process.Kill() })
-	defer killer.Stop()
-	<-drained
-	code := hardWaitExit(t, c)
+	code, out, logs := p.wait(t)
 	took := time.Since(started)
-	mu.Lock()
-	logs := errs.String()
-	mu.Unlock()
-	t.Logf("exit %d after %s: %s\n%s", code, took.Round(time.Millisecond), out.String(), logs)
-	r := parseRun(t, result{stdout: out.String()})
+	t.Logf("exit %d after %s: %s\n%s", code, took.Round(time.Millisecond), out, logs)
+	r := parseRun(t, result{stdout: out})
 	if code != 0 || r.Status != "partial" {
 		t.Errorf("exit %d status %q, want 0 partial", code, r.Status)
 	}
