@@ -17,4 +17,10 @@
 // In the same build, IDEMSYNC_TEST_STEP_LOG=FILE appends a line "STEP
 // UNIXNANO" to FILE at every Hit: the rate-limit test reads when each
 // request was sent (request is hit once the shared limiter let it go).
+//
+// In the same build, IDEMSYNC_TEST_LOCK_WAIT=DURATION (e.g. 1s) replaces the
+// state's 10 s wait for a lock another process holds (LockWait): the state
+// file's busy timeout and the PostgreSQL ledger's lock wait. A test that
+// only needs such a wait to end (exit 3, nothing claimed) sets it shorter;
+// the product binary always waits its 10 s.
 package failpoint

@@ -76,3 +76,14 @@ func Hit(step string) {
 		select {} // wait for the kill
 	}
 }
+
+// LockWait is the state's wait for a lock another process holds (the
+// state file's busy timeout, the PostgreSQL ledger's lock wait), d unless
+// IDEMSYNC_TEST_LOCK_WAIT holds a positive Go duration: a test that only
+// needs the wait to end, not its length, shortens it.
+func LockWait(d time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv("IDEMSYNC_TEST_LOCK_WAIT")); err == nil && v > 0 {
+		return v
+	}
+	return d
+}
