@@ -29,6 +29,8 @@ func TestSweepPrunedMidPass(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			if st.name == "file" {
 				skipWithPostgresState(t, "this subtest names its own state file; the pg subtest covers a state in PostgreSQL")
+			} else {
+				skipOwnPostgresState(t)
 			}
 			eachDelTarget(t, []string{"hard", "soft"}, func(t *testing.T, dir, mode string, tg delTarget) {
 				var env []string
