@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/idemsync/idemsync/internal/failpoint"
 )
 
 // sqliteHeader starts every SQLite 3 database file.
@@ -110,8 +112,9 @@ func setWAL(ctx context.Context, db *sql.DB) error {
 }
 
 // busyTimeout is how long a statement waits for another process's write
-// lock on the state file before failing with SQLITE_BUSY (exit 3).
-var busyTimeout = 10 * time.Second
+// lock on the state file before failing with SQLITE_BUSY (exit 3): 10 s
+// (a test build may shorten it, failpoint.LockWait).
+var busyTimeout = failpoint.LockWait(10 * time.Second)
 
 // dsn returns the modernc DSN of the state file at abs (an absolute path):
 // a file: URI, with the characters URIs reserve escaped, and the settings

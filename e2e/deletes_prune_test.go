@@ -25,12 +25,19 @@ func TestSweepPrunedMidPass(t *testing.T) {
 	if pg := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL"); pg != "" {
 		states = append(states, stateKind{name: "pg"})
 	}
+	// The state kinds, and each mode's two targets, share nothing (their own
+	// folders, state files or schemas, APIs) and wait on the binary:
+	// they run at once.
 	for _, st := range states {
 		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
 			if st.name == "file" {
 				skipWithPostgresState(t, "this subtest names its own state file; the pg subtest covers a state in PostgreSQL")
+			} else {
+				skipOwnPostgresState(t)
 			}
 			eachDelTarget(t, []string{"hard", "soft"}, func(t *testing.T, dir, mode string, tg delTarget) {
+				t.Parallel()
 				var env []string
 				top := "state: " + tg.name + ".db\n"
 				if st.name == "pg" {

@@ -24,6 +24,7 @@ import (
 // child a second time under those texts.
 func TestFanoutParentTextIgnoresSessionSettings(t *testing.T) {
 	pg := postgresURL(t)
+	skipOwnPostgresState(t)
 	schema := freshSchema(t, pg)
 	var mu sync.Mutex
 	var asked []string

@@ -161,6 +161,18 @@ func skipWithPostgresState(t *testing.T, why string) {
 	}
 }
 
+// skipOwnPostgresState skips, when testEnv puts the state in PostgreSQL, a
+// test (or subtest) that gives every binary it starts a state in
+// PostgreSQL of its own (IDEMSYNC_STATE, which wins over testEnv's): it
+// already ran exactly so in the pass on state files, and would only run
+// the same again.
+func skipOwnPostgresState(t *testing.T) {
+	t.Helper()
+	if pgState() {
+		t.Skip("IDEMSYNC_TEST_STATE=postgres: this test keeps its state in PostgreSQL of its own and ran so without the variable")
+	}
+}
+
 // dropTestStates drops the schemas testEnv handed out.
 func dropTestStates() {
 	pg := os.Getenv("IDEMSYNC_TEST_POSTGRES_URL")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemsync/idemsync/contract"
+	"github.com/idemsync/idemsync/internal/failpoint"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -75,8 +76,9 @@ func (s *Store) Claim(ctx context.Context, reqs []contract.ClaimRequest) ([]cont
 // or its host cut off from the server, which keeps that transaction open
 // until TCP gives up (hours). Past it the call fails closed, exit 3 and
 // nothing claimed, as on the SQLite state past its busy timeout
-// (docs/ledger.md, "Atomic claims").
-const ledgerLockWait = 10 * time.Second
+// (docs/ledger.md, "Atomic claims"). 10 s (a test build may shorten it,
+// failpoint.LockWait).
+var ledgerLockWait = failpoint.LockWait(10 * time.Second)
 
 // ledgerTxOptions begin a ledger transaction with its lock waits bounded
 // by ledgerLockWait, in BEGIN's own round trip (one simple-protocol

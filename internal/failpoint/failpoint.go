@@ -21,4 +21,10 @@
 // In the same build, IDEMSYNC_TEST_CLOCK_OFFSET=DURATION (e.g. -10m) shifts
 // Now, the clock a run takes its start and its writes' times from: two
 // invocations with different offsets are two hosts whose clocks disagree.
+//
+// In the same build, IDEMSYNC_TEST_LOCK_WAIT=DURATION (e.g. 1s) replaces the
+// state's 10 s wait for a lock another process holds (LockWait): the state
+// file's busy timeout and the PostgreSQL ledger's lock wait. A test that
+// only needs such a wait to end (exit 3, nothing claimed) sets it shorter;
+// the product binary always waits its 10 s.
 package failpoint

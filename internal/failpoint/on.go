@@ -89,3 +89,14 @@ var offset = sync.OnceValue(func() time.Duration {
 // clocks disagree (or a clock stepped back between two runs). The
 // monotonic reading is kept: time.Since of it is the real time elapsed.
 func Now() time.Time { return time.Now().Add(offset()) }
+
+// LockWait is the state's wait for a lock another process holds (the
+// state file's busy timeout, the PostgreSQL ledger's lock wait), d unless
+// IDEMSYNC_TEST_LOCK_WAIT holds a positive Go duration: a test that only
+// needs the wait to end, not its length, shortens it.
+func LockWait(d time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv("IDEMSYNC_TEST_LOCK_WAIT")); err == nil && v > 0 {
+		return v
+	}
+	return d
+}
