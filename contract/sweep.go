@@ -205,3 +205,26 @@ func percent(n, of int64) string {
 	}
 	return strconv.FormatInt(p, 10) + "%"
 }
+
+// KeptRows is the error of a sweep or a page's tombstones (what) whose
+// statement deleted, or with soft marked, fewer rows of t than it
+// was to: kept of them are still in the table, live. A trigger (BEFORE
+// DELETE, or BEFORE UPDATE on a soft table, returning NULL; on SQLite
+// RAISE(IGNORE)), a rule or a row security policy skipped them, and the
+// table holds rows the source no longer lists; the caller's transaction
+// rolls back, so nothing is removed (docs/deletions.md, "A row the table
+// keeps").
+func KeptRows(t *Table, what string, soft bool, kept int64) error {
+	verb, stmt, done := "delete", "DELETE", "deleted"
+	if soft {
+		verb, stmt, done = "mark", "UPDATE", "marked"
+	}
+	rows := "1 row the %s was to %s is"
+	if kept != 1 {
+		rows = strconv.FormatInt(kept, 10) + " rows the %s was to %s are"
+	}
+	return &Error{Class: Permanent,
+		Msg: fmt.Sprintf("table %s: "+rows+" still in the table, live (a trigger, rule or row security policy skipped its %s); nothing was %s",
+			t, what, verb, stmt, done),
+		Hint: "a row the source no longer lists stays in the table: let the trigger return OLD (SQLite: no RAISE(IGNORE)), or drop it; the next run tries again"}
+}

@@ -75,7 +75,15 @@ func (p *Sink) prepare(ctx context.Context, tx pgx.Tx, op string, t *contract.Ta
 		p.logger.Info("created table", "table", t.String(), "key", t.Key)
 	case err != nil:
 		return p.dbError(op, err)
-	case kind != "r" && kind != "p":
+	case kind == "p":
+		// The merge tells inserts from updates by RETURNING xmax, a system
+		// column PostgreSQL returns from no partitioned table: the first
+		// load (COPY) went in and every later page failed with 0A000
+		// (docs/job-file.md, "target").
+		return &contract.Error{Class: contract.Permanent,
+			Msg:  fmt.Sprintf("%s: %s is a partitioned table: idemsync writes only plain tables (PostgreSQL returns no system column from a partitioned one, which the merge needs)", op, t),
+			Hint: "write to a plain table, or to one partition as target.table once the partitioned table has the columns idemsync adds (" + strings.Join(idemsyncColumns(t), ", ") + "): a partition takes none of its own"}
+	case kind != "r":
 		return contract.Errorf(contract.Permanent, "%s: %s is not a table (relkind %s)", op, t, kind)
 	default:
 		if err := p.alter(ctx, tx, t, oid); err != nil {
@@ -263,4 +271,13 @@ func (p *Sink) checkRules(ctx context.Context, tx pgx.Tx, t *contract.Table, oid
 			t, sqlkit.QuoteIdent(name), event),
 		Hint: fmt.Sprintf("drop it (DROP RULE %s ON %s;) and use a trigger instead", sqlkit.QuoteIdent(name), sqlkit.QuoteTable(t)),
 	}
+}
+
+// idemsyncColumns are the columns idemsync adds to t, with their types.
+func idemsyncColumns(t *contract.Table) []string {
+	cols := []string{contract.ColHash + " text", contract.ColSyncedAt + " timestamptz"}
+	if t.Soft() {
+		cols = append(cols, contract.ColDeletedAt+" timestamptz")
+	}
+	return cols
 }

@@ -242,6 +242,18 @@ func (p *Sink) removeMissed(ctx context.Context, tx pgx.Tx, t *contract.Table, t
 		return res, p.dbError(op, err)
 	}
 	res.Deleted = tag.RowsAffected()
+	// Fewer rows than counted: a row kept in place by a trigger, rule or
+	// policy is still one to remove, and the table is not the source's
+	// (contract.KeptRows). Counted again only then, in this transaction.
+	if res.Deleted < removable {
+		var kept int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+tbl+` AS "_t" WHERE `+gone, req.PriorStart.UTC()).Scan(&kept); err != nil {
+			return res, p.dbError(op, err)
+		}
+		if kept > 0 {
+			return contract.SweepResult{}, contract.KeptRows(t, "sweep", req.Mode == contract.DeletesSoft, kept)
+		}
+	}
 	res.Base = req.Base(res.Live)
 	if counted < 0 {
 		counted = res.Deleted

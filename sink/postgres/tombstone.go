@@ -74,5 +74,20 @@ func (p *Sink) bury(ctx context.Context, tx pgx.Tx, op string, t *contract.Table
 	if err != nil {
 		return 0, p.dbError(op, err)
 	}
+	// Fewer rows than tombstones: absent rows, or rows a trigger, rule or
+	// policy kept in place (contract.KeptRows), counted only then.
+	if n := tag.RowsAffected(); n < int64(len(tombs)) {
+		live := ""
+		if t.Soft() {
+			live = sqlkit.QuoteIdent(contract.ColDeletedAt) + " IS NULL AND "
+		}
+		var kept int64
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+sqlkit.QuoteTable(t)+" WHERE "+live+where, args[:len(idx)]...).Scan(&kept); err != nil {
+			return 0, p.dbError(op, err)
+		}
+		if kept > 0 {
+			return 0, contract.KeptRows(t, "page's tombstones", t.Soft(), kept)
+		}
+	}
 	return tag.RowsAffected(), nil
 }

@@ -169,6 +169,9 @@ func (s *Sink) alter(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 	if err := s.checkKeyCollation(ctx, tx, t); err != nil {
 		return err
 	}
+	if err := s.checkConflictClauses(ctx, tx, t); err != nil { // conflict.go
+		return err
+	}
 	if err := s.rewriteKeyForms(ctx, tx, t, decl); err != nil {
 		return s.wrap(op, err)
 	}

@@ -225,6 +225,18 @@ func (s *Sink) removeMissed(ctx context.Context, tx *sql.Tx, t *contract.Table, 
 	if res.Deleted, err = r.RowsAffected(); err != nil {
 		return res, s.wrap(op, err)
 	}
+	// Fewer rows than counted: a row kept in place by a trigger
+	// (RAISE(IGNORE)) is still one to remove, and the table is not the
+	// source's (contract.KeptRows). Counted again only then.
+	if res.Deleted < removable {
+		var kept int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+tbl+` WHERE `+gone, args[0]).Scan(&kept); err != nil {
+			return res, s.wrap(op, err)
+		}
+		if kept > 0 {
+			return contract.SweepResult{}, contract.KeptRows(t, "sweep", req.Mode == contract.DeletesSoft, kept)
+		}
+	}
 	res.Base = req.Base(res.Live)
 	if counted < 0 {
 		counted = res.Deleted

@@ -29,7 +29,8 @@ func splitTombstones(rows []contract.Row, kept []int) (write, tombs []int) {
 
 // bury deletes the stored rows of the tombstones' keys, or on a soft
 // table marks those not marked yet, in tx; it returns how many rows it
-// deleted or marked. A tombstone whose row is absent changes nothing.
+// deleted or marked. A tombstone whose row is absent changes nothing; a
+// row a trigger kept is a *contract.Error (contract.KeptRows).
 func bury(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, all [][]any, tombs []int) (int64, error) {
 	if len(tombs) == 0 {
 		return 0, nil
@@ -57,6 +58,21 @@ func bury(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStmts, a
 		c, err := res.RowsAffected()
 		if err != nil {
 			return 0, err
+		}
+		// Fewer rows than tombstones: absent rows, or rows a trigger kept
+		// in place (contract.KeptRows), counted only then.
+		if c < int64(len(batch)) {
+			live, keys := "", args
+			if t.Soft() {
+				live, keys = sqlkit.QuoteIdent(contract.ColDeletedAt)+" IS NULL AND ", args[1:]
+			}
+			var kept int64
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+sqlkit.QuoteIdent(t.Name)+" WHERE "+live+where, keys...).Scan(&kept); err != nil {
+				return 0, err
+			}
+			if kept > 0 {
+				return 0, contract.KeptRows(t, "page's tombstones", t.Soft(), kept)
+			}
 		}
 		n += c
 	}

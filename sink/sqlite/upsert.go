@@ -307,7 +307,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		return n, err
 	}
 	deleted, err := bury(ctx, tx, t, st, all, tombs)
-	if err != nil {
+	if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+		return n, err
+	} else if err != nil {
 		return n, s.wrap(op, err)
 	}
 	// What the page does to the child tables (children.go).
