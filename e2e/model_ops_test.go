@@ -104,6 +104,7 @@ type modelEdit struct {
 type modelTargetCopy struct {
 	files map[string][]byte // file name (out.db, out.db-wal) to its bytes
 	edits map[int]modelEdit
+	at    int // the invocations when copied
 }
 
 type modelStateCopy struct {
@@ -111,6 +112,11 @@ type modelStateCopy struct {
 	start map[int]fakeapi.ModelRecord // the harness's start when copied
 	from  fakeapi.Presence            // the sweep guard's when copied
 	table map[int]modelRow            // the target's rows when copied
+	at    int                         // the invocations when copied
+	// behind: the state's run may claim pages the target lacks: a target
+	// copied before it was put back since, or a target was put back
+	// before the copy and no new run had started by then (restoredRun).
+	behind bool
 }
 
 func newModelOps(sc fakeapi.Scenario, api *fakeapi.ModelAPI, tgt modelTarget, dir string, skip map[string]bool) *modelOps {
@@ -153,6 +159,9 @@ func (o *modelOps) between(t *testing.T, start map[int]fakeapi.ModelRecord, guar
 	case o.target != nil && n < 30:
 		modelPutFiles(t, filepath.Join(o.dir, "out.db"), o.target.files)
 		o.edits = maps.Clone(o.target.edits)
+		if o.state != nil && o.target.at <= o.state.at {
+			o.state.behind = true
+		}
 		o.target = nil
 		o.restoredRun = modelLatestRun(t, o.dir)
 		table, _ := o.tgt.read(t, o.dir)
@@ -161,6 +170,13 @@ func (o *modelOps) between(t *testing.T, start map[int]fakeapi.ModelRecord, guar
 		return "the target put back from its copy", ""
 	case o.state != nil && n >= 30 && n < 60:
 		modelPutFiles(t, filepath.Join(o.dir, ".idemsync", "state.db"), o.state.files)
+		if o.state.behind {
+			// A target put back from an older copy than this state's:
+			// the run the state holds may have committed pages the
+			// target lacks, until a run notices the target behind and
+			// starts a new one (docs/guarantees.md, "Progress markers").
+			o.restoredRun = modelLatestRun(t, o.dir)
+		}
 		table, _ := o.tgt.read(t, o.dir)
 		o.forgotten = map[int]bool{}
 		for id, r := range table {
@@ -173,11 +189,12 @@ func (o *modelOps) between(t *testing.T, start map[int]fakeapi.ModelRecord, guar
 	}
 	switch n = o.rng.Intn(100); {
 	case n < 5 && sqliteTarget && o.on("restore-target"):
-		o.target = &modelTargetCopy{files: modelCopyFiles(t, filepath.Join(o.dir, "out.db")), edits: maps.Clone(o.edits)}
+		o.target = &modelTargetCopy{files: modelCopyFiles(t, filepath.Join(o.dir, "out.db")), edits: maps.Clone(o.edits), at: o.invocations}
 		return "the target copied aside", ""
 	case n < 10 && !pgState() && o.on("restore-state"):
 		table, _ := o.tgt.read(t, o.dir)
-		o.state = &modelStateCopy{files: modelCopyFiles(t, filepath.Join(o.dir, ".idemsync", "state.db")), start: start, from: guard.from, table: table}
+		o.state = &modelStateCopy{files: modelCopyFiles(t, filepath.Join(o.dir, ".idemsync", "state.db")), start: start, from: guard.from, table: table,
+			at: o.invocations, behind: o.passedUnknown(t)}
 		return "the state file copied aside", ""
 	case n < 16 && o.on("handedit"):
 		table, _ := o.tgt.read(t, o.dir)

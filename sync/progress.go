@@ -36,12 +36,22 @@ func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *con
 		e.Logger.Info("the target holds no progress markers (written by an earlier version, or their table was dropped): adopting it at the state's progress",
 			"job", job.Name, "table", job.Table.String(), "marker", js.Marker)
 		return p.AdoptProgress(ctx, &job.Table, job.Name, js.Marker)
-	case v < js.Marker:
+	case v < js.Marker || js.Marker > 0 && v/markerEra > js.Marker/markerEra:
 		// The run starts from the beginning; a page of it that writes
 		// nothing records the target's marker, not the state's: else
 		// every run would find the target behind again, and start over.
 		e.held = v
-		e.behind = fmt.Sprintf("target table %s was restored or rolled back: its progress marker is %d, behind the state file's %d", job.Table.String(), v, js.Marker)
+		if v < js.Marker {
+			e.behind = fmt.Sprintf("target table %s was restored or rolled back: its progress marker is %d, behind the state file's %d", job.Table.String(), v, js.Marker)
+			// Its pages count on from the next era: a copy of this state
+			// put back later, whose marker the lost pages passed, is then
+			// of an earlier era than the target, not taken for ahead of it
+			// (docs/guarantees.md, "Progress markers").
+			e.progress = (js.Marker/markerEra + 1) * markerEra
+		} else {
+			e.behind = fmt.Sprintf("target table %s was restored or rolled back since the state file's progress: its progress marker %d counts on from a restore noticed after the state file's %d", job.Table.String(), v, js.Marker)
+			e.progress = v
+		}
 		if db, _ := targets.Lookup(job.Target.URL); db.File && e.Fenced != nil {
 			// A state that several hosts share, and a file of one host: the
 			// other host's file may be the one the state's marker is from
@@ -54,6 +64,14 @@ func (e *Engine) targetProgress(ctx context.Context, sink contract.Sink, js *con
 	}
 	return nil
 }
+
+// markerEra is how far a run that finds the target restored moves the
+// counter on: to the next multiple of it. A state whose marker is of an
+// earlier era than the target's is behind a restore that a run of
+// another state, or of this state before it was put back from a copy,
+// noticed: its pages after the restored point may be lost
+// (docs/guarantees.md, "Progress markers").
+const markerEra = int64(1) << 32
 
 // nextProgress sets on the job's table the marker the page about to be
 // written raises the target's to, and returns it (0: the sink keeps none).
