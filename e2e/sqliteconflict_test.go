@@ -77,3 +77,48 @@ func dump(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// A child table made by hand is prepared like the job's own table: its
+// ON CONFLICT IGNORE or REPLACE is refused the same way, naming the
+// column or constraint (docs/job-file.md, "target").
+func TestSQLiteChildConflictClauseRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[{"id":"a","lines":[{"id":"1","v":"x"},{"id":"2","v":null},{"id":"3","v":"x"}]}]`))
+	}))
+	t.Cleanup(srv.Close)
+	for name, c := range map[string]struct{ ddl, column string }{
+		"not null ignore": {`CREATE TABLE t_lines (t_id TEXT NOT NULL, id TEXT NOT NULL, v TEXT NOT NULL ON CONFLICT IGNORE, PRIMARY KEY (t_id, id))`, `"v"`},
+		"unique replace":  {`CREATE TABLE t_lines (t_id TEXT NOT NULL, id TEXT NOT NULL, v TEXT, PRIMARY KEY (t_id, id), CONSTRAINT one_v UNIQUE (v) ON CONFLICT REPLACE)`, `one_v`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			execAll(t, openSQLite(t, filepath.Join(dir, "out.db")), c.ddl)
+			job := writeJob(t, dir, "job.yaml", `name: conflict
+source:
+  url: `+srv.URL+`
+pagination:
+  style: none
+target:
+  url: sqlite:out.db
+  table: t
+  key: [id]
+  columns:
+    id: id
+  children:
+    lines:
+      path: lines
+      table: t_lines
+      key: id
+      columns:
+        id: id
+        v: v
+`)
+			r := idemsync(t, dir, nil, "run", job, "--json")
+			got := parseRun(t, r)
+			if r.code != 1 || !strings.Contains(got.Error, "t_lines") || !strings.Contains(got.Error, c.column) || !strings.Contains(got.Error, "ON CONFLICT") {
+				t.Fatalf("%s: exit %d %+v, want exit 1 naming t_lines, %s and its ON CONFLICT clause\nstderr: %s", c.ddl, r.code, got, c.column, r.stderr)
+			}
+		})
+	}
+}

@@ -253,6 +253,24 @@ func (p *Sink) pruneTree(ctx context.Context, tx pgx.Tx, op string, t *contract.
 		if err != nil {
 			return p.dbError(op+": child table "+d.Table.String(), err)
 		}
+		// A row still there (live, when marking) is one a trigger, rule or
+		// policy kept: the array or the parent is gone, its element is not
+		// (contract.KeptRows).
+		live, keys := "", args
+		if mark && t.Soft() {
+			live, keys = sqlkit.QuoteIdent(contract.ColDeletedAt)+" IS NULL AND ", args[:len(args)-1]
+		}
+		var kept int64
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+sqlkit.QuoteTable(&d.Table)+" WHERE "+live+where, append([]any{pgx.QueryExecModeExec}, keys...)...).Scan(&kept); err != nil {
+			return p.dbError(op+": child table "+d.Table.String(), err)
+		}
+		if kept > 0 {
+			what := "page"
+			if mark {
+				what = "page's tombstones"
+			}
+			return contract.KeptRows(&d.Table, what, mark && t.Soft(), kept)
+		}
 		n.AddChild(d.Table.Name, 0, tag.RowsAffected())
 	}
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT"); err != nil {
@@ -272,6 +290,22 @@ func (p *Sink) sweepChildren(ctx context.Context, tx pgx.Tx, op string, t *contr
 		}
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return p.dbError(op+": child table "+d.Table.String(), err)
+		}
+		// Rows still there (live) whose root row is gone (marked) are
+		// rows a trigger, rule or policy kept (contract.KeptRows). Only a
+		// table with one of them can keep a row: the others are not
+		// scanned again.
+		var may bool
+		var kept int64
+		err := tx.QueryRow(ctx, `SELECT relhastriggers OR relhasrules OR relrowsecurity FROM pg_class WHERE oid = $1::regclass`, sqlkit.QuoteTable(&d.Table)).Scan(&may)
+		if err == nil && may {
+			err = tx.QueryRow(ctx, sqlkit.LeftSQL(t, d)).Scan(&kept)
+		}
+		if err != nil {
+			return p.dbError(op+": child table "+d.Table.String(), err)
+		}
+		if kept > 0 {
+			return contract.KeptRows(&d.Table, "sweep", t.Soft(), kept)
 		}
 	}
 	return nil

@@ -185,6 +185,9 @@ func (p *Sink) alter(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint
 	if err := p.checkRules(ctx, tx, t, oid); err != nil {
 		return err
 	}
+	if err := p.checkRowSecurity(ctx, tx, t, oid); err != nil {
+		return err
+	}
 	cols := append([]contract.Column{}, t.Columns...)
 	cols = append(cols,
 		contract.Column{Name: contract.ColHash, Type: contract.TypeText},
@@ -270,6 +273,32 @@ func (p *Sink) checkRules(ctx context.Context, tx pgx.Tx, t *contract.Table, oid
 		Msg: fmt.Sprintf("prepare table %s: rule %s ON %s rewrites the rows idemsync writes or deletes, so the table would not follow the source",
 			t, sqlkit.QuoteIdent(name), event),
 		Hint: fmt.Sprintf("drop it (DROP RULE %s ON %s;) and use a trigger instead", sqlkit.QuoteIdent(name), sqlkit.QuoteTable(t)),
+	}
+}
+
+// checkRowSecurity refuses a table whose row security applies to the
+// job's role (enabled, and the role neither a superuser, nor BYPASSRLS,
+// nor the owner unless FORCE: row_security_active). A policy that hides
+// rows hides them from every statement the job sends: the unchanged
+// check counts a hidden row's record unchanged, the sweep and the
+// tombstones never see it to remove, --verify never compares it, and the
+// run exits 0 with the table holding a row the source no longer lists
+// (docs/job-file.md, "target").
+func (p *Sink) checkRowSecurity(ctx context.Context, tx pgx.Tx, t *contract.Table, oid uint32) error {
+	var active bool
+	var role string
+	if err := tx.QueryRow(ctx, `SELECT row_security_active($1::oid), current_user::text`, oid).Scan(&active, &role); err != nil {
+		return p.dbError("prepare table "+t.String(), err)
+	}
+	if !active {
+		return nil
+	}
+	return &contract.Error{
+		Class: contract.Permanent,
+		Msg: fmt.Sprintf("prepare table %s: row security applies to role %s on it: a policy can hide rows from the job, which would then neither compare, update nor delete them, so the table would not follow the source",
+			t, role),
+		Hint: fmt.Sprintf("run the job as a role row security does not apply to (the table's owner, with no FORCE ROW LEVEL SECURITY, or a role with BYPASSRLS: ALTER ROLE %s BYPASSRLS;), or disable it (ALTER TABLE %s DISABLE ROW LEVEL SECURITY;)",
+			sqlkit.QuoteIdent(role), sqlkit.QuoteTable(t)),
 	}
 }
 

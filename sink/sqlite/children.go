@@ -117,6 +117,24 @@ func pruneTree(ctx context.Context, tx *sql.Tx, t *contract.Table, st *sqliteStm
 			if err != nil {
 				return fmt.Errorf("child table %s: %w", d.Table.Name, err)
 			}
+			// A row still there (live, when marking) is one a trigger
+			// kept (RAISE(IGNORE)): the array or the parent is gone, its
+			// element is not (contract.KeptRows).
+			live, keys := "", args
+			if mark && t.Soft() {
+				live, keys = sqlkit.QuoteIdent(contract.ColDeletedAt)+" IS NULL AND ", args[1:]
+			}
+			var kept int64
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+sqlkit.QuoteIdent(d.Table.Name)+" WHERE "+live+where, keys...).Scan(&kept); err != nil {
+				return fmt.Errorf("child table %s: %w", d.Table.Name, err)
+			}
+			if kept > 0 {
+				what := "page"
+				if mark {
+					what = "page's tombstones"
+				}
+				return contract.KeptRows(&d.Table, what, mark && t.Soft(), kept)
+			}
 			n.AddChild(d.Table.Name, 0, gone)
 		}
 	}
@@ -134,6 +152,20 @@ func sweepChildren(ctx context.Context, tx *sql.Tx, t *contract.Table) error {
 		}
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
+		}
+		// Rows still there (live) whose root row is gone (marked) are
+		// rows a trigger kept (contract.KeptRows). Only a table with a
+		// trigger can keep one: the others are not scanned again.
+		var kept int64
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? COLLATE NOCASE`, d.Table.Name).Scan(&kept)
+		if err == nil && kept > 0 {
+			err = tx.QueryRowContext(ctx, sqlkit.LeftSQL(t, d)).Scan(&kept)
+		}
+		if err != nil {
+			return fmt.Errorf("child table %s: %w", d.Table.Name, err)
+		}
+		if kept > 0 {
+			return contract.KeptRows(&d.Table, "sweep", t.Soft(), kept)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -118,6 +119,9 @@ func (s *Sink) Sweep(ctx context.Context, t *contract.Table, req contract.SweepR
 	res.Pending = gone - res.Deleted
 	if res.Deleted > 0 {
 		if err := sweepChildren(ctx, tx, t); err != nil { // children.go
+			if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+				return contract.SweepResult{}, err // a child row a trigger kept
+			}
 			return contract.SweepResult{}, s.wrap(op, err)
 		}
 	}

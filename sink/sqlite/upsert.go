@@ -315,6 +315,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 	// What the page does to the child tables (children.go).
 	var kidCounts contract.Counts
 	if err := pruneTree(ctx, tx, t, st, all, tombs, true, &kidCounts); err != nil { // children.go
+		if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+			return n, err // a child row a trigger kept
+		}
 		return n, s.wrap(op, err)
 	}
 	own, err := st.ownRowsOnly(ctx, tx, t)
@@ -355,6 +358,9 @@ func (s *Sink) Upsert(ctx context.Context, t *contract.Table, rows []contract.Ro
 		write = kidsOf
 	}
 	if err := s.writeChildren(ctx, tx, t, st, kids, rows, all, write, &kidCounts); err != nil {
+		if ce := (*contract.Error)(nil); errors.As(err, &ce) {
+			return contract.Counts{}, err // a child row a trigger kept, a value a column cannot hold
+		}
 		return contract.Counts{}, s.wrap(op, err)
 	}
 	n.Deleted, n.Children = deleted, kidCounts.Children

@@ -59,3 +59,17 @@ func MarkSQL(root *contract.Table, d *contract.Child) string {
 	return fmt.Sprintf(`UPDATE %s AS "_c" SET %s = (SELECT "_p".%[2]s FROM %s AS "_p" WHERE %s) WHERE "_c".%[2]s IS NULL AND EXISTS (SELECT 1 FROM %[3]s AS "_p" WHERE %[4]s AND "_p".%[2]s IS NOT NULL)`,
 		QuoteTable(&d.Table), del, QuoteTable(root), rootJoin(root, d))
 }
+
+// LeftSQL counts what OrphansSQL (MarkSQL on a soft root) left of
+// descendant d of root: rows whose root row is gone (on a soft root: live
+// rows whose root row is marked). After it ran, a row a trigger, rule or
+// policy kept.
+func LeftSQL(root *contract.Table, d *contract.Child) string {
+	if root.Soft() {
+		del := QuoteIdent(contract.ColDeletedAt)
+		return fmt.Sprintf(`SELECT count(*) FROM %s AS "_c" WHERE "_c".%s IS NULL AND EXISTS (SELECT 1 FROM %s AS "_p" WHERE %s AND "_p".%[2]s IS NOT NULL)`,
+			QuoteTable(&d.Table), del, QuoteTable(root), rootJoin(root, d))
+	}
+	return fmt.Sprintf(`SELECT count(*) FROM %s AS "_c" WHERE NOT EXISTS (SELECT 1 FROM %s AS "_p" WHERE %s)`,
+		QuoteTable(&d.Table), QuoteTable(root), rootJoin(root, d))
+}
