@@ -1,16 +1,8 @@
 package e2e
 
 import (
-	"context"
-	"database/sql"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // A trigger on a child table that keeps a child row the job deletes or
@@ -24,30 +16,7 @@ import (
 func TestPostgresChildKept(t *testing.T) {
 	pg := postgresURL(t)
 	childKept(t, func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int) {
-		schema := freshSchema(t, pg)
-		kids := pgx.Identifier{schema, "t_lines"}.Sanitize()
-		live = func() int {
-			conn, err := pgx.Connect(context.Background(), pg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			where := ""
-			if mode == "soft" {
-				where = " AND _idemsync_deleted_at IS NULL"
-			}
-			var n int
-			if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+kids+" WHERE id IN ('2', '3')"+where).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		return pg, schema + ".t", func(stmts ...string) {
-			for i, s := range stmts {
-				stmts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "%c", kids), "%s", schema)
-			}
-			pgExec(t, pg, stmts...)
-		}, live
+		return pgKeptTarget(t, pg, mode, "t_lines", "id IN ('2', '3')")
 	}, map[string][]string{
 		"keep": {`CREATE FUNCTION %s.keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
 			`CREATE TRIGGER keep BEFORE DELETE OR UPDATE ON %c FOR EACH ROW WHEN (OLD.id IN ('2', '3')) EXECUTE FUNCTION %s.keep()`},
@@ -61,31 +30,7 @@ func TestPostgresChildKept(t *testing.T) {
 // The same on SQLite.
 func TestSQLiteChildKept(t *testing.T) {
 	childKept(t, func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int) {
-		path := filepath.Join(t.TempDir(), "out.db")
-		var db *sql.DB
-		open := func() *sql.DB {
-			if db == nil {
-				db = openSQLite(t, path)
-			}
-			return db
-		}
-		live = func() int {
-			where := ""
-			if mode == "soft" {
-				where = " AND _idemsync_deleted_at IS NULL"
-			}
-			var n int
-			if err := open().QueryRow("SELECT count(*) FROM t_lines WHERE id IN ('2', '3')" + where).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		return "sqlite:" + path, "t", func(stmts ...string) {
-			for i, s := range stmts {
-				stmts[i] = strings.ReplaceAll(s, "%c", "t_lines")
-			}
-			execAll(t, open(), stmts...)
-		}, live
+		return sqliteKeptTarget(t, mode, "t_lines", "id IN ('2', '3')")
 	}, map[string][]string{
 		"keep": {`CREATE TRIGGER keepd BEFORE DELETE ON %c WHEN OLD.id IN ('2', '3') BEGIN SELECT RAISE(IGNORE); END`,
 			`CREATE TRIGGER keepu BEFORE UPDATE ON %c WHEN OLD.id IN ('2', '3') BEGIN SELECT RAISE(IGNORE); END`},
@@ -102,12 +47,7 @@ func TestSQLiteChildKept(t *testing.T) {
 // a's array, or b by two passes that miss it or by a tombstone, for
 // deletes hard and soft.
 func childKept(t *testing.T, setup func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int), triggers map[string][]string) {
-	var body atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, srvURL := bodyServer(t, "")
 	for _, mode := range []string{"hard", "soft"} {
 		for _, how := range []string{"element", "sweep", "tombstone"} {
 			for name, stmts := range triggers {
@@ -120,7 +60,7 @@ func childKept(t *testing.T, setup func(t *testing.T, mode string) (target, tabl
 					dir := t.TempDir()
 					job := writeJob(t, dir, "job.yaml", `name: kept
 source:
-  url: `+srv.URL+`
+  url: `+srvURL+`
 pagination:
   style: none
 target:
@@ -140,7 +80,7 @@ target:
         id: id
 `)
 					runCode(t, dir, nil, 0, "run", job)
-					exec(append([]string(nil), stmts...)...)
+					exec(stmts...)
 					passes := 1
 					switch how {
 					case "element":
@@ -151,12 +91,7 @@ target:
 					case "tombstone":
 						body.Store(`[{"id":"a","lines":[{"id":"1"},{"id":"2"}]},{"id":"b","gone":true}]`)
 					}
-					var last result
-					for range passes {
-						if last = idemsync(t, dir, nil, "run", job, "--json"); last.code != 0 {
-							break
-						}
-					}
+					last := runPasses(t, dir, job, passes)
 					got := parseRun(t, last)
 					if name == "archive" {
 						if last.code != 0 || live() != 1 {

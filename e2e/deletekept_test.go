@@ -3,11 +3,8 @@ package e2e
 import (
 	"context"
 	"database/sql"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -26,30 +23,7 @@ import (
 func TestPostgresDeleteKept(t *testing.T) {
 	pg := postgresURL(t)
 	deleteKept(t, func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int) {
-		schema := freshSchema(t, pg)
-		tbl := pgx.Identifier{schema, "t"}.Sanitize()
-		live = func() int {
-			conn, err := pgx.Connect(context.Background(), pg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			where := ""
-			if mode == "soft" {
-				where = " WHERE _idemsync_deleted_at IS NULL"
-			}
-			var n int
-			if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+tbl+where).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		return pg, schema + ".t", func(stmts ...string) {
-			for i, s := range stmts {
-				stmts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "%t", tbl), "%s", schema)
-			}
-			pgExec(t, pg, stmts...)
-		}, live
+		return pgKeptTarget(t, pg, mode, "t", "")
 	}, map[string][]string{
 		"keep": {`CREATE FUNCTION %s.keep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
 			`CREATE TRIGGER keep BEFORE %e ON %t FOR EACH ROW WHEN (OLD.id = 'c') EXECUTE FUNCTION %s.keep()`},
@@ -62,36 +36,86 @@ func TestPostgresDeleteKept(t *testing.T) {
 // The same on SQLite.
 func TestSQLiteDeleteKept(t *testing.T) {
 	deleteKept(t, func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int) {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "out.db")
-		var db *sql.DB
-		open := func() *sql.DB {
-			if db == nil {
-				db = openSQLite(t, path)
-			}
-			return db
-		}
-		live = func() int {
-			where := ""
-			if mode == "soft" {
-				where = " WHERE _idemsync_deleted_at IS NULL"
-			}
-			var n int
-			if err := open().QueryRow("SELECT count(*) FROM t" + where).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		return "sqlite:" + path, "t", func(stmts ...string) {
-			for i, s := range stmts {
-				stmts[i] = strings.ReplaceAll(s, "%t", "t")
-			}
-			execAll(t, open(), stmts...)
-		}, live
+		return sqliteKeptTarget(t, mode, "t", "")
 	}, map[string][]string{
 		"keep":    {`CREATE TRIGGER keep BEFORE %e ON %t WHEN OLD.id = 'c' BEGIN SELECT RAISE(IGNORE); END`},
 		"archive": {`CREATE TABLE archive (id TEXT)`, `CREATE TRIGGER keep BEFORE %e ON %t BEGIN INSERT INTO archive VALUES (OLD.id); END`},
 	})
+}
+
+// pgKeptTarget is a fresh schema on pg as the target of a kept test: the
+// target URL, the table schema.t, a way to run SQL on it with %s the
+// schema, %t the table and %c its child table t_lines, and how many rows
+// of the table counted (t or t_lines) that match where ("" for all) are
+// live (under deletes: soft, not marked deleted).
+func pgKeptTarget(t *testing.T, pg, mode, counted, where string) (target, table string, exec func(...string), live func() int) {
+	schema := freshSchema(t, pg)
+	names := strings.NewReplacer("%s", schema, "%t", pgx.Identifier{schema, "t"}.Sanitize(), "%c", pgx.Identifier{schema, "t_lines"}.Sanitize())
+	query := "SELECT count(*) FROM " + pgx.Identifier{schema, counted}.Sanitize() + keptWhere(mode, where)
+	live = func() int {
+		conn, err := pgx.Connect(context.Background(), pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var n int
+		if err := conn.QueryRow(context.Background(), query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return pg, schema + ".t", func(stmts ...string) {
+		sqls := make([]string, len(stmts))
+		for i, s := range stmts {
+			sqls[i] = names.Replace(s)
+		}
+		pgExec(t, pg, sqls...)
+	}, live
+}
+
+// sqliteKeptTarget is the same on a fresh SQLite file: the table t, %t
+// and %c in SQL the tables t and t_lines.
+func sqliteKeptTarget(t *testing.T, mode, counted, where string) (target, table string, exec func(...string), live func() int) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	names := strings.NewReplacer("%t", "t", "%c", "t_lines")
+	query := "SELECT count(*) FROM " + counted + keptWhere(mode, where)
+	var db *sql.DB
+	open := func() *sql.DB {
+		if db == nil {
+			db = openSQLite(t, path)
+		}
+		return db
+	}
+	live = func() int {
+		var n int
+		if err := open().QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return "sqlite:" + path, "t", func(stmts ...string) {
+		sqls := make([]string, len(stmts))
+		for i, s := range stmts {
+			sqls[i] = names.Replace(s)
+		}
+		execAll(t, open(), sqls...)
+	}, live
+}
+
+// keptWhere is the WHERE clause of a kept test's live count: where, and
+// under deletes: soft the rows not marked deleted.
+func keptWhere(mode, where string) string {
+	var conds []string
+	if where != "" {
+		conds = append(conds, where)
+	}
+	if mode == "soft" {
+		conds = append(conds, "_idemsync_deleted_at IS NULL")
+	}
+	if len(conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(conds, " AND ")
 }
 
 // deleteKept loads a, b and c into a fresh target (setup: the target URL,
@@ -99,12 +123,7 @@ func TestSQLiteDeleteKept(t *testing.T) {
 // and its live rows), adds each trigger of triggers, and drops c by two
 // passes that miss it and by a tombstone, for deletes hard and soft.
 func deleteKept(t *testing.T, setup func(t *testing.T, mode string) (target, table string, exec func(...string), live func() int), triggers map[string][]string) {
-	var body atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, srvURL := bodyServer(t, "")
 	for _, mode := range []string{"hard", "soft"} {
 		for _, how := range []string{"sweep", "tombstone"} {
 			for name, stmts := range triggers {
@@ -114,7 +133,7 @@ func deleteKept(t *testing.T, setup func(t *testing.T, mode string) (target, tab
 					dir := t.TempDir()
 					job := writeJob(t, dir, "job.yaml", `name: kept
 source:
-  url: `+srv.URL+`
+  url: `+srvURL+`
 pagination:
   style: none
 target:
@@ -142,12 +161,7 @@ target:
 						passes = 1
 						body.Store(`[{"id":"a"},{"id":"b"},{"id":"c","gone":true}]`)
 					}
-					var last result
-					for range passes {
-						if last = idemsync(t, dir, nil, "run", job, "--json"); last.code != 0 {
-							break
-						}
-					}
+					last := runPasses(t, dir, job, passes)
 					got := parseRun(t, last)
 					if name == "archive" {
 						if last.code != 0 || got.Deleted != 1 || live() != 2 {

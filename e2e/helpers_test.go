@@ -404,6 +404,19 @@ func serve(t *testing.T, h http.Handler) string {
 	return srv.URL
 }
 
+// runPasses runs job in dir up to passes times, stopping at the first run
+// that does not exit 0, and returns the last run.
+func runPasses(t *testing.T, dir, job string, passes int) result {
+	t.Helper()
+	var last result
+	for range passes {
+		if last = idemsync(t, dir, nil, "run", job, "--json"); last.code != 0 {
+			break
+		}
+	}
+	return last
+}
+
 // queryLog is an http.Handler that records the query of every request
 // before passing it on.
 type queryLog struct {

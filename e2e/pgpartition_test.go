@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -23,12 +20,7 @@ import (
 // loaded, re-synced and swept as any.
 func TestPostgresPartitionedTarget(t *testing.T) {
 	pg := postgresURL(t)
-	var body atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, srvURL := bodyServer(t, `[{"id":"a","v":"1"},{"id":"b","v":"1"},{"id":"c","v":"1"}]`)
 	schema := freshSchema(t, pg)
 	tbl := pgx.Identifier{schema, "t"}.Sanitize()
 	pgExec(t, pg, `CREATE TABLE `+tbl+` (id text NOT NULL, v text, PRIMARY KEY (id)) PARTITION BY LIST (id)`,
@@ -37,7 +29,7 @@ func TestPostgresPartitionedTarget(t *testing.T) {
 	jobFor := func(table string) string {
 		return writeJob(t, dir, table+".yaml", `name: parts_`+table+`
 source:
-  url: `+srv.URL+`
+  url: `+srvURL+`
 pagination:
   style: none
 target:
@@ -51,7 +43,6 @@ target:
     v: v
 `)
 	}
-	body.Store(`[{"id":"a","v":"1"},{"id":"b","v":"1"},{"id":"c","v":"1"}]`)
 	r := idemsync(t, dir, nil, "run", jobFor("t"), "--json")
 	if got := parseRun(t, r); r.code != 1 || !strings.Contains(got.Error, "partitioned") || !strings.Contains(got.Error, schema+".t") {
 		t.Fatalf("a partitioned target: exit %d %+v, want exit 1 naming the table as partitioned\nstderr: %s", r.code, got, r.stderr)

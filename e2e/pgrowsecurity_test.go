@@ -3,11 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,12 +36,7 @@ func TestPostgresRowSecurityRefused(t *testing.T) {
 	}
 	u.User = url.UserPassword(role, "rls-secret")
 	roleURL := u.String()
-	var body atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, srvURL := bodyServer(t, `[{"id":"a"},{"id":"b"},{"id":"c"}]`)
 	for _, c := range []struct {
 		name, how string
 		rls       []string // %t the table
@@ -65,7 +57,7 @@ func TestPostgresRowSecurityRefused(t *testing.T) {
 			dir := t.TempDir()
 			job := writeJob(t, dir, "job.yaml", `name: rls
 source:
-  url: `+srv.URL+`
+  url: `+srvURL+`
 pagination:
   style: none
 target:
@@ -89,12 +81,7 @@ target:
 				passes = 1
 				body.Store(`[{"id":"a"},{"id":"b"},{"id":"c","gone":true}]`)
 			}
-			var last result
-			for range passes {
-				if last = idemsync(t, dir, nil, "run", job, "--json"); last.code != 0 {
-					break
-				}
-			}
+			last := runPasses(t, dir, job, passes)
 			got := parseRun(t, last)
 			var rows int
 			conn, err := pgx.Connect(context.Background(), pg) // a superuser: sees every row

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
 
@@ -17,12 +14,7 @@ import (
 // table, naming the column and the clause (docs/job-file.md, "target").
 // A constraint whose conflict is an error (the default ABORT) is kept.
 func TestSQLiteConflictClauseRefused(t *testing.T) {
-	var body atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body.Load().(string)))
-	}))
-	t.Cleanup(srv.Close)
+	body, srvURL := bodyServer(t, "")
 	for name, c := range map[string]struct{ ddl, column string }{
 		"not null ignore":  {`CREATE TABLE t (id TEXT PRIMARY KEY, v TEXT NOT NULL ON CONFLICT IGNORE)`, `"v"`},
 		"not null replace": {`CREATE TABLE t (id TEXT PRIMARY KEY, v TEXT NOT NULL ON CONFLICT REPLACE DEFAULT 'z')`, `"v"`},
@@ -32,19 +24,7 @@ func TestSQLiteConflictClauseRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			body.Store(`[{"id":"a","v":"x"},{"id":"b","v":null},{"id":"c","v":"x"}]`)
-			dir := t.TempDir()
-			execAll(t, openSQLite(t, filepath.Join(dir, "out.db")), c.ddl)
-			job := writeJob(t, dir, "job.yaml", `name: conflict
-source:
-  url: `+srv.URL+`
-pagination:
-  style: none
-target:
-  url: sqlite:out.db
-  table: t
-  key: [id]
-  columns:
-    id: id
+			dir, job := conflictJob(t, c.ddl, srvURL, `
     v: v
 `)
 			if c.column == "" {
@@ -58,6 +38,27 @@ target:
 			}
 		})
 	}
+}
+
+// conflictJob makes the SQLite file out.db in a fresh folder with ddl and
+// writes there a job loading the records at srvURL into its table t, keyed
+// and filled by id, its target ending with more; it returns the folder and
+// the job.
+func conflictJob(t *testing.T, ddl, srvURL, more string) (dir, job string) {
+	t.Helper()
+	dir = t.TempDir()
+	execAll(t, openSQLite(t, filepath.Join(dir, "out.db")), ddl)
+	return dir, writeJob(t, dir, "job.yaml", `name: conflict
+source:
+  url: `+srvURL+`
+pagination:
+  style: none
+target:
+  url: sqlite:out.db
+  table: t
+  key: [id]
+  columns:
+    id: id`+more)
 }
 
 // dump is the rows of t in the SQLite file path, as id=v.
@@ -82,29 +83,13 @@ func dump(t *testing.T, path string) []string {
 // ON CONFLICT IGNORE or REPLACE is refused the same way, naming the
 // column or constraint (docs/job-file.md, "target").
 func TestSQLiteChildConflictClauseRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`[{"id":"a","lines":[{"id":"1","v":"x"},{"id":"2","v":null},{"id":"3","v":"x"}]}]`))
-	}))
-	t.Cleanup(srv.Close)
+	_, srvURL := bodyServer(t, `[{"id":"a","lines":[{"id":"1","v":"x"},{"id":"2","v":null},{"id":"3","v":"x"}]}]`)
 	for name, c := range map[string]struct{ ddl, column string }{
 		"not null ignore": {`CREATE TABLE t_lines (t_id TEXT NOT NULL, id TEXT NOT NULL, v TEXT NOT NULL ON CONFLICT IGNORE, PRIMARY KEY (t_id, id))`, `"v"`},
 		"unique replace":  {`CREATE TABLE t_lines (t_id TEXT NOT NULL, id TEXT NOT NULL, v TEXT, PRIMARY KEY (t_id, id), CONSTRAINT one_v UNIQUE (v) ON CONFLICT REPLACE)`, `one_v`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			execAll(t, openSQLite(t, filepath.Join(dir, "out.db")), c.ddl)
-			job := writeJob(t, dir, "job.yaml", `name: conflict
-source:
-  url: `+srv.URL+`
-pagination:
-  style: none
-target:
-  url: sqlite:out.db
-  table: t
-  key: [id]
-  columns:
-    id: id
+			dir, job := conflictJob(t, c.ddl, srvURL, `
   children:
     lines:
       path: lines
